@@ -1,0 +1,55 @@
+# streamproc: the two commands are `make demo` and `make test` (README.md).
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+UV_VERSION := 0.13.9
+STAMP := $(VENV)/.installed
+CACHE ?= $(HOME)/.cache/streamproc
+PYTEST_ARGS ?=
+
+.PHONY: install test unit integration demo lint typecheck bench lock services clean
+
+$(STAMP): requirements.lock pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+	$(BIN)/uv pip sync --quiet --python $(BIN)/python requirements.lock
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps -e .
+	@touch $@
+
+install: $(STAMP)
+
+# Fetches (once, into $(CACHE)) the Kafka broker jars and the MinIO binary the integration tests start.
+services: install
+	$(BIN)/streamproc dev broker fetch
+	$(BIN)/streamproc dev s3 fetch
+
+test: services
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+unit: install
+	$(BIN)/python -m pytest -m "not integration" $(PYTEST_ARGS)
+
+integration: services
+	$(BIN)/python -m pytest -m integration $(PYTEST_ARGS)
+
+demo: services
+	$(BIN)/python -m streamproc.dev.demo
+
+lint: install
+	$(BIN)/ruff check streamproc tests bench
+	$(BIN)/ruff format --check streamproc tests bench
+	$(BIN)/mypy
+
+typecheck: install
+	$(BIN)/mypy
+
+bench: services
+	$(BIN)/python -m pytest bench -m bench -s -p no:randomly $(PYTEST_ARGS)
+
+# Re-resolve the pins after changing pyproject.toml; installs come only from requirements.lock.
+lock: install
+	$(BIN)/uv pip compile pyproject.toml --extra dev --python-version 3.11 --universal -o requirements.lock
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache conformance/target

@@ -1,0 +1,207 @@
+"""A real Apache Kafka broker (KRaft, one combined broker+controller on 127.0.0.1) from Maven Central's jars.
+
+``fetch`` copies ``org.apache.kafka:kafka_2.13`` and its runtime dependencies into
+``~/.cache/streamproc/kafka-<version>/libs`` with the Maven project in ``tools/kafka``; a later ``start`` finds them
+there and never calls Maven again. ``start`` formats KRaft storage in a work directory, launches ``kafka.Kafka`` on
+free loopback ports, and returns once the broker answers metadata requests. A work directory that already holds a
+formatted log is restarted on the same ports with its data, which is how tests take a broker away and bring it back.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+import uuid
+from pathlib import Path
+
+from streamproc.dev import process
+from streamproc.dev.process import ServiceHandle
+from streamproc.dev.versions import KAFKA_VERSION, cache_dir
+from streamproc.errors import DevServiceError
+
+log = logging.getLogger(__name__)
+
+NAME = "kafka-broker"
+POM = Path(__file__).resolve().parents[2] / "tools" / "kafka" / "pom.xml"
+_COMPLETE = ".complete"
+
+# Single-node settings: replication factor 1 for every internal topic, few partitions for the internal topics so
+# that the first group or transaction operation does not wait for 50 partitions to be created, no rebalance delay,
+# and no topic auto-creation, so that a missing topic is an error exactly as on a production cluster.
+_SERVER_PROPERTIES = """\
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:{controller_port}
+listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}
+advertised.listeners=PLAINTEXT://127.0.0.1:{port}
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+log.dirs={log_dir}
+num.partitions=1
+default.replication.factor=1
+min.insync.replicas=1
+auto.create.topics.enable=false
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=4
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=4
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+log.retention.check.interval.ms=1000
+"""
+
+_LOG4J2 = """\
+status = warn
+appender.out.type = Console
+appender.out.name = OUT
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.out.ref = OUT
+logger.state.name = state.change.logger
+logger.state.level = WARN
+"""
+
+
+def libs_dir(version: str = KAFKA_VERSION) -> Path:
+    return cache_dir() / f"kafka-{version}" / "libs"
+
+
+def fetch(version: str = KAFKA_VERSION) -> Path:
+    """Copy the broker jars into the cache once; a complete cache is reused without calling Maven."""
+    target = libs_dir(version)
+    if (target / _COMPLETE).exists():
+        log.info("Kafka %s jars already cached in %s", version, target)
+        return target
+    if shutil.which("mvn") is None:
+        raise DevServiceError("Maven ('mvn') is not on PATH; install it (Debian: apt-get install maven) and retry")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix="libs-", dir=target.parent))
+    log.info("Fetching Kafka %s broker jars from Maven Central into %s", version, target)
+    cmd = [
+        "mvn", "-q", "-B", "-f", str(POM), "dependency:copy-dependencies",
+        f"-Dkafka.version={version}", f"-DoutputDirectory={staging}",
+    ]  # fmt: skip
+    result = subprocess.run(cmd, capture_output=True, text=True, check=False)  # noqa: S603
+    if result.returncode != 0:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise DevServiceError(f"Maven could not fetch Kafka {version}:\n{result.stdout[-4000:]}{result.stderr[-4000:]}")
+    (staging / _COMPLETE).write_text(version, encoding="utf-8")
+    if target.exists():
+        shutil.rmtree(target)
+    staging.rename(target)
+    log.info("Cached %d jars for Kafka %s", len(list(target.glob("*.jar"))), version)
+    return target
+
+
+def _cluster_id() -> str:
+    """A Kafka ``Uuid`` in its text form: URL-safe base64 of 16 random bytes without padding."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode("ascii")
+
+
+def _java() -> str:
+    java_home = os.environ.get("JAVA_HOME")
+    java = str(Path(java_home, "bin", "java")) if java_home else shutil.which("java")
+    if not java:
+        raise DevServiceError("Java is not on PATH; install a JDK 17 (Debian: apt-get install openjdk-17-jdk-headless)")
+    return java
+
+
+def _classpath(version: str) -> str:
+    libs = libs_dir(version)
+    if not (libs / _COMPLETE).exists():
+        fetch(version)
+    return str(libs / "*")
+
+
+def _metadata_answers(bootstrap: str) -> bool:
+    from confluent_kafka.admin import AdminClient
+
+    host, port = bootstrap.rsplit(":", 1)
+    if not process.port_open(host, int(port)):
+        return False
+    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 2000, "logger": log})
+    metadata = admin.list_topics(timeout=2)
+    return bool(metadata.brokers)
+
+
+def start(workdir: Path | None = None, *, version: str = KAFKA_VERSION, heap: str = "768m", timeout_s: float = 120) -> ServiceHandle:
+    """Start a broker in ``workdir`` (a new temp dir if None) and wait until it answers metadata requests."""
+    workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="streamproc-kafka-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    previous = ServiceHandle.load(workdir)
+    if previous is not None and process.is_alive(previous.pid):
+        raise DevServiceError(f"a broker is already running from {workdir} (pid {previous.pid}, {previous.address})")
+    config = workdir / "server.properties"
+    log_dir = workdir / "kraft-logs"
+    java = _java()
+    classpath = _classpath(version)
+    if previous is not None and config.exists() and (log_dir / "meta.properties").exists():
+        port = int(previous.extra["port"])
+        controller_port = int(previous.extra["controller_port"])
+        log.info("Restarting Kafka broker from %s on 127.0.0.1:%d", workdir, port)
+    else:
+        port, controller_port = process.free_port(), process.free_port()
+        config.write_text(
+            _SERVER_PROPERTIES.format(port=port, controller_port=controller_port, log_dir=log_dir), encoding="utf-8"
+        )
+        fmt = subprocess.run(  # noqa: S603
+            [java, "-cp", classpath, "kafka.tools.StorageTool", "format", "--cluster-id", _cluster_id(),
+             "--config", str(config)],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        if fmt.returncode != 0:
+            raise DevServiceError(f"formatting KRaft storage in {log_dir} failed:\n{fmt.stdout}{fmt.stderr}")
+    (workdir / "log4j2.properties").write_text(_LOG4J2, encoding="utf-8")
+    log_path = workdir / "broker.log"
+    args = [
+        java, f"-Xms256m", f"-Xmx{heap}", "-XX:+UseG1GC", "-Djava.awt.headless=true",
+        f"-Dlog4j2.configurationFile={workdir / 'log4j2.properties'}",
+        f"-Dkafka.logs.dir={workdir}", "-cp", classpath, "kafka.Kafka", str(config),
+    ]  # fmt: skip
+    pid = process.spawn(args, log_path=log_path, cwd=workdir)
+    bootstrap = f"127.0.0.1:{port}"
+    log.info("Started Kafka %s broker (pid %d) on %s; log: %s", version, pid, bootstrap, log_path)
+    process.wait_until(
+        lambda: _metadata_answers(bootstrap), pid=pid, name=NAME, log_path=log_path, timeout_s=timeout_s
+    )
+    handle = ServiceHandle(
+        name=NAME,
+        pid=pid,
+        address=bootstrap,
+        workdir=str(workdir),
+        log_path=str(log_path),
+        extra={"port": str(port), "controller_port": str(controller_port), "version": version},
+    )
+    handle.save()
+    log.info("Kafka broker ready at %s", bootstrap)
+    return handle
+
+
+def stop(workdir: Path) -> bool:
+    """Stop the broker started from ``workdir`` by its recorded PID; False when none was running."""
+    handle = ServiceHandle.load(Path(workdir))
+    if handle is None or not process.is_alive(handle.pid):
+        return False
+    process.stop_pid(handle.pid, name=NAME)
+    return True
+
+
+def status(workdir: Path) -> str:
+    handle = ServiceHandle.load(Path(workdir))
+    if handle is None:
+        return f"no broker was started from {workdir}"
+    if not process.is_alive(handle.pid):
+        return f"stopped (last ran as pid {handle.pid} on {handle.address})"
+    try:
+        answering = _metadata_answers(handle.address)
+    except Exception:  # noqa: BLE001
+        answering = False
+    return f"running: pid {handle.pid}, bootstrap {handle.address}, {'answering' if answering else 'not answering'}"

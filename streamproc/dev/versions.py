@@ -1,0 +1,25 @@
+"""Versions of the real services the project runs for tests and the demo, in one place.
+
+``KAFKA_VERSION`` must equal ``kafka.version`` in ``tools/kafka/pom.xml`` and the Kafka Streams version of the
+oracle in ``conformance/pom.xml`` (a unit test checks both), because the broker, the oracle and the semantics
+streamproc reproduces are one release: Kafka Streams 4.2.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+KAFKA_VERSION = "4.2.2"
+
+# MinIO is built from source with `go install`; MinIO publishes no semver tags for Go, so this is the module
+# proxy's pseudo-version of the commit we tested against.
+MINIO_MODULE = "github.com/minio/minio"
+MINIO_VERSION = "v0.0.0-20260212201848-7aac2a2c5b7c"
+
+
+def cache_dir() -> Path:
+    """Where downloaded jars and built binaries live: outside the repo, shared by every clone and CI run."""
+    import os
+
+    root = os.environ.get("STREAMPROC_CACHE")
+    return Path(root) if root else Path.home() / ".cache" / "streamproc"

@@ -1,0 +1,111 @@
+"""The one error hierarchy of streamproc.
+
+Every error a user can meet derives from :class:`StreamprocError`, so the CLI and the Airflow operators can turn
+any of them into a one-line message. Task-scoped errors carry the task id, record-scoped ones the topic, partition
+and offset, both as attributes and in ``str()``, in the spirit of Kafka Streams' ``StreamsException``.
+"""
+
+from __future__ import annotations
+
+
+class StreamprocError(Exception):
+    """Root of every error streamproc raises on purpose."""
+
+
+class ConfigError(StreamprocError):
+    """A setting is missing, malformed or contradicts another one."""
+
+
+class DevServiceError(StreamprocError):
+    """A local development service (broker, S3 server) could not be fetched, started or stopped."""
+
+
+class TopologyError(StreamprocError):
+    """A topology is malformed: a duplicate node name, an unknown parent, an invalid store name."""
+
+
+class PlanError(StreamprocError):
+    """Offsets or timestamps cannot be resolved into a plan: a missing topic, an active group, lost data."""
+
+
+class FetchError(StreamprocError):
+    """A planned range could not be copied to staging, e.g. its offsets were lost to retention."""
+
+
+class ManifestError(StreamprocError):
+    """Staged data does not match its manifest, or a manifest does not prove its range."""
+
+
+class StateError(StreamprocError):
+    """A state directory, store or checkpoint is unusable."""
+
+
+class ProcessingError(StreamprocError):
+    """Processing a task failed; carries the task id when known."""
+
+    def __init__(self, message: str, *, task_id: str | None = None) -> None:
+        self.task_id = task_id
+        super().__init__(f"task [{task_id}] {message}" if task_id is not None else message)
+
+
+class RecordError(ProcessingError):
+    """Processing one record failed (a fatal deserialization, timestamp or processing error)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        topic: str,
+        partition: int,
+        offset: int,
+        task_id: str | None = None,
+    ) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        super().__init__(f"{message} (topic=[{topic}] partition=[{partition}] offset=[{offset}])", task_id=task_id)
+
+
+class HandoffError(StreamprocError):
+    """Committing offsets, writing checkpoints or purging repartition topics failed or was refused."""
+
+
+#: The Java class Kafka Streams throws for a fatal record, extractor, handler or processing error.
+KAFKA_STREAMS_EXCEPTION = "org.apache.kafka.streams.errors.StreamsException"
+
+
+class StreamsError(RecordError):
+    """A record made its task fail where Kafka Streams throws a ``StreamsException``; quotes Kafka's message."""
+
+    def __init__(
+        self,
+        kafka_message: str,
+        *,
+        reason: str,
+        topic: str,
+        partition: int,
+        offset: int,
+        task_id: str | None = None,
+        kafka_exception: str = KAFKA_STREAMS_EXCEPTION,
+    ) -> None:
+        self.kafka_message = kafka_message
+        self.kafka_exception = kafka_exception
+        self.reason = reason
+        super().__init__(kafka_message, topic=topic, partition=partition, offset=offset, task_id=task_id)
+
+
+class PunctuationError(ProcessingError):
+    """A punctuator failed and the processing exception handler answered FAIL (or failed itself)."""
+
+    def __init__(
+        self,
+        kafka_message: str,
+        *,
+        processor: str,
+        task_id: str | None = None,
+        kafka_exception: str = KAFKA_STREAMS_EXCEPTION,
+    ) -> None:
+        self.kafka_message = kafka_message
+        self.kafka_exception = kafka_exception
+        self.processor = processor
+        super().__init__(kafka_message, task_id=task_id)

@@ -1,0 +1,74 @@
+"""The service launchers' rules that need no running service: versions agree, the cache is honoured."""
+
+from __future__ import annotations
+
+import base64
+import re
+from pathlib import Path
+
+import pytest
+
+from streamproc.dev import broker, s3
+from streamproc.dev.process import ServiceHandle, free_port, is_alive, port_open
+from streamproc.dev.versions import KAFKA_VERSION, MINIO_VERSION
+from streamproc.errors import DevServiceError
+from tests.conftest import PROJECT_ROOT
+
+
+def test_broker_pom_names_the_targeted_kafka_version() -> None:
+    pom = (PROJECT_ROOT / "tools" / "kafka" / "pom.xml").read_text(encoding="utf-8")
+    assert re.search(r"<kafka\.version>([^<]+)</kafka\.version>", pom).group(1) == KAFKA_VERSION  # type: ignore[union-attr]
+    assert KAFKA_VERSION.startswith("4.2.")
+
+
+def test_cluster_id_is_a_kafka_uuid_text() -> None:
+    cluster_id = broker._cluster_id()
+    assert len(cluster_id) == 22
+    assert len(base64.urlsafe_b64decode(cluster_id + "==")) == 16
+    assert cluster_id != broker._cluster_id()
+
+
+def test_cached_jars_are_reused_without_maven(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STREAMPROC_CACHE", str(tmp_path))
+    monkeypatch.setenv("PATH", "/nonexistent")  # no mvn reachable: a Maven call would fail
+    libs = tmp_path / f"kafka-{KAFKA_VERSION}" / "libs"
+    libs.mkdir(parents=True)
+    (libs / ".complete").write_text(KAFKA_VERSION)
+
+    assert broker.fetch() == libs
+
+
+def test_incomplete_cache_without_maven_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STREAMPROC_CACHE", str(tmp_path))
+    monkeypatch.setenv("PATH", "/nonexistent")
+    (tmp_path / f"kafka-{KAFKA_VERSION}" / "libs").mkdir(parents=True)  # interrupted earlier fetch: no marker
+
+    with pytest.raises(DevServiceError, match="Maven .* is not on PATH"):
+        broker.fetch()
+
+
+def test_cached_minio_is_reused_without_go(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STREAMPROC_CACHE", str(tmp_path))
+    monkeypatch.setenv("PATH", "/nonexistent")
+    binary = tmp_path / f"minio-{MINIO_VERSION}" / "minio"
+    binary.parent.mkdir(parents=True)
+    binary.write_bytes(b"")
+
+    assert s3.fetch() == binary
+    binary.unlink()
+    with pytest.raises(DevServiceError, match="Go .* is not on PATH"):
+        s3.fetch()
+
+
+def test_service_handle_round_trips_through_its_state_file(tmp_path: Path) -> None:
+    handle = ServiceHandle("kafka-broker", 123, "127.0.0.1:9", str(tmp_path), str(tmp_path / "l"), {"port": "9"})
+    handle.save()
+    assert ServiceHandle.load(tmp_path) == handle
+    assert ServiceHandle.load(tmp_path / "other") is None
+
+
+def test_free_port_is_free_and_our_own_pid_is_alive() -> None:
+    import os
+
+    assert not port_open("127.0.0.1", free_port())
+    assert is_alive(os.getpid())
