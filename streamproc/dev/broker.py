@@ -127,12 +127,14 @@ def _metadata_answers(bootstrap: str) -> bool:
     host, port = bootstrap.rsplit(":", 1)
     if not process.port_open(host, int(port)):
         return False
-    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 2000, "logger": log})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 2000, "logger": log})  # type: ignore[dict-item]
     metadata = admin.list_topics(timeout=2)
     return bool(metadata.brokers)
 
 
-def start(workdir: Path | None = None, *, version: str = KAFKA_VERSION, heap: str = "768m", timeout_s: float = 120) -> ServiceHandle:
+def start(
+    workdir: Path | None = None, *, version: str = KAFKA_VERSION, heap: str = "768m", timeout_s: float = 120
+) -> ServiceHandle:
     """Start a broker in ``workdir`` (a new temp dir if None) and wait until it answers metadata requests."""
     workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="streamproc-kafka-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -162,16 +164,14 @@ def start(workdir: Path | None = None, *, version: str = KAFKA_VERSION, heap: st
     (workdir / "log4j2.properties").write_text(_LOG4J2, encoding="utf-8")
     log_path = workdir / "broker.log"
     args = [
-        java, f"-Xms256m", f"-Xmx{heap}", "-XX:+UseG1GC", "-Djava.awt.headless=true",
+        java, "-Xms256m", f"-Xmx{heap}", "-XX:+UseG1GC", "-Djava.awt.headless=true",
         f"-Dlog4j2.configurationFile={workdir / 'log4j2.properties'}",
         f"-Dkafka.logs.dir={workdir}", "-cp", classpath, "kafka.Kafka", str(config),
     ]  # fmt: skip
     pid = process.spawn(args, log_path=log_path, cwd=workdir)
     bootstrap = f"127.0.0.1:{port}"
     log.info("Started Kafka %s broker (pid %d) on %s; log: %s", version, pid, bootstrap, log_path)
-    process.wait_until(
-        lambda: _metadata_answers(bootstrap), pid=pid, name=NAME, log_path=log_path, timeout_s=timeout_s
-    )
+    process.wait_until(lambda: _metadata_answers(bootstrap), pid=pid, name=NAME, log_path=log_path, timeout_s=timeout_s)
     handle = ServiceHandle(
         name=NAME,
         pid=pid,

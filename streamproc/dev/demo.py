@@ -35,7 +35,8 @@ def ensure_broker(workdir: Path) -> ServiceHandle:
 def seed(bootstrap: str) -> Counter[int]:
     """Create ``demo-orders`` afresh and produce keyed records with slightly out-of-order timestamps."""
     from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import AdminClient
+    from confluent_kafka.cimpl import NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     if TOPIC in admin.list_topics(timeout=10).topics:

@@ -117,7 +117,9 @@ def wait_until(
     deadline = time.monotonic() + timeout_s
     while True:
         if not is_alive(pid):
-            raise DevServiceError(f"{name} (pid {pid}) exited during start; last lines of {log_path}:\n{tail(log_path)}")
+            raise DevServiceError(
+                f"{name} (pid {pid}) exited during start; last lines of {log_path}:\n{tail(log_path)}"
+            )
         try:
             if ready():
                 return
