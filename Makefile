@@ -45,7 +45,7 @@ typecheck: install
 	$(BIN)/mypy
 
 bench: services
-	$(BIN)/python -m pytest bench -m bench -s -p no:randomly $(PYTEST_ARGS)
+	$(BIN)/python -m pytest bench -s $(PYTEST_ARGS)
 
 # Re-resolve the pins after changing pyproject.toml; installs come only from requirements.lock.
 lock: install

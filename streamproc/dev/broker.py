@@ -102,8 +102,14 @@ def fetch(version: str = KAFKA_VERSION) -> Path:
 
 
 def _cluster_id() -> str:
-    """A Kafka ``Uuid`` in its text form: URL-safe base64 of 16 random bytes without padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode("ascii")
+    """A Kafka ``Uuid`` in its text form: URL-safe base64 of 16 random bytes without padding.
+
+    Like ``Uuid.randomUuid``, never one that starts with ``-``: command-line parsers take that for an option.
+    """
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode("ascii")
+        if not text.startswith("-"):
+            return text
 
 
 def _java() -> str:
@@ -155,7 +161,7 @@ def start(
             _SERVER_PROPERTIES.format(port=port, controller_port=controller_port, log_dir=log_dir), encoding="utf-8"
         )
         fmt = subprocess.run(  # noqa: S603
-            [java, "-cp", classpath, "kafka.tools.StorageTool", "format", "--cluster-id", _cluster_id(),
+            [java, "-cp", classpath, "kafka.tools.StorageTool", "format", f"--cluster-id={_cluster_id()}",
              "--config", str(config)],
             capture_output=True, text=True, check=False,
         )  # fmt: skip

@@ -21,11 +21,13 @@ def test_broker_pom_names_the_targeted_kafka_version() -> None:
     assert KAFKA_VERSION.startswith("4.2.")
 
 
-def test_cluster_id_is_a_kafka_uuid_text() -> None:
-    cluster_id = broker._cluster_id()
-    assert len(cluster_id) == 22
-    assert len(base64.urlsafe_b64decode(cluster_id + "==")) == 16
-    assert cluster_id != broker._cluster_id()
+def test_cluster_id_is_a_kafka_uuid_text_that_never_looks_like_an_option() -> None:
+    ids = {broker._cluster_id() for _ in range(2_000)}  # about 1 in 64 raw draws starts with "-"
+    assert len(ids) == 2_000
+    for cluster_id in ids:
+        assert len(cluster_id) == 22
+        assert len(base64.urlsafe_b64decode(cluster_id + "==")) == 16
+        assert not cluster_id.startswith("-")
 
 
 def test_cached_jars_are_reused_without_maven(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,211 @@
+"""Read one planned ``[start, end)`` range of one partition, and keep the evidence that the range was read whole.
+
+A range is not ``end - start`` records: transaction markers, aborted records (under ``read_committed``) and
+compacted-away offsets leave gaps (planning.md §8). The reader therefore never counts; it reads until the consumer
+demonstrably reached ``end`` — a record at or past ``end`` arrived, or a partition-EOF event came at a fetch
+position ``>= end`` — and records which offsets it delivered, so the completeness proof can classify the rest.
+Offsets that retention deleted since planning surface as librdkafka's auto-offset-reset error (the reader sets
+``auto.offset.reset=error``) and become a ``FetchError`` naming the lost offsets, never a silent jump.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from streamproc.engine.records import ConsumerRecord, TimestampType
+from streamproc.errors import FetchError
+
+log = logging.getLogger(__name__)
+
+READ_COMMITTED = "read_committed"
+READ_UNCOMMITTED = "read_uncommitted"
+
+# librdkafka's codes for the events the reader must tell apart from real errors.
+_PARTITION_EOF = -191
+_AUTO_OFFSET_RESET = -140
+_OFFSET_OUT_OF_RANGE = 1
+
+# confluent-kafka's timestamp type ids (TIMESTAMP_NOT_AVAILABLE, TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME).
+_TIMESTAMP_TYPES = {0: TimestampType.NO_TIMESTAMP_TYPE, 1: TimestampType.CREATE_TIME, 2: TimestampType.LOG_APPEND_TIME}
+
+RawRecord = ConsumerRecord[bytes | None, bytes | None]
+
+
+@dataclass(slots=True)
+class RangeEvidence:
+    """What one reading of a range observed: delivered offsets as inclusive intervals, and how it ended."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+    isolation_level: str
+    delivered: list[tuple[int, int]] = field(default_factory=list)
+    delivered_count: int = 0
+    dropped_past_end: int = 0
+    reached_end_by: str | None = None  # "record_at_end", "last_offset", "eof_position", "empty"
+    final_position: int | None = None
+
+    def add(self, offset: int) -> None:
+        if self.delivered and self.delivered[-1][1] == offset - 1:
+            self.delivered[-1] = (self.delivered[-1][0], offset)
+        else:
+            self.delivered.append((offset, offset))
+        self.delivered_count += 1
+
+
+def to_record(message: Any) -> RawRecord:
+    """A confluent-kafka ``Message`` as the raw ``ConsumerRecord`` the engine consumes."""
+    ts_type, ts = message.timestamp()
+    headers = tuple((key, value) for key, value in (message.headers() or ()))
+    return ConsumerRecord.raw(
+        message.topic(),
+        message.partition(),
+        message.offset(),
+        ts,
+        message.key(),
+        message.value(),
+        timestamp_type=_TIMESTAMP_TYPES.get(ts_type, TimestampType.NO_TIMESTAMP_TYPE),
+        headers=headers,
+        leader_epoch=message.leader_epoch(),
+    )
+
+
+class RangeReader:
+    """Reads ``[start, end)`` of one partition with a dedicated consumer that never joins a group or commits.
+
+    ``client_config`` holds the connection settings (``bootstrap.servers``, security); the reader sets the rest.
+    ``stall_timeout_s`` bounds how long the broker may give neither records nor an end (a broker that went away
+    and did not come back) before the read fails.
+    """
+
+    def __init__(
+        self,
+        client_config: Mapping[str, object],
+        topic: str,
+        partition: int,
+        start: int,
+        end: int,
+        *,
+        isolation_level: str = READ_COMMITTED,
+        batch_size: int = 5_000,
+        stall_timeout_s: float = 60.0,
+    ) -> None:
+        if end < start:
+            raise FetchError(f"{topic}-{partition} [{start}, {end}): the end is before the start")
+        if isolation_level not in (READ_COMMITTED, READ_UNCOMMITTED):
+            raise FetchError(f"isolation level must be {READ_COMMITTED} or {READ_UNCOMMITTED}, not {isolation_level}")
+        self._config = dict(client_config)
+        self._batch_size = batch_size
+        self._stall_timeout_s = stall_timeout_s
+        self.evidence = RangeEvidence(topic, partition, start, end, isolation_level)
+
+    def _consumer(self) -> Any:
+        from confluent_kafka import Consumer
+
+        config = {
+            "group.id": "streamproc-range-reader",  # required by the client; never joined: we assign(), never commit
+            **self._config,
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "enable.partition.eof": True,
+            "auto.offset.reset": "error",
+            "isolation.level": self.evidence.isolation_level,
+        }
+        return Consumer(config)
+
+    def records(self) -> Iterator[RawRecord]:
+        """Yield the range's records in offset order; on return, ``evidence`` says how ``end`` was reached."""
+        from confluent_kafka import TopicPartition
+
+        ev = self.evidence
+        if ev.start == ev.end:
+            ev.reached_end_by = "empty"
+            ev.final_position = ev.end
+            return
+        consumer = self._consumer()
+        consumer.assign([TopicPartition(ev.topic, ev.partition, ev.start)])
+        last_progress = time.monotonic()
+        try:
+            while True:
+                messages = consumer.consume(self._batch_size, timeout=1.0)
+                if not messages:
+                    if time.monotonic() - last_progress > self._stall_timeout_s:
+                        raise FetchError(
+                            f"{ev.topic}-{ev.partition} [{ev.start}, {ev.end}): no record and no end of log for "
+                            f"{self._stall_timeout_s:.0f}s after {ev.delivered_count} records; is the broker up? "
+                            "Re-run the fetch: completed segments are kept"
+                        )
+                    continue
+                last_progress = time.monotonic()
+                for message in messages:
+                    error = message.error()
+                    if error is not None:
+                        if error.code() == _PARTITION_EOF:
+                            [position] = consumer.position([TopicPartition(ev.topic, ev.partition)])
+                            if position.offset >= ev.end:
+                                ev.reached_end_by = "eof_position"
+                                ev.final_position = position.offset
+                                return
+                            raise FetchError(
+                                f"{ev.topic}-{ev.partition} [{ev.start}, {ev.end}): the readable log ends at "
+                                f"{position.offset} ({ev.isolation_level}), before the planned end; the log was "
+                                "truncated or a transaction is still open. Re-plan the range"
+                            )
+                        if error.code() in (_AUTO_OFFSET_RESET, _OFFSET_OUT_OF_RANGE):
+                            raise self._lost_to_retention(consumer, error)
+                        raise FetchError(f"{ev.topic}-{ev.partition} [{ev.start}, {ev.end}): {error.str()}")
+                    offset = message.offset()
+                    if offset >= ev.end:
+                        ev.dropped_past_end += 1
+                        ev.reached_end_by = "record_at_end"
+                        ev.final_position = ev.end
+                        return
+                    ev.add(offset)
+                    yield to_record(message)
+                    if offset == ev.end - 1:
+                        ev.reached_end_by = "last_offset"
+                        ev.final_position = ev.end
+                        return
+        finally:
+            consumer.close()
+            log.info(
+                "Read %s-%d [%d, %d) %s: %d records delivered, end reached by %s",
+                ev.topic, ev.partition, ev.start, ev.end, ev.isolation_level, ev.delivered_count, ev.reached_end_by,
+            )  # fmt: skip
+
+    def _lost_to_retention(self, consumer: Any, error: Any) -> FetchError:
+        from confluent_kafka import TopicPartition
+
+        ev = self.evidence
+        try:
+            low, _high = consumer.get_watermark_offsets(TopicPartition(ev.topic, ev.partition), timeout=10)
+        except Exception:  # noqa: BLE001 - the message still says what happened without the new log start
+            low = None
+        first = ev.delivered[-1][1] + 1 if ev.delivered else ev.start
+        if low is not None and low > first:
+            return FetchError(
+                f"OffsetOutOfRange: {ev.topic}-{ev.partition} [{ev.start}, {ev.end}): offsets {first}..{low - 1} "
+                f"were deleted by retention (log start is now {low}); re-plan with --on-data-loss=clamp or restore "
+                "them from backup"
+            )
+        return FetchError(f"OffsetOutOfRange: {ev.topic}-{ev.partition} [{ev.start}, {ev.end}): {error.str()}")
+
+
+def read_range(
+    client_config: Mapping[str, object],
+    topic: str,
+    partition: int,
+    start: int,
+    end: int,
+    *,
+    isolation_level: str = READ_COMMITTED,
+) -> tuple[list[RawRecord], RangeEvidence]:
+    """Read a whole (small) range into memory; fetch streams large ranges through ``RangeReader`` instead."""
+    reader = RangeReader(client_config, topic, partition, start, end, isolation_level=isolation_level)
+    records = list(reader.records())
+    return records, reader.evidence
