@@ -1,0 +1,56 @@
+"""The per-task ``dropped-records`` sensor, with the reason and position of every drop (ordering.md DR-1, DR-3).
+
+Kafka Streams' ``TaskMetrics.droppedRecordsSensor`` only counts; streamproc also keeps each drop's topic, partition,
+offset, reason and how many records the task had fully processed when it happened, for the run report.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+REASON_DESERIALIZATION = "deserialization"
+REASON_NEGATIVE_TIMESTAMP = "negative_timestamp"
+REASON_PROCESSING_EXCEPTION = "processing_exception"
+REASON_PUNCTUATION_EXCEPTION = "punctuation_exception"
+
+
+@dataclass(frozen=True, slots=True)
+class DroppedRecord:
+    """One drop. ``topic`` is ``None`` (partition/offset -1) for a punctuator's exception."""
+
+    topic: str | None
+    partition: int
+    offset: int
+    reason: str
+    records_processed: int
+
+
+class DroppedRecordsSensor:
+    """Counts drops per reason and, unless ``keep_events`` is false, remembers each one in order."""
+
+    __slots__ = ("_counts", "_events", "_keep_events", "_records_processed")
+
+    def __init__(self, records_processed: Callable[[], int], *, keep_events: bool = True) -> None:
+        self._records_processed = records_processed
+        self._keep_events = keep_events
+        self._counts: Counter[str] = Counter()
+        self._events: list[DroppedRecord] = []
+
+    def record(self, topic: str | None, partition: int, offset: int, reason: str) -> None:
+        self._counts[reason] += 1
+        if self._keep_events:
+            self._events.append(DroppedRecord(topic, partition, offset, reason, self._records_processed()))
+
+    @property
+    def total(self) -> int:
+        return sum(self._counts.values())
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return dict(self._counts)
+
+    @property
+    def events(self) -> tuple[DroppedRecord, ...]:
+        return tuple(self._events)

@@ -1,0 +1,94 @@
+"""Processing exception handlers, KIP-1033 (ordering.md PE-1..PE-5, ST-9).
+
+Mirrors ``org.apache.kafka.streams.errors.ProcessingExceptionHandler``, ``LogAndContinueProcessingExceptionHandler``
+and ``LogAndFailProcessingExceptionHandler`` (the default), checked against 4.2.0. The handler is asked at the
+processor node that raised; for a punctuator the record is ``None``.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from streamproc.engine.error_handler_context import ErrorHandlerContext
+from streamproc.engine.records import Record
+
+logger = logging.getLogger(__name__)
+
+#: ``StreamsConfig.PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG``.
+PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG = "processing.exception.handler"
+
+
+class ProcessingHandlerResult(enum.Enum):
+    """``ProcessingExceptionHandler.Result``."""
+
+    RESUME = "RESUME"
+    FAIL = "FAIL"
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessingExceptionResponse:
+    """``ProcessingExceptionHandler.Response`` (without dead-letter-queue records)."""
+
+    result: ProcessingHandlerResult
+
+    @classmethod
+    def resume(cls) -> ProcessingExceptionResponse:
+        return cls(ProcessingHandlerResult.RESUME)
+
+    @classmethod
+    def fail(cls) -> ProcessingExceptionResponse:
+        return cls(ProcessingHandlerResult.FAIL)
+
+
+@runtime_checkable
+class ProcessingExceptionHandler(Protocol):
+    """Decides whether a processor's (or punctuator's) exception drops the record or fails the task."""
+
+    def handle_error(
+        self, context: ErrorHandlerContext, record: Record[Any, Any] | None, exception: Exception
+    ) -> ProcessingExceptionResponse: ...
+
+
+_MESSAGE = (
+    "Exception caught during message processing, processor node: %s, taskId: %s, source topic: %s, "
+    "source partition: %s, source offset: %s"
+)
+
+
+class LogAndContinueProcessingExceptionHandler:
+    """Logs WARN and goes on (RESUME): the failing node returns, siblings still get the record."""
+
+    def handle_error(
+        self, context: ErrorHandlerContext, record: Record[Any, Any] | None, exception: Exception
+    ) -> ProcessingExceptionResponse:
+        logger.warning(
+            _MESSAGE,
+            context.processor_node_id,
+            context.task_id,
+            context.topic,
+            context.partition,
+            context.offset,
+            exc_info=exception,
+        )
+        return ProcessingExceptionResponse.resume()
+
+
+class LogAndFailProcessingExceptionHandler:
+    """The default: logs ERROR and fails the task (FAIL)."""
+
+    def handle_error(
+        self, context: ErrorHandlerContext, record: Record[Any, Any] | None, exception: Exception
+    ) -> ProcessingExceptionResponse:
+        logger.error(
+            _MESSAGE,
+            context.processor_node_id,
+            context.task_id,
+            context.topic,
+            context.partition,
+            context.offset,
+            exc_info=exception,
+        )
+        return ProcessingExceptionResponse.fail()
