@@ -1,0 +1,112 @@
+"""Which offsets a task commits, with which metadata, and what it purges (``PI/StreamTask.java``, 4.2.0).
+
+- ``committableOffsetsAndMetadata``: a RUNNING/SUSPENDED task commits every input partition it processed a record
+  from since the task was created, or all its input partitions when processor metadata needs committing; the offset
+  is the head buffered record's, else the consumer's next fetch position (partitions with neither are skipped), and
+  the metadata is ``TopicPartitionMetadata(partition time, processor metadata).encode()`` (state.md §8.1).
+- ``RecordQueue`` partition time: starts from the committed metadata (``setPartitionTime``) and becomes the max of
+  the timestamps of records handed to processing; dropped records do not count (state.md §8.2).
+- ``purgeableOffsets`` + ``TaskManager.maybePurgeCommittedRecords``: for the active tasks the stream thread owns
+  (``activeRunningTaskIterable``: RUNNING, or SUSPENDED during a rebalance; restoring tasks sit in the state
+  updater), ``DeleteRecords(before = committed offset)`` for each repartition input partition the task committed
+  in this run (the map starts at -1 for every partition; 0 is included) (state.md §9).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from streamproc.engine.records import TopicPartition
+from streamproc.state.commit_metadata import UNKNOWN, ProcessorMetadata, TopicPartitionMetadata
+
+#: The initial value of ``StreamTask.committedOffsets`` for every input partition: nothing committed in this run.
+NOT_COMMITTED = -1
+
+
+class TaskState(enum.Enum):
+    """``Task.State``."""
+
+    CREATED = "CREATED"
+    RESTORING = "RESTORING"
+    RUNNING = "RUNNING"
+    SUSPENDED = "SUSPENDED"
+    CLOSED = "CLOSED"
+
+
+def partition_time(committed_partition_time: int, processed_record_timestamps: Iterable[int]) -> int:
+    """``RecordQueue.partitionTime`` after handing ``processed_record_timestamps`` to processing."""
+    result = committed_partition_time
+    for timestamp in processed_record_timestamps:
+        result = max(result, timestamp)
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionCommitState:
+    """What ``StreamTask`` knows about one input partition at commit time.
+
+    ``processed_any``: a record of it was processed since the task object was created (``consumedOffsets``);
+    ``head_buffered_offset``: offset of the next buffered record (``PartitionGroup.headRecordOffset``), ``None`` if
+    the queue is empty; ``next_offset_to_consume``: the consumer's next fetch position
+    (``ConsumerRecords.nextOffsets``), ``None`` if never fetched.
+    """
+
+    processed_any: bool
+    head_buffered_offset: int | None
+    next_offset_to_consume: int | None
+    partition_time: int = UNKNOWN
+    head_leader_epoch: int | None = None
+    next_leader_epoch: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetAndMetadata:
+    """``OffsetAndMetadata``: the committed offset N, its leader epoch and Kafka Streams' metadata string."""
+
+    offset: int
+    metadata: str
+    leader_epoch: int | None = None
+
+
+def commit_offsets(
+    partitions: Mapping[TopicPartition, PartitionCommitState],
+    processor_metadata: ProcessorMetadata = ProcessorMetadata(),  # noqa: B008 - immutable value
+    *,
+    processor_metadata_needs_commit: bool = False,
+    task_state: TaskState = TaskState.RUNNING,
+) -> dict[TopicPartition, OffsetAndMetadata]:
+    """``StreamTask.committableOffsetsAndMetadata``: the offsets this task would commit now."""
+    if task_state not in (TaskState.RUNNING, TaskState.SUSPENDED):
+        return {}
+    result: dict[TopicPartition, OffsetAndMetadata] = {}
+    for tp, state in partitions.items():
+        if not (processor_metadata_needs_commit or state.processed_any):
+            continue
+        if state.head_buffered_offset is not None:
+            offset, epoch = state.head_buffered_offset, state.head_leader_epoch
+        elif state.next_offset_to_consume is not None:
+            offset, epoch = state.next_offset_to_consume, state.next_leader_epoch
+        else:
+            continue
+        metadata = TopicPartitionMetadata(state.partition_time, processor_metadata).encode()
+        result[tp] = OffsetAndMetadata(offset, metadata, epoch)
+    return result
+
+
+def purge_offsets(
+    task_committed_offsets: Mapping[TopicPartition, int],
+    repartition_topics: Iterable[str],
+    *,
+    task_state: TaskState = TaskState.RUNNING,
+) -> dict[TopicPartition, int]:
+    """``StreamTask.purgeableOffsets`` for a task in ``task_state``: partition → DeleteRecords ``before_offset``."""
+    if task_state not in (TaskState.RUNNING, TaskState.SUSPENDED):
+        return {}
+    repartition = set(repartition_topics)
+    return {
+        tp: offset
+        for tp, offset in task_committed_offsets.items()
+        if tp.topic in repartition and offset > NOT_COMMITTED
+    }

@@ -1,0 +1,95 @@
+"""Key and value bytes of Kafka Streams' built-in stores (``SI/``, 4.2.0), as RocksDB holds them (state.md §6.2).
+
+- ``ValueAndTimestampSerializer``: timestamped values are ``int64_be(timestamp) ‖ raw value``;
+- ``WindowKeySchema.toStoreKeyBinary``: window keys are ``key ‖ int64_be(window start) ‖ int32_be(seqnum)``;
+- ``SessionKeySchema.toBinary``: session keys are ``key ‖ int64_be(session end) ‖ int64_be(session start)``.
+
+All integers are big-endian two's complement (``ByteBuffer`` defaults, ``LongSerializer``).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from streamproc.errors import StateError
+
+#: ``WindowKeySchema.TIMESTAMP_SIZE`` / ``SessionKeySchema.TIMESTAMP_SIZE``.
+TIMESTAMP_SIZE = 8
+#: ``WindowKeySchema.SEQNUM_SIZE``.
+SEQNUM_SIZE = 4
+_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
+_INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
+
+
+def _long(value: int, what: str) -> bytes:
+    if not _LONG_MIN <= value <= _LONG_MAX:
+        raise StateError(f"{what} {value} does not fit in a Java long")
+    return struct.pack(">q", value)
+
+
+def value_and_timestamp(raw_value: bytes, timestamp: int) -> bytes:
+    """``ValueAndTimestampSerializer.serialize``: the 8-byte timestamp, then the serialized value."""
+    return _long(timestamp, "timestamp") + raw_value
+
+
+def raw_value(value_and_timestamp_bytes: bytes) -> bytes:
+    """``ValueAndTimestampDeserializer.rawValue``: the bytes after the timestamp."""
+    if len(value_and_timestamp_bytes) < TIMESTAMP_SIZE:
+        raise StateError(f"timestamped value of {len(value_and_timestamp_bytes)} bytes has no 8-byte timestamp")
+    return value_and_timestamp_bytes[TIMESTAMP_SIZE:]
+
+
+def timestamp_of(value_and_timestamp_bytes: bytes) -> int:
+    """``ValueAndTimestampDeserializer.timestamp``: the leading 8-byte big-endian timestamp."""
+    if len(value_and_timestamp_bytes) < TIMESTAMP_SIZE:
+        raise StateError(f"timestamped value of {len(value_and_timestamp_bytes)} bytes has no 8-byte timestamp")
+    return int(struct.unpack(">q", value_and_timestamp_bytes[:TIMESTAMP_SIZE])[0])
+
+
+def window_store_key(key: bytes, window_start: int, seqnum: int) -> bytes:
+    """``WindowKeySchema.toStoreKeyBinary(key, timestamp, seqnum)``."""
+    if not _INT_MIN <= seqnum <= _INT_MAX:
+        raise StateError(f"seqnum {seqnum} does not fit in a Java int")
+    return key + _long(window_start, "window start") + struct.pack(">i", seqnum)
+
+
+def session_store_key(key: bytes, session_start: int, session_end: int) -> bytes:
+    """``SessionKeySchema.toBinary``: key, then the session END, then the session START."""
+    return key + _long(session_end, "session end") + _long(session_start, "session start")
+
+
+@dataclass(frozen=True, slots=True)
+class WindowedKey:
+    """A window store key split into its parts (``WindowKeySchema.extractStore*``)."""
+
+    key: bytes
+    window_start: int
+    seqnum: int
+
+
+@dataclass(frozen=True, slots=True)
+class SessionKey:
+    """A session store key split into its parts (``SessionKeySchema.extract*``)."""
+
+    key: bytes
+    session_start: int
+    session_end: int
+
+
+def parse_window_store_key(store_key: bytes) -> WindowedKey:
+    """Inverse of :func:`window_store_key`."""
+    suffix = TIMESTAMP_SIZE + SEQNUM_SIZE
+    if len(store_key) < suffix:
+        raise StateError(f"window store key of {len(store_key)} bytes is shorter than {suffix}")
+    start, seqnum = struct.unpack(">qi", store_key[-suffix:])
+    return WindowedKey(store_key[:-suffix], int(start), int(seqnum))
+
+
+def parse_session_store_key(store_key: bytes) -> SessionKey:
+    """Inverse of :func:`session_store_key`."""
+    suffix = 2 * TIMESTAMP_SIZE
+    if len(store_key) < suffix:
+        raise StateError(f"session store key of {len(store_key)} bytes is shorter than {suffix}")
+    end, start = struct.unpack(">qq", store_key[-suffix:])
+    return SessionKey(store_key[:-suffix], int(start), int(end))

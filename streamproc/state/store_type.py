@@ -1,0 +1,34 @@
+"""The built-in persistent store kinds streamproc writes in Kafka Streams' layout (state.md §6.2).
+
+Names follow ``Stores.persistent*Store``/``BuiltInDslStoreSuppliers`` (4.2.0). Versioned, time-ordered (emit-final)
+and list-value stores use other layouts and are out of scope for v1.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class StoreType(enum.Enum):
+    """One built-in RocksDB store kind; the value is the spelling used in plans and scenario files."""
+
+    KEY_VALUE = "key_value"
+    TIMESTAMPED_KEY_VALUE = "timestamped_key_value"
+    WINDOW = "window"
+    TIMESTAMPED_WINDOW = "timestamped_window"
+    SESSION = "session"
+
+    @property
+    def timestamped(self) -> bool:
+        """Values carry an 8-byte timestamp prefix (``ValueAndTimestampSerializer``)."""
+        return self in (StoreType.TIMESTAMPED_KEY_VALUE, StoreType.TIMESTAMPED_WINDOW)
+
+    @property
+    def segmented(self) -> bool:
+        """One RocksDB per time segment (``AbstractSegments``)."""
+        return self in (StoreType.WINDOW, StoreType.TIMESTAMPED_WINDOW, StoreType.SESSION)
+
+    @property
+    def windowed(self) -> bool:
+        """Keys follow ``WindowKeySchema`` (key ‖ window start ‖ seqnum)."""
+        return self in (StoreType.WINDOW, StoreType.TIMESTAMPED_WINDOW)

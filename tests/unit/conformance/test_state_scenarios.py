@@ -1,0 +1,39 @@
+"""Every ``scenarios/state/*.json`` through ``streamproc.conformance.state`` (errors: type and quoted substrings)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from streamproc.conformance import run_scenario
+from tests.conftest import SCENARIOS_DIR
+
+STATE_DIR = SCENARIOS_DIR / "state"
+SCENARIO_FILES = sorted(STATE_DIR.glob("*.json"))
+
+
+def test_scenarios_are_present() -> None:
+    assert len(SCENARIO_FILES) > 0, f"no state scenarios under {STATE_DIR}"
+
+
+@pytest.mark.parametrize("path", SCENARIO_FILES, ids=lambda p: p.stem)
+def test_state_scenario(path: Path) -> None:
+    scenario: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    assert scenario["kind"] == "state"
+    result = run_scenario(scenario)
+    expected = scenario["expected"]
+    if "error" not in expected:
+        assert result == expected
+        return
+    assert "error" in result, f"expected an error, got {result}"
+    error, want = result["error"], expected["error"]
+    assert error["type"] == want["type"]
+    for text in want.get("message_contains", []):
+        assert text in error["message"]
+    if "kafka_message_contains" in want:
+        assert want["kafka_message_contains"] in error["message"]
+    if "kafka_exception" in want:
+        assert error["kafka_exception"] == want["kafka_exception"]
