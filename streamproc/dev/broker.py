@@ -133,9 +133,25 @@ def _metadata_answers(bootstrap: str) -> bool:
     host, port = bootstrap.rsplit(":", 1)
     if not process.port_open(host, int(port)):
         return False
-    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 2000, "logger": log})  # type: ignore[dict-item]
+    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 2000, "log_level": 0})
     metadata = admin.list_topics(timeout=2)
     return bool(metadata.brokers)
+
+
+def _group_coordinator_answers(bootstrap: str) -> bool:
+    """DescribeGroups answers without a coordinator error, i.e. ``__consumer_offsets`` exists and is loaded.
+
+    A fresh broker creates that topic on the first FindCoordinator, and until its partitions are loaded group
+    operations fail per partition (``NOT_COORDINATOR``, ``COORDINATOR_LOAD_IN_PROGRESS``) rather than as errors a
+    caller notices, so a broker is not "ready" before this answers cleanly. (OffsetFetch for a group without
+    partitions is not used here: librdkafka 2.16 crashes on it while the coordinator is still loading.)
+    """
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    [future] = admin.describe_consumer_groups(["streamproc-broker-warmup"], request_timeout=5).values()
+    future.result(timeout=10)
+    return True
 
 
 def start(
@@ -178,6 +194,9 @@ def start(
     bootstrap = f"127.0.0.1:{port}"
     log.info("Started Kafka %s broker (pid %d) on %s; log: %s", version, pid, bootstrap, log_path)
     process.wait_until(lambda: _metadata_answers(bootstrap), pid=pid, name=NAME, log_path=log_path, timeout_s=timeout_s)
+    process.wait_until(
+        lambda: _group_coordinator_answers(bootstrap), pid=pid, name=NAME, log_path=log_path, timeout_s=timeout_s
+    )
     handle = ServiceHandle(
         name=NAME,
         pid=pid,

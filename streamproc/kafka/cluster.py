@@ -1,0 +1,210 @@
+"""Read the ``ClusterSnapshot`` the planner needs from a live broker, once, with the Admin API.
+
+The planner (``streamproc.plan.positions``) is pure; this adapter is its only window on Kafka. It reads, per
+source topic: partitions, ``cleanup.policy``, the log start (ListOffsets EARLIEST), the high watermark (LATEST,
+read_uncommitted) and the last stable offset (LATEST, read_committed); for the group: its state, members and
+committed offsets with their metadata (OffsetFetch with ``require_stable``); then, for the instants the request
+needs (``positions.timestamps_needed``), ListOffsets by timestamp under the run's isolation level.
+
+The leader's log end offset is not exposed by the Admin API; on the single-replica logs this is built for, it
+equals the high watermark once produce requests are acknowledged, so ``log_end`` is the high watermark.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from streamproc.errors import PlanError
+from streamproc.plan.cluster_snapshot import (
+    ApplicationSpec,
+    ClusterSnapshot,
+    CommittedOffset,
+    GroupMember,
+    GroupState,
+    IsolationLevel,
+    PartitionState,
+    PlanRequest,
+    TopicPartition,
+    TopicState,
+)
+from streamproc.plan.positions import timestamps_needed
+
+log = logging.getLogger(__name__)
+
+_TIMEOUT_S = 30.0
+_OFFSET_INVALID = -1001  # librdkafka: no committed offset for the partition
+
+# confluent-kafka's ConsumerGroupState names → the state names Kafka prints (``ClassicGroupState``/``GroupState``).
+_GROUP_STATES = {
+    "UNKNOWN": "Unknown",
+    "PREPARING_REBALANCING": "PreparingRebalance",
+    "COMPLETING_REBALANCING": "CompletingRebalance",
+    "STABLE": "Stable",
+    "DEAD": "Dead",
+    "EMPTY": "Empty",
+    "ASSIGNING": "Assigning",
+    "RECONCILING": "Reconciling",
+}
+
+
+def _admin(client_config: Mapping[str, object]) -> Any:
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient(dict(client_config))
+
+
+def _result(future: Any, what: str) -> Any:
+    try:
+        return future.result(timeout=_TIMEOUT_S)
+    except Exception as exc:
+        raise PlanError(f"could not read {what} from the cluster: {exc}") from exc
+
+
+def _list_offsets(admin: Any, specs: Mapping[Any, Any], isolation: IsolationLevel, what: str) -> dict[Any, int]:
+    from confluent_kafka import IsolationLevel as KafkaIsolation
+
+    if not specs:
+        return {}
+    level = (
+        KafkaIsolation.READ_COMMITTED if isolation is IsolationLevel.READ_COMMITTED else KafkaIsolation.READ_UNCOMMITTED
+    )
+    futures = admin.list_offsets(dict(specs), isolation_level=level, request_timeout=_TIMEOUT_S)
+    return {tp: _result(f, f"{what} of {tp.topic}-{tp.partition}").offset for tp, f in futures.items()}
+
+
+def read_group(admin: Any, group_id: str) -> GroupState | None:
+    """The group's state and members; ``None`` when the group does not exist (nothing committed, inactive)."""
+    from confluent_kafka import KafkaException
+
+    [future] = admin.describe_consumer_groups([group_id], request_timeout=_TIMEOUT_S).values()
+    try:
+        description = future.result(timeout=_TIMEOUT_S)
+    except KafkaException as exc:
+        if exc.args and getattr(exc.args[0], "name", lambda: "")() == "GROUP_ID_NOT_FOUND":
+            return None
+        raise PlanError(f"could not describe group '{group_id}': {exc}") from exc
+    state = _GROUP_STATES.get(description.state.name, description.state.name.title())
+    group_type = getattr(getattr(description, "type", None), "name", "CLASSIC").lower()
+    members = tuple(GroupMember(client_id=m.client_id, host=m.host) for m in description.members)
+    if state == "Dead" and not members:
+        return None
+    return GroupState(protocol=group_type, state=state, members=members)
+
+
+def read_committed_offsets(admin: Any, group_id: str) -> tuple[dict[TopicPartition, CommittedOffset], bool]:
+    """Committed offsets with metadata (``require_stable``); the flag says a transactional commit is pending."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
+
+    request = [ConsumerGroupTopicPartitions(group_id)]
+    [future] = admin.list_consumer_group_offsets(request, require_stable=True, request_timeout=_TIMEOUT_S).values()
+    try:
+        listed = future.result(timeout=_TIMEOUT_S)
+    except KafkaException as exc:
+        name = getattr(exc.args[0], "name", lambda: "")() if exc.args else ""
+        if name == "UNSTABLE_OFFSET_COMMIT":
+            return {}, True
+        if name == "GROUP_ID_NOT_FOUND":
+            return {}, False
+        raise PlanError(f"could not read the committed offsets of group '{group_id}': {exc}") from exc
+    committed = {}
+    for tp in listed.topic_partitions or ():
+        if tp.error is not None:
+            if tp.error.name() == "UNSTABLE_OFFSET_COMMIT":
+                return {}, True
+            raise PlanError(f"committed offset of {tp.topic}-{tp.partition} for group '{group_id}': {tp.error}")
+        if tp.offset == _OFFSET_INVALID or tp.offset < 0:
+            continue
+        committed[TopicPartition(tp.topic, tp.partition)] = CommittedOffset(tp.offset, tp.metadata or "")
+    return committed, False
+
+
+def _cleanup_policies(admin: Any, topics: list[str]) -> dict[str, str]:
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
+    if not topics:
+        return {}
+    resources = [ConfigResource(ResourceType.TOPIC, t) for t in topics]
+    policies = {}
+    for resource, future in admin.describe_configs(resources, request_timeout=_TIMEOUT_S).items():
+        configs = _result(future, f"the configuration of topic '{resource.name}'")
+        entry = configs.get("cleanup.policy")
+        policies[resource.name] = entry.value if entry is not None and entry.value else "delete"
+    return policies
+
+
+def read_snapshot(
+    client_config: Mapping[str, object],
+    app: ApplicationSpec,
+    request: PlanRequest,
+    *,
+    now_ms: int | None = None,
+) -> ClusterSnapshot:
+    """Everything ``plan_ranges`` reads, for the application's source topics; topics that are missing are absent."""
+    from confluent_kafka import TopicPartition as KafkaTopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    admin = _admin(client_config)
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    metadata = admin.list_topics(timeout=_TIMEOUT_S)
+    present = [t for t in app.source_topics if t in metadata.topics and metadata.topics[t].error is None]
+    kafka_tps = [KafkaTopicPartition(t, p) for t in present for p in sorted(metadata.topics[t].partitions)]
+    earliest = _list_offsets(
+        admin, {tp: OffsetSpec.earliest() for tp in kafka_tps}, IsolationLevel.READ_UNCOMMITTED, "log start"
+    )
+    high = _list_offsets(
+        admin, {tp: OffsetSpec.latest() for tp in kafka_tps}, IsolationLevel.READ_UNCOMMITTED, "high watermark"
+    )
+    stable = _list_offsets(
+        admin, {tp: OffsetSpec.latest() for tp in kafka_tps}, IsolationLevel.READ_COMMITTED, "last stable offset"
+    )
+    policies = _cleanup_policies(admin, present)
+    committed, unstable = read_committed_offsets(admin, app.application_id)
+    group = read_group(admin, app.application_id)
+
+    def partition_state(tp: Any, times: Mapping[int, int]) -> PartitionState:
+        key = (tp.topic, tp.partition)
+        lookup = {(k.topic, k.partition): k for k in kafka_tps}[key]
+        return PartitionState(
+            log_start=earliest[lookup],
+            high_watermark=high[lookup],
+            last_stable_offset=stable[lookup],
+            log_end=high[lookup],
+            offsets_for_times=times,
+        )
+
+    def build(times: Mapping[tuple[str, int], Mapping[int, int]]) -> ClusterSnapshot:
+        topics = {
+            t: TopicState(
+                partitions={
+                    tp.partition: partition_state(tp, times.get((t, tp.partition), {}))
+                    for tp in kafka_tps
+                    if tp.topic == t
+                },
+                cleanup_policy=policies.get(t, "delete"),
+                internal=t in app.internal_source_topics,
+            )
+            for t in present
+        }
+        return ClusterSnapshot(
+            topics=topics, committed=committed, group=group, now_ms=now_ms, unstable_offsets=unstable
+        )
+
+    snapshot = build({})
+    instants = sorted(timestamps_needed(snapshot, app, request))
+    if not instants:
+        return snapshot
+    times: dict[tuple[str, int], dict[int, int]] = {}
+    for instant in instants:
+        found = _list_offsets(
+            admin,
+            {tp: OffsetSpec.for_timestamp(instant) for tp in kafka_tps},
+            app.isolation_level,
+            f"offset for {instant}",
+        )
+        for tp, offset in found.items():
+            times.setdefault((tp.topic, tp.partition), {})[instant] = offset
+    log.info("Read offsets for %d instant(s) on %d partitions", len(instants), len(kafka_tps))
+    return build(times)
