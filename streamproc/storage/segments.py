@@ -1,0 +1,370 @@
+"""Parquet segments: the staged copy of one offset range of one partition (DESIGN.md §3, a contract).
+
+A segment holds the records of ``[start, end)`` that the consumer delivered, sorted by offset, in the schema below,
+as ``org.apache.kafka.clients.consumer.ConsumerRecord`` carries them (checked against Kafka 4.2). The raw record
+type is the engine's own :data:`streamproc.engine.records.RawRecord`, so what the process step reads back is
+exactly what the fetch step stored. Offsets of the range without a record (transaction markers, aborted or
+compacted records) are explained by the manifest beside the segment, not by the segment.
+
+The same records always encode to the same bytes: the writer settings are fixed here and Parquet stores no write
+time; the only varying field is the ``created_by`` string, which names the (pinned) pyarrow version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from streamproc.engine.records import ConsumerRecord, RawRecord, TimestampType
+from streamproc.errors import ConfigError, ManifestError
+from streamproc.storage.object_store import ObjectStore
+
+logger = logging.getLogger(__name__)
+
+HEADER_TYPE = pa.struct([pa.field("key", pa.string(), nullable=False), pa.field("value", pa.binary())])
+
+#: DESIGN.md §3. Parquet names a list's item ``element`` (compliant nested types), so the schema does too: a
+#: segment read back has exactly this schema and fingerprint.
+SEGMENT_SCHEMA = pa.schema(
+    [
+        pa.field("topic", pa.string(), nullable=False),
+        pa.field("partition", pa.int32(), nullable=False),
+        pa.field("offset", pa.int64(), nullable=False),
+        pa.field("timestamp", pa.int64(), nullable=False),
+        pa.field("timestamp_type", pa.int8(), nullable=False),
+        pa.field("key", pa.binary(), nullable=True),
+        pa.field("value", pa.binary(), nullable=True),
+        pa.field("headers", pa.list_(pa.field("element", HEADER_TYPE, nullable=False)), nullable=False),
+        pa.field("leader_epoch", pa.int32(), nullable=True),
+    ]
+)
+
+SEGMENT_SUFFIX = ".parquet"
+MANIFEST_SUFFIX = ".manifest.json"
+TOPICS_PREFIX = "topics/"
+
+#: ``org.apache.kafka.common.internals.Topic``: legal characters and maximum length of a topic name.
+_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
+MAX_TOPIC_NAME_LENGTH = 249
+
+_OBJECT_NAME = re.compile(
+    r"topics/(?P<topic>[a-zA-Z0-9._-]+)/partition=(?P<partition>0|[1-9][0-9]*)/"
+    r"(?P<topic2>[a-zA-Z0-9._-]+)\+(?P<partition2>0|[1-9][0-9]*)\+(?P<start>[0-9]{20})\+(?P<end>[0-9]{20})"
+    r"(?P<suffix>\.parquet|\.manifest\.json)"
+)
+
+#: Fixed writer settings; changing any of them changes every segment's bytes (and so its content hash).
+ROW_GROUP_ROWS = 64 * 1024
+_WRITE_OPTIONS: dict[str, object] = {
+    "version": "2.6",
+    "compression": "zstd",
+    "compression_level": 3,
+    "use_dictionary": True,
+    "write_statistics": True,
+    "data_page_version": "1.0",
+    "data_page_size": 1024 * 1024,
+    "use_compliant_nested_type": True,
+    "store_schema": True,
+    "write_page_index": False,
+    "write_page_checksum": False,
+    "write_batch_size": 1024,
+    "row_group_size": ROW_GROUP_ROWS,
+    "sorting_columns": [pq.SortingColumn(SEGMENT_SCHEMA.get_field_index("offset"))],
+}
+
+#: Bytes a record costs besides key, value and headers (offset, timestamp, type, epoch, partition); used only for
+#: splitting by ``max_segment_bytes``, which bounds uncompressed record bytes, not the Parquet file size.
+RECORD_OVERHEAD_BYTES = 32
+
+_TIMESTAMP_TYPES = {t.id: t for t in TimestampType}
+
+
+def _type_text(field: pa.Field) -> str:
+    return f"{field.type}{'' if field.nullable else ' not null'}"
+
+
+def schema_fingerprint(schema: pa.Schema) -> str:
+    """sha256 of the schema's names, types and nullability (metadata ignored), as lowercase hex."""
+    text = "\n".join(f"{f.name}: {_type_text(f)}" for f in schema)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+SEGMENT_SCHEMA_FINGERPRINT = schema_fingerprint(SEGMENT_SCHEMA)
+
+
+# ------------------------------------------------------------------------------------------------------- names
+def check_topic(topic: str) -> str:
+    """Kafka's topic name rule (``Topic.validate``); a name that passes can never contain ``/`` or ``+``."""
+    if not topic or topic in (".", "..") or len(topic) > MAX_TOPIC_NAME_LENGTH or not _LEGAL_TOPIC.fullmatch(topic):
+        raise ConfigError(
+            f"'{topic}' is not a legal Kafka topic name (1..{MAX_TOPIC_NAME_LENGTH} of [a-zA-Z0-9._-], not '.' or '..')"
+        )
+    return topic
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class SegmentKey:
+    """What a segment covers: ``topic``, ``partition`` and the offset range ``[start, end)``."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+    def __post_init__(self) -> None:
+        check_topic(self.topic)
+        if self.partition < 0 or not 0 <= self.start <= self.end:
+            raise ConfigError(
+                f"{self.topic}-{self.partition} [{self.start}, {self.end}) is not a valid segment range "
+                f"(partition >= 0, 0 <= start <= end)"
+            )
+
+    @property
+    def stem(self) -> str:
+        return (
+            f"{partition_prefix(self.topic, self.partition)}"
+            f"{self.topic}+{self.partition}+{self.start:020d}+{self.end:020d}"
+        )
+
+    @property
+    def segment_name(self) -> str:
+        return self.stem + SEGMENT_SUFFIX
+
+    @property
+    def manifest_name(self) -> str:
+        return self.stem + MANIFEST_SUFFIX
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition} [{self.start}, {self.end})"
+
+
+def partition_prefix(topic: str, partition: int) -> str:
+    """``topics/<topic>/partition=<p>/``: where the segments of one partition live."""
+    return f"{TOPICS_PREFIX}{check_topic(topic)}/partition={partition}/"
+
+
+def segment_name(topic: str, partition: int, start: int, end: int) -> str:
+    """``topics/<topic>/partition=<p>/<topic>+<p>+<start:020d>+<end:020d>.parquet``."""
+    return SegmentKey(topic, partition, start, end).segment_name
+
+
+def manifest_name(topic: str, partition: int, start: int, end: int) -> str:
+    """The manifest beside :func:`segment_name`: same stem, ``.manifest.json``."""
+    return SegmentKey(topic, partition, start, end).manifest_name
+
+
+def parse_object_name(name: str) -> tuple[SegmentKey, str] | None:
+    """``(key, suffix)`` for a segment or manifest name, ``None`` for any other name."""
+    m = _OBJECT_NAME.fullmatch(name)
+    if m is None or m["topic"] != m["topic2"] or m["partition"] != m["partition2"]:
+        return None
+    try:
+        key = SegmentKey(m["topic"], int(m["partition"]), int(m["start"]), int(m["end"]))
+    except ConfigError:
+        return None
+    return key, m["suffix"]
+
+
+# ------------------------------------------------------------------------------------------------------ writing
+def record_size(record: RawRecord) -> int:
+    """Uncompressed bytes a record adds to a segment, for size-based splitting."""
+    size = RECORD_OVERHEAD_BYTES + len(record.key or b"") + len(record.value or b"")
+    return size + sum(len(k.encode()) + len(v or b"") for k, v in record.headers)
+
+
+def encode_segment(records: Iterable[RawRecord]) -> bytes:
+    """The Parquet bytes of ``records`` (already in offset order), with the fixed writer settings."""
+    columns: dict[str, list[object]] = {field.name: [] for field in SEGMENT_SCHEMA}
+    for r in records:
+        columns["topic"].append(r.topic)
+        columns["partition"].append(r.partition)
+        columns["offset"].append(r.offset)
+        columns["timestamp"].append(r.timestamp)
+        columns["timestamp_type"].append(r.timestamp_type.id)
+        columns["key"].append(r.key)
+        columns["value"].append(r.value)
+        columns["headers"].append([{"key": k, "value": v} for k, v in r.headers])
+        columns["leader_epoch"].append(r.leader_epoch)
+    table = pa.Table.from_pydict(columns, schema=SEGMENT_SCHEMA)
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, **_WRITE_OPTIONS)
+    data: bytes = sink.getvalue().to_pybytes()
+    return data
+
+
+@dataclass(frozen=True, slots=True)
+class WrittenSegment:
+    """What :meth:`SegmentWriter.write` stored: the facts the manifest records about the Parquet object."""
+
+    key: SegmentKey
+    record_count: int
+    min_timestamp: int | None
+    max_timestamp: int | None
+    offsets: tuple[int, ...]
+    size_bytes: int
+    sha256: str
+
+    @property
+    def name(self) -> str:
+        return self.key.segment_name
+
+
+class SegmentWriter:
+    """Collects the raw records of one partition, in strictly increasing offsets, and writes them as one segment.
+
+    The records are what Kafka's consumer returned (``ConsumerRecord``), so nothing is re-derived: timestamp type,
+    leader epoch and headers (order kept, null values kept) survive the round trip.
+    """
+
+    def __init__(self, topic: str, partition: int) -> None:
+        self._topic = check_topic(topic)
+        self._partition = partition
+        self._records: list[RawRecord] = []
+        self._bytes = 0
+
+    @property
+    def record_count(self) -> int:
+        return len(self._records)
+
+    @property
+    def estimated_bytes(self) -> int:
+        """Uncompressed record bytes appended so far (see :func:`record_size`)."""
+        return self._bytes
+
+    @property
+    def last_offset(self) -> int | None:
+        return self._records[-1].offset if self._records else None
+
+    def append(self, record: RawRecord) -> None:
+        if record.topic != self._topic or record.partition != self._partition:
+            raise ManifestError(
+                f"record {record.topic}-{record.partition}@{record.offset} does not belong to the segment of "
+                f"{self._topic}-{self._partition}; the fetcher mixed partitions"
+            )
+        last = self.last_offset
+        if last is not None and record.offset <= last:
+            raise ManifestError(
+                f"{self._topic}-{self._partition}: offset {record.offset} after {last}; a segment must be in "
+                f"strictly increasing offset order (duplicate or rewound fetch)"
+            )
+        self._records.append(record)
+        self._bytes += record_size(record)
+
+    def extend(self, records: Iterable[RawRecord]) -> None:
+        for record in records:
+            self.append(record)
+
+    def to_bytes(self) -> bytes:
+        return encode_segment(self._records)
+
+    def write(self, store: ObjectStore, start: int, end: int) -> WrittenSegment:
+        """Store the records as the segment of ``[start, end)``; every record must lie in that range."""
+        key = SegmentKey(self._topic, self._partition, start, end)
+        outside = [r.offset for r in self._records if not start <= r.offset < end]
+        if outside:
+            raise ManifestError(
+                f"{key}: offsets {outside[:5]} lie outside the segment's range; records at or beyond the end of a "
+                f"range must be dropped by the fetcher (planning.md §8.2)"
+            )
+        data = self.to_bytes()
+        store.put(key.segment_name, data)
+        timestamps = [r.timestamp for r in self._records]
+        written = WrittenSegment(
+            key=key,
+            record_count=len(self._records),
+            min_timestamp=min(timestamps) if timestamps else None,
+            max_timestamp=max(timestamps) if timestamps else None,
+            offsets=tuple(r.offset for r in self._records),
+            size_bytes=len(data),
+            sha256=hashlib.sha256(data).hexdigest(),
+        )
+        logger.debug("Wrote segment %s: %s records, %s bytes", key.segment_name, written.record_count, len(data))
+        return written
+
+
+# ------------------------------------------------------------------------------------------------------ reading
+def decode_segment(data: bytes, name: str) -> pa.Table:
+    """The table in ``data``, checked against :data:`SEGMENT_SCHEMA` and offset order; ``name`` is for messages.
+
+    Anything that is not a segment (another file format, a truncated object, other columns) is a
+    :class:`ManifestError` naming the object.
+    """
+    try:
+        table = pq.read_table(pa.BufferReader(data))
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise ManifestError(
+            f"object '{name}' is not a readable Parquet segment ({e}); delete it and fetch its range again"
+        ) from e
+    if schema_fingerprint(table.schema) != SEGMENT_SCHEMA_FINGERPRINT:
+        expected = {f.name: f for f in SEGMENT_SCHEMA}
+        actual = {f.name: f for f in table.schema}
+        diffs = [f"missing {n}" for n in expected if n not in actual]
+        diffs += [f"unexpected {n}" for n in actual if n not in expected]
+        diffs += [
+            f"{n}: {_type_text(actual[n])} instead of {_type_text(f)}"
+            for n, f in expected.items()
+            if n in actual and _type_text(actual[n]) != _type_text(f)
+        ]
+        if not diffs:
+            diffs = ["columns in another order"]
+        raise ManifestError(
+            f"object '{name}' does not have the segment schema ({'; '.join(diffs)}); it is not a streamproc "
+            f"segment of this version: delete it and fetch its range again"
+        )
+    offsets = table.column("offset").to_pylist()
+    for before, after in zip(offsets, offsets[1:], strict=False):
+        if after <= before:
+            raise ManifestError(
+                f"object '{name}': offset {after} follows {before}; a segment is sorted by offset without duplicates"
+            )
+    parsed = parse_object_name(name)
+    if parsed is not None and table.num_rows:
+        key = parsed[0]
+        topics = set(table.column("topic").unique().to_pylist())
+        partitions = set(table.column("partition").unique().to_pylist())
+        if topics != {key.topic} or partitions != {key.partition}:
+            raise ManifestError(
+                f"object '{name}' holds records of topics {sorted(topics)} partitions {sorted(partitions)}, not "
+                f"only {key.topic}-{key.partition}; delete it and fetch its range again"
+            )
+        if offsets[0] < key.start or offsets[-1] >= key.end:
+            raise ManifestError(
+                f"object '{name}' holds offsets {offsets[0]}..{offsets[-1]} outside its range [{key.start}, "
+                f"{key.end}); delete it and fetch its range again"
+            )
+    return table
+
+
+def records_from_table(table: pa.Table) -> Iterator[RawRecord]:
+    """The rows of a checked segment table as raw consumer records, in offset order (one batch in memory at a time)."""
+    for batch in table.to_batches():
+        columns = [batch.column(f.name).to_pylist() for f in SEGMENT_SCHEMA]
+        for topic, partition, offset, timestamp, ts_type, key, value, headers, epoch in zip(*columns, strict=True):
+            timestamp_type = _TIMESTAMP_TYPES.get(ts_type)
+            if timestamp_type is None:
+                raise ManifestError(
+                    f"{topic}-{partition}@{offset}: unknown timestamp type id {ts_type}; the segment is corrupt"
+                )
+            yield ConsumerRecord.raw(
+                topic,
+                partition,
+                offset,
+                timestamp,
+                key,
+                value,
+                timestamp_type=timestamp_type,
+                headers=tuple((h["key"], h["value"]) for h in headers),
+                leader_epoch=epoch,
+            )
+
+
+def read_segment(store: ObjectStore, name: str) -> Iterator[RawRecord]:
+    """The records of segment ``name`` in offset order (the object is read and checked before the first one)."""
+    table = decode_segment(store.get(name), name)
+    return records_from_table(table)
