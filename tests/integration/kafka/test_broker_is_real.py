@@ -12,15 +12,11 @@ from confluent_kafka import (
     Producer,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from tests.integration.conftest import create_topic
 
 OFFSET_END = -1  # librdkafka's OFFSET_END, which offsets_for_times answers when no record is late enough
-
-
-def create_topic(admin: AdminClient, name: str, partitions: int = 1) -> str:
-    for future in admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)]).values():
-        future.result(timeout=30)
-    return name
 
 
 def read_range(

@@ -18,7 +18,7 @@ from streamproc.plan.cluster_snapshot import (
 )
 from streamproc.plan.cluster_snapshot import TopicPartition as TP
 from streamproc.plan.positions import GroupActive, MissingTopic, plan_ranges
-from tests.integration.kafka.test_broker_is_real import create_topic
+from tests.integration.conftest import create_topic
 
 # Kafka Streams' commit metadata for partition time 1005 (version 2 + time + empty processor metadata, base64).
 METADATA_1005 = "AgAAAAAAAAPtAA=="

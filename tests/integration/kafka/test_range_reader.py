@@ -11,22 +11,7 @@ from confluent_kafka.admin import AdminClient
 from streamproc.engine.records import TimestampType
 from streamproc.errors import FetchError
 from streamproc.kafka.range_reader import READ_COMMITTED, READ_UNCOMMITTED, RangeReader, read_range
-from tests.integration.kafka.test_broker_is_real import create_topic
-
-
-@pytest.fixture
-def txn_topic(kafka_broker: str, admin: AdminClient, unique: Callable[[str], str]) -> str:
-    """Offsets: a b c (0-2), commit marker 3, aborted x y (4-5), abort marker 6, d (7), commit marker 8."""
-    topic = create_topic(admin, unique("txn"))
-    producer = Producer({"bootstrap.servers": kafka_broker, "transactional.id": unique("tx")})
-    producer.init_transactions(30)
-    for values, commit in ((["a", "b", "c"], True), (["x", "y"], False), (["d"], True)):
-        producer.begin_transaction()
-        for value in values:
-            producer.produce(topic, key=b"k", value=value.encode(), partition=0, headers=[("h", b"1")])
-        producer.flush(30)
-        producer.commit_transaction(30) if commit else producer.abort_transaction(30)
-    return topic
+from tests.integration.conftest import create_topic
 
 
 def test_read_committed_range_records_gaps_and_ends_at_eof_past_the_markers(kafka_broker: str, txn_topic: str) -> None:

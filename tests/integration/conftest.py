@@ -1,0 +1,35 @@
+"""Helpers and fixtures shared by the integration tests that write to the real broker."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+
+def create_topic(admin: AdminClient, name: str, partitions: int = 1, config: dict[str, str] | None = None) -> str:
+    """Create a topic on the session broker and wait until it exists."""
+    topic = NewTopic(name, num_partitions=partitions, replication_factor=1, config=config or {})
+    for future in admin.create_topics([topic]).values():
+        future.result(timeout=30)
+    return name
+
+
+@pytest.fixture
+def txn_topic(kafka_broker: str, admin: AdminClient, unique: Callable[[str], str]) -> str:
+    """Offsets: a b c (0-2), commit marker 3, aborted x y (4-5), abort marker 6, d (7), commit marker 8."""
+    topic = create_topic(admin, unique("txn"))
+    producer = Producer({"bootstrap.servers": kafka_broker, "transactional.id": unique("tx")})
+    producer.init_transactions(30)
+    for values, commit in ((["a", "b", "c"], True), (["x", "y"], False), (["d"], True)):
+        producer.begin_transaction()
+        for value in values:
+            producer.produce(topic, key=b"k", value=value.encode(), partition=0, headers=[("h", b"1")])
+        producer.flush(30)  # else an abort purges the unsent records and they never reach the log
+        if commit:
+            producer.commit_transaction(30)
+        else:
+            producer.abort_transaction(30)
+    return topic

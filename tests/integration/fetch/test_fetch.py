@@ -1,0 +1,162 @@
+"""Fetch against the real broker and both real stores: proved segments, resumption, identical bytes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient
+
+from streamproc.fetch import FetchRange, fetch_range, fetch_ranges
+from streamproc.plan.cluster_snapshot import IsolationLevel
+from streamproc.storage import load_store
+from streamproc.storage.manifest import read_manifest, verify
+from streamproc.storage.object_store import ObjectStore
+from streamproc.storage.staging import SegmentLimits, read_range
+from tests.conftest import PROJECT_ROOT, S3Server
+from tests.integration.conftest import create_topic
+
+
+def produce(bootstrap: str, topic: str, count: int, partition: int = 0) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for i in range(count):
+        producer.produce(topic, key=f"k{i % 7}".encode(), value=f"value-{i}".encode(), partition=partition,
+                         timestamp=1_000 + i)  # fmt: skip
+    assert producer.flush(30) == 0
+
+
+def objects(store: ObjectStore) -> dict[str, bytes]:
+    return {name: store.get(name) for name in store.list("topics/")}
+
+
+def test_a_transactional_range_is_staged_with_every_offset_explained(
+    kafka_broker: str,
+    txn_topic: str,
+    tmp_path: Path,
+) -> None:
+    store = load_store(str(tmp_path / "staging"))
+    result = fetch_range({"bootstrap.servers": kafka_broker}, store, FetchRange(txn_topic, 0, 0, 9))
+
+    assert (result.segments_written, result.records) == (1, 4)
+    [manifest_name] = [n for n in store.list("topics/") if n.endswith(".manifest.json")]
+    proof = json.loads(store.get(manifest_name))["proof"]
+    assert proof["delivered"] == [[0, 2], [7, 7]]
+    assert proof["explained"] == {"aborted": [[4, 5]], "control": [[3, 3], [6, 6], [8, 8]]}
+    assert [r.value for r in read_range(store, txn_topic, 0, 0, 9)] == [b"a", b"b", b"c", b"d"]
+    assert verify(store).ok
+
+
+def test_read_uncommitted_stages_aborted_records_as_kafka_streams_at_least_once_sees_them(
+    kafka_broker: str,
+    txn_topic: str,
+    tmp_path: Path,
+) -> None:
+    store = load_store(str(tmp_path / "staging"))
+    fetch_range(
+        {"bootstrap.servers": kafka_broker}, store, FetchRange(txn_topic, 0, 0, 9),
+        isolation=IsolationLevel.READ_UNCOMMITTED,
+    )  # fmt: skip
+
+    assert [r.offset for r in read_range(store, txn_topic, 0, 0, 9)] == [0, 1, 2, 4, 5, 7]
+
+
+def test_split_segments_and_a_retry_fetches_only_what_is_missing_with_identical_bytes(
+    kafka_broker: str, admin: AdminClient, unique: Callable[[str], str], tmp_path: Path
+) -> None:
+    topic = create_topic(admin, unique("split"), partitions=2)
+    produce(kafka_broker, topic, 10, partition=0)
+    produce(kafka_broker, topic, 4, partition=1)
+    store = load_store(str(tmp_path / "staging"))
+    limits = SegmentLimits(max_segment_records=3)
+    ranges = [FetchRange(topic, 0, 0, 10), FetchRange(topic, 1, 1, 4)]
+
+    first = fetch_ranges({"bootstrap.servers": kafka_broker}, store, ranges, limits=limits, parallelism=2)
+    before = objects(store)
+    lost = next(n for n in before if "+00000000000000000003+" in n and n.endswith(".parquet"))
+    store.delete(lost)
+    again = fetch_ranges({"bootstrap.servers": kafka_broker}, store, ranges, limits=limits)
+
+    assert [r.segments_written for r in first] == [4, 1]
+    assert sorted(n.rsplit("+", 2)[-2:][0] for n in before if n.endswith(".parquet") and "partition=0" in n) == [
+        "00000000000000000000", "00000000000000000003", "00000000000000000006", "00000000000000000009",
+    ]  # fmt: skip
+    assert [(r.segments_written, r.segments_already_complete, r.records) for r in again] == [(1, 3, 3), (0, 1, 0)]
+    assert objects(store) == before
+
+
+_KILLABLE_FETCH = """
+import sys
+from streamproc.fetch import FetchRange, fetch_range
+from streamproc.storage import load_store
+from streamproc.storage.staging import SegmentLimits
+fetch_range({"bootstrap.servers": sys.argv[1]}, load_store(sys.argv[2]), FetchRange(sys.argv[3], 0, 0, 3000),
+            limits=SegmentLimits(max_segment_records=50))
+"""
+
+
+def test_a_fetch_killed_mid_range_resumes_to_the_same_segments(
+    kafka_broker: str, admin: AdminClient, unique: Callable[[str], str], tmp_path: Path
+) -> None:
+    topic = create_topic(admin, unique("kill"))
+    produce(kafka_broker, topic, 3000)
+    killed_dir, clean_dir = tmp_path / "killed", tmp_path / "clean"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _KILLABLE_FETCH, kafka_broker, str(killed_dir), topic], cwd=PROJECT_ROOT,
+        env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)},
+    )  # fmt: skip
+    killed_store = load_store(str(killed_dir))
+    deadline = time.monotonic() + 120
+    while len([n for n in killed_store.list("topics/") if n.endswith(".manifest.json")]) < 5:
+        assert proc.poll() is None, "the fetch finished before it could be killed"
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    staged_when_killed = len([n for n in killed_store.list("topics/") if n.endswith(".manifest.json")])
+    limits = SegmentLimits(max_segment_records=50)
+
+    resumed = fetch_range(
+        {"bootstrap.servers": kafka_broker}, killed_store, FetchRange(topic, 0, 0, 3000), limits=limits
+    )
+    fetch_range(
+        {"bootstrap.servers": kafka_broker}, load_store(str(clean_dir)), FetchRange(topic, 0, 0, 3000), limits=limits
+    )
+
+    assert 5 <= staged_when_killed < 60
+    assert resumed.segments_already_complete == staged_when_killed
+    assert resumed.segments_written == 60 - staged_when_killed
+    assert objects(killed_store) == objects(load_store(str(clean_dir)))
+    assert verify(killed_store).ok
+
+
+def test_fetch_to_s3_is_verified_and_identical_to_local(
+    kafka_broker: str, admin: AdminClient, unique: Callable[[str], str], s3_server: S3Server, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    topic = create_topic(admin, unique("s3"))
+    produce(kafka_broker, topic, 500)
+    bucket = unique("stage")
+    s3_server.client().create_bucket(Bucket=bucket)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", s3_server.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3_server.secret_key)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", s3_server.region)
+    s3 = load_store(f"s3://{bucket}/runs/r1", endpoint_url=s3_server.endpoint)
+    local = load_store(str(tmp_path / "local"))
+    limits = SegmentLimits(max_segment_records=200)
+
+    fetch_range({"bootstrap.servers": kafka_broker}, s3, FetchRange(topic, 0, 0, 500), limits=limits)
+    fetch_range({"bootstrap.servers": kafka_broker}, local, FetchRange(topic, 0, 0, 500), limits=limits)
+
+    assert verify(s3).ok
+    assert objects(s3) == objects(local)
+    assert len(objects(s3)) == 6
+    manifest = read_manifest(s3, next(n for n in s3.list("topics/") if n.endswith(".manifest.json")))
+    assert manifest.record_count == 200
