@@ -208,3 +208,9 @@ def read_snapshot(
             times.setdefault((tp.topic, tp.partition), {})[instant] = offset
     log.info("Read offsets for %d instant(s) on %d partitions", len(instants), len(kafka_tps))
     return build(times)
+
+
+def partition_counts(client_config: Mapping[str, object]) -> dict[str, int]:
+    """Every topic of the cluster and its partition count, as the topology analysis needs them."""
+    metadata = _admin(client_config).list_topics(timeout=_TIMEOUT_S)
+    return {name: len(t.partitions) for name, t in metadata.topics.items() if t.error is None}

@@ -1,0 +1,394 @@
+"""The ``RunPlan``: the plan step's output, a versioned JSON document that every later step reads.
+
+A plan is pure data (DESIGN.md §1): the ranges per input partition with their notes, the Kafka Streams tasks and
+the stores they restore, and a preview of every irreversible hand-off action (group offsets before → after, the
+``.checkpoint`` files that will be written, the DeleteRecords watermarks of repartition topics), so that an operator
+reviews what will change before anything does. The same inputs give byte-identical JSON (sorted keys, no clock
+unless the request used one). Reading validates the document: a hand-edited or truncated plan is a ``PlanError``
+naming the field, never a half-understood run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from streamproc.engine.topology_analysis import TopologyAnalysis
+from streamproc.errors import PlanError
+from streamproc.plan.positions import ResolvedRanges
+
+FORMAT = "streamproc-run-plan"
+VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedRange:
+    """``[start, end)`` of one input partition, as fetch and hand-off need it."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+    internal: bool
+    compacted: bool
+    committed_offset: int | None
+    partition_time: int
+    notes: tuple[Mapping[str, Any], ...] = ()
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    @property
+    def empty(self) -> bool:
+        return self.start == self.end
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedStore:
+    """A store of a task and the changelog partition it is restored from."""
+
+    name: str
+    changelog_topic: str
+    changelog_partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedTask:
+    """One Kafka Streams task: its sub-topology, partition number, source partitions and stores."""
+
+    task_id: str
+    subtopology: int
+    partition: int
+    source_partitions: tuple[str, ...]
+    stores: tuple[PlannedStore, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitPreview:
+    """Hand-off step 1: the group's offset for one partition, before → after."""
+
+    partition: str
+    before: int | None
+    after: int
+
+
+@dataclass(frozen=True, slots=True)
+class PurgePreview:
+    """Hand-off step 3: DeleteRecords on a repartition partition up to the committed offset."""
+
+    partition: str
+    before_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class RunPlan:
+    """Everything a run will do, decided before it does anything."""
+
+    application_id: str
+    isolation_level: str
+    start_mode: str
+    end_mode: str
+    start_policy: str
+    ranges: tuple[PlannedRange, ...]
+    tasks: tuple[PlannedTask, ...]
+    stages: tuple[tuple[int, ...], ...]
+    commits: tuple[OffsetCommitPreview, ...]
+    checkpoint_files: tuple[str, ...]
+    purges: tuple[PurgePreview, ...]
+    now_ms: int | None = None
+    warnings: tuple[str, ...] = field(default=())
+
+    # ------------------------------------------------------------------------------------------- building
+    @classmethod
+    def build(
+        cls,
+        positions: ResolvedRanges,
+        *,
+        compacted_topics: Sequence[str] = (),
+        analysis: TopologyAnalysis | None = None,
+    ) -> RunPlan:
+        """Combine the resolved positions with the topology's tasks and derive the hand-off preview."""
+        compacted = set(compacted_topics)
+        ranges = tuple(
+            PlannedRange(
+                topic=r.tp.topic,
+                partition=r.tp.partition,
+                start=r.start,
+                end=r.end,
+                internal=r.internal,
+                compacted=r.tp.topic in compacted,
+                committed_offset=r.committed_offset,
+                partition_time=r.partition_time,
+                notes=tuple(n.to_dict() for n in r.notes),
+            )
+            for r in positions.ranges
+        )
+        tasks: tuple[PlannedTask, ...] = ()
+        stages = positions.stages
+        checkpoint_files: list[str] = []
+        if analysis is not None:
+            task_list = []
+            for task_id, sources in sorted(analysis.tasks.items()):
+                sub = analysis.subtopology(task_id.subtopology)
+                stores = tuple(
+                    PlannedStore(s.name, s.changelog_topic, task_id.partition)
+                    for s in sorted(sub.stores, key=lambda s: s.name)
+                )
+                task_list.append(
+                    PlannedTask(
+                        task_id=str(task_id),
+                        subtopology=task_id.subtopology,
+                        partition=task_id.partition,
+                        source_partitions=tuple(f"{t}-{p}" for t, p in sources),
+                        stores=stores,
+                    )
+                )
+                if stores:
+                    checkpoint_files.append(f"{positions.application_id}/{task_id}/.checkpoint")
+            tasks = tuple(task_list)
+            stages = analysis.stages or stages
+        # A range that starts at the group's own committed offset and is empty changes nothing (the live app
+        # would commit nothing either); every other range moves the group to its end (planning.md §8.3).
+        commits = tuple(
+            OffsetCommitPreview(r.name, r.committed_offset, r.end)
+            for r in ranges
+            if not (r.empty and r.committed_offset == r.start)
+        )
+        purges = tuple(PurgePreview(r.name, r.end) for r in ranges if r.internal and r.end > r.start)
+        return cls(
+            application_id=positions.application_id,
+            isolation_level=positions.isolation_level.value,
+            start_mode=positions.start_mode,
+            end_mode=positions.end_mode,
+            start_policy=positions.start_policy.value,
+            ranges=ranges,
+            tasks=tasks,
+            stages=tuple(tuple(s) for s in stages),
+            commits=commits,
+            checkpoint_files=tuple(checkpoint_files),
+            purges=purges,
+            now_ms=positions.now_ms,
+            warnings=positions.warnings,
+        )
+
+    # --------------------------------------------------------------------------------------------- JSON
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "application_id": self.application_id,
+            "isolation_level": self.isolation_level,
+            "start_mode": self.start_mode,
+            "end_mode": self.end_mode,
+            "start_policy": self.start_policy,
+            "now_ms": self.now_ms,
+            "ranges": [
+                {
+                    "topic": r.topic,
+                    "partition": r.partition,
+                    "start": r.start,
+                    "end": r.end,
+                    "internal": r.internal,
+                    "compacted": r.compacted,
+                    "committed_offset": r.committed_offset,
+                    "partition_time": r.partition_time,
+                    "notes": [dict(n) for n in r.notes],
+                }
+                for r in self.ranges
+            ],
+            "tasks": [
+                {
+                    "task_id": t.task_id,
+                    "subtopology": t.subtopology,
+                    "partition": t.partition,
+                    "source_partitions": list(t.source_partitions),
+                    "stores": [
+                        {
+                            "name": s.name,
+                            "changelog_topic": s.changelog_topic,
+                            "changelog_partition": s.changelog_partition,
+                        }
+                        for s in t.stores
+                    ],
+                }
+                for t in self.tasks
+            ],
+            "stages": [list(s) for s in self.stages],
+            "handoff_preview": {
+                "commit_offsets": [
+                    {"partition": c.partition, "before": c.before, "after": c.after} for c in self.commits
+                ],
+                "checkpoint_files": list(self.checkpoint_files),
+                "delete_records": [{"partition": p.partition, "before_offset": p.before_offset} for p in self.purges],
+            },
+            "warnings": list(self.warnings),
+        }
+
+    def to_json(self) -> str:
+        """Canonical text: sorted keys, two-space indent, trailing newline; equal plans give equal bytes."""
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+
+    def write(self, path: Path) -> None:
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(self.to_json(), encoding="utf-8")
+        tmp.replace(path)
+
+    @classmethod
+    def read(cls, path: Path) -> RunPlan:
+        """Read and validate a plan file; anything wrong is a ``PlanError`` naming the file and the field."""
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise PlanError(f"cannot read plan {path}: {exc}") from exc
+        except json.JSONDecodeError as exc:
+            raise PlanError(f"plan {path} is not JSON ({exc}); re-run `streamproc plan`") from exc
+        try:
+            return cls.from_dict(data)
+        except PlanError as exc:
+            raise PlanError(f"plan {path}: {exc}") from exc
+
+    @classmethod
+    def from_dict(cls, data: Any) -> RunPlan:
+        v = _Validator(data)
+        if v.text("format") != FORMAT:
+            raise PlanError(f"'format' must be '{FORMAT}'")
+        version = v.integer("version")
+        if version != VERSION:
+            raise PlanError(f"plan version {version} is not supported (this streamproc reads version {VERSION})")
+        ranges = []
+        for i, item in enumerate(v.items("ranges")):
+            r = _Validator(item, f"ranges[{i}]")
+            start, end = r.integer("start"), r.integer("end")
+            if not 0 <= start <= end:
+                raise PlanError(f"ranges[{i}]: [{start}, {end}) is not a valid range")
+            ranges.append(
+                PlannedRange(
+                    topic=r.text("topic"),
+                    partition=r.integer("partition"),
+                    start=start,
+                    end=end,
+                    internal=r.flag("internal"),
+                    compacted=r.flag("compacted"),
+                    committed_offset=r.optional_integer("committed_offset"),
+                    partition_time=r.integer("partition_time"),
+                    notes=tuple(r.items("notes")),
+                )
+            )
+        tasks = []
+        for i, item in enumerate(v.items("tasks")):
+            t = _Validator(item, f"tasks[{i}]")
+            stores = tuple(
+                PlannedStore(s.text("name"), s.text("changelog_topic"), s.integer("changelog_partition"))
+                for s in (_Validator(x, f"tasks[{i}].stores[{j}]") for j, x in enumerate(t.items("stores")))
+            )
+            tasks.append(
+                PlannedTask(
+                    task_id=t.text("task_id"),
+                    subtopology=t.integer("subtopology"),
+                    partition=t.integer("partition"),
+                    source_partitions=tuple(str(p) for p in t.items("source_partitions")),
+                    stores=stores,
+                )
+            )
+        preview = _Validator(v.obj("handoff_preview"), "handoff_preview")
+        commits = tuple(
+            OffsetCommitPreview(c.text("partition"), c.optional_integer("before"), c.integer("after"))
+            for c in (_Validator(x, f"commit_offsets[{i}]") for i, x in enumerate(preview.items("commit_offsets")))
+        )
+        purges = tuple(
+            PurgePreview(p.text("partition"), p.integer("before_offset"))
+            for p in (_Validator(x, f"delete_records[{i}]") for i, x in enumerate(preview.items("delete_records")))
+        )
+        return cls(
+            application_id=v.text("application_id"),
+            isolation_level=v.text("isolation_level"),
+            start_mode=v.text("start_mode"),
+            end_mode=v.text("end_mode"),
+            start_policy=v.text("start_policy"),
+            ranges=tuple(ranges),
+            tasks=tuple(tasks),
+            stages=tuple(tuple(int(x) for x in s) for s in v.items("stages")),
+            commits=commits,
+            checkpoint_files=tuple(str(f) for f in preview.items("checkpoint_files")),
+            purges=purges,
+            now_ms=v.optional_integer("now_ms"),
+            warnings=tuple(str(w) for w in v.items("warnings")),
+        )
+
+    # ---------------------------------------------------------------------------------------------- text
+    def report(self) -> str:
+        """The ``--dry-run`` table: ranges, tasks and every hand-off action the run would take."""
+        lines = [f"Plan for application '{self.application_id}' ({self.isolation_level}; start {self.start_mode}, "
+                 f"end {self.end_mode}, start policy {self.start_policy})", ""]  # fmt: skip
+        lines.append(f"{'PARTITION':<40} {'START':>12} {'END':>12} {'MAX-RECORDS':>12}  NOTES")
+        for r in self.ranges:
+            notes = ", ".join(str(n.get("code")) for n in r.notes)
+            lines.append(f"{r.name:<40} {r.start:>12} {r.end:>12} {r.end - r.start:>12}  {notes}".rstrip())
+        lines.append(f"{len(self.ranges)} partition(s), at most {sum(r.end - r.start for r in self.ranges)} records")
+        if self.tasks:
+            lines += ["", f"{'TASK':<8} SOURCE PARTITIONS / STORES"]
+            for t in self.tasks:
+                stores = "; stores " + ", ".join(s.name for s in t.stores) if t.stores else ""
+                lines.append(f"{t.task_id:<8} {', '.join(t.source_partitions)}{stores}")
+        lines += ["", "Hand-off (irreversible, after processing):"]
+        for c in self.commits:
+            before = "none" if c.before is None else str(c.before)
+            lines.append(f"  commit {c.partition}: {before} -> {c.after}")
+        lines.extend(f"  write {f}" for f in self.checkpoint_files)
+        lines.extend(f"  delete records of {p.partition} before offset {p.before_offset}" for p in self.purges)
+        if not (self.commits or self.checkpoint_files or self.purges):
+            lines.append("  nothing")
+        lines.extend(f"warning: {w}" for w in self.warnings)
+        return "\n".join(lines)
+
+
+class _Validator:
+    """Typed access to one JSON object of a plan, with errors that name the field."""
+
+    def __init__(self, data: Any, where: str = "top level") -> None:
+        if not isinstance(data, dict):
+            raise PlanError(f"{where} must be a JSON object")
+        self._data = data
+        self._where = where
+
+    def _get(self, key: str) -> Any:
+        if key not in self._data:
+            raise PlanError(f"{self._where}: missing field '{key}'")
+        return self._data[key]
+
+    def text(self, key: str) -> str:
+        value = self._get(key)
+        if not isinstance(value, str):
+            raise PlanError(f"{self._where}.{key} must be a string, not {value!r}")
+        return value
+
+    def integer(self, key: str) -> int:
+        value = self._get(key)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise PlanError(f"{self._where}.{key} must be an integer, not {value!r}")
+        return value
+
+    def optional_integer(self, key: str) -> int | None:
+        return None if self._get(key) is None else self.integer(key)
+
+    def flag(self, key: str) -> bool:
+        value = self._get(key)
+        if not isinstance(value, bool):
+            raise PlanError(f"{self._where}.{key} must be true or false, not {value!r}")
+        return value
+
+    def items(self, key: str) -> list[Any]:
+        value = self._get(key)
+        if not isinstance(value, list):
+            raise PlanError(f"{self._where}.{key} must be a list, not {value!r}")
+        return value
+
+    def obj(self, key: str) -> dict[str, Any]:
+        value = self._get(key)
+        if not isinstance(value, dict):
+            raise PlanError(f"{self._where}.{key} must be an object, not {value!r}")
+        return value
