@@ -31,7 +31,9 @@ _COMPLETE = ".complete"
 
 # Single-node settings: replication factor 1 for every internal topic, few partitions for the internal topics so
 # that the first group or transaction operation does not wait for 50 partitions to be created, no rebalance delay,
-# and no topic auto-creation, so that a missing topic is an error exactly as on a production cluster.
+# and no topic auto-creation, so that a missing topic is an error exactly as on a production cluster. Retention is
+# unlimited by default: test and demo data carry fixed, old timestamps, which time-based retention would delete
+# within seconds; a test that needs retention sets it on its topic (or uses DeleteRecords).
 _SERVER_PROPERTIES = """\
 process.roles=broker,controller
 node.id=1
@@ -54,6 +56,7 @@ transaction.state.log.num.partitions=4
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
+log.retention.ms=-1
 log.retention.check.interval.ms=1000
 """
 
@@ -167,15 +170,18 @@ def start(
     log_dir = workdir / "kraft-logs"
     java = _java()
     classpath = _classpath(version)
-    if previous is not None and config.exists() and (log_dir / "meta.properties").exists():
+    formatted = (log_dir / "meta.properties").exists()
+    if previous is not None and formatted:
         port = int(previous.extra["port"])
         controller_port = int(previous.extra["controller_port"])
         log.info("Restarting Kafka broker from %s on 127.0.0.1:%d", workdir, port)
     else:
         port, controller_port = process.free_port(), process.free_port()
-        config.write_text(
-            _SERVER_PROPERTIES.format(port=port, controller_port=controller_port, log_dir=log_dir), encoding="utf-8"
-        )
+    # Always the current settings, so that a restart of an old work directory picks up changes.
+    config.write_text(
+        _SERVER_PROPERTIES.format(port=port, controller_port=controller_port, log_dir=log_dir), encoding="utf-8"
+    )
+    if not formatted:
         fmt = subprocess.run(  # noqa: S603
             [java, "-cp", classpath, "kafka.tools.StorageTool", "format", f"--cluster-id={_cluster_id()}",
              "--config", str(config)],
