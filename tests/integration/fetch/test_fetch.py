@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -28,9 +29,14 @@ from tests.integration.conftest import create_topic
 def produce(bootstrap: str, topic: str, count: int, partition: int = 0) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     for i in range(count):
-        producer.produce(topic, key=f"k{i % 7}".encode(), value=f"value-{i}".encode(), partition=partition,
-                         timestamp=1_000 + i)  # fmt: skip
-    assert producer.flush(30) == 0
+        while True:
+            try:
+                producer.produce(topic, key=f"k{i % 7}".encode(), value=f"value-{i}".encode(), partition=partition,
+                                 timestamp=1_000 + i)  # fmt: skip
+                break
+            except BufferError:  # the local queue is full: let deliveries drain it
+                producer.poll(0.1)
+    assert producer.flush(60) == 0
 
 
 def objects(store: ObjectStore) -> dict[str, bytes]:
@@ -160,3 +166,39 @@ def test_fetch_to_s3_is_verified_and_identical_to_local(
     assert len(objects(s3)) == 6
     manifest = read_manifest(s3, next(n for n in s3.list("topics/") if n.endswith(".manifest.json")))
     assert manifest.record_count == 200
+
+
+def test_a_broker_that_goes_away_mid_fetch_and_comes_back_costs_nothing(tmp_path: Path) -> None:
+    from streamproc.dev import broker
+
+    workdir = tmp_path / "kafka"
+    handle = broker.start(workdir)
+    try:
+        admin = AdminClient({"bootstrap.servers": handle.address})
+        create_topic(admin, "bounced")
+        produce(handle.address, "bounced", 200_000)
+        store = load_store(str(tmp_path / "staging"))
+        limits = SegmentLimits(max_segment_records=5_000)
+        with ThreadPoolExecutor(1) as pool:
+            fetching = pool.submit(
+                fetch_range, {"bootstrap.servers": handle.address}, store, FetchRange("bounced", 0, 0, 200_000),
+                limits=limits,
+            )  # fmt: skip
+            deadline = time.monotonic() + 60
+            while not [n for n in store.list("topics/") if n.endswith(".manifest.json")]:
+                assert time.monotonic() < deadline and not fetching.done()
+                time.sleep(0.01)
+            os.killpg(handle.pid, signal.SIGKILL)  # the broker crashes: no controlled shutdown
+            killed_mid_fetch = not fetching.done()
+            time.sleep(2)
+            broker.start(workdir)
+            result = fetching.result(timeout=120)
+    finally:
+        broker.stop(workdir)
+
+    assert killed_mid_fetch
+    assert result.records == 200_000
+    assert result.segments_written == 40
+    report = verify(store)
+    assert report.ok and report.segments_checked == 40
+    assert [r.offset for r in read_range(store, "bounced", 0, 0, 200_000)] == list(range(200_000))
