@@ -125,6 +125,11 @@ _client_setting_option = click.option(
     show_default=True,
 )
 @click.option("--auto-offset-reset", type=click.Choice(["earliest", "latest", "none"]), default="earliest")
+@click.option(
+    "--state-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The application's state.dir for the batch: task checkpoints there decide where restores start.",
+)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the plan JSON here.")
 @click.option("--dry-run", is_flag=True, help="Print the plan as a table and stop.")
 @click.pass_context
@@ -149,6 +154,7 @@ def plan_command(
     on_data_loss: str,
     processing_guarantee: str,
     auto_offset_reset: str,
+    state_dir: Path | None,
     out: Path | None,
     dry_run: bool,
 ) -> None:
@@ -196,6 +202,7 @@ def plan_command(
         source_topics=input_topics,
         processing_guarantee=processing_guarantee,
         auto_offset_reset=auto_offset_reset,
+        state_dir=state_dir,
     )
     if out is not None and not dry_run:
         run_plan.write(out)
@@ -231,6 +238,12 @@ def fetch_command(
 
     run_plan = RunPlan.read(plan_file)
     ranges = [FetchRange(r.topic, r.partition, r.start, r.end, r.compacted) for r in run_plan.ranges if not r.empty]
+    # Changelogs are compacted topics (Kafka Streams creates them so): a gap is a marker or a compacted offset.
+    ranges += [
+        FetchRange(r.changelog_topic, r.changelog_partition, r.start, r.end, compacted=True)
+        for r in run_plan.restores
+        if r.end > r.start
+    ]
     results = fetch_ranges(
         _client_config(bootstrap, client_settings),
         load_store(store_uri),

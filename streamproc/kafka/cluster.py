@@ -214,3 +214,26 @@ def partition_counts(client_config: Mapping[str, object]) -> dict[str, int]:
     """Every topic of the cluster and its partition count, as the topology analysis needs them."""
     metadata = _admin(client_config).list_topics(timeout=_TIMEOUT_S)
     return {name: len(t.partitions) for name, t in metadata.topics.items() if t.error is None}
+
+
+def read_log_offsets(client_config: Mapping[str, object], topics: list[str]) -> dict[tuple[str, int], tuple[int, int]]:
+    """(log start, high watermark) per partition of the given topics; topics that do not exist are absent."""
+    from confluent_kafka import TopicPartition as KafkaTopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    admin = _admin(client_config)
+    metadata = admin.list_topics(timeout=_TIMEOUT_S)
+    tps = [
+        KafkaTopicPartition(t, p)
+        for t in topics
+        if t in metadata.topics and metadata.topics[t].error is None
+        for p in sorted(metadata.topics[t].partitions)
+    ]
+    earliest = _list_offsets(
+        admin, {tp: OffsetSpec.earliest() for tp in tps}, IsolationLevel.READ_UNCOMMITTED, "log start"
+    )
+    latest = _list_offsets(
+        admin, {tp: OffsetSpec.latest() for tp in tps}, IsolationLevel.READ_UNCOMMITTED, "high watermark"
+    )
+    starts = {(tp.topic, tp.partition): offset for tp, offset in earliest.items()}
+    return {(tp.topic, tp.partition): (starts[(tp.topic, tp.partition)], offset) for tp, offset in latest.items()}

@@ -10,14 +10,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 
 from streamproc.engine.topology_analysis import TopologyAnalysis, analyze
 from streamproc.engine.topology_description import TopologyDescription, parse_description
 from streamproc.errors import PlanError
-from streamproc.kafka.cluster import partition_counts, read_snapshot
+from streamproc.kafka.cluster import partition_counts, read_log_offsets, read_snapshot
 from streamproc.plan.cluster_snapshot import ApplicationSpec, IsolationLevel, PlanRequest
 from streamproc.plan.positions import plan_ranges
-from streamproc.plan.run_plan import RunPlan
+from streamproc.plan.run_plan import PlannedRestore, RunPlan
 
 log = logging.getLogger(__name__)
 
@@ -78,8 +79,13 @@ def plan_run(
     processing_guarantee: str = "at_least_once",
     auto_offset_reset: str = "earliest",
     now_ms: int | None = None,
+    state_dir: Path | None = None,
 ) -> RunPlan:
-    """Resolve a full ``RunPlan``; with no topology, ``source_topics`` are planned as one sub-topology's inputs."""
+    """Resolve a full ``RunPlan``; with no topology, ``source_topics`` are planned as one sub-topology's inputs.
+
+    ``state_dir`` is the application's ``state.dir`` as the batch will use it: each task's ``.checkpoint`` there
+    decides where its stores' changelog restore starts (no directory: from the changelog's log start).
+    """
     isolation = isolation_for(processing_guarantee)
     analysis: TopologyAnalysis | None = None
     if topology is not None:
@@ -100,7 +106,10 @@ def plan_run(
     if now_ms is None and not _uses_clock(request):
         positions = replace(positions, now_ms=None)  # the plan's bytes must not depend on when it was made
     compacted = [name for name, topic in snapshot.topics.items() if topic.compacted]
-    plan = RunPlan.build(positions, compacted_topics=compacted, analysis=analysis)
+    restores = (
+        plan_restores(client_config, analysis, application_id, processing_guarantee, state_dir) if analysis else []
+    )
+    plan = RunPlan.build(positions, compacted_topics=compacted, analysis=analysis, restores=restores)
     log.info(
         "Planned %d range(s) over %d task(s), at most %d records",
         len(plan.ranges), len(plan.tasks), sum(r.end - r.start for r in plan.ranges),
@@ -112,3 +121,66 @@ def _uses_clock(request: PlanRequest) -> bool:
     from streamproc.plan.cluster_snapshot import ByDurationEnd, ByDurationStart
 
     return isinstance(request.start, ByDurationStart) or isinstance(request.end, ByDurationEnd)
+
+
+def plan_restores(
+    client_config: Mapping[str, object],
+    analysis: TopologyAnalysis,
+    application_id: str,
+    processing_guarantee: str,
+    state_dir: Path | None,
+) -> list[PlannedRestore]:
+    """Per task and store, the changelog range Kafka Streams would restore from, after the task's checkpoint.
+
+    Stores are taken as persistent (``describe()`` does not say; an in-memory store restores its whole changelog
+    on every start, which the plan then under-states). A changelog topic that does not exist yet (the application
+    never ran) restores nothing.
+    """
+    from streamproc.engine.records import TopicPartition as EngineTopicPartition
+    from streamproc.engine.task_id import TaskId
+    from streamproc.state.offset_checkpoint import OffsetCheckpoint
+    from streamproc.state.processor_state_manager import StateStoreMetadata
+    from streamproc.state.restore_plan import ChangelogState, ProcessingGuarantee, plan_restore
+    from streamproc.state.store_layout import task_dir_is_empty, task_directory
+
+    changelog_topics = sorted({s.changelog_topic for sub in analysis.subtopologies for s in sub.stores})
+    offsets = read_log_offsets(client_config, changelog_topics) if changelog_topics else {}
+    restores: list[PlannedRestore] = []
+    for task_id, _sources in sorted(analysis.tasks.items()):
+        stores = sorted(analysis.subtopology(task_id.subtopology).stores, key=lambda s: s.name)
+        if not stores:
+            continue
+        metadata = [
+            StateStoreMetadata(s.name, True, EngineTopicPartition(s.changelog_topic, task_id.partition)) for s in stores
+        ]
+        changelogs = {}
+        for m in metadata:
+            assert m.changelog_partition is not None
+            start, end = offsets.get((m.changelog_partition.topic, m.changelog_partition.partition), (0, 0))
+            changelogs[m.changelog_partition] = ChangelogState(start, end)
+        checkpoint = None
+        empty = True
+        if state_dir is not None:
+            directory = task_directory(state_dir, application_id, TaskId(task_id.subtopology, task_id.partition))
+            empty = task_dir_is_empty(directory)
+            path = directory / ".checkpoint"
+            checkpoint = OffsetCheckpoint(path).read() if path.exists() else None
+        decision = plan_restore(
+            ProcessingGuarantee(processing_guarantee), metadata, checkpoint, changelogs, task_dir_empty=empty
+        )
+        for restore in decision.restores:
+            entry = checkpoint.get(restore.changelog_partition) if checkpoint else None
+            restores.append(
+                PlannedRestore(
+                    task_id=str(task_id),
+                    store=restore.store_name,
+                    changelog_topic=restore.changelog_partition.topic,
+                    changelog_partition=restore.changelog_partition.partition,
+                    start=restore.start_offset,
+                    end=restore.restore_end_offset,
+                    checkpoint_offset=entry,
+                    task_corrupted=decision.task_corrupted,
+                    local_state_wiped=decision.local_state_wiped,
+                )
+            )
+    return restores

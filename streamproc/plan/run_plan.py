@@ -68,6 +68,29 @@ class PlannedTask:
 
 
 @dataclass(frozen=True, slots=True)
+class PlannedRestore:
+    """How one store of one task is restored before processing: changelog ``[start, end)`` after its checkpoint.
+
+    ``task_corrupted``/``local_state_wiped`` say what Kafka Streams itself would do with the task's local state
+    (``state.restore_plan``): a wiped task restores from the changelog's log start.
+    """
+
+    task_id: str
+    store: str
+    changelog_topic: str
+    changelog_partition: int
+    start: int
+    end: int
+    checkpoint_offset: int | None
+    task_corrupted: bool = False
+    local_state_wiped: bool = False
+
+    @property
+    def name(self) -> str:
+        return f"{self.changelog_topic}-{self.changelog_partition}"
+
+
+@dataclass(frozen=True, slots=True)
 class OffsetCommitPreview:
     """Hand-off step 1: the group's offset for one partition, before → after."""
 
@@ -101,6 +124,7 @@ class RunPlan:
     purges: tuple[PurgePreview, ...]
     now_ms: int | None = None
     warnings: tuple[str, ...] = field(default=())
+    restores: tuple[PlannedRestore, ...] = ()
 
     # ------------------------------------------------------------------------------------------- building
     @classmethod
@@ -110,6 +134,7 @@ class RunPlan:
         *,
         compacted_topics: Sequence[str] = (),
         analysis: TopologyAnalysis | None = None,
+        restores: Sequence[PlannedRestore] = (),
     ) -> RunPlan:
         """Combine the resolved positions with the topology's tasks and derive the hand-off preview."""
         compacted = set(compacted_topics)
@@ -173,6 +198,7 @@ class RunPlan:
             purges=purges,
             now_ms=positions.now_ms,
             warnings=positions.warnings,
+            restores=tuple(restores),
         )
 
     # --------------------------------------------------------------------------------------------- JSON
@@ -218,6 +244,20 @@ class RunPlan:
                 for t in self.tasks
             ],
             "stages": [list(s) for s in self.stages],
+            "restores": [
+                {
+                    "task_id": r.task_id,
+                    "store": r.store,
+                    "changelog_topic": r.changelog_topic,
+                    "changelog_partition": r.changelog_partition,
+                    "start": r.start,
+                    "end": r.end,
+                    "checkpoint_offset": r.checkpoint_offset,
+                    "task_corrupted": r.task_corrupted,
+                    "local_state_wiped": r.local_state_wiped,
+                }
+                for r in self.restores
+            ],
             "handoff_preview": {
                 "commit_offsets": [
                     {"partition": c.partition, "before": c.before, "after": c.after} for c in self.commits
@@ -294,6 +334,22 @@ class RunPlan:
                     stores=stores,
                 )
             )
+        restores = []
+        for i, item in enumerate(v.items("restores")):
+            r = _Validator(item, f"restores[{i}]")
+            restores.append(
+                PlannedRestore(
+                    task_id=r.text("task_id"),
+                    store=r.text("store"),
+                    changelog_topic=r.text("changelog_topic"),
+                    changelog_partition=r.integer("changelog_partition"),
+                    start=r.integer("start"),
+                    end=r.integer("end"),
+                    checkpoint_offset=r.optional_integer("checkpoint_offset"),
+                    task_corrupted=r.flag("task_corrupted"),
+                    local_state_wiped=r.flag("local_state_wiped"),
+                )
+            )
         preview = _Validator(v.obj("handoff_preview"), "handoff_preview")
         commits = tuple(
             OffsetCommitPreview(c.text("partition"), c.optional_integer("before"), c.integer("after"))
@@ -317,6 +373,7 @@ class RunPlan:
             purges=purges,
             now_ms=v.optional_integer("now_ms"),
             warnings=tuple(str(w) for w in v.items("warnings")),
+            restores=tuple(restores),
         )
 
     # ---------------------------------------------------------------------------------------------- text
@@ -334,6 +391,16 @@ class RunPlan:
             for t in self.tasks:
                 stores = "; stores " + ", ".join(s.name for s in t.stores) if t.stores else ""
                 lines.append(f"{t.task_id:<8} {', '.join(t.source_partitions)}{stores}")
+        if self.restores:
+            lines += ["", "State restores (changelog ranges after each task's checkpoint):"]
+            for restore in self.restores:
+                offset = restore.checkpoint_offset
+                checkpoint = "no checkpoint" if offset is None else f"checkpoint {offset}"
+                wiped = ", local state wiped (as Kafka Streams would)" if restore.local_state_wiped else ""
+                lines.append(
+                    f"  {restore.task_id} {restore.store}: {restore.name} [{restore.start}, {restore.end}) "
+                    f"({checkpoint}{wiped})"
+                )
         lines += ["", "Hand-off (irreversible, after processing):"]
         for c in self.commits:
             before = "none" if c.before is None else str(c.before)
