@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 CACHE ?= $(HOME)/.cache/streamproc
 PYTEST_ARGS ?=
 
-.PHONY: install test unit integration demo lint typecheck bench lock services clean
+.PHONY: install test unit integration demo lint typecheck bench lock services clean conformance
 
 $(STAMP): requirements.lock pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,12 @@ services: install
 
 test: services
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m streamproc.conformance.report
+
+# Every shared and own scenario through streamproc and the real Kafka Streams oracle (one JVM):
+# conformance/results/latest.{json,md}; non-zero when streamproc and Kafka Streams differ anywhere.
+conformance: install
+	$(BIN)/python -m streamproc.conformance.report
 
 unit: install
 	$(BIN)/python -m pytest -m "not integration" $(PYTEST_ARGS)

@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SCENARIOS_DIR
-from tests.integration.conformance.oracle import (
+from streamproc.conformance.oracle import (
     compare_to_expected,
     documented_findings,
     ensure_oracle_jar,
     run_oracle,
 )
+from tests.conftest import SCENARIOS_DIR
 
 pytestmark = pytest.mark.integration
 

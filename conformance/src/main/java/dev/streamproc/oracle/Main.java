@@ -12,11 +12,18 @@ import java.io.File;
  * <pre>
  *   java -jar streamproc-oracle.jar task  &lt;ordering scenario.json&gt;
  *   java -jar streamproc-oracle.jar state &lt;state scenario.json&gt;
+ *   java -jar streamproc-oracle.jar batch &lt;scenario.json&gt;...
  * </pre>
  *
- * Prints one JSON object on stdout, in the shape of the scenario's {@code expected}. Logs go to stderr
- * (slf4j-simple). Exit code 0 when a result (including an expected {@code error}) was produced, 2 on bad usage
- * or an oracle-internal failure (then stdout holds {@code {"oracle_error": "..."}}).
+ * {@code task}/{@code state} print one JSON object on stdout, in the shape of the scenario's {@code expected}.
+ * Logs go to stderr (slf4j-simple). Exit code 0 when a result (including an expected {@code error}) was produced,
+ * 2 on bad usage or an oracle-internal failure (then stdout holds {@code {"oracle_error": "..."}}).
+ *
+ * <p>{@code batch} runs many scenarios in one JVM (a JVM start costs about a second per scenario) and prints one
+ * JSON object per line, in argument order: {@code {"file", "kind", "result"}} when the oracle answered,
+ * {@code {"file", "kind", "unsupported"}} when it does not cover the scenario's kind or operation, and
+ * {@code {"file", "kind", "oracle_error"}} when it failed on that scenario. Every scenario is attempted; exit 0
+ * unless the usage was wrong.
  */
 public final class Main {
     static {
@@ -32,8 +39,12 @@ public final class Main {
     }
 
     public static void main(final String[] args) throws Exception {
+        if (args.length >= 1 && args[0].equals("batch")) {
+            System.exit(batch(java.util.Arrays.copyOfRange(args, 1, args.length)));
+        }
         if (args.length != 2 || !(args[0].equals("task") || args[0].equals("state"))) {
-            System.err.println("usage: java -jar streamproc-oracle.jar task|state <scenario.json>");
+            System.err.println("usage: java -jar streamproc-oracle.jar task|state <scenario.json>"
+                + " | batch <scenario.json>...");
             System.exit(2);
         }
         final JsonNode scenario = MAPPER.readTree(new File(args[1]));
@@ -51,5 +62,54 @@ public final class Main {
         System.out.flush();
         // Kafka Streams leaves no non-daemon threads here, but exit explicitly to be safe.
         System.exit(exit);
+    }
+
+    /** The sub-command answering each scenario kind in {@code batch} mode. */
+    static String commandForKind(final String kind) {
+        return switch (kind) {
+            case "ordering" -> "task";
+            case "state" -> "state";
+            default -> null;
+        };
+    }
+
+    private static int batch(final String[] files) {
+        if (files.length == 0) {
+            System.err.println("usage: java -jar streamproc-oracle.jar batch <scenario.json>...");
+            return 2;
+        }
+        for (final String file : files) {
+            final ObjectNode line = MAPPER.createObjectNode();
+            line.put("file", file);
+            try {
+                final JsonNode scenario = MAPPER.readTree(new File(file));
+                final String kind = scenario.path("kind").asText();
+                line.put("kind", kind);
+                final String command = commandForKind(kind);
+                if (command == null) {
+                    line.put("unsupported", "the oracle has no mode for scenario kind '" + kind + "'");
+                } else {
+                    line.set("result", command.equals("task") ? new TaskRunner(scenario).run()
+                        : StateRunner.run(scenario));
+                }
+            } catch (final UnsupportedOperationException e) {
+                line.put("unsupported", e.getMessage());
+            } catch (final Exception | AssertionError e) {
+                System.err.println("[oracle] " + file + ":");
+                e.printStackTrace(System.err);
+                line.put("oracle_error", e.getClass().getName() + ": " + e.getMessage());
+            }
+            try {
+                System.out.println(MAPPER.writeValueAsString(line));
+            } catch (final com.fasterxml.jackson.core.JsonProcessingException e) {
+                System.out.println("{\"file\":" + quote(file) + ",\"oracle_error\":\"cannot encode result\"}");
+            }
+            System.out.flush();
+        }
+        return 0;
+    }
+
+    private static String quote(final String text) {
+        return MAPPER.getNodeFactory().textNode(text).toString();
     }
 }

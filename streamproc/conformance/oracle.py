@@ -20,7 +20,7 @@ from typing import Any
 
 logger = logging.getLogger(__name__)
 
-PROJECT_ROOT = Path(__file__).resolve().parents[3]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CONFORMANCE_DIR = PROJECT_ROOT / "conformance"
 POM = CONFORMANCE_DIR / "pom.xml"
 ORACLE_JAR = CONFORMANCE_DIR / "target" / "streamproc-oracle.jar"

@@ -1,0 +1,531 @@
+"""The conformance results table: every scenario through streamproc and, where it can, through Kafka Streams itself.
+
+``python -m streamproc.conformance.report`` runs every scenario under ``../shared/spec/scenarios/`` (all kinds) and
+``conformance/scenarios/`` (the project's own, generated from Kafka Streams) through streamproc's runners
+(:func:`streamproc.conformance.run_scenario`) and, for the kinds and operations it covers, through the task-level
+Kafka Streams 4.2.2 oracle (``conformance/``, one JVM for all scenarios: ``java -jar … batch``). It writes
+``conformance/results/latest.json`` (one row per scenario) and ``conformance/results/latest.md`` (a table and
+totals).
+
+A row's ``status`` is ``pass`` only when streamproc's result equals Kafka Streams' on that scenario. Where Kafka
+Streams did not run (no oracle mode for the kind, an uncovered state operation, no application-level runner yet)
+the row is ``pending`` with a reason, never ``pass``, even when streamproc agrees with the scenario's ``expected``;
+a disagreement with ``expected`` there is a ``fail``. The exit status is 1 when any row failed, 2 when the oracle
+itself could not run, 0 otherwise.
+
+The comparison rules for Kafka Streams' results (prefix and simple-class-name rules of ``error`` blocks) live with
+the oracle wrapper, ``streamproc/conformance/oracle.py``:
+the report is a development tool run from the repository root, like the oracle it drives.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib
+import json
+import logging
+import shutil
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from streamproc.conformance import run_scenario as run_streamproc_scenario
+from streamproc.conformance.topology import compare as compare_topology
+
+logger = logging.getLogger(__name__)
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+SHARED_SCENARIOS_DIR = PROJECT_ROOT.parent / "shared" / "spec" / "scenarios"
+OWN_SCENARIOS_DIR = PROJECT_ROOT / "conformance" / "scenarios"
+RESULTS_DIR = PROJECT_ROOT / "conformance" / "results"
+ORACLE_MODULE = "streamproc.conformance.oracle"
+
+# Runner outcomes (one cell of a row).
+RAN = "ran"
+PENDING = "pending"
+ERROR = "error"
+# Row statuses.
+STATUS_PASS = "pass"
+STATUS_FAIL = "fail"
+STATUS_PENDING = "pending"
+
+EXIT_OK = 0
+EXIT_MISMATCH = 1
+EXIT_ORACLE_UNAVAILABLE = 2
+
+APP_RUNNER_PENDING = (
+    "no application-level runner yet (a real KafkaStreams instance against a broker, ordering.md section 11)"
+)
+# Kinds the task-level oracle answers (``Main#commandForKind`` in conformance/).
+ORACLE_KINDS = frozenset({"ordering", "state"})
+# Informational fields of planning expectations (not compared; see tests/unit/conformance/test_planning_scenarios).
+_PLANNING_INFORMATIONAL = frozenset(
+    {"reference_tool_output", "kafka_exception", "kafka_streams_would", "kafka_reference"}
+)
+_ORACLE_TIMEOUT_S = 1800
+_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+
+
+class OracleUnavailable(RuntimeError):
+    """The Kafka Streams oracle could not be built or started (not a scenario's own failure)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerOutcome:
+    """What one runner did with one scenario: ``ran`` (with its result), ``pending`` or ``error`` (with a reason)."""
+
+    status: str
+    result: dict[str, Any] | None = None
+    reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"status": self.status}
+        if self.result is not None:
+            out["result"] = self.result
+        if self.reason is not None:
+            out["reason"] = self.reason
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One scenario's line in the results table."""
+
+    scenario: str
+    kind: str
+    path: str
+    kafka_streams_task: RunnerOutcome
+    kafka_streams_app: RunnerOutcome
+    streamproc: RunnerOutcome
+    spec_expected: dict[str, Any] | None
+    streamproc_matches_kafka_streams: bool | None
+    spec_matches_kafka_streams: bool | None
+    streamproc_matches_spec: bool | None
+    status: str
+    differences: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario,
+            "kind": self.kind,
+            "path": self.path,
+            "kafka_streams_task": self.kafka_streams_task.to_json(),
+            "kafka_streams_app": self.kafka_streams_app.to_json(),
+            "streamproc": self.streamproc.to_json(),
+            "spec_expected": self.spec_expected,
+            "streamproc_matches_kafka_streams": self.streamproc_matches_kafka_streams,
+            "spec_matches_kafka_streams": self.spec_matches_kafka_streams,
+            "streamproc_matches_spec": self.streamproc_matches_spec,
+            "status": self.status,
+            "differences": list(self.differences),
+        }
+
+
+# ------------------------------------------------------------------------------------------------- comparisons
+
+
+def _oracle_module() -> ModuleType:
+    """``streamproc.conformance.oracle`` (jar build, Kafka-result comparison)."""
+    return importlib.import_module(ORACLE_MODULE)
+
+
+def _simple_class_name(name: object) -> str:
+    return str(name).rsplit(".", 1)[-1]
+
+
+def compare_to_kafka_streams(kind: str, reference: dict[str, Any], kafka: dict[str, Any]) -> list[str]:
+    """Differences between a result in the scenario format (``reference``) and Kafka Streams' (oracle) result.
+
+    ``reference`` is a scenario's ``expected`` or streamproc's result. Ordering results and non-error state results
+    follow the oracle's rules (``compare_to_expected``: message prefixes, simple class names). A state error agrees
+    when the type and exception class agree and the reference quotes Kafka's message.
+    """
+    if kind == "state" and "error" in reference and "error" in kafka:
+        return _compare_state_errors(reference["error"], kafka["error"])
+    diffs: list[str] = _oracle_module().compare_to_expected(reference, kafka)
+    return diffs
+
+
+def _compare_state_errors(reference: dict[str, Any], kafka: dict[str, Any]) -> list[str]:
+    diffs = []
+    if reference.get("type") != kafka.get("type"):
+        diffs.append(f"error.type: {reference.get('type')!r} vs Kafka Streams {kafka.get('type')!r}")
+    if "kafka_exception" in reference and _simple_class_name(reference["kafka_exception"]) != _simple_class_name(
+        kafka.get("kafka_exception")
+    ):
+        diffs.append(f"error.kafka_exception: {reference['kafka_exception']!r} vs {kafka.get('kafka_exception')!r}")
+    quoted = kafka.get("kafka_message_contains")
+    if isinstance(quoted, str):
+        texts = [str(reference.get(k, "")) for k in ("message", "kafka_message", "kafka_message_contains")]
+        if not any(quoted in text for text in texts):
+            diffs.append(f"error: Kafka Streams' message {quoted!r} is not quoted")
+    return diffs
+
+
+def compare_to_spec(kind: str, expected: dict[str, Any], actual: dict[str, Any]) -> list[str]:
+    """Differences between streamproc's result and a scenario's ``expected``, by the kind's comparison rules.
+
+    The rules are those of the unit tests in ``tests/unit/conformance/`` (scenarios README): ordering results are
+    equal; topology results by :func:`streamproc.conformance.topology.compare`; state and planning errors by type
+    and quoted texts, other planning results on the expected keys that are not informational.
+    """
+    if kind == "topology":
+        return compare_topology(expected, actual)
+    if "error" in expected and isinstance(expected["error"], dict) and kind in {"state", "planning"}:
+        return _compare_spec_error(kind, expected["error"], actual)
+    if kind == "planning":
+        if actual.get("error") is not None:
+            return [f"unexpected error {actual['error']!r}"]
+        keys = [k for k in expected if k not in _PLANNING_INFORMATIONAL and k != "error"]
+        return [f"{k}: expected {expected[k]!r}, got {actual.get(k)!r}" for k in keys if actual.get(k) != expected[k]]
+    return _compare_equal(expected, actual)
+
+
+def _compare_equal(expected: dict[str, Any], actual: dict[str, Any]) -> list[str]:
+    diffs = []
+    for key in sorted(set(expected) | set(actual)):
+        if key not in actual:
+            diffs.append(f"missing key {key!r}")
+        elif key not in expected:
+            diffs.append(f"unexpected key {key!r}: {actual[key]!r}")
+        elif expected[key] != actual[key]:
+            diffs.append(f"{key}: expected {expected[key]!r}, got {actual[key]!r}")
+    return diffs
+
+
+def _compare_spec_error(kind: str, expected: dict[str, Any], actual: dict[str, Any]) -> list[str]:
+    error = actual.get("error")
+    if not isinstance(error, dict):
+        return [f"expected a {expected.get('type')} error, got {actual!r}"]
+    diffs = []
+    if error.get("type") != expected.get("type"):
+        diffs.append(f"error.type: expected {expected.get('type')!r}, got {error.get('type')!r}")
+    message = str(error.get("message", ""))
+    for piece in expected.get("message_contains", []):
+        if piece not in message:
+            diffs.append(f"error.message lacks {piece!r}")
+    quoted = expected.get("kafka_message_contains")
+    if isinstance(quoted, str) and quoted not in message:
+        diffs.append(f"error.message does not quote {quoted!r}")
+    if (
+        kind == "state"
+        and "kafka_exception" in expected
+        and error.get("kafka_exception") != expected["kafka_exception"]
+    ):
+        diffs.append(
+            f"error.kafka_exception: expected {expected['kafka_exception']!r}, got {error.get('kafka_exception')!r}"
+        )
+    if kind == "planning":
+        skip = {"type", "message_contains", "kafka_message_contains"} | _PLANNING_INFORMATIONAL
+        for key, value in expected.items():
+            if key not in skip and error.get(key) != value:
+                diffs.append(f"error.{key}: expected {value!r}, got {error.get(key)!r}")
+    return diffs
+
+
+# --------------------------------------------------------------------------------------------------------- rows
+
+
+def build_row(
+    scenario: dict[str, Any],
+    path: str,
+    streamproc: RunnerOutcome,
+    kafka_streams_task: RunnerOutcome,
+    kafka_streams_app: RunnerOutcome,
+    *,
+    compare_kafka: Callable[[str, dict[str, Any], dict[str, Any]], list[str]] = compare_to_kafka_streams,
+    compare_spec: Callable[[str, dict[str, Any], dict[str, Any]], list[str]] = compare_to_spec,
+) -> Row:
+    """Decide one row: ``pass`` only when streamproc ran and equals a Kafka Streams result.
+
+    - streamproc failed to run, or the oracle failed on a scenario it covers: ``fail`` (nothing was compared);
+    - Kafka Streams ran: ``pass`` when streamproc equals it, else ``fail``;
+    - Kafka Streams did not run (pending): ``fail`` when streamproc differs from ``expected``, else ``pending``.
+
+    ``spec_matches_kafka_streams`` is informational (a difference there is a finding for FINDINGS.md, not a
+    failure of streamproc).
+    """
+    kind = str(scenario.get("kind"))
+    expected = scenario.get("expected") if isinstance(scenario.get("expected"), dict) else None
+    differences: list[str] = []
+    sp_ks: bool | None = None
+    spec_ks: bool | None = None
+    sp_spec: bool | None = None
+    kafka = kafka_streams_task.result if kafka_streams_task.status == RAN else None
+    if streamproc.status == RAN and streamproc.result is not None:
+        if expected is not None:
+            spec_diffs = compare_spec(kind, expected, streamproc.result)
+            sp_spec = not spec_diffs
+            if kafka is None:
+                differences.extend(f"streamproc vs expected: {d}" for d in spec_diffs)
+        if kafka is not None:
+            ks_diffs = compare_kafka(kind, streamproc.result, kafka)
+            sp_ks = not ks_diffs
+            differences.extend(f"streamproc vs Kafka Streams: {d}" for d in ks_diffs)
+    if kafka is not None and expected is not None:
+        spec_ks = not compare_kafka(kind, expected, kafka)
+
+    if streamproc.status != RAN:
+        status = STATUS_FAIL
+        differences.insert(0, f"streamproc did not produce a result: {streamproc.reason}")
+    elif kafka_streams_task.status == ERROR:
+        status = STATUS_FAIL
+        differences.insert(0, f"the Kafka Streams oracle failed: {kafka_streams_task.reason}")
+    elif sp_ks is not None:
+        status = STATUS_PASS if sp_ks else STATUS_FAIL
+    elif sp_spec is False:
+        status = STATUS_FAIL
+    else:
+        status = STATUS_PENDING
+    return Row(
+        scenario=str(scenario.get("id", Path(path).stem)),
+        kind=kind,
+        path=path,
+        kafka_streams_task=kafka_streams_task,
+        kafka_streams_app=kafka_streams_app,
+        streamproc=streamproc,
+        spec_expected=expected,
+        streamproc_matches_kafka_streams=sp_ks,
+        spec_matches_kafka_streams=spec_ks,
+        streamproc_matches_spec=sp_spec,
+        status=status,
+        differences=tuple(differences),
+    )
+
+
+def exit_code(rows: Iterable[Row]) -> int:
+    """1 when any row failed (streamproc differs from Kafka Streams, or from ``expected`` where it did not run)."""
+    return EXIT_MISMATCH if any(row.status == STATUS_FAIL for row in rows) else EXIT_OK
+
+
+def totals(rows: Sequence[Row]) -> dict[str, int]:
+    """Counts for the summary: statuses, and how many scenarios each runner really covered."""
+    by_status = Counter(row.status for row in rows)
+    return {
+        "scenarios": len(rows),
+        "pass": by_status[STATUS_PASS],
+        "fail": by_status[STATUS_FAIL],
+        "pending": by_status[STATUS_PENDING],
+        "kafka_streams_task_ran": sum(row.kafka_streams_task.status == RAN for row in rows),
+        "kafka_streams_app_ran": sum(row.kafka_streams_app.status == RAN for row in rows),
+        "streamproc_ran": sum(row.streamproc.status == RAN for row in rows),
+        "streamproc_matches_spec": sum(row.streamproc_matches_spec is True for row in rows),
+        "spec_differs_from_kafka_streams": sum(row.spec_matches_kafka_streams is False for row in rows),
+    }
+
+
+# ------------------------------------------------------------------------------------------------------ runners
+
+
+def discover(directories: Iterable[Path]) -> list[Path]:
+    """Every ``*.json`` scenario under the directories (recursively), in a stable order."""
+    paths: list[Path] = []
+    for directory in directories:
+        if not directory.is_dir():
+            raise FileNotFoundError(f"scenario directory {directory} does not exist; pass --scenarios DIR")
+        paths.extend(sorted(p for p in directory.rglob("*.json") if p.is_file()))
+    return paths
+
+
+def run_streamproc(scenario: dict[str, Any]) -> RunnerOutcome:
+    """streamproc's runner for the scenario's kind; an exception is an ``error`` outcome, not a crash of the report."""
+    try:
+        return RunnerOutcome(RAN, result=run_streamproc_scenario(scenario))
+    except Exception as exc:  # noqa: BLE001 - any failure of the runner is that scenario's result
+        logger.exception("streamproc failed on scenario %s", scenario.get("id"))
+        return RunnerOutcome(ERROR, reason=f"{type(exc).__name__}: {exc}")
+
+
+def run_oracle_batch(paths: Sequence[Path]) -> dict[Path, RunnerOutcome]:
+    """Run the Kafka Streams oracle once (one JVM) over the scenarios it covers; the others are ``pending``.
+
+    Builds the jar first when it is missing or stale (``ensure_oracle_jar``). Raises :class:`OracleUnavailable`
+    when Java or the jar is not there.
+    """
+    outcomes: dict[Path, RunnerOutcome] = {}
+    covered: list[Path] = []
+    for path in paths:
+        kind = json.loads(path.read_text(encoding="utf-8")).get("kind")
+        if kind in ORACLE_KINDS:
+            covered.append(path)
+        else:
+            outcomes[path] = RunnerOutcome(PENDING, reason=f"the oracle has no mode for kind '{kind}' yet")
+    if not covered:
+        return outcomes
+    module = _oracle_module()
+    try:
+        jar = module.ensure_oracle_jar()
+    except Exception as exc:  # noqa: BLE001 - OracleError or a Maven/JDK failure: the oracle is unavailable
+        raise OracleUnavailable(f"cannot build the Kafka Streams oracle: {exc}") from exc
+    java = shutil.which("java")
+    if java is None:
+        raise OracleUnavailable("java is not on PATH; install a JDK 17+ to run the Kafka Streams oracle")
+    proc = subprocess.run(
+        [java, *_JVM_OPTIONS, "-jar", str(jar), "batch", *(str(p) for p in covered)],
+        capture_output=True,
+        text=True,
+        timeout=_ORACLE_TIMEOUT_S,
+        check=False,
+    )
+    lines = [line for line in proc.stdout.splitlines() if line.strip()]
+    if proc.returncode != 0 or len(lines) != len(covered):
+        raise OracleUnavailable(
+            f"oracle batch run failed (exit {proc.returncode}, {len(lines)} of {len(covered)} results):\n"
+            f"{proc.stderr[-4000:]}"
+        )
+    for path, line in zip(covered, lines, strict=True):
+        answer = json.loads(line)
+        if answer.get("file") != str(path):
+            raise OracleUnavailable(f"oracle batch answered {answer.get('file')!r} where {path} was expected")
+        if "result" in answer:
+            outcomes[path] = RunnerOutcome(RAN, result=answer["result"])
+        elif "unsupported" in answer:
+            outcomes[path] = RunnerOutcome(PENDING, reason=str(answer["unsupported"]))
+        else:
+            outcomes[path] = RunnerOutcome(ERROR, reason=str(answer.get("oracle_error")))
+    return outcomes
+
+
+# ------------------------------------------------------------------------------------------------------ writing
+
+
+def _relative(path: Path) -> str:
+    for base in (PROJECT_ROOT, PROJECT_ROOT.parent):
+        if path.is_relative_to(base):
+            return str(path.relative_to(base))
+    return str(path)
+
+
+def _cell(outcome: RunnerOutcome) -> str:
+    return outcome.status if outcome.reason is None or outcome.status == RAN else f"{outcome.status}: {outcome.reason}"
+
+
+def _flag(value: bool | None) -> str:
+    return "—" if value is None else ("yes" if value else "**no**")
+
+
+def render_markdown(rows: Sequence[Row], summary: dict[str, Any]) -> str:
+    """``latest.md``: the totals, then one table line per scenario."""
+    counts = summary["totals"]
+    lines = [
+        "# Conformance results",
+        "",
+        f"Generated {summary['generated_at']} by `python -m streamproc.conformance.report` in "
+        f"{summary['duration_s']:.1f} s (Kafka Streams oracle {summary['oracle_duration_s']:.1f} s, one JVM; "
+        f"streamproc {summary['streamproc_duration_s']:.1f} s).",
+        "",
+        f"**{counts['scenarios']} scenarios: {counts['pass']} pass (streamproc = Kafka Streams), {counts['fail']} "
+        f"fail, {counts['pending']} pending** (Kafka Streams did not run them; streamproc agrees with `expected`, "
+        "which is not counted as passing).",
+        "",
+        f"- Kafka Streams task-level oracle ran {counts['kafka_streams_task_ran']}; application-level runner ran "
+        f"{counts['kafka_streams_app_ran']}; streamproc ran {counts['streamproc_ran']}.",
+        f"- streamproc = `expected`: {counts['streamproc_matches_spec']}; `expected` ≠ Kafka Streams: "
+        f"{counts['spec_differs_from_kafka_streams']} (see conformance/FINDINGS.md).",
+        "",
+        "| scenario | kind | Kafka Streams (task) | Kafka Streams (app) | streamproc | streamproc = KS | spec = KS "
+        "| status |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in rows:
+        cells = [
+            f"`{row.scenario}`",
+            row.kind,
+            _cell(row.kafka_streams_task),
+            "pending" if row.kafka_streams_app.status == PENDING else _cell(row.kafka_streams_app),
+            _cell(row.streamproc),
+            _flag(row.streamproc_matches_kafka_streams),
+            _flag(row.spec_matches_kafka_streams),
+            f"**{row.status}**" if row.status == STATUS_FAIL else row.status,
+        ]
+        lines.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
+    failures = [row for row in rows if row.status == STATUS_FAIL]
+    if failures:
+        lines += ["", "## Failures", ""]
+        for row in failures:
+            lines.append(f"- `{row.scenario}`:")
+            lines.extend(f"  - {d}".replace("\n", " ") for d in row.differences[:20])
+    lines += ["", f"Application-level column: {APP_RUNNER_PENDING}.", ""]
+    return "\n".join(lines)
+
+
+def run_report(directories: Sequence[Path], results_dir: Path, *, use_oracle: bool = True) -> tuple[list[Row], int]:
+    """Run everything, write ``latest.json`` and ``latest.md`` into ``results_dir``, return the rows and exit code."""
+    started = time.monotonic()
+    paths = discover(directories)
+    scenarios = {path: json.loads(path.read_text(encoding="utf-8")) for path in paths}
+
+    oracle_started = time.monotonic()
+    if use_oracle:
+        task = run_oracle_batch(paths)
+    else:
+        task = {path: RunnerOutcome(PENDING, reason="the oracle was not run (--no-oracle)") for path in paths}
+    oracle_s = time.monotonic() - oracle_started
+
+    streamproc_started = time.monotonic()
+    streamproc = {path: run_streamproc(scenarios[path]) for path in paths}
+    streamproc_s = time.monotonic() - streamproc_started
+
+    app = RunnerOutcome(PENDING, reason=APP_RUNNER_PENDING)
+    rows = [build_row(scenarios[p], _relative(p), streamproc[p], task[p], app) for p in paths]
+    summary: dict[str, Any] = {
+        "generated_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "scenario_directories": [_relative(d) for d in directories],
+        "duration_s": round(time.monotonic() - started, 3),
+        "oracle_duration_s": round(oracle_s, 3),
+        "streamproc_duration_s": round(streamproc_s, 3),
+        "totals": totals(rows),
+    }
+    results_dir.mkdir(parents=True, exist_ok=True)
+    document = {**summary, "rows": [row.to_json() for row in rows]}
+    (results_dir / "latest.json").write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", "utf-8")
+    (results_dir / "latest.md").write_text(render_markdown(rows, summary), "utf-8")
+    logger.info("conformance report: %s in %.1f s", summary["totals"], summary["duration_s"])
+    return rows, exit_code(rows)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m streamproc.conformance.report``."""
+    parser = argparse.ArgumentParser(prog="python -m streamproc.conformance.report", description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--scenarios",
+        type=Path,
+        action="append",
+        help=f"scenario directory (repeatable; default {SHARED_SCENARIOS_DIR} and {OWN_SCENARIOS_DIR})",
+    )
+    parser.add_argument("--results", type=Path, default=RESULTS_DIR, help="output directory for latest.json/.md")
+    parser.add_argument("--no-oracle", action="store_true", help="do not run Kafka Streams (every row pending/fail)")
+    parser.add_argument(
+        "--log-level",
+        default="CRITICAL",
+        help="logging level on stderr (default CRITICAL: the "
+        "runners log every drop and failure the scenarios provoke at WARN/ERROR)",
+    )
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    directories = args.scenarios or [SHARED_SCENARIOS_DIR, OWN_SCENARIOS_DIR]
+    try:
+        rows, code = run_report(directories, args.results, use_oracle=not args.no_oracle)
+    except OracleUnavailable as exc:
+        print(f"conformance report: {exc}", file=sys.stderr)
+        return EXIT_ORACLE_UNAVAILABLE
+    counts = totals(rows)
+    print(
+        f"{counts['scenarios']} scenarios: {counts['pass']} pass, {counts['fail']} fail, {counts['pending']} pending; "
+        f"results in {args.results / 'latest.md'}"
+    )
+    for row in rows:
+        if row.status == STATUS_FAIL:
+            print(f"FAIL {row.scenario}: " + "; ".join(row.differences[:3]), file=sys.stderr)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
