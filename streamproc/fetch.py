@@ -1,7 +1,8 @@
 """Fetch: copy each planned ``[start, end)`` range from Kafka to object storage as proved segments.
 
-The range is streamed, never held whole: records flow from a :class:`RangeReader` into
-:func:`~streamproc.storage.staging.split_range`, which closes a segment by size. Each segment is proved on its own
+The range is streamed, never held whole: the consumer's messages flow from a :class:`RangeReader` straight into
+column buffers (no record object per row: that alone cost more than the Parquet encoding), and a segment closes by
+size exactly as :func:`~streamproc.storage.staging.split_range` closes one. Each segment is proved on its own
 before it is written (planning.md §8.2): its delivered offsets come from the first reading; the offsets it did not
 deliver are read again ``read_uncommitted`` (two-pass evidence) to tell aborted records from markers and compacted
 offsets; a segment that is not the last is proved to reach its end by the next segment's first record, which lies
@@ -18,23 +19,30 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from streamproc.engine.records import RawRecord
+from streamproc.engine.records import TimestampType
 from streamproc.errors import FetchError
 from streamproc.kafka.range_reader import READ_COMMITTED, READ_UNCOMMITTED, RangeReader
 from streamproc.plan.cluster_snapshot import IsolationLevel, TopicPartition
 from streamproc.plan.completeness import CompletenessProof, prove_two_pass
-from streamproc.storage.manifest import SegmentProof
+from streamproc.storage.manifest import Manifest, SegmentProof, write_manifest
 from streamproc.storage.object_store import ObjectStore
-from streamproc.storage.segments import record_size
-from streamproc.storage.staging import SegmentChunk, SegmentLimits, range_status, split_range, stage_range
+from streamproc.storage.segments import RECORD_OVERHEAD_BYTES, SegmentColumns, SegmentKey
+from streamproc.storage.staging import SegmentLimits, range_status
 
 log = logging.getLogger(__name__)
 
 PROGRESS_EVERY_RECORDS = 100_000
+
+# confluent-kafka's timestamp type (NOT_AVAILABLE, CREATE_TIME, LOG_APPEND_TIME) → Kafka's id, as segments store it.
+_TIMESTAMP_TYPE_IDS = {
+    0: TimestampType.NO_TIMESTAMP_TYPE.id,
+    1: TimestampType.CREATE_TIME.id,
+    2: TimestampType.LOG_APPEND_TIME.id,
+}
 
 # Segment limits of a fetch. A segment is held in memory until it is proved, so they bound a fetch's memory
 # (two segments per partition in flight); they also decide segment names, so a retry must use the same limits.
@@ -73,7 +81,7 @@ class RangeFetchResult:
 
 
 class _Progress:
-    """Counts what flows through one range's reader and logs every ``PROGRESS_EVERY_RECORDS`` records."""
+    """Counts what one range's reader delivered and logs every ``PROGRESS_EVERY_RECORDS`` records."""
 
     def __init__(self, label: str) -> None:
         self.label = label
@@ -81,57 +89,81 @@ class _Progress:
         self.bytes = 0
         self._started = time.monotonic()
 
-    def track(self, records: Iterator[RawRecord]) -> Iterator[RawRecord]:
-        for record in records:
-            self.records += 1
-            self.bytes += record_size(record)
-            if self.records % PROGRESS_EVERY_RECORDS == 0:
-                elapsed = max(time.monotonic() - self._started, 1e-9)
-                log.info(
-                    "%s: %d records, %.1f MB so far (%.0f records/s)",
-                    self.label, self.records, self.bytes / 1e6, self.records / elapsed,
-                )  # fmt: skip
-            yield record
+    def add(self, size: int) -> None:
+        self.records += 1
+        self.bytes += size
+        if self.records % PROGRESS_EVERY_RECORDS == 0:
+            elapsed = max(time.monotonic() - self._started, 1e-9)
+            log.info(
+                "%s: %d records, %.1f MB so far (%.0f records/s)",
+                self.label, self.records, self.bytes / 1e6, self.records / elapsed,
+            )  # fmt: skip
 
 
-def _second_pass(
-    client_config: Mapping[str, object], rng: FetchRange, chunk: SegmentChunk, gaps: Sequence[int]
-) -> list[int]:
-    """Offsets in the chunk's gaps that a ``read_uncommitted`` reading delivers (aborted records)."""
+def _second_pass(client_config: Mapping[str, object], rng: FetchRange, gaps: Sequence[int]) -> list[int]:
+    """Offsets in a segment's gaps that a ``read_uncommitted`` reading delivers (aborted records)."""
     if not gaps:
         return []
     reader = RangeReader(
         client_config, rng.topic, rng.partition, gaps[0], gaps[-1] + 1, isolation_level=READ_UNCOMMITTED
     )
     gap_set = set(gaps)
-    return [r.offset for r in reader.records() if r.offset in gap_set]
+    return [m.offset() for m in reader.messages() if m.offset() in gap_set]
 
 
-def _prove_chunk(
+def _prove_segment(
     client_config: Mapping[str, object],
     rng: FetchRange,
-    chunk: SegmentChunk,
+    start: int,
+    end: int,
+    offsets: Sequence[int],
     isolation: IsolationLevel,
     *,
     last: bool,
     eof_position: int | None,
 ) -> CompletenessProof:
-    delivered = [r.offset for r in chunk.records]
-    present = set(delivered)
-    gaps = [o for o in range(chunk.start, chunk.end) if o not in present]
-    second = _second_pass(client_config, rng, chunk, gaps) if isolation is IsolationLevel.READ_COMMITTED else []
-    # A chunk that is not the last ends where the next chunk's first record is: that record proves the end.
-    first_pass = delivered if last else [*delivered, chunk.end]
+    if len(offsets) == end - start:
+        gaps: list[int] = []  # every offset delivered: nothing to explain, no second reading
+    else:
+        present = set(offsets)
+        gaps = [o for o in range(start, end) if o not in present]
+    second = _second_pass(client_config, rng, gaps) if isolation is IsolationLevel.READ_COMMITTED else []
+    # A segment that is not the last ends where the next segment's first record is: that record proves the end.
+    first_pass = offsets if last else [*offsets, end]
     return prove_two_pass(
         TopicPartition(rng.topic, rng.partition),
-        chunk.start,
-        chunk.end,
+        start,
+        end,
         isolation=isolation,
         compacted=rng.compacted,
         first_pass=first_pass,
         second_pass=second,
         eof_position=eof_position if last else None,
     )
+
+
+def _write_segment(
+    client_config: Mapping[str, object],
+    store: ObjectStore,
+    rng: FetchRange,
+    start: int,
+    end: int,
+    columns: SegmentColumns,
+    isolation: IsolationLevel,
+    *,
+    last: bool,
+    eof_position: int | None,
+) -> None:
+    """Prove ``[start, end)`` from the rows read, then write its segment and manifest (each atomically)."""
+    proof = _prove_segment(
+        client_config, rng, start, end, columns.offsets, isolation, last=last, eof_position=eof_position
+    )
+    segment_proof = SegmentProof.from_dict(proof.to_dict(), isolation_level=proof.isolation_level.value)
+    key = SegmentKey(rng.topic, rng.partition, start, end)
+    store.delete(key.manifest_name)  # a manifest must never describe other bytes than its segment's
+    written = columns.write(store, rng.topic, rng.partition, start, end)
+    write_manifest(store, Manifest.for_segment(written, segment_proof))
+    log.debug("Staged %s: %d records, %d bytes", key.segment_name, written.record_count, written.size_bytes)
 
 
 def _fetch_subrange(
@@ -144,32 +176,39 @@ def _fetch_subrange(
     limits: SegmentLimits,
     progress: _Progress,
 ) -> int:
-    """Read ``[start, end)`` once, proving and staging segment by segment; returns the segments written."""
+    """Read ``[start, end)`` once, proving and staging segment by segment; returns the segments written.
+
+    Segments close exactly as :func:`~streamproc.storage.staging.split_range` closes them (before the row that would
+    pass ``max_segment_records`` or ``max_segment_bytes``; a segment ends at the next one's first offset), built as
+    columns straight from the consumer's messages.
+    """
     level = READ_COMMITTED if isolation is IsolationLevel.READ_COMMITTED else READ_UNCOMMITTED
     reader = RangeReader(client_config, rng.topic, rng.partition, start, end, isolation_level=level)
+    max_records, max_bytes = limits.max_segment_records, limits.max_segment_bytes
     written = 0
-    pending: SegmentChunk | None = None
-    for chunk in split_range(start, end, progress.track(reader.records()), limits):
-        if pending is not None:
-            proof = _prove_chunk(client_config, rng, pending, isolation, last=False, eof_position=None)
-            _stage(store, rng, pending, proof, limits)
+    segment_start = start
+    columns = SegmentColumns()
+    for message in reader.messages():
+        offset = message.offset()
+        key, value, headers = message.key(), message.value(), message.headers()
+        size = RECORD_OVERHEAD_BYTES + (len(key) if key else 0) + (len(value) if value else 0)
+        if headers:
+            size += sum(len(k.encode()) + (len(v) if v else 0) for k, v in headers)
+        if columns.offsets and (len(columns.offsets) >= max_records or columns.size + size > max_bytes):
+            _write_segment(client_config, store, rng, segment_start, offset, columns, isolation, last=False,
+                           eof_position=None)  # fmt: skip
             written += 1
-        pending = chunk
-    if pending is not None:
-        evidence = reader.evidence
-        if evidence.reached_end_by is None:
-            raise FetchError(f"{rng}: the reader stopped before reaching {end}; fetch again")
-        proof = _prove_chunk(client_config, rng, pending, isolation, last=True, eof_position=evidence.final_position)
-        _stage(store, rng, pending, proof, limits)
-        written += 1
-    return written
-
-
-def _stage(
-    store: ObjectStore, rng: FetchRange, chunk: SegmentChunk, proof: CompletenessProof, limits: SegmentLimits
-) -> None:
-    segment_proof = SegmentProof.from_dict(proof.to_dict(), isolation_level=proof.isolation_level.value)
-    stage_range(store, rng.topic, rng.partition, chunk.start, chunk.end, chunk.records, segment_proof, limits)
+            segment_start, columns = offset, SegmentColumns()
+        ts_type, timestamp = message.timestamp()
+        columns.append(offset, timestamp, _TIMESTAMP_TYPE_IDS.get(ts_type, -1), key, value, headers,
+                       message.leader_epoch())  # fmt: skip
+        progress.add(size)
+    evidence = reader.evidence
+    if evidence.reached_end_by is None:
+        raise FetchError(f"{rng}: the reader stopped before reaching {end}; fetch again")
+    _write_segment(client_config, store, rng, segment_start, end, columns, isolation, last=True,
+                   eof_position=evidence.final_position)  # fmt: skip
+    return written + 1
 
 
 def fetch_range(

@@ -120,6 +120,14 @@ class RangeReader:
 
     def records(self) -> Iterator[RawRecord]:
         """Yield the range's records in offset order; on return, ``evidence`` says how ``end`` was reached."""
+        for message in self.messages():
+            yield to_record(message)
+
+    def messages(self) -> Iterator[Any]:
+        """The range's confluent-kafka ``Message`` objects in offset order, for readers that need no record object.
+
+        On return, ``evidence`` says how ``end`` was reached.
+        """
         from confluent_kafka import TopicPartition
 
         ev = self.evidence
@@ -166,7 +174,7 @@ class RangeReader:
                         ev.final_position = ev.end
                         return
                     ev.add(offset)
-                    yield to_record(message)
+                    yield message
                     if offset == ev.end - 1:
                         ev.reached_end_by = "last_offset"
                         ev.final_position = ev.end

@@ -179,23 +179,115 @@ def record_size(record: RawRecord) -> int:
 
 
 def encode_segment(records: Iterable[RawRecord]) -> bytes:
-    """The Parquet bytes of ``records`` (already in offset order), with the fixed writer settings."""
-    columns: dict[str, list[object]] = {field.name: [] for field in SEGMENT_SCHEMA}
+    """The Parquet bytes of ``records`` (one partition, already in offset order), with the fixed writer settings."""
+    columns = SegmentColumns()
+    topic, partition = "", 0
     for r in records:
-        columns["topic"].append(r.topic)
-        columns["partition"].append(r.partition)
-        columns["offset"].append(r.offset)
-        columns["timestamp"].append(r.timestamp)
-        columns["timestamp_type"].append(r.timestamp_type.id)
-        columns["key"].append(r.key)
-        columns["value"].append(r.value)
-        columns["headers"].append([{"key": k, "value": v} for k, v in r.headers])
-        columns["leader_epoch"].append(r.leader_epoch)
-    table = pa.Table.from_pydict(columns, schema=SEGMENT_SCHEMA)
-    sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, **_WRITE_OPTIONS)
-    data: bytes = sink.getvalue().to_pybytes()
-    return data
+        topic, partition = r.topic, r.partition
+        columns.append(r.offset, r.timestamp, r.timestamp_type.id, r.key, r.value, r.headers, r.leader_epoch)
+    return columns.encode(topic, partition)
+
+
+class SegmentColumns:
+    """One segment's rows as column lists, built without a record object per row.
+
+    The fetcher appends straight from the consumer's messages (a ``ConsumerRecord`` per row and a size computed
+    several times over cost more than the whole Parquet encoding); :func:`encode_segment` goes through it too, so
+    both paths give the same bytes for the same rows.
+    """
+
+    __slots__ = (
+        "offsets", "timestamps", "timestamp_types", "keys", "values", "header_offsets", "header_keys",
+        "header_values", "leader_epochs", "size",
+    )  # fmt: skip
+
+    def __init__(self) -> None:
+        self.offsets: list[int] = []
+        self.timestamps: list[int] = []
+        self.timestamp_types: list[int] = []
+        self.keys: list[bytes | None] = []
+        self.values: list[bytes | None] = []
+        # Headers flattened as Arrow lays a list column out: row i owns header_keys[offsets[i]:offsets[i + 1]].
+        self.header_offsets: list[int] = [0]
+        self.header_keys: list[str] = []
+        self.header_values: list[bytes | None] = []
+        self.leader_epochs: list[int | None] = []
+        self.size = 0
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def append(
+        self,
+        offset: int,
+        timestamp: int,
+        timestamp_type: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Iterable[tuple[str, bytes | None]] | None,
+        leader_epoch: int | None,
+    ) -> int:
+        """Add one row; returns its size as :func:`record_size` counts it."""
+        size = RECORD_OVERHEAD_BYTES + (len(key) if key else 0) + (len(value) if value else 0)
+        if headers:
+            for k, v in headers:
+                self.header_keys.append(k)
+                self.header_values.append(v)
+                size += len(k.encode()) + (len(v) if v else 0)
+        self.header_offsets.append(len(self.header_keys))
+        self.offsets.append(offset)
+        self.timestamps.append(timestamp)
+        self.timestamp_types.append(timestamp_type)
+        self.keys.append(key)
+        self.values.append(value)
+        self.leader_epochs.append(leader_epoch)
+        self.size += size
+        return size
+
+    def encode(self, topic: str, partition: int) -> bytes:
+        """The Parquet bytes of these rows, with the fixed writer settings."""
+        n = len(self.offsets)
+        header_type = SEGMENT_SCHEMA.field("headers").type
+        header_rows = pa.StructArray.from_arrays(
+            [pa.array(self.header_keys, pa.string()), pa.array(self.header_values, pa.binary())],
+            fields=list(HEADER_TYPE),
+        )
+        headers = pa.ListArray.from_arrays(pa.array(self.header_offsets, pa.int32()), header_rows, type=header_type)
+        table = pa.Table.from_arrays(
+            [
+                pa.array([topic] * n, pa.string()),
+                pa.array([partition] * n, pa.int32()),
+                pa.array(self.offsets, pa.int64()),
+                pa.array(self.timestamps, pa.int64()),
+                pa.array(self.timestamp_types, pa.int8()),
+                pa.array(self.keys, pa.binary()),
+                pa.array(self.values, pa.binary()),
+                headers,
+                pa.array(self.leader_epochs, pa.int32()),
+            ],
+            schema=SEGMENT_SCHEMA,
+        )
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink, **_WRITE_OPTIONS)
+        data: bytes = sink.getvalue().to_pybytes()
+        return data
+
+    def write(self, store: ObjectStore, topic: str, partition: int, start: int, end: int) -> WrittenSegment:
+        """Store the rows as the segment of ``[start, end)`` (the caller guarantees order and bounds)."""
+        key = SegmentKey(check_topic(topic), partition, start, end)
+        if self.offsets and not (start <= self.offsets[0] and self.offsets[-1] < end):
+            raise ManifestError(f"{key}: offsets {self.offsets[0]}..{self.offsets[-1]} lie outside the segment's range")
+        data = self.encode(topic, partition)
+        store.put(key.segment_name, data)
+        return WrittenSegment(
+            key=key,
+            record_count=len(self.offsets),
+            min_timestamp=min(self.timestamps) if self.timestamps else None,
+            max_timestamp=max(self.timestamps) if self.timestamps else None,
+            offsets=tuple(self.offsets),
+            size_bytes=len(data),
+            sha256=hashlib.sha256(data).hexdigest(),
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,109 @@
+"""Fetch throughput: planned ranges → proved Parquet segments, against a bare confluent-kafka consume loop.
+
+Guards against regressions in the fetch path (range reader, per-segment proof, Parquet encoding, object store).
+Both sides read the same ranges from the same real broker in the same run; the figure that matters is the ratio
+(goal: fetch ≥ 0.8× the bare loop's records/s). Sizes: ``STREAMPROC_BENCH_PARTITIONS`` (default 8) ×
+``STREAMPROC_BENCH_RECORDS`` (default 100 000; the issue's full size is 1 000 000) records of 200 bytes.
+Run with ``make bench`` or ``pytest bench/test_bench_fetch.py -s``; results go to ``bench/results/fetch.json``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from bench.conftest import record
+from streamproc.fetch import FetchRange, fetch_ranges
+from streamproc.plan.cluster_snapshot import IsolationLevel
+from streamproc.storage import load_store
+from tests.conftest import S3Server
+from tests.integration.conftest import create_topic
+
+PARTITIONS = int(os.environ.get("STREAMPROC_BENCH_PARTITIONS", "8"))
+RECORDS = int(os.environ.get("STREAMPROC_BENCH_RECORDS", "100000"))
+VALUE = b"x" * 190
+
+
+def seed(bootstrap: str, topic: str) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.size": 1_000_000,
+                         "compression.type": "lz4"})  # fmt: skip
+    for p in range(PARTITIONS):
+        for i in range(RECORDS):
+            while True:
+                try:
+                    producer.produce(topic, key=b"key-%05d" % (i % 10_000), value=VALUE, partition=p, timestamp=i)
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+    assert producer.flush(120) == 0
+
+
+def bare_consume(bootstrap: str, topic: str) -> tuple[int, int]:
+    """The baseline: one consumer, every partition assigned, batch consume until each reaches its end."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-baseline", "enable.auto.commit": False,
+                         "enable.partition.eof": True, "isolation.level": "read_committed"})  # fmt: skip
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    records = size = 0
+    done: set[int] = set()
+    while len(done) < PARTITIONS:
+        for message in consumer.consume(10_000, timeout=1.0):
+            if message.error():
+                done.add(message.partition())
+                continue
+            records += 1
+            size += len(message.value()) + len(message.key())
+    consumer.close()
+    return records, size
+
+
+@pytest.mark.bench
+def test_fetch_vs_bare_consume_loop(
+    kafka_broker: str, admin: AdminClient, unique: Callable[[str], str], tmp_path: Path, s3_server: S3Server,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    topic = create_topic(admin, unique("bench"), partitions=PARTITIONS)
+    seed(kafka_broker, topic)
+    ranges = [FetchRange(topic, p, 0, RECORDS) for p in range(PARTITIONS)]
+    client = {"bootstrap.servers": kafka_broker}
+
+    started = time.perf_counter()
+    records, size = bare_consume(kafka_broker, topic)
+    baseline_s = time.perf_counter() - started
+
+    started = time.perf_counter()
+    results = fetch_ranges(client, load_store(str(tmp_path / "stage")), ranges, isolation=IsolationLevel.READ_COMMITTED)
+    fetch_s = time.perf_counter() - started
+
+    bucket = unique("bench")
+    s3_server.client().create_bucket(Bucket=bucket)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", s3_server.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3_server.secret_key)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", s3_server.region)
+    started = time.perf_counter()
+    fetch_ranges(client, load_store(f"s3://{bucket}/stage", endpoint_url=s3_server.endpoint), ranges)
+    s3_s = time.perf_counter() - started
+
+    total = PARTITIONS * RECORDS
+    assert records == total and sum(r.records for r in results) == total
+    result = {
+        "benchmark": "fetch_vs_bare_consume",
+        "partitions": PARTITIONS,
+        "records_per_partition": RECORDS,
+        "record_bytes": size // records,
+        "baseline_records_per_s": round(total / baseline_s),
+        "fetch_local_records_per_s": round(total / fetch_s),
+        "fetch_s3_records_per_s": round(total / s3_s),
+        "baseline_mb_per_s": round(size / baseline_s / 1e6, 1),
+        "fetch_local_mb_per_s": round(size / fetch_s / 1e6, 1),
+        "fetch_s3_mb_per_s": round(size / s3_s / 1e6, 1),
+        "ratio_local_over_baseline": round(baseline_s / fetch_s, 3),
+        "ratio_s3_over_baseline": round(baseline_s / s3_s, 3),
+    }
+    record("fetch", result)
+    print("\n" + "\n".join(f"{k}: {v}" for k, v in result.items()))
