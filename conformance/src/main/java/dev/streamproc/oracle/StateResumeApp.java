@@ -1,0 +1,227 @@
+package dev.streamproc.oracle;
+
+import java.time.Duration;
+import java.util.Map;
+import java.util.Properties;
+import java.util.TreeMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.CloseOptions;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.StoreQueryParameters;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.processor.StateRestoreListener;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
+import org.apache.kafka.streams.processor.api.Record;
+import org.apache.kafka.streams.state.KeyValueIterator;
+import org.apache.kafka.streams.state.QueryableStoreTypes;
+import org.apache.kafka.streams.kstream.Windowed;
+import org.apache.kafka.streams.state.ReadOnlyKeyValueStore;
+import org.apache.kafka.streams.state.ReadOnlyWindowStore;
+import org.apache.kafka.streams.state.Stores;
+import org.apache.kafka.streams.state.TimestampedKeyValueStore;
+import org.apache.kafka.streams.state.TimestampedWindowStore;
+import org.apache.kafka.streams.state.ValueAndTimestamp;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+/**
+ * A real Kafka Streams 4.2 application for the state hand-off test: source {@code <input>} (String keys), a processor
+ * counting records per key in the persistent timestamped key-value store {@code counts} (logged, no caching; value =
+ * count, timestamp = the last record's timestamp), at-least-once.
+ *
+ * <p>With a sixth argument {@code window} the processor counts per key and one-minute window (window start = timestamp
+ * rounded down) in the persistent timestamped window store {@code wcounts} (retention 10 minutes, so segments of 5
+ * minutes), and the result's keys are {@code <key>@<window start>}.
+ *
+ * <p>A seventh argument {@code eos} runs it with {@code exactly_once_v2}.
+ *
+ * <p>Usage: {@code StateResumeApp <bootstrap> <application.id> <state.dir> <input topic> <input end offset>
+ * [kv|window] [alos|eos]}. It
+ * starts, waits until the group's committed offset of {@code <input>-0} reaches the end offset, prints the store
+ * contents (interactive query), closes cleanly (which writes the task checkpoint) and exits. stdout is JSON lines:
+ * {@code restore_start}/{@code restore_batch}/{@code restore_end} from a {@link StateRestoreListener}, then
+ * {@code {"event":"result","restored":N,"store":{key:[count,timestamp]}}}.
+ */
+public final class StateResumeApp {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    static final long WINDOW_MS = 60_000L;
+    static final long WINDOW_RETENTION_MS = 600_000L;
+
+    private StateResumeApp() {
+    }
+
+    static void emit(final Map<String, Object> event) {
+        try {
+            System.out.println(JSON.writeValueAsString(event));
+            System.out.flush();
+        } catch (final Exception e) {
+            throw new RuntimeException(e);
+        }
+    }
+
+    /** Counts per key and one-minute window in the timestamped window store {@code wcounts}. */
+    static final class WindowCounter implements Processor<String, String, Void, Void> {
+        private TimestampedWindowStore<String, Long> store;
+
+        @Override
+        public void init(final ProcessorContext<Void, Void> context) {
+            store = context.getStateStore("wcounts");
+        }
+
+        @Override
+        public void process(final Record<String, String> record) {
+            final long windowStart = record.timestamp() - record.timestamp() % WINDOW_MS;
+            final ValueAndTimestamp<Long> old = store.fetch(record.key(), windowStart);
+            final long count = old == null ? 1L : old.value() + 1L;
+            store.put(record.key(), ValueAndTimestamp.make(count, record.timestamp()), windowStart);
+        }
+    }
+
+    static final class Counter implements Processor<String, String, Void, Void> {
+        private TimestampedKeyValueStore<String, Long> store;
+
+        @Override
+        public void init(final ProcessorContext<Void, Void> context) {
+            store = context.getStateStore("counts");
+        }
+
+        @Override
+        public void process(final Record<String, String> record) {
+            final ValueAndTimestamp<Long> old = store.get(record.key());
+            final long count = old == null ? 1L : old.value() + 1L;
+            store.put(record.key(), ValueAndTimestamp.make(count, record.timestamp()));
+        }
+    }
+
+    public static void main(final String[] args) throws Exception {
+        final String bootstrap = args[0];
+        final String applicationId = args[1];
+        final String stateDir = args[2];
+        final String input = args[3];
+        final long inputEnd = Long.parseLong(args[4]);
+        final boolean windowed = args.length > 5 && "window".equals(args[5]);
+        final boolean eos = args.length > 6 && "eos".equals(args[6]);
+
+        final Topology topology = new Topology();
+        topology.addSource("source", Serdes.String().deserializer(), Serdes.String().deserializer(), input);
+        if (windowed) {
+            topology.addProcessor("count", WindowCounter::new, "source");
+            topology.addStateStore(
+                Stores.timestampedWindowStoreBuilder(
+                    Stores.persistentTimestampedWindowStore("wcounts", Duration.ofMillis(WINDOW_RETENTION_MS),
+                        Duration.ofMillis(WINDOW_MS), false),
+                    Serdes.String(), Serdes.Long()),
+                "count");
+        } else {
+            topology.addProcessor("count", Counter::new, "source");
+            topology.addStateStore(
+                Stores.timestampedKeyValueStoreBuilder(
+                    Stores.persistentTimestampedKeyValueStore("counts"), Serdes.String(), Serdes.Long()),
+                "count");
+        }
+
+        final Properties props = new Properties();
+        props.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
+        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
+        props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG,
+            eos ? StreamsConfig.EXACTLY_ONCE_V2 : StreamsConfig.AT_LEAST_ONCE);
+        props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100);
+        props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1);
+        props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
+        props.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
+        props.put("consumer.auto.offset.reset", "earliest");
+
+        final AtomicLong restored = new AtomicLong();
+        final KafkaStreams streams = new KafkaStreams(topology, props);
+        streams.setGlobalStateRestoreListener(new StateRestoreListener() {
+            @Override
+            public void onRestoreStart(final TopicPartition tp, final String store, final long start, final long end) {
+                emit(Map.of("event", "restore_start", "changelog", tp.toString(), "store", store,
+                    "start", start, "end", end));
+            }
+
+            @Override
+            public void onBatchRestored(final TopicPartition tp, final String store, final long batchEnd,
+                                        final long numRestored) {
+                restored.addAndGet(numRestored);
+                emit(Map.of("event", "restore_batch", "changelog", tp.toString(), "store", store,
+                    "batch_end", batchEnd, "restored", numRestored));
+            }
+
+            @Override
+            public void onRestoreEnd(final TopicPartition tp, final String store, final long total) {
+                emit(Map.of("event", "restore_end", "changelog", tp.toString(), "store", store, "total", total));
+            }
+        });
+        streams.setUncaughtExceptionHandler(exception -> {
+            emit(Map.of("event", "error", "message", String.valueOf(exception)));
+            return org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse
+                .SHUTDOWN_CLIENT;
+        });
+        streams.start();
+
+        final Properties adminProps = new Properties();
+        adminProps.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        final TopicPartition inputPartition = new TopicPartition(input, 0);
+        final long deadline = System.currentTimeMillis() + 120_000L;
+        try (Admin admin = Admin.create(adminProps)) {
+            while (true) {
+                if (streams.state() == KafkaStreams.State.ERROR || streams.state() == KafkaStreams.State.NOT_RUNNING
+                    || streams.state() == KafkaStreams.State.PENDING_ERROR) {
+                    emit(Map.of("event", "error", "message", "Kafka Streams state " + streams.state()));
+                    System.exit(3);
+                }
+                final Map<TopicPartition, OffsetAndMetadata> committed =
+                    admin.listConsumerGroupOffsets(applicationId).partitionsToOffsetAndMetadata().get();
+                final OffsetAndMetadata offset = committed.get(inputPartition);
+                if (streams.state() == KafkaStreams.State.RUNNING && offset != null && offset.offset() >= inputEnd) {
+                    break;
+                }
+                if (System.currentTimeMillis() > deadline) {
+                    emit(Map.of("event", "error", "message", "timed out waiting for committed offset " + inputEnd
+                        + " (now " + offset + ", state " + streams.state() + ")"));
+                    streams.close(Duration.ofSeconds(30));
+                    System.exit(4);
+                }
+                Thread.sleep(100);
+            }
+        }
+
+        final Map<String, Object> contents = new TreeMap<>();
+        if (windowed) {
+            final ReadOnlyWindowStore<String, ValueAndTimestamp<Long>> view = streams.store(
+                StoreQueryParameters.fromNameAndType("wcounts", QueryableStoreTypes.timestampedWindowStore()));
+            try (KeyValueIterator<Windowed<String>, ValueAndTimestamp<Long>> all = view.all()) {
+                while (all.hasNext()) {
+                    final KeyValue<Windowed<String>, ValueAndTimestamp<Long>> entry = all.next();
+                    contents.put(entry.key.key() + "@" + entry.key.window().start(),
+                        new long[] {entry.value.value(), entry.value.timestamp()});
+                }
+            }
+        } else {
+            final ReadOnlyKeyValueStore<String, ValueAndTimestamp<Long>> view = streams.store(
+                StoreQueryParameters.fromNameAndType("counts", QueryableStoreTypes.timestampedKeyValueStore()));
+            try (KeyValueIterator<String, ValueAndTimestamp<Long>> all = view.all()) {
+                while (all.hasNext()) {
+                    final KeyValue<String, ValueAndTimestamp<Long>> entry = all.next();
+                    contents.put(entry.key, new long[] {entry.value.value(), entry.value.timestamp()});
+                }
+            }
+        }
+        // Leave the group so that the tool may commit offsets right away (the group must be empty).
+        streams.close(CloseOptions.groupMembershipOperation(CloseOptions.GroupMembershipOperation.LEAVE_GROUP)
+            .withTimeout(Duration.ofSeconds(60)));
+        emit(Map.of("event", "result", "restored", restored.get(), "store", contents,
+            "state", streams.state().toString()));
+    }
+}

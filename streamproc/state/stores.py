@@ -1,0 +1,790 @@
+"""State stores as a processor sees them: key-value, timestamped key-value, window, timestamped window and session.
+
+Kafka Streams layers a store as metered (serdes) → change-logging → bytes store (``SI/MeteredKeyValueStore``,
+``SI/ChangeLoggingKeyValueBytesStore``, ``SI/RocksDBStore``/``SI/InMemoryKeyValueStore``); streamproc keeps the same
+split with fewer classes:
+
+- a **bytes store** (:class:`KeyValueBytesStore`): sorted ``bytes → bytes``, either :class:`InMemoryKeyValueBytesStore`
+  (``InMemoryKeyValueStore``'s ``TreeMap``) or the RocksDB one in :mod:`streamproc.state.rocksdb_store`;
+- a **segmented bytes store** (:class:`SegmentedBytesStore`) for window and session stores: one bytes store per time
+  segment, with ``AbstractSegments``' liveness rule (records of expired segments are dropped, expired segments
+  destroyed);
+- the **typed stores** a processor uses (:class:`KeyValueStore`, :class:`TimestampedKeyValueStore`,
+  :class:`WindowStore`, :class:`TimestampedWindowStore`, :class:`SessionStore`): serdes with the changelog topic as
+  the serde topic (``StateSerdes``), the store/changelog bytes of :mod:`streamproc.state.changelog`, and one
+  changelog record per write sent to a :class:`ChangelogSink` (``ProcessorContextImpl.logChange``).
+
+Record caching (``CachingKeyValueStore``, on by default for DSL stores) is not modelled: every write is logged at
+once, as Kafka Streams does with caching disabled (the Processor API default, or ``statestore.cache.max.bytes=0``).
+In-memory window/session stores reuse the segmented layout with in-memory segments; Kafka's ``InMemoryWindowStore``
+expires per window rather than per segment, so an expired window stays in memory here until its segment goes; every
+read clamps to ``observedStreamTime - retention + 1`` (as both Kafka stores do), so what a processor sees agrees.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import struct
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+from streamproc.engine.records import ConsumerRecord, TopicPartition
+from streamproc.engine.serdes import Serde
+from streamproc.errors import StateError
+from streamproc.state import store_encoding
+from streamproc.state.changelog import ChangelogRecord, LoggedChange, WindowStoreChangeLogger, session_put
+from streamproc.state.changelog import key_value_put as _kv_change
+from streamproc.state.changelog import timestamped_key_value_put as _tkv_change
+from streamproc.state.store_layout import segment_id
+from streamproc.state.store_type import StoreType
+
+LOG = logging.getLogger(__name__)
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+#: ``ConsumerRecord.NO_TIMESTAMP``: ``observedStreamTime`` of a freshly opened segmented store.
+NO_TIMESTAMP = -1
+#: Largest Java int: the upper seqnum of a window key range (``WindowKeySchema.upperRangeFixedSize``).
+_MAX_SEQNUM = 0x7FFFFFFF
+_LONG_MAX = (1 << 63) - 1
+
+RawRecord = ConsumerRecord[bytes | None, bytes | None]
+
+
+# -- values --------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ValueAndTimestamp(Generic[V]):
+    """``state.ValueAndTimestamp``: a value and the timestamp of the record that last wrote it."""
+
+    value: V
+    timestamp: int
+
+    @staticmethod
+    def make(value: V | None, timestamp: int) -> ValueAndTimestamp[V] | None:
+        """``ValueAndTimestamp.make``: ``None`` for a ``None`` value (Kafka's ``null``)."""
+        return None if value is None else ValueAndTimestamp(value, timestamp)
+
+
+@dataclass(frozen=True, slots=True)
+class TimeWindow:
+    """A window ``[start, end)`` (``kstream.internals.TimeWindow``; sessions use ``SessionWindow``, both ends in)."""
+
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class Windowed(Generic[K]):
+    """``kstream.Windowed``: a key and its window."""
+
+    key: K
+    window: TimeWindow
+
+
+# -- changelog plumbing ----------------------------------------------------------------------------------------------
+
+
+class ChangelogSink(Protocol):
+    """Receives the changelog record of every store write (``ProcessorContextImpl.logChange``)."""
+
+    def send(self, store_name: str, partition: TopicPartition, record: ChangelogRecord) -> None: ...
+
+
+def _no_record_context() -> int:
+    raise StateError(
+        "a state store was written outside a task: no record context gives the changelog record its timestamp; "
+        "attach the store's ProcessorStateManager to the task (ProcessorStateManager.attach) before processing"
+    )
+
+
+class StoreContext:
+    """What a store needs from its task: the record timestamp and where its changelog records go.
+
+    ``ProcessorStateManager`` fills it in; ``record_timestamp`` reads the task's current ``ProcessorRecordContext``
+    (``context.recordContext().timestamp()`` in ``ChangeLogging*BytesStore.log``).
+    """
+
+    __slots__ = ("changelog_partition", "record_timestamp", "sink", "written")
+
+    def __init__(
+        self,
+        changelog_partition: TopicPartition | None = None,
+        sink: ChangelogSink | None = None,
+        record_timestamp: Callable[[], int] = _no_record_context,
+    ) -> None:
+        self.changelog_partition = changelog_partition
+        self.sink = sink
+        self.record_timestamp = record_timestamp
+        self.written = False
+
+
+# -- bytes stores ----------------------------------------------------------------------------------------------------
+
+
+class KeyValueBytesStore(Protocol):
+    """A sorted ``bytes → bytes`` store (bytewise order, as RocksDB's default comparator and ``Bytes.compareTo``)."""
+
+    @property
+    def persistent(self) -> bool: ...
+
+    def get(self, key: bytes) -> bytes | None: ...
+
+    def put(self, key: bytes, value: bytes | None) -> None:
+        """``value`` ``None`` deletes ``key``."""
+        ...
+
+    def write_all(self, entries: Iterable[tuple[bytes, bytes | None]]) -> None:
+        """Apply puts and deletes in order, as one batch where the store supports it (restore path)."""
+        ...
+
+    def range(self, from_key: bytes | None, to_key: bytes | None) -> Iterator[tuple[bytes, bytes]]:
+        """Entries with ``from_key <= key <= to_key`` (``None`` = unbounded), ascending."""
+        ...
+
+    def approximate_num_entries(self) -> int: ...
+
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def destroy(self) -> None:
+        """Close and delete the store's data (an expired segment, a wiped task)."""
+        ...
+
+
+class InMemoryKeyValueBytesStore:
+    """``InMemoryKeyValueStore``: a map kept sorted lazily; ranges iterate a snapshot of the matching entries."""
+
+    __slots__ = ("_data", "_sorted")
+
+    def __init__(self) -> None:
+        self._data: dict[bytes, bytes] = {}
+        self._sorted: list[bytes] | None = None
+
+    @property
+    def persistent(self) -> bool:
+        return False
+
+    def get(self, key: bytes) -> bytes | None:
+        return self._data.get(key)
+
+    def put(self, key: bytes, value: bytes | None) -> None:
+        data = self._data
+        if value is None:
+            if data.pop(key, None) is not None:
+                self._sorted = None
+        else:
+            if key not in data:
+                self._sorted = None
+            data[key] = value
+
+    def write_all(self, entries: Iterable[tuple[bytes, bytes | None]]) -> None:
+        for key, value in entries:
+            self.put(key, value)
+
+    def _keys(self) -> list[bytes]:
+        if self._sorted is None:
+            self._sorted = sorted(self._data)
+        return self._sorted
+
+    def range(self, from_key: bytes | None, to_key: bytes | None) -> Iterator[tuple[bytes, bytes]]:
+        keys = self._keys()
+        lo = 0 if from_key is None else bisect.bisect_left(keys, from_key)
+        hi = len(keys) if to_key is None else bisect.bisect_right(keys, to_key)
+        data = self._data
+        return iter([(key, data[key]) for key in keys[lo:hi]])
+
+    def approximate_num_entries(self) -> int:
+        return len(self._data)
+
+    def flush(self) -> None:
+        """Nothing to flush."""
+
+    def close(self) -> None:
+        """In-memory state is kept until the store object goes away (a closed in-memory store is gone in Kafka)."""
+
+    def destroy(self) -> None:
+        self._data.clear()
+        self._sorted = None
+
+
+class SegmentedBytesStore:
+    """``AbstractRocksDBSegmentedBytesStore`` + ``AbstractSegments``: one bytes store per time segment.
+
+    A write at ``timestamp`` raises ``observedStreamTime``; it lands in segment ``timestamp / interval`` only while
+    that segment is live (``segment >= segmentId(observedStreamTime - retention)``), otherwise it is dropped with
+    Kafka's "Skipping record for expired segment." warning. Creating a segment destroys the expired ones. On open,
+    every existing segment is opened and none is deleted (``observedStreamTime`` starts unknown).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        retention_ms: int,
+        segment_interval_ms: int,
+        segment_factory: Callable[[int], KeyValueBytesStore],
+        existing_segments: Iterable[int] = (),
+        persistent: bool,
+    ) -> None:
+        if segment_interval_ms < 1:
+            raise StateError(f"store {name}: segment interval {segment_interval_ms} ms must be positive")
+        self.name = name
+        self.retention_ms = retention_ms
+        self.segment_interval_ms = segment_interval_ms
+        self._factory = segment_factory
+        self._persistent = persistent
+        self.observed_stream_time = NO_TIMESTAMP
+        self.expired_records_dropped = 0
+        self._segments: dict[int, KeyValueBytesStore] = {}
+        for segment in sorted(existing_segments):
+            self._segments[segment] = segment_factory(segment)
+
+    @property
+    def persistent(self) -> bool:
+        return self._persistent
+
+    def segment_ids(self) -> list[int]:
+        return sorted(self._segments)
+
+    def segment(self, segment: int) -> KeyValueBytesStore | None:
+        return self._segments.get(segment)
+
+    def _live_segment(self, timestamp: int) -> KeyValueBytesStore | None:
+        """``getOrCreateSegmentIfLive`` with the stream time already advanced to ``timestamp``."""
+        if timestamp > self.observed_stream_time:
+            self.observed_stream_time = timestamp
+        seg = segment_id(timestamp, self.segment_interval_ms)
+        min_live = segment_id(self.observed_stream_time - self.retention_ms, self.segment_interval_ms)
+        if seg < min_live:
+            return None
+        store = self._segments.get(seg)
+        if store is None:
+            store = self._factory(seg)
+            self._segments[seg] = store
+            for expired in [s for s in self._segments if s < min_live]:
+                self._segments.pop(expired).destroy()
+        return store
+
+    def put(self, store_key: bytes, value: bytes | None, timestamp: int) -> bool:
+        """Write into the segment of ``timestamp``; ``False`` if the segment has expired (record dropped)."""
+        store = self._live_segment(timestamp)
+        if store is None:
+            self.expired_records_dropped += 1
+            LOG.warning("Skipping record for expired segment. store=%s timestamp=%s", self.name, timestamp)
+            return False
+        store.put(store_key, value)
+        return True
+
+    def write_all(self, entries: Iterable[tuple[bytes, bytes | None, int]]) -> None:
+        """``restoreAllInternal``: group the entries per live segment, one batch per segment."""
+        batches: dict[int, list[tuple[bytes, bytes | None]]] = {}
+        stores: dict[int, KeyValueBytesStore] = {}
+        for key, value, timestamp in entries:
+            store = self._live_segment(timestamp)
+            if store is None:
+                self.expired_records_dropped += 1
+                continue
+            seg = segment_id(timestamp, self.segment_interval_ms)
+            stores[seg] = store
+            batches.setdefault(seg, []).append((key, value))
+        for seg, batch in batches.items():
+            if seg in self._segments:
+                stores[seg].write_all(batch)
+
+    def get(self, store_key: bytes, timestamp: int) -> bytes | None:
+        store = self._segments.get(segment_id(timestamp, self.segment_interval_ms))
+        return None if store is None else store.get(store_key)
+
+    def min_live_time(self) -> int:
+        """``observedStreamTime - retention + 1``: earlier windows are no longer returned by fetches."""
+        if self.observed_stream_time == NO_TIMESTAMP:
+            return -(1 << 63)
+        return self.observed_stream_time - self.retention_ms + 1
+
+    def segments_between(self, time_from: int, time_to: int) -> list[KeyValueBytesStore]:
+        """``AbstractSegments.segments(from, to)``: existing segments overlapping ``[from, to]``, oldest first."""
+        lo = segment_id(time_from, self.segment_interval_ms)
+        hi = segment_id(time_to, self.segment_interval_ms)
+        return [self._segments[s] for s in sorted(self._segments) if lo <= s <= hi]
+
+    def all_segments(self) -> list[KeyValueBytesStore]:
+        return [self._segments[s] for s in sorted(self._segments)]
+
+    def approximate_num_entries(self) -> int:
+        return sum(store.approximate_num_entries() for store in self._segments.values())
+
+    def flush(self) -> None:
+        for store in self._segments.values():
+            store.flush()
+
+    def close(self) -> None:
+        for store in self._segments.values():
+            store.close()
+
+    def destroy(self) -> None:
+        for store in self._segments.values():
+            store.destroy()
+        self._segments.clear()
+
+
+# -- typed stores ----------------------------------------------------------------------------------------------------
+
+
+class StateStore:
+    """``processor.StateStore``: name, persistence, flush/close, and the restore entry point used by the manager."""
+
+    store_type: StoreType
+
+    def __init__(self, name: str, context: StoreContext | None) -> None:
+        self.name = name
+        self.context = context if context is not None else StoreContext()
+        partition = self.context.changelog_partition
+        #: The serde topic (``StateSerdes.topic``): the changelog topic, or ``<store>`` when not logged.
+        self.serde_topic = partition.topic if partition is not None else name
+
+    @property
+    def persistent(self) -> bool:
+        raise NotImplementedError
+
+    def flush(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def destroy(self) -> None:
+        raise NotImplementedError
+
+    def restore_batch(self, records: Sequence[RawRecord]) -> None:
+        """Apply changelog records (non-null keys, in offset order) as ``RecordConverters`` + ``restoreAll`` do."""
+        raise NotImplementedError
+
+    def approximate_num_entries(self) -> int:
+        raise NotImplementedError
+
+    def _log(self, change: LoggedChange) -> None:
+        ctx = self.context
+        ctx.written = True
+        if ctx.sink is not None and ctx.changelog_partition is not None:
+            ctx.sink.send(self.name, ctx.changelog_partition, change.changelog)
+
+
+class _SerdeStore(StateStore, Generic[K, V]):
+    def __init__(self, name: str, key_serde: Serde[K], value_serde: Serde[V], context: StoreContext | None) -> None:
+        super().__init__(name, context)
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+
+    def _key(self, key: K) -> bytes:
+        if key is None:
+            raise StateError(f"store {self.name}: key cannot be null (Kafka Streams throws NullPointerException)")
+        data = self.key_serde.serializer.serialize(self.serde_topic, key)
+        if data is None:
+            raise StateError(f"store {self.name}: key {key!r} serialized to null")
+        return data
+
+    def _value(self, value: V | None) -> bytes | None:
+        return None if value is None else self.value_serde.serializer.serialize(self.serde_topic, value)
+
+    def _from_key(self, data: bytes) -> K:
+        return self.key_serde.deserializer.deserialize(self.serde_topic, data)  # type: ignore[return-value]
+
+    def _from_value(self, data: bytes | None) -> V | None:
+        return None if data is None else self.value_serde.deserializer.deserialize(self.serde_topic, data)
+
+
+class KeyValueStore(_SerdeStore[K, V]):
+    """``state.KeyValueStore`` over a bytes store: ``get``/``put``/``put_if_absent``/``delete``/``range``/``all``."""
+
+    store_type = StoreType.KEY_VALUE
+
+    def __init__(
+        self,
+        name: str,
+        bytes_store: KeyValueBytesStore,
+        key_serde: Serde[K],
+        value_serde: Serde[V],
+        context: StoreContext | None = None,
+    ) -> None:
+        super().__init__(name, key_serde, value_serde, context)
+        self.bytes_store = bytes_store
+
+    @property
+    def persistent(self) -> bool:
+        return self.bytes_store.persistent
+
+    def _write(self, key: bytes, value: bytes | None) -> None:
+        change = _kv_change(key, value, self.context.record_timestamp())
+        self.bytes_store.put(key, value)
+        self._log(change)
+
+    def get(self, key: K) -> V | None:
+        return self._from_value(self.bytes_store.get(self._key(key)))
+
+    def put(self, key: K, value: V | None) -> None:
+        """``put``; a ``None`` value deletes (and logs a tombstone)."""
+        self._write(self._key(key), self._value(value))
+
+    def put_if_absent(self, key: K, value: V | None) -> V | None:
+        raw_key = self._key(key)
+        old = self.bytes_store.get(raw_key)
+        if old is None:
+            self._write(raw_key, self._value(value))
+            return None
+        return self._from_value(old)
+
+    def put_all(self, entries: Iterable[tuple[K, V | None]]) -> None:
+        for key, value in entries:
+            self.put(key, value)
+
+    def delete(self, key: K) -> V | None:
+        raw_key = self._key(key)
+        old = self.bytes_store.get(raw_key)
+        self._write(raw_key, None)
+        return self._from_value(old)
+
+    def range(self, key_from: K | None, key_to: K | None) -> Iterator[tuple[K, V]]:
+        """Entries with ``key_from <= key <= key_to`` in serialized-key order (``None`` = open end)."""
+        lo = None if key_from is None else self._key(key_from)
+        hi = None if key_to is None else self._key(key_to)
+        if lo is not None and hi is not None and lo > hi:
+            LOG.warning(
+                "Returning empty iterator for fetch with invalid key range: from > to. This may be due to range "
+                "arguments set in the wrong order, or serdes that don't preserve ordering when lexicographically "
+                "comparing the serialized bytes. store=%s",
+                self.name,
+            )
+            return iter(())
+        return self._decoded(self.bytes_store.range(lo, hi))
+
+    def all(self) -> Iterator[tuple[K, V]]:
+        return self._decoded(self.bytes_store.range(None, None))
+
+    def _decoded(self, entries: Iterator[tuple[bytes, bytes]]) -> Iterator[tuple[K, V]]:
+        for key, value in entries:
+            yield self._from_key(key), self._from_value(value)  # type: ignore[misc]
+
+    def approximate_num_entries(self) -> int:
+        return self.bytes_store.approximate_num_entries()
+
+    def flush(self) -> None:
+        self.bytes_store.flush()
+
+    def close(self) -> None:
+        self.bytes_store.close()
+
+    def destroy(self) -> None:
+        self.bytes_store.destroy()
+
+    def restore_batch(self, records: Sequence[RawRecord]) -> None:
+        self.bytes_store.write_all((r.key, r.value) for r in records)  # type: ignore[misc]
+
+
+class TimestampedKeyValueStore(_SerdeStore[K, V]):
+    """``state.TimestampedKeyValueStore``: values are :class:`ValueAndTimestamp`; stored as ``ts ‖ value``."""
+
+    store_type = StoreType.TIMESTAMPED_KEY_VALUE
+
+    def __init__(
+        self,
+        name: str,
+        bytes_store: KeyValueBytesStore,
+        key_serde: Serde[K],
+        value_serde: Serde[V],
+        context: StoreContext | None = None,
+    ) -> None:
+        super().__init__(name, key_serde, value_serde, context)
+        self.bytes_store = bytes_store
+
+    @property
+    def persistent(self) -> bool:
+        return self.bytes_store.persistent
+
+    def _decode(self, stored: bytes | None) -> ValueAndTimestamp[V] | None:
+        if stored is None:
+            return None
+        value = self._from_value(store_encoding.raw_value(stored))
+        return ValueAndTimestamp.make(value, store_encoding.timestamp_of(stored))
+
+    def _write(self, key: bytes, value: ValueAndTimestamp[V] | None) -> None:
+        raw = None if value is None else self._value(value.value)
+        change = _tkv_change(key, raw, None if value is None else value.timestamp, self.context.record_timestamp())
+        assert change.store_write is not None
+        self.bytes_store.put(key, change.store_write.value)
+        self._log(change)
+
+    def get(self, key: K) -> ValueAndTimestamp[V] | None:
+        return self._decode(self.bytes_store.get(self._key(key)))
+
+    def put(self, key: K, value: ValueAndTimestamp[V] | None) -> None:
+        self._write(self._key(key), value)
+
+    def put_if_absent(self, key: K, value: ValueAndTimestamp[V] | None) -> ValueAndTimestamp[V] | None:
+        raw_key = self._key(key)
+        old = self.bytes_store.get(raw_key)
+        if old is None:
+            self._write(raw_key, value)
+            return None
+        return self._decode(old)
+
+    def delete(self, key: K) -> ValueAndTimestamp[V] | None:
+        raw_key = self._key(key)
+        old = self.bytes_store.get(raw_key)
+        self._write(raw_key, None)
+        return self._decode(old)
+
+    def range(self, key_from: K | None, key_to: K | None) -> Iterator[tuple[K, ValueAndTimestamp[V]]]:
+        lo = None if key_from is None else self._key(key_from)
+        hi = None if key_to is None else self._key(key_to)
+        if lo is not None and hi is not None and lo > hi:
+            return iter(())
+        return self._decoded(self.bytes_store.range(lo, hi))
+
+    def all(self) -> Iterator[tuple[K, ValueAndTimestamp[V]]]:
+        return self._decoded(self.bytes_store.range(None, None))
+
+    def _decoded(self, entries: Iterator[tuple[bytes, bytes]]) -> Iterator[tuple[K, ValueAndTimestamp[V]]]:
+        for key, stored in entries:
+            yield self._from_key(key), self._decode(stored)  # type: ignore[misc]
+
+    def approximate_num_entries(self) -> int:
+        return self.bytes_store.approximate_num_entries()
+
+    def flush(self) -> None:
+        self.bytes_store.flush()
+
+    def close(self) -> None:
+        self.bytes_store.close()
+
+    def destroy(self) -> None:
+        self.bytes_store.destroy()
+
+    def restore_batch(self, records: Sequence[RawRecord]) -> None:
+        """``RecordConverters.rawValueToTimestampedValue``: prepend the changelog record's timestamp."""
+        pack = struct.Struct(">q").pack
+        entries = ((r.key, None if r.value is None else pack(r.timestamp) + r.value) for r in records)
+        self.bytes_store.write_all(entries)  # type: ignore[arg-type]  # the manager passes non-null keys only
+
+
+class WindowStore(_SerdeStore[K, V]):
+    """``state.WindowStore``: ``put(key, value, window_start)``, ``fetch(key, from, to)``, ``fetch_all``, ``all``.
+
+    Keys are ``WindowKeySchema`` store keys in the segment of the window start; ``retain_duplicates`` (stream-stream
+    joins) numbers every put instead of overwriting. Fetches skip windows older than ``observedStreamTime -
+    retention + 1`` as ``RocksDBWindowStore`` does.
+    """
+
+    store_type = StoreType.WINDOW
+
+    def __init__(
+        self,
+        name: str,
+        segments: SegmentedBytesStore,
+        key_serde: Serde[K],
+        value_serde: Serde[V],
+        *,
+        window_size_ms: int,
+        retain_duplicates: bool = False,
+        context: StoreContext | None = None,
+    ) -> None:
+        super().__init__(name, key_serde, value_serde, context)
+        self.segments = segments
+        self.window_size_ms = window_size_ms
+        self.retain_duplicates = retain_duplicates
+        self.change_logger = WindowStoreChangeLogger(
+            retain_duplicates=retain_duplicates, timestamped=self.store_type.timestamped
+        )
+
+    @property
+    def persistent(self) -> bool:
+        return self.segments.persistent
+
+    def _encode_value(self, value: Any) -> tuple[bytes | None, int | None]:
+        return self._value(value), None
+
+    def _decode_value(self, stored: bytes) -> Any:
+        return self._from_value(stored)
+
+    def put(self, key: K, value: Any, window_start: int) -> None:
+        raw, value_timestamp = self._encode_value(value)
+        change = self.change_logger.put(
+            self._key(key), raw, window_start, self.context.record_timestamp(), value_timestamp=value_timestamp
+        )
+        if change.store_write is not None:
+            self.segments.put(change.store_write.key, change.store_write.value, window_start)
+        self._log(change)
+
+    def fetch_at(self, key: K, window_start: int) -> Any:
+        """``fetch(key, time)``: the value of one window (seqnum 0), ``None`` if absent or expired."""
+        if window_start < self.segments.min_live_time():
+            return None
+        stored = self.segments.get(store_encoding.window_store_key(self._key(key), window_start, 0), window_start)
+        return None if stored is None else self._decode_value(stored)
+
+    def fetch(self, key: K, time_from: int, time_to: int) -> Iterator[tuple[int, Any]]:
+        """``fetch(key, timeFrom, timeTo)``: (window start, value) for windows starting in ``[from, to]``."""
+        raw_key = self._key(key)
+        time_from = max(time_from, self.segments.min_live_time())
+        if time_from > time_to:
+            return iter(())
+        lo = store_encoding.window_store_key(raw_key, time_from, 0)
+        hi = store_encoding.window_store_key(raw_key, time_to, _MAX_SEQNUM)
+        out: list[tuple[int, Any]] = []
+        for segment in self.segments.segments_between(time_from, time_to):
+            for store_key, stored in segment.range(lo, hi):
+                parsed = store_encoding.parse_window_store_key(store_key)
+                if parsed.key == raw_key and time_from <= parsed.window_start <= time_to:
+                    out.append((parsed.window_start, self._decode_value(stored)))
+        return iter(out)
+
+    def fetch_all(self, time_from: int, time_to: int) -> Iterator[tuple[Windowed[K], Any]]:
+        """``fetchAll(timeFrom, timeTo)``: every window starting in ``[from, to]``."""
+        time_from = max(time_from, self.segments.min_live_time())
+        if time_from > time_to:
+            return iter(())
+        return self._windowed(self.segments.segments_between(time_from, time_to), time_from, time_to)
+
+    def all(self) -> Iterator[tuple[Windowed[K], Any]]:
+        return self._windowed(self.segments.all_segments(), self.segments.min_live_time(), _LONG_MAX)
+
+    def _windowed(
+        self, segments: list[KeyValueBytesStore], time_from: int, time_to: int
+    ) -> Iterator[tuple[Windowed[K], Any]]:
+        out: list[tuple[Windowed[K], Any]] = []
+        for segment in segments:
+            for store_key, stored in segment.range(None, None):
+                parsed = store_encoding.parse_window_store_key(store_key)
+                if time_from <= parsed.window_start <= time_to:
+                    window = TimeWindow(parsed.window_start, parsed.window_start + self.window_size_ms)
+                    out.append((Windowed(self._from_key(parsed.key), window), self._decode_value(stored)))
+        return iter(out)
+
+    def approximate_num_entries(self) -> int:
+        return self.segments.approximate_num_entries()
+
+    def flush(self) -> None:
+        self.segments.flush()
+
+    def close(self) -> None:
+        self.segments.close()
+
+    def destroy(self) -> None:
+        self.segments.destroy()
+
+    def restore_batch(self, records: Sequence[RawRecord]) -> None:
+        timestamped = self.store_type.timestamped
+        pack = struct.Struct(">q").pack
+        entries: list[tuple[bytes, bytes | None, int]] = []
+        for record in records:
+            key: bytes = record.key  # type: ignore[assignment]
+            value = record.value
+            if timestamped and value is not None:
+                value = pack(record.timestamp) + value
+            entries.append((key, value, store_encoding.parse_window_store_key(key).window_start))
+        self.segments.write_all(entries)
+
+
+class TimestampedWindowStore(WindowStore[K, V]):
+    """``state.TimestampedWindowStore``: values are :class:`ValueAndTimestamp`, stored as ``ts ‖ value``."""
+
+    store_type = StoreType.TIMESTAMPED_WINDOW
+
+    def _encode_value(self, value: Any) -> tuple[bytes | None, int | None]:
+        if value is None:
+            return None, None
+        if not isinstance(value, ValueAndTimestamp):
+            raise StateError(f"store {self.name}: a timestamped window store takes ValueAndTimestamp values")
+        return self._value(value.value), value.timestamp
+
+    def _decode_value(self, stored: bytes) -> Any:
+        value = self._from_value(store_encoding.raw_value(stored))
+        return ValueAndTimestamp.make(value, store_encoding.timestamp_of(stored))
+
+
+class SessionStore(_SerdeStore[K, V]):
+    """``state.SessionStore``: sessions ``[start, end]`` keyed ``key ‖ end ‖ start``, segmented by the session END."""
+
+    store_type = StoreType.SESSION
+
+    def __init__(
+        self,
+        name: str,
+        segments: SegmentedBytesStore,
+        key_serde: Serde[K],
+        value_serde: Serde[V],
+        context: StoreContext | None = None,
+    ) -> None:
+        super().__init__(name, key_serde, value_serde, context)
+        self.segments = segments
+
+    @property
+    def persistent(self) -> bool:
+        return self.segments.persistent
+
+    def put(self, session: Windowed[K], aggregate: V | None) -> None:
+        """``put(Windowed<K>, AGG)``; ``None`` removes the session."""
+        start, end = session.window.start, session.window.end
+        change = session_put(
+            self._key(session.key), start, end, self._value(aggregate), self.context.record_timestamp()
+        )
+        assert change.store_write is not None
+        self.segments.put(change.store_write.key, change.store_write.value, end)
+        self._log(change)
+
+    def remove(self, session: Windowed[K]) -> None:
+        self.put(session, None)
+
+    def fetch_session(self, key: K, session_start: int, session_end: int) -> V | None:
+        stored = self.segments.get(
+            store_encoding.session_store_key(self._key(key), session_start, session_end), session_end
+        )
+        return self._from_value(stored)
+
+    def find_sessions(
+        self, key: K, earliest_session_end: int, latest_session_start: int
+    ) -> Iterator[tuple[Windowed[K], V]]:
+        """``findSessions``: sessions of ``key`` with end >= ``earliest_session_end`` and start <= ``latest...``."""
+        raw_key = self._key(key)
+        lo = store_encoding.session_store_key(raw_key, 0, max(earliest_session_end, 0))
+        hi = store_encoding.session_store_key(raw_key, _LONG_MAX, _LONG_MAX)
+        out: list[tuple[Windowed[K], V]] = []
+        for segment in self.segments.segments_between(max(earliest_session_end, 0), _LONG_MAX):
+            for store_key, stored in segment.range(lo, hi):
+                parsed = store_encoding.parse_session_store_key(store_key)
+                if (
+                    parsed.key == raw_key
+                    and parsed.session_end >= earliest_session_end
+                    and parsed.session_start <= latest_session_start
+                ):
+                    window = TimeWindow(parsed.session_start, parsed.session_end)
+                    out.append((Windowed(key, window), self._from_value(stored)))  # type: ignore[arg-type]
+        return iter(out)
+
+    def fetch(self, key: K) -> Iterator[tuple[Windowed[K], V]]:
+        """``fetch(key)``: every session of ``key``."""
+        return self.find_sessions(key, 0, _LONG_MAX)
+
+    def approximate_num_entries(self) -> int:
+        return self.segments.approximate_num_entries()
+
+    def flush(self) -> None:
+        self.segments.flush()
+
+    def close(self) -> None:
+        self.segments.close()
+
+    def destroy(self) -> None:
+        self.segments.destroy()
+
+    def restore_batch(self, records: Sequence[RawRecord]) -> None:
+        entries: list[tuple[bytes, bytes | None, int]] = []
+        for record in records:
+            key: bytes = record.key  # type: ignore[assignment]
+            entries.append((key, record.value, store_encoding.parse_session_store_key(key).session_end))
+        self.segments.write_all(entries)

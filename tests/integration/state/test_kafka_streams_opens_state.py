@@ -1,0 +1,365 @@
+"""A real Kafka Streams 4.2.2 application resumes on the RocksDB store and ``.checkpoint`` streamproc wrote.
+
+The issue's proof, end to end on the session broker:
+
+1. the Kafka Streams app (``conformance/.../StateResumeApp.java``: per-key counts in a persistent timestamped store)
+   processes the first records and stops cleanly (its own checkpoint on disk);
+2. streamproc opens that task directory with ``ProcessorStateManager`` (checkpoint trusted, 0 records to restore),
+   processes the next records with the same counting logic in a ``StreamTask``, publishes the changelog records,
+   commits the group offset with Kafka Streams' commit metadata, then writes the store and ``.checkpoint``;
+3. the Kafka Streams app starts again on that state directory: it restores **0** records, its store holds the counts
+   of every record (those streamproc processed included), and it goes on with the records produced after.
+
+Cases: a timestamped key-value store under at_least_once, a timestamped window store (segments ``<store>.<start>``)
+under at_least_once, and the key-value store under exactly_once_v2 (changelog with transaction markers; Kafka
+Streams deletes the checkpoint at start-up and still restores nothing).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+from confluent_kafka.admin import AdminClient
+
+from streamproc.conformance.oracle import CONFORMANCE_DIR, ORACLE_JAR, ensure_oracle_jar
+from streamproc.engine.processor import Processor, ProcessorContext
+from streamproc.engine.processor_topology import ProcessorNode, ProcessorTopology, SourceNode
+from streamproc.engine.records import ConsumerRecord, Record, TopicPartition
+from streamproc.engine.serdes import serde_for
+from streamproc.engine.stream_task import StreamTask
+from streamproc.engine.task_id import TaskId
+from streamproc.state.changelog_collector import ChangelogCollector
+from streamproc.state.commit_metadata import ProcessorMetadata, TopicPartitionMetadata
+from streamproc.state.offset_checkpoint import OffsetCheckpoint
+from streamproc.state.restore_plan import ChangelogState, ProcessingGuarantee
+from streamproc.state.rocksdb_store import inspect_rocksdb
+from streamproc.state.state_directory import StateDirectory
+from streamproc.state.state_manager import ProcessorStateManager, StoreDefinition
+from streamproc.state.store_type import StoreType
+from streamproc.state.stores import TimestampedKeyValueStore, TimestampedWindowStore, ValueAndTimestamp
+from tests.integration.conftest import create_topic
+
+APP_SOURCE = CONFORMANCE_DIR / "src" / "main" / "java" / "dev" / "streamproc" / "oracle" / "StateResumeApp.java"
+TASK = TaskId(0, 0)
+COUNTS = StoreDefinition("counts", StoreType.TIMESTAMPED_KEY_VALUE, serde_for("String"), serde_for("Long"))
+#: ``StateResumeApp``'s window store: one-minute windows, 10 minutes retention (so 5-minute segments).
+WINDOW_MS = 60_000
+WCOUNTS = StoreDefinition(
+    "wcounts",
+    StoreType.TIMESTAMPED_WINDOW,
+    serde_for("String"),
+    serde_for("Long"),
+    retention_ms=600_000,
+    window_size_ms=WINDOW_MS,
+)
+KEYS = ("apple", "banana", "cherry", "date")
+
+
+@pytest.fixture(scope="module")
+def app_classpath(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A private copy of the oracle jar (Kafka Streams 4.2.2 and its dependencies) plus ``StateResumeApp``.
+
+    The copy keeps the test independent of a concurrent rebuild of ``conformance/target``; a copy taken while the
+    jar is being rewritten fails to compile against, so it is retried.
+    """
+    work = tmp_path_factory.mktemp("state-resume-app")
+    failure = ""
+    for attempt in range(3):
+        jar = ORACLE_JAR if ORACLE_JAR.is_file() else ensure_oracle_jar()
+        copy = work / f"oracle-{attempt}.jar"
+        shutil.copyfile(jar, copy)
+        classes = work / f"classes-{attempt}"
+        proc = subprocess.run(
+            ["javac", "-cp", str(copy), "-d", str(classes), str(APP_SOURCE)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        if proc.returncode == 0:
+            return f"{classes}:{copy}"
+        failure = proc.stderr[-4000:]
+        time.sleep(15)
+    raise AssertionError(f"StateResumeApp does not compile against {ORACLE_JAR}:\n{failure}")
+
+
+def run_app(
+    classpath: str, bootstrap: str, app_id: str, state_dir: Path, topic: str, end: int, case: Case
+) -> dict[str, Any]:
+    proc = subprocess.run(
+        [
+            "java",
+            "-cp",
+            classpath,
+            "dev.streamproc.oracle.StateResumeApp",
+            bootstrap,
+            app_id,
+            str(state_dir),
+            topic,
+            str(end),
+            case.mode,
+            "eos" if case.guarantee.eos else "alos",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    results = [e for e in events if e["event"] == "result"]
+    assert proc.returncode == 0 and results, f"Kafka Streams app failed: {events}\n{proc.stderr[-6000:]}"
+    result: dict[str, Any] = results[0]
+    result["events"] = events
+    result["stderr"] = proc.stderr
+    return result
+
+
+def produce(bootstrap: str, topic: str, records: list[tuple[str, int]]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    for key, timestamp in records:
+        producer.produce(topic, key=key.encode(), value=b"x", partition=0, timestamp=timestamp)
+    assert producer.flush(30) == 0
+
+
+def watermarks(bootstrap: str, topic: str) -> tuple[int, int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "streamproc-watermarks"})
+    try:
+        low, high = consumer.get_watermark_offsets(KafkaTopicPartition(topic, 0), timeout=30)
+        return int(low), int(high)
+    finally:
+        consumer.close()
+
+
+def read_range(
+    bootstrap: str, topic: str, start: int, end: int
+) -> tuple[list[ConsumerRecord[bytes | None, bytes | None]], frozenset[int]]:
+    """Committed records of ``[start, end)`` of partition 0, and the offsets in the range no record came from
+    (transaction markers, aborted records): what ``ChangelogState.control_offsets`` needs."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "streamproc-reader",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+        }
+    )
+    out: list[ConsumerRecord[bytes | None, bytes | None]] = []
+    try:
+        if start < end:
+            consumer.assign([KafkaTopicPartition(topic, 0, start)])
+            idle_since = time.monotonic()
+            while time.monotonic() - idle_since < 3 and (not out or out[-1].offset < end - 1):
+                message = consumer.poll(0.5)
+                if message is None:
+                    continue
+                assert message.error() is None, message.error()
+                idle_since = time.monotonic()
+                if message.offset() < end:
+                    out.append(
+                        ConsumerRecord.raw(
+                            topic, 0, message.offset(), message.timestamp()[1], message.key(), message.value()
+                        )
+                    )
+    finally:
+        consumer.close()
+    present = {record.offset for record in out}
+    return out, frozenset(offset for offset in range(start, end) if offset not in present)
+
+
+class Counter(Processor):
+    """The Python twin of ``StateResumeApp.Counter``."""
+
+    store: TimestampedKeyValueStore[str, int]
+
+    def init(self, context: ProcessorContext) -> None:
+        store = context.get_state_store("counts")
+        assert isinstance(store, TimestampedKeyValueStore)
+        self.store = store
+
+    def process(self, record: Record[Any, Any]) -> None:
+        old = self.store.get(record.key)
+        self.store.put(record.key, ValueAndTimestamp((old.value if old else 0) + 1, record.timestamp))
+
+
+class WindowCounter(Processor):
+    """The Python twin of ``StateResumeApp.WindowCounter``."""
+
+    store: TimestampedWindowStore[str, int]
+
+    def init(self, context: ProcessorContext) -> None:
+        store = context.get_state_store("wcounts")
+        assert isinstance(store, TimestampedWindowStore)
+        self.store = store
+
+    def process(self, record: Record[Any, Any]) -> None:
+        window_start = record.timestamp - record.timestamp % WINDOW_MS
+        old = self.store.fetch_at(record.key, window_start)
+        count = (old.value if old else 0) + 1
+        self.store.put(record.key, ValueAndTimestamp(count, record.timestamp), window_start)
+
+
+def expected_counts(records: list[tuple[str, int]]) -> dict[str, list[int]]:
+    counts: dict[str, list[int]] = {}
+    for key, timestamp in records:
+        counts[key] = [counts.get(key, [0, 0])[0] + 1, timestamp]
+    return counts
+
+
+def expected_window_counts(records: list[tuple[str, int]]) -> dict[str, list[int]]:
+    return expected_counts([(f"{key}@{ts - ts % WINDOW_MS}", ts) for key, ts in records])
+
+
+@dataclass(frozen=True)
+class Case:
+    mode: str
+    store: StoreDefinition
+    processor: Callable[[], Processor]
+    expected: Callable[[list[tuple[str, int]]], dict[str, list[int]]]
+    step_ms: int
+    guarantee: ProcessingGuarantee = ProcessingGuarantee.AT_LEAST_ONCE
+
+    @property
+    def id(self) -> str:
+        return f"{self.mode}-{'eos' if self.guarantee.eos else 'alos'}"
+
+
+CASES = [
+    Case("kv", COUNTS, Counter, expected_counts, 1),
+    Case("window", WCOUNTS, WindowCounter, expected_window_counts, 20_000),
+    Case("kv", COUNTS, Counter, expected_counts, 1, ProcessingGuarantee.EXACTLY_ONCE_V2),
+]
+
+
+def streamproc_run(
+    case: Case, bootstrap: str, admin: AdminClient, app_id: str, state_dir: Path, topic: str, end: int
+) -> dict[TopicPartition, int]:
+    """Process ``[committed, end)`` of ``topic`` on the state Kafka Streams left, and hand it back."""
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    name = case.store.name
+    changelog = TopicPartition(f"{app_id}-{name}-changelog", 0)
+    low, high = watermarks(bootstrap, changelog.topic)
+    _, gaps = read_range(bootstrap, changelog.topic, low, high)
+    collector = ChangelogCollector(TASK)
+    directory = StateDirectory(state_dir, app_id)
+    manager = ProcessorStateManager(
+        TASK,
+        [case.store],
+        application_id=app_id,
+        state_directory=directory,
+        guarantee=case.guarantee,
+        collector=collector,
+    )
+    plan = manager.initialize({changelog: ChangelogState(low, high, control_offsets=gaps)})
+    assert plan.total_records_restored == 0, plan
+    assert plan.checkpoint_deleted_at_init == case.guarantee.eos
+    start, restore_end = manager.restore_bounds(name)
+    records, _ = read_range(bootstrap, changelog.topic, start, restore_end)
+    assert manager.restore(name, records) == 0
+
+    committed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(app_id)])[app_id].result(timeout=30)
+    offsets = {tp.topic: tp.offset for tp in committed.topic_partitions if tp.partition == 0}
+    first = offsets[topic]
+    source = SourceNode("source", [topic], lambda _t, d: d.decode() if d else None, lambda _t, d: d)
+    node = ProcessorNode("count", case.processor())
+    source.add_child(node)
+    input_tp = TopicPartition(topic, 0)
+    task = StreamTask(TASK, ProcessorTopology([source, node]), [input_tp], stores=manager.stores)
+    manager.attach(task.context)
+    task.initialize_topology()
+    task.add_records(input_tp, read_range(bootstrap, topic, first, end)[0])
+    while task.process():
+        pass
+    assert len(collector) == end - first
+
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    for record in collector:
+        producer.produce(
+            record.topic, key=record.key, value=record.value, partition=record.partition, timestamp=record.timestamp
+        )
+    assert producer.flush(30) == 0
+    new_low, new_high = watermarks(bootstrap, changelog.topic)
+    assert new_high == high + len(collector)
+
+    committable = task.committable_offsets()[input_tp]
+    metadata = TopicPartitionMetadata(committable.partition_time, ProcessorMetadata()).encode()
+    commit = KafkaTopicPartition(topic, 0, committable.offset, metadata=metadata)
+    admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(app_id, [commit])])[app_id].result(timeout=30)
+
+    written = manager.checkpoint(
+        {changelog: new_high},
+        changelogs={changelog: ChangelogState(new_low, new_high, control_offsets=gaps)},
+    )
+    directory.unlock()
+    return written
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_kafka_streams_resumes_on_streamproc_state(
+    case: Case,
+    kafka_broker: str,
+    admin: AdminClient,
+    unique: Callable[[str], str],
+    tmp_path: Path,
+    app_classpath: str,
+) -> None:
+    app_id = unique("resume")
+    topic = create_topic(admin, unique("words"))
+    state_dir = tmp_path / "state"
+    base = 1_700_000_000_000
+    step = case.step_ms
+    phase_a = [(KEYS[i % 3], base + i * step) for i in range(12)]
+    phase_b = [(KEYS[i % 4], base + (12 + i) * step) for i in range(9)]
+    phase_c = [(KEYS[(i + 1) % 4], base + (21 + i) * step) for i in range(5)]
+    total = len(phase_a) + len(phase_b) + len(phase_c)
+
+    produce(kafka_broker, topic, phase_a)
+    first = run_app(app_classpath, kafka_broker, app_id, state_dir, topic, len(phase_a), case)
+    assert first["store"] == case.expected(phase_a)
+    task_dir = state_dir / app_id / "0_0"
+    changelog = TopicPartition(f"{app_id}-{case.store.name}-changelog", 0)
+    ks_records, _ = read_range(kafka_broker, changelog.topic, *watermarks(kafka_broker, changelog.topic))
+    assert len(ks_records) == len(phase_a)
+    # Kafka Streams checkpoints the offset of the last changelog record it wrote (under EOS: before the marker).
+    assert OffsetCheckpoint(task_dir / ".checkpoint").read() == {changelog: ks_records[-1].offset}
+
+    produce(kafka_broker, topic, phase_b)
+    end_b = len(phase_a) + len(phase_b)
+    written = streamproc_run(case, kafka_broker, admin, app_id, state_dir, topic, end_b)
+    log_end = watermarks(kafka_broker, changelog.topic)[1]
+    assert written == {changelog: log_end - 1}
+    assert (task_dir / ".checkpoint").read_bytes() == f"0\n1\n{changelog.topic} 0 {log_end - 1}\n".encode()
+    if case.store.store_type.segmented:
+        interval = case.store.segment_interval()
+        starts = sorted({(ts // interval) * interval for _, ts in phase_a + phase_b})
+        assert sorted(p.name for p in (task_dir / case.store.name).iterdir()) == [
+            f"{case.store.name}.{start}" for start in starts
+        ]
+        databases = [task_dir / case.store.name / f"{case.store.name}.{start}" for start in starts]
+    else:
+        databases = [task_dir / "rocksdb" / case.store.name]
+    for db in databases:
+        info = inspect_rocksdb(db)
+        assert info.column_families == ("default", "keyValueWithTimestamp")
+        assert set(info.comparators.values()) == {"leveldb.BytewiseComparator"}
+        assert set(info.merge_operators.values()) == {"nullptr"}
+        assert not (db / "rocksdict-config.json").exists()
+    assert StateDirectory(state_dir, app_id).process_id() is not None  # Kafka Streams' own file, left untouched
+
+    produce(kafka_broker, topic, phase_c)
+    second = run_app(app_classpath, kafka_broker, app_id, state_dir, topic, total, case)
+    restore_totals = [e["total"] for e in second["events"] if e["event"] == "restore_end"]
+    assert second["restored"] == 0, second["events"]
+    assert restore_totals == [0], second["events"]
+    assert second["store"] == case.expected(phase_a + phase_b + phase_c)
+    assert "TaskCorruptedException" not in second["stderr"]

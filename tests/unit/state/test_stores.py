@@ -1,0 +1,278 @@
+"""The typed stores a processor uses, over in-memory bytes stores: API, bytes, changelog record per write."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from streamproc.engine.records import ConsumerRecord, TopicPartition
+from streamproc.engine.serdes import serde_for
+from streamproc.errors import StateError
+from streamproc.state.changelog import ChangelogRecord
+from streamproc.state.stores import (
+    InMemoryKeyValueBytesStore,
+    KeyValueStore,
+    SegmentedBytesStore,
+    SessionStore,
+    StoreContext,
+    TimestampedKeyValueStore,
+    TimestampedWindowStore,
+    TimeWindow,
+    ValueAndTimestamp,
+    Windowed,
+    WindowStore,
+)
+
+TP = TopicPartition("app-s-changelog", 2)
+CTX_TS = 1_700_000_001_234
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, TopicPartition, ChangelogRecord]] = []
+
+    def send(self, store_name: str, partition: TopicPartition, record: ChangelogRecord) -> None:
+        self.sent.append((store_name, partition, record))
+
+    @property
+    def records(self) -> list[ChangelogRecord]:
+        return [r for _, _, r in self.sent]
+
+
+def context(sink: Sink, timestamp: int = CTX_TS) -> StoreContext:
+    return StoreContext(TP, sink, lambda: timestamp)
+
+
+def long_be(value: int) -> bytes:
+    return struct.pack(">q", value)
+
+
+def kv_store(sink: Sink) -> KeyValueStore[str, int]:
+    return KeyValueStore("s", InMemoryKeyValueBytesStore(), serde_for("String"), serde_for("Long"), context(sink))
+
+
+def test_key_value_round_trip_and_changelog() -> None:
+    sink = Sink()
+    store = kv_store(sink)
+    store.put("b", 2)
+    store.put("a", 1)
+    assert store.get("a") == 1
+    assert store.put_if_absent("a", 9) == 1
+    assert store.put_if_absent("c", 3) is None
+    assert store.delete("b") == 2
+    assert store.get("b") is None
+    assert list(store.all()) == [("a", 1), ("c", 3)]
+    assert list(store.range("a", "b")) == [("a", 1)]
+    assert list(store.range(None, "c")) == [("a", 1), ("c", 3)]
+    assert list(store.range("c", "a")) == []
+    assert store.approximate_num_entries() == 2
+    assert sink.records == [
+        ChangelogRecord(b"b", long_be(2), CTX_TS),
+        ChangelogRecord(b"a", long_be(1), CTX_TS),
+        ChangelogRecord(b"c", long_be(3), CTX_TS),
+        ChangelogRecord(b"b", None, CTX_TS),
+    ]
+    assert {partition for _, partition, _ in sink.sent} == {TP}
+    assert store.context.written
+
+
+def test_put_none_is_a_delete_with_tombstone() -> None:
+    sink = Sink()
+    store = kv_store(sink)
+    store.put("a", 1)
+    store.put("a", None)
+    assert store.get("a") is None
+    assert sink.records[-1] == ChangelogRecord(b"a", None, CTX_TS)
+
+
+def test_null_key_rejected() -> None:
+    store = kv_store(Sink())
+    with pytest.raises(StateError, match="key cannot be null"):
+        store.put(None, 1)  # type: ignore[arg-type]
+
+
+def test_write_outside_a_task_is_an_error() -> None:
+    store: KeyValueStore[str, str] = KeyValueStore(
+        "s", InMemoryKeyValueBytesStore(), serde_for("String"), serde_for("String"), StoreContext(TP, Sink())
+    )
+    with pytest.raises(StateError, match="outside a task"):
+        store.put("a", "x")
+
+
+def test_unlogged_store_sends_nothing() -> None:
+    sink = Sink()
+    store: KeyValueStore[str, str] = KeyValueStore(
+        "s", InMemoryKeyValueBytesStore(), serde_for("String"), serde_for("String"), StoreContext(None, sink)
+    )
+    store.context.record_timestamp = lambda: 5
+    store.put("a", "x")
+    assert store.get("a") == "x"
+    assert sink.sent == []
+
+
+def test_timestamped_key_value_bytes_and_changelog() -> None:
+    sink = Sink()
+    raw = InMemoryKeyValueBytesStore()
+    store: TimestampedKeyValueStore[str, str] = TimestampedKeyValueStore(
+        "s", raw, serde_for("String"), serde_for("String"), context(sink)
+    )
+    store.put("k", ValueAndTimestamp("v", 1_700_000_000_000))
+    assert raw.get(b"k") == bytes.fromhex("0000018bcfe56800") + b"v"
+    assert store.get("k") == ValueAndTimestamp("v", 1_700_000_000_000)
+    assert store.put_if_absent("k", ValueAndTimestamp("w", 1)) == ValueAndTimestamp("v", 1_700_000_000_000)
+    assert store.delete("k") == ValueAndTimestamp("v", 1_700_000_000_000)
+    assert sink.records == [
+        ChangelogRecord(b"k", b"v", 1_700_000_000_000),
+        ChangelogRecord(b"k", None, CTX_TS),
+    ]
+    assert ValueAndTimestamp.make(None, 5) is None
+
+
+def test_timestamped_restore_prepends_record_timestamp() -> None:
+    raw = InMemoryKeyValueBytesStore()
+    store: TimestampedKeyValueStore[str, str] = TimestampedKeyValueStore(
+        "s", raw, serde_for("String"), serde_for("String"), context(Sink())
+    )
+    store.restore_batch(
+        [
+            ConsumerRecord.raw(TP.topic, 2, 0, 42, b"a", b"x"),
+            ConsumerRecord.raw(TP.topic, 2, 1, 43, b"b", b"y"),
+            ConsumerRecord.raw(TP.topic, 2, 2, 44, b"a", None),
+        ]
+    )
+    assert list(store.all()) == [("b", ValueAndTimestamp("y", 43))]
+
+
+def window_store(sink: Sink, *, retain_duplicates: bool = False, retention: int = 10_000) -> WindowStore[str, str]:
+    segments = SegmentedBytesStore(
+        "w",
+        retention_ms=retention,
+        segment_interval_ms=1_000,
+        segment_factory=lambda _s: InMemoryKeyValueBytesStore(),
+        persistent=False,
+    )
+    return WindowStore(
+        "w",
+        segments,
+        serde_for("String"),
+        serde_for("String"),
+        window_size_ms=500,
+        retain_duplicates=retain_duplicates,
+        context=context(sink),
+    )
+
+
+def window_key(key: bytes, start: int, seqnum: int) -> bytes:
+    return key + struct.pack(">qi", start, seqnum)
+
+
+def test_window_put_fetch_and_changelog() -> None:
+    sink = Sink()
+    store = window_store(sink)
+    store.put("a", "1", 0)
+    store.put("a", "2", 1_500)
+    store.put("ab", "x", 1_000)
+    store.put("b", "3", 1_000)
+    assert list(store.fetch("a", 0, 2_000)) == [(0, "1"), (1_500, "2")]
+    assert list(store.fetch("a", 1, 2_000)) == [(1_500, "2")]
+    assert store.fetch_at("a", 1_500) == "2"
+    assert store.fetch_at("a", 1_501) is None
+    assert list(store.fetch_all(1_000, 1_000)) == [
+        (Windowed("ab", TimeWindow(1_000, 1_500)), "x"),
+        (Windowed("b", TimeWindow(1_000, 1_500)), "3"),
+    ]
+    assert len(list(store.all())) == 4
+    assert store.segments.segment_ids() == [0, 1]
+    assert sink.records[0] == ChangelogRecord(window_key(b"a", 0, 0), b"1", CTX_TS)
+    store.put("a", None, 0)
+    assert list(store.fetch("a", 0, 0)) == []
+    assert sink.records[-1] == ChangelogRecord(window_key(b"a", 0, 0), None, CTX_TS)
+
+
+def test_window_retain_duplicates_numbers_each_put() -> None:
+    sink = Sink()
+    store = window_store(sink, retain_duplicates=True)
+    store.put("a", "1", 0)
+    store.put("a", "2", 0)
+    assert list(store.fetch("a", 0, 0)) == [(0, "1"), (0, "2")]
+    assert [r.key for r in sink.records] == [window_key(b"a", 0, 1), window_key(b"a", 0, 2)]
+
+
+def test_window_expired_segment_dropped_but_logged() -> None:
+    sink = Sink()
+    store = window_store(sink, retention=2_000)
+    store.put("a", "new", 10_000)
+    store.put("a", "old", 1_000)
+    assert list(store.fetch("a", 0, 20_000)) == [(10_000, "new")]
+    assert store.segments.expired_records_dropped == 1
+    assert len(sink.records) == 2
+    store.put("a", "newer", 20_000)
+    assert store.segments.segment_ids() == [20]
+
+
+def test_timestamped_window_store() -> None:
+    sink = Sink()
+    segments = SegmentedBytesStore(
+        "w",
+        retention_ms=60_000,
+        segment_interval_ms=60_000,
+        segment_factory=lambda _s: InMemoryKeyValueBytesStore(),
+        persistent=False,
+    )
+    store: TimestampedWindowStore[str, int] = TimestampedWindowStore(
+        "w", segments, serde_for("String"), serde_for("Long"), window_size_ms=1_000, context=context(sink)
+    )
+    store.put("k", ValueAndTimestamp(7, 1_234), 1_000)
+    assert store.fetch_at("k", 1_000) == ValueAndTimestamp(7, 1_234)
+    stored = segments.get(window_key(b"k", 1_000, 0), 1_000)
+    assert stored == long_be(1_234) + long_be(7)
+    assert sink.records == [ChangelogRecord(window_key(b"k", 1_000, 0), long_be(7), 1_234)]
+    with pytest.raises(StateError, match="ValueAndTimestamp"):
+        store.put("k", 7, 1_000)
+
+
+def test_window_restore_routes_by_window_start() -> None:
+    store = window_store(Sink())
+    store.restore_batch(
+        [
+            ConsumerRecord.raw(TP.topic, 2, 0, 1, window_key(b"a", 0, 0), b"x"),
+            ConsumerRecord.raw(TP.topic, 2, 1, 1, window_key(b"a", 2_000, 0), b"y"),
+        ]
+    )
+    assert store.segments.segment_ids() == [0, 2]
+    assert list(store.fetch("a", 0, 5_000)) == [(0, "x"), (2_000, "y")]
+
+
+def test_session_store() -> None:
+    sink = Sink()
+    segments = SegmentedBytesStore(
+        "sess",
+        retention_ms=100_000,
+        segment_interval_ms=60_000,
+        segment_factory=lambda _s: InMemoryKeyValueBytesStore(),
+        persistent=False,
+    )
+    store: SessionStore[str, int] = SessionStore(
+        "sess", segments, serde_for("String"), serde_for("Long"), context(sink)
+    )
+    store.put(Windowed("a", TimeWindow(10, 70_000)), 3)
+    store.put(Windowed("a", TimeWindow(80_000, 90_000)), 1)
+    store.put(Windowed("ab", TimeWindow(10, 20)), 5)
+    assert segments.segment_ids() == [0, 1]
+    assert store.fetch_session("a", 10, 70_000) == 3
+    assert list(store.find_sessions("a", 75_000, 100_000)) == [(Windowed("a", TimeWindow(80_000, 90_000)), 1)]
+    assert [w.window for w, _ in store.fetch("a")] == [TimeWindow(10, 70_000), TimeWindow(80_000, 90_000)]
+    store.remove(Windowed("a", TimeWindow(10, 70_000)))
+    assert store.fetch_session("a", 10, 70_000) is None
+    assert sink.records[0] == ChangelogRecord(b"a" + struct.pack(">qq", 70_000, 10), long_be(3), CTX_TS)
+    assert sink.records[-1] == ChangelogRecord(b"a" + struct.pack(">qq", 70_000, 10), None, CTX_TS)
+
+
+def test_in_memory_bytes_store_range_is_a_snapshot() -> None:
+    store = InMemoryKeyValueBytesStore()
+    store.write_all([(b"b", b"2"), (b"a", b"1"), (b"c", b"3"), (b"c", None)])
+    entries = store.range(b"a", None)
+    store.put(b"z", b"9")
+    assert list(entries) == [(b"a", b"1"), (b"b", b"2")]
+    assert list(store.range(b"a0", b"z")) == [(b"b", b"2"), (b"z", b"9")]
