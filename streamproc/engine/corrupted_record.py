@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from streamproc.engine.records import NO_TIMESTAMP, ConsumerRecord
+from streamproc.engine.slotted_init import fast_frozen_init
 from streamproc.engine.stamped_record import StampedRecord
 
 
@@ -23,3 +24,6 @@ class CorruptedRecord(StampedRecord):
 
     def __str__(self) -> str:
         return f"CorruptedRecord({self.record})"
+
+
+fast_frozen_init(CorruptedRecord)

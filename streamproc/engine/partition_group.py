@@ -10,6 +10,7 @@ drained (PG-3). Stream time is the maximum timestamp handed out, raised before p
 from __future__ import annotations
 
 import logging
+import operator
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -27,8 +28,8 @@ MAX_TASK_IDLE_MS_DISABLED = -1
 LagProvider = Callable[[TopicPartition], int | None]
 
 
-def _head_timestamp(queue: RecordQueue) -> int:
-    return queue.head_timestamp
+#: The heap key (``RecordQueue::headRecordTimestamp``), read in C rather than through a Python function.
+_head_timestamp: Callable[[RecordQueue], int] = operator.attrgetter("head_timestamp")
 
 
 @dataclass(slots=True)
@@ -102,8 +103,9 @@ class PartitionGroup:
             self._all_buffered = False
         else:
             self._non_empty_queues_by_time.offer(queue)
-        if record.timestamp > self.stream_time:
-            self.stream_time = record.timestamp
+        timestamp = record.timestamp
+        if timestamp > self.stream_time:
+            self.stream_time = timestamp
         return record
 
     def set_partition_time(self, partition: TopicPartition, partition_time: int) -> None:

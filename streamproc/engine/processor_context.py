@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from streamproc.engine.processor_topology import ProcessorNode, RecordCollector
 from streamproc.engine.punctuation_queue import Cancellable, PunctuationType, Punctuator
-from streamproc.engine.records import ProcessorRecordContext, Record, RecordMetadata
+from streamproc.engine.records import ConsumerRecord, ProcessorRecordContext, Record, RecordMetadata
+from streamproc.engine.stamped_record import StampedRecord
 from streamproc.engine.task_id import TaskId
 from streamproc.errors import ProcessingError, StateError
 
@@ -41,7 +42,15 @@ class ProcessorContextImpl:
         self._stores = stores
         self.collector = collector
         self.current_node: ProcessorNode | None = None
-        self.record_context = ProcessorRecordContext(NO_OFFSET, NO_OFFSET, NO_PARTITION, None)
+        #: The installed record context, or ``None`` while it is lazy: then it is built on first read from
+        #: ``_lazy_stamped`` (set by :meth:`set_record`) or, when that is ``None``, from the raw record
+        #: ``_lazy_record`` and ``_lazy_timestamp`` (set by :meth:`set_raw_record`).
+        self._record_context: ProcessorRecordContext | None = ProcessorRecordContext(
+            NO_OFFSET, NO_OFFSET, NO_PARTITION, None
+        )
+        self._lazy_stamped: StampedRecord | None = None
+        self._lazy_record: ConsumerRecord[bytes | None, bytes | None] | None = None
+        self._lazy_timestamp = NO_OFFSET
         self.system_time_ms = NO_OFFSET
 
     @property
@@ -57,10 +66,67 @@ class ProcessorContextImpl:
         """The task's ``task [<id>] ``-prefixed logger."""
         return self._task.log
 
+    @property
+    def record_context(self) -> ProcessorRecordContext:
+        """``recordContext()``: for an input record built on first read (most records never need it)."""
+        record_context = self._record_context
+        if record_context is None:
+            stamped = self._lazy_stamped
+            if stamped is not None:
+                record = stamped.record
+                record_context = ProcessorRecordContext(
+                    stamped.timestamp,
+                    record.offset,
+                    record.partition,
+                    record.topic,
+                    record.headers,
+                    stamped.raw_key,
+                    stamped.raw_value,
+                )
+            else:
+                raw = self._lazy_record
+                assert raw is not None
+                record_context = ProcessorRecordContext(
+                    self._lazy_timestamp, raw.offset, raw.partition, raw.topic, raw.headers, raw.key, raw.value
+                )
+            self._record_context = record_context
+        return record_context
+
+    @record_context.setter
+    def record_context(self, record_context: ProcessorRecordContext) -> None:
+        self._record_context = record_context
+
     def set(self, node: ProcessorNode | None, record_context: ProcessorRecordContext, system_time_ms: int) -> None:
         """``updateProcessorContext``: what the task installs before a record, a punctuation or ``init``."""
         self.current_node = node
-        self.record_context = record_context
+        self._record_context = record_context
+        self.system_time_ms = system_time_ms
+
+    def set_record(self, node: ProcessorNode, record: StampedRecord, system_time_ms: int) -> None:
+        """:meth:`set` for an input record, without building its ``ProcessorRecordContext`` up front.
+
+        The context is ``ProcessorRecordContext(timestamp, offset, partition, topic, headers, raw key, raw value)``
+        of ``record``, built only when read (``record_metadata()``, an error handler, a ``forward`` that changes
+        timestamp or headers): per record this saves an allocation the pass-through path never looks at.
+        """
+        self.current_node = node
+        self._record_context = None
+        self._lazy_stamped = record
+        self.system_time_ms = system_time_ms
+
+    def set_raw_record(
+        self,
+        node: ProcessorNode,
+        raw: ConsumerRecord[bytes | None, bytes | None],
+        timestamp: int,
+        system_time_ms: int,
+    ) -> None:
+        """:meth:`set_record` for a raw record and its extracted timestamp (the bulk replay inlines this)."""
+        self.current_node = node
+        self._record_context = None
+        self._lazy_stamped = None
+        self._lazy_record = raw
+        self._lazy_timestamp = timestamp
         self.system_time_ms = system_time_ms
 
     def forward(self, record: Record[Any, Any], child_name: str | None = None) -> None:
@@ -71,10 +137,25 @@ class ProcessorContextImpl:
                 "every task gets its own Processor instances",
                 task_id=str(self._task.id),
             )
-        previous_context = self.record_context
+        # The installed context, possibly still lazy (None): compared without building it, restored as it was.
+        installed = self._record_context
+        if installed is None:
+            stamped = self._lazy_stamped
+            if stamped is None:
+                lazy_record = self._lazy_record
+                assert lazy_record is not None
+                current_timestamp = self._lazy_timestamp
+                current_headers = lazy_record.headers
+            else:
+                current_timestamp = stamped.timestamp
+                current_headers = stamped.record.headers
+        else:
+            current_timestamp = installed.timestamp
+            current_headers = installed.headers
         try:
-            if record.timestamp != previous_context.timestamp or record.headers is not previous_context.headers:
-                self.record_context = ProcessorRecordContext(
+            if record.timestamp != current_timestamp or record.headers is not current_headers:
+                previous_context = self.record_context
+                self._record_context = ProcessorRecordContext(
                     record.timestamp,
                     previous_context.offset,
                     previous_context.partition,
@@ -98,7 +179,7 @@ class ProcessorContextImpl:
                 self.current_node = named
                 named.process(record)
         finally:
-            self.record_context = previous_context
+            self._record_context = installed
             self.current_node = previous_node
 
     def schedule(

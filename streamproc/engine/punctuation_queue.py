@@ -130,6 +130,11 @@ class PunctuationQueue:
             top = pq.peek()
         return punctuated
 
+    def next_due(self) -> int | None:
+        """The root's due time (cancelled or not), or ``None``: nothing can fire before that time."""
+        top = self._pq.peek()
+        return None if top is None else top.timestamp
+
     def can_punctuate(self, timestamp: int) -> bool:
         """Whether a non-cancelled schedule is due; drops cancelled ones at the root on the way."""
         pq = self._pq

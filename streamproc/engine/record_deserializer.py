@@ -25,6 +25,25 @@ from streamproc.errors import StreamsError
 REASON_DESERIALIZATION_HANDLER = "deserialization_handler"
 
 
+def deserialized_record(
+    raw: ConsumerRecord[bytes | None, bytes | None], key: object, value: object
+) -> ConsumerRecord[object, object]:
+    """The record ``RecordDeserializer.deserialize`` returns for ``raw`` with its deserialized key and value."""
+    return ConsumerRecord(
+        raw.topic,
+        raw.partition,
+        raw.offset,
+        raw.timestamp,
+        TimestampType.CREATE_TIME,
+        key,
+        value,
+        raw.headers,
+        raw.leader_epoch,
+        raw.serialized_key_size,
+        raw.serialized_value_size,
+    )
+
+
 class RecordDeserializer:
     """Deserializes the records of one source node for one task."""
 
@@ -57,19 +76,7 @@ class RecordDeserializer:
         except Exception as deserialization_exception:
             self._handle_failure(raw, deserialization_exception)
             return None
-        return ConsumerRecord(
-            raw.topic,
-            raw.partition,
-            raw.offset,
-            raw.timestamp,
-            TimestampType.CREATE_TIME,
-            key,
-            value,
-            raw.headers,
-            raw.leader_epoch,
-            raw.serialized_key_size,
-            raw.serialized_value_size,
-        )
+        return deserialized_record(raw, key, value)
 
     def _handle_failure(self, raw: ConsumerRecord[bytes | None, bytes | None], exception: Exception) -> None:
         context = ErrorHandlerContext(

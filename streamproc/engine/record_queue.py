@@ -137,8 +137,12 @@ class RecordQueue:
             fifo.extend(self._refill())
         return raw
 
-    def _update_head(self) -> None:
-        last_corrupted: RawRecord | None = None
+    def _update_head(self, last_corrupted: RawRecord | None = None) -> None:
+        """``updateHead``: take raw records until one deserializes with a timestamp ≥ 0, or leave a placeholder.
+
+        ``last_corrupted`` is a record already dropped on the way by the caller (the bulk replay deserializes the
+        common case itself and hands over here after a failure), so the placeholder is the one Kafka would leave.
+        """
         fifo = self._fifo
         while self._head is None and fifo:
             raw = self._take_raw()

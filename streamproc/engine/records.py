@@ -13,6 +13,8 @@ import enum
 from dataclasses import dataclass, field, replace
 from typing import Generic, TypeVar
 
+from streamproc.engine.slotted_init import fast_frozen_init
+
 #: ``ConsumerRecord.NO_TIMESTAMP``: the broker timestamp of a record written without one.
 NO_TIMESTAMP = -1
 #: ``ConsumerRecord.NULL_SIZE``: the serialized size reported for a null key or value.
@@ -141,6 +143,8 @@ class ConsumerRecord(Generic[K, V]):
         )
 
 
+fast_frozen_init(ConsumerRecord)
+
 RawRecord = ConsumerRecord[bytes | None, bytes | None]
 DeserializedRecord = ConsumerRecord[object, object]
 
@@ -165,6 +169,9 @@ class Record(Generic[K, V]):
 
     def with_headers(self, headers: Headers) -> Record[K, V]:
         return replace(self, headers=headers)
+
+
+fast_frozen_init(Record)
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,3 +203,6 @@ class ProcessorRecordContext:
         if self.topic is None:
             return None
         return RecordMetadata(self.topic, self.partition, self.offset)
+
+
+fast_frozen_init(ProcessorRecordContext)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from streamproc.engine.records import ConsumerRecord, Headers, TopicPartition
+from streamproc.engine.slotted_init import fast_frozen_init
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,3 +56,6 @@ class StampedRecord:
 
     def __str__(self) -> str:
         return f"{self.record}, timestamp = {self.timestamp}"
+
+
+fast_frozen_init(StampedRecord)

@@ -152,6 +152,8 @@ class StreamTask:
         #: WALL_CLOCK_TIME schedules registered while the clock is frozen (D-4): (processor, interval) each.
         self.frozen_wall_clock_schedules: list[tuple[str, int]] = []
         self.commit_needed = False
+        #: How many punctuation schedules were ever registered: the bulk replay re-reads the schedules when it moves.
+        self.schedules_registered = 0
         self._record_info = RecordInfo()
 
     # -- clocks --------------------------------------------------------------------------------------------------
@@ -230,8 +232,7 @@ class StreamTask:
         queue = info.queue
         assert queue is not None
         if isinstance(record, CorruptedRecord):
-            self.log.debug("Task skips processing corrupted record %s", record)
-            self.skip_steps.append(SkipStep(record.topic, record.partition, record.offset, self.records_processed))
+            self._skip(record)
         else:
             self._do_process(record, queue, now)
             self.records_processed += 1
@@ -239,48 +240,69 @@ class StreamTask:
         self.commit_needed = True
         return True
 
+    def _skip(self, record: CorruptedRecord) -> None:
+        """A ``CorruptedRecord`` placeholder: nothing is processed, the step is remembered (RQ-6)."""
+        self.log.debug("Task skips processing corrupted record %s", record)
+        self.skip_steps.append(SkipStep(record.topic, record.partition, record.offset, self.records_processed))
+
     def _do_process(self, record: StampedRecord, queue: RecordQueue, now: int) -> None:
-        topic, partition, offset = record.topic, record.partition, record.offset
         source = queue.source
         context = self.context
-        headers = record.headers
-        context.set(
-            source,
-            ProcessorRecordContext(
-                record.timestamp, offset, partition, topic, headers, record.raw_key, record.raw_value
-            ),
-            now,
-        )
+        timestamp = record.timestamp
+        deserialized = record.record
+        context.set_record(source, record, now)
         try:
-            source.process(Record(record.key, record.value, record.timestamp, headers))
-        except FailedProcessingException as failed:
-            message = failed.message or self._process_failure_message(
-                failed.failed_processor_node_name, topic, partition, offset
+            source.process(Record(deserialized.key, deserialized.value, timestamp, deserialized.headers))
+        except Exception as exc:
+            failure = self._processing_failure(
+                exc, source.name, deserialized.topic, deserialized.partition, deserialized.offset
             )
-            raise StreamsError(
+            raise failure  # noqa: B904 (_processing_failure sets the cause each case needs)
+        finally:
+            context.current_node = None
+
+    def _processing_failure(
+        self, exc: Exception, source_name: str, topic: str, partition: int, offset: int
+    ) -> BaseException:
+        """The error a failed ``process`` ends the task with, its ``__cause__`` set as ``raise ... from`` would.
+
+        A node's handler that said FAIL (``FailedProcessingException``) becomes a ``StreamsError`` caused by the
+        user's exception; a ``StreamsError`` gets this task's id if it has none; anything else is wrapped with the
+        name of the node that was running. Shared by :meth:`process` and the bulk replay (``bulk_replay``).
+        """
+        error: BaseException
+        if isinstance(exc, FailedProcessingException):
+            message = exc.message or self._process_failure_message(
+                exc.failed_processor_node_name, topic, partition, offset
+            )
+            error = StreamsError(
                 message,
                 reason=REASON_PROCESSING_EXCEPTION,
                 topic=topic,
                 partition=partition,
                 offset=offset,
                 task_id=str(self.id),
-            ) from failed.cause
-        except StreamsError as exc:
-            if exc.task_id is None:
-                raise self._with_task_id(exc) from exc
-            raise
-        except Exception as exc:
-            node = context.current_node.name if context.current_node is not None else source.name
-            raise StreamsError(
-                self._process_failure_message(node, topic, partition, offset),
-                reason=REASON_PROCESSING_EXCEPTION,
-                topic=topic,
-                partition=partition,
-                offset=offset,
-                task_id=str(self.id),
-            ) from exc
-        finally:
-            context.current_node = None
+            )
+            error.__cause__ = exc.cause
+            return error
+        if isinstance(exc, StreamsError):
+            if exc.task_id is not None:
+                return exc
+            error = self._with_task_id(exc)
+            error.__cause__ = exc
+            return error
+        current = self.context.current_node
+        node = current.name if current is not None else source_name
+        error = StreamsError(
+            self._process_failure_message(node, topic, partition, offset),
+            reason=REASON_PROCESSING_EXCEPTION,
+            topic=topic,
+            partition=partition,
+            offset=offset,
+            task_id=str(self.id),
+        )
+        error.__cause__ = exc
+        return error
 
     def _process_failure_message(self, node: str, topic: str, partition: int, offset: int) -> str:
         return (
@@ -324,6 +346,7 @@ class StreamTask:
         else:
             first = start_ms
         schedule = PunctuationSchedule(node.name, first, interval_ms, punctuator)
+        self.schedules_registered += 1
         now = wall_now if punctuation_type is PunctuationType.WALL_CLOCK_TIME else self.stream_time
         if start_ms is not None and start_ms < now:
             schedule = schedule.next(now)

@@ -8,15 +8,17 @@ insertion order of each group's first node (``InternalTopologyBuilder#makeNodeGr
 directory names depend on that numbering, so it must not differ from the live application's.
 
 Processor suppliers are typed loosely (``Callable[[], object]``): the runtime ``Processor`` protocol and the
-runtime graph built from a sub-topology live in ``processor.py`` / ``processor_topology.py``.
+runtime graph built from a sub-topology live in ``processor.py`` / ``processor_topology.py``;
+:meth:`Topology.build_processor_topology`, :meth:`Topology.build_stores` and :meth:`Topology.tasks` turn this
+builder into them (``topology_builder.py``).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from streamproc.engine.topology_analysis import internal_topic_prefix
 from streamproc.engine.topology_description import (
@@ -29,6 +31,13 @@ from streamproc.engine.topology_description import (
     TopologyDescription,
 )
 from streamproc.errors import TopologyError
+
+if TYPE_CHECKING:
+    from streamproc.engine.processor_topology import ProcessorTopology
+    from streamproc.engine.records import TopicPartition
+    from streamproc.engine.serdes import Serde
+    from streamproc.engine.task_id import TaskId
+    from streamproc.engine.topology_analysis import TopologyAnalysis
 
 #: ``StateManagerUtil.CHECKPOINT_FILE_NAME``: a store may not take the checkpoint file's name.
 CHECKPOINT_FILE_NAME = ".checkpoint"
@@ -482,6 +491,67 @@ class Topology:
 
     def __str__(self) -> str:
         return str(self.describe())
+
+    @property
+    def internal_topics(self) -> dict[str, int | None]:
+        """Raw names of the internal topics the DSL registered, with their explicit partition counts (or ``None``)."""
+        return dict(self._internal_topics)
+
+    # ------------------------------------------------------------------------------------------------ run time
+
+    def build_processor_topology(
+        self,
+        subtopology_id: int | None = None,
+        *,
+        application_id: str | None = None,
+        analysis: TopologyAnalysis | None = None,
+        default_key_serde: Serde[Any] | None = None,
+        default_value_serde: Serde[Any] | None = None,
+    ) -> ProcessorTopology:
+        """``InternalTopologyBuilder#buildSubtopology`` (``None``: ``#buildTopology``, every non-global group) with
+        fresh processor instances; see :func:`streamproc.engine.topology_builder.build_processor_topology`."""
+        from streamproc.engine import topology_builder
+
+        return topology_builder.build_processor_topology(
+            self,
+            subtopology_id,
+            application_id=application_id,
+            analysis=analysis,
+            default_key_serde=default_key_serde,
+            default_value_serde=default_value_serde,
+        )
+
+    def build_stores(self, subtopology_id: int | None = None) -> dict[str, object]:
+        """New store instances for one task of ``subtopology_id``, from the registered store builders."""
+        from streamproc.engine import topology_builder
+
+        return topology_builder.build_stores(self, subtopology_id)
+
+    def store_builders(self, subtopology_id: int | None = None) -> dict[str, object]:
+        """The registered store builders of a sub-topology, unbuilt, in connection order."""
+        from streamproc.engine import topology_builder
+
+        return topology_builder.store_builders(self, subtopology_id)
+
+    def changelog_topics(self, subtopology_id: int | None, application_id: str) -> dict[str, str]:
+        """``storeToChangelogTopic`` of a sub-topology: logged store -> its changelog topic."""
+        from streamproc.engine import topology_builder
+
+        return topology_builder.changelog_topics(self, subtopology_id, application_id)
+
+    def analyze(self, application_id: str, partition_counts: Mapping[str, int]) -> TopologyAnalysis:
+        """Topics, copartition groups, tasks and stages for this program on a cluster with ``partition_counts``."""
+        from streamproc.engine import topology_builder
+
+        return topology_builder.analyze_topology(self, application_id, partition_counts)
+
+    def tasks(
+        self, partition_counts: Mapping[str, int], *, application_id: str
+    ) -> dict[TaskId, tuple[TopicPartition, ...]]:
+        """``PartitionGrouper#partitionGroups``: each ``TaskId`` and the source partitions it owns."""
+        from streamproc.engine import topology_builder
+
+        return topology_builder.tasks(self, partition_counts, application_id=application_id)
 
 
 def _extractor_text(extractor: object) -> str:

@@ -1,0 +1,79 @@
+"""``fast_frozen_init``: the replacement ``__init__`` builds the same frozen instances as the dataclass one."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import pickle
+from dataclasses import dataclass, field
+
+import pytest
+
+from streamproc.engine.corrupted_record import CorruptedRecord
+from streamproc.engine.records import ConsumerRecord, ProcessorRecordContext, Record, TimestampType
+from streamproc.engine.slotted_init import fast_frozen_init
+from streamproc.engine.stamped_record import StampedRecord
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    a: int
+    b: str = "b"
+    c: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Fast:
+    a: int
+    b: str = "b"
+    c: tuple[int, ...] = ()
+
+
+fast_frozen_init(Fast)
+
+
+def test_same_parameters_defaults_and_values_as_the_dataclass_init() -> None:
+    assert str(inspect.signature(Fast.__init__)) == str(inspect.signature(Reference.__init__))
+    assert Fast.__init__.__code__.co_filename == "<string>"
+    assert dataclasses.astuple(Fast(1)) == dataclasses.astuple(Reference(1)) == (1, "b", ())
+    assert dataclasses.astuple(Fast(1, c=(2,), b="x")) == (1, "x", (2,))
+    with pytest.raises(TypeError):
+        Fast()  # type: ignore[call-arg]
+
+
+def test_instances_stay_frozen_and_work_with_replace_equality_hash_and_pickle() -> None:
+    value = Fast(1)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        value.a = 2  # type: ignore[misc]
+    assert dataclasses.replace(value, a=2) == Fast(2)
+    assert hash(value) == hash(Fast(1))
+    assert pickle.loads(pickle.dumps(value)) == value
+
+
+def test_unsupported_shapes_keep_the_dataclass_init() -> None:
+    @dataclass(frozen=True, slots=True)
+    class WithFactory:
+        items: list[int] = field(default_factory=list)
+
+    @dataclass(frozen=True)
+    class NoSlots:
+        a: int
+
+    @dataclass(slots=True)
+    class NotFrozen:
+        a: int
+
+    for cls in (WithFactory, NoSlots, NotFrozen):
+        original = cls.__init__
+        fast_frozen_init(cls)
+        assert cls.__init__ is original
+
+
+def test_the_hot_path_values_use_it() -> None:
+    for cls in (ConsumerRecord, Record, ProcessorRecordContext, StampedRecord, CorruptedRecord):
+        assert cls.__init__.__code__.co_filename == "<string>", cls
+    raw = ConsumerRecord.raw("t", 0, 5, 7, b"k", None)
+    assert raw.timestamp_type is TimestampType.CREATE_TIME and raw.serialized_value_size == -1
+    corrupted = CorruptedRecord.of(raw)
+    assert (corrupted.record, corrupted.timestamp, corrupted.raw_key, corrupted.raw_value) == (raw, -1, b"k", None)
+    assert ProcessorRecordContext(1, 2, 3, None).headers == ()
