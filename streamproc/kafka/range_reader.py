@@ -136,6 +136,11 @@ class RangeReader:
             ev.final_position = ev.end
             return
         consumer = self._consumer()
+        try:
+            self._check_partition_exists(consumer)
+        except BaseException:
+            consumer.close()
+            raise
         consumer.assign([TopicPartition(ev.topic, ev.partition, ev.start)])
         last_progress = time.monotonic()
         try:
@@ -185,6 +190,28 @@ class RangeReader:
                 "Read %s-%d [%d, %d) %s: %d records delivered, end reached by %s",
                 ev.topic, ev.partition, ev.start, ev.end, ev.isolation_level, ev.delivered_count, ev.reached_end_by,
             )  # fmt: skip
+
+    def _check_partition_exists(self, consumer: Any) -> None:
+        """A topic deleted or shrunk since planning is named at once, instead of a read that never starts."""
+        ev = self.evidence
+        try:
+            metadata = consumer.list_topics(ev.topic, timeout=30)
+        except Exception as exc:
+            raise FetchError(f"{ev.topic}-{ev.partition}: cannot read the topic's metadata: {exc}") from exc
+        topic = metadata.topics.get(ev.topic)
+        if topic is None or (topic.error is not None and topic.error.name() == "UNKNOWN_TOPIC_OR_PART"):
+            raise FetchError(
+                f"{ev.topic}-{ev.partition} [{ev.start}, {ev.end}): topic '{ev.topic}' does not exist (deleted since "
+                "the plan was made?); re-plan"
+            )
+        if topic.error is not None:
+            raise FetchError(f"{ev.topic}-{ev.partition}: topic metadata error: {topic.error.str()}")
+        if ev.partition not in topic.partitions:
+            raise FetchError(
+                f"{ev.topic}-{ev.partition} [{ev.start}, {ev.end}): partition {ev.partition} does not exist; "
+                f"'{ev.topic}' has {len(topic.partitions)} partition(s) (did its partition count change since the "
+                "plan?); re-plan"
+            )
 
     def _lost_to_retention(self, consumer: Any, error: Any) -> FetchError:
         from confluent_kafka import TopicPartition

@@ -78,3 +78,14 @@ def test_a_planned_end_beyond_the_readable_log_fails(
     with pytest.raises(FetchError, match="the readable log ends at 3"):
         list(reader.records())
     assert reader.evidence.delivered == [(0, 2)]
+
+
+def test_a_missing_topic_or_partition_is_named_at_once(
+    kafka_broker: str, admin: AdminClient, unique: Callable[[str], str]
+) -> None:
+    topic = create_topic(admin, unique("two"), partitions=2)
+
+    with pytest.raises(FetchError, match=r"partition 5 does not exist; '.*' has 2 partition\(s\)"):
+        read_range({"bootstrap.servers": kafka_broker}, topic, 5, 0, 3)
+    with pytest.raises(FetchError, match="topic 'never-created-topic' does not exist"):
+        read_range({"bootstrap.servers": kafka_broker}, "never-created-topic", 0, 0, 3)
