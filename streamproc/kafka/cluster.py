@@ -216,8 +216,13 @@ def partition_counts(client_config: Mapping[str, object]) -> dict[str, int]:
     return {name: len(t.partitions) for name, t in metadata.topics.items() if t.error is None}
 
 
-def read_log_offsets(client_config: Mapping[str, object], topics: list[str]) -> dict[tuple[str, int], tuple[int, int]]:
-    """(log start, high watermark) per partition of the given topics; topics that do not exist are absent."""
+def read_log_offsets(
+    client_config: Mapping[str, object], topics: list[str], isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED
+) -> dict[tuple[str, int], tuple[int, int]]:
+    """(log start, latest) per partition of the given topics; topics that do not exist are absent.
+
+    Latest is the high watermark, or the last stable offset under ``read_committed``.
+    """
     from confluent_kafka import TopicPartition as KafkaTopicPartition
     from confluent_kafka.admin import OffsetSpec
 

@@ -106,9 +106,10 @@ def plan_run(
     if now_ms is None and not _uses_clock(request):
         positions = replace(positions, now_ms=None)  # the plan's bytes must not depend on when it was made
     compacted = [name for name, topic in snapshot.topics.items() if topic.compacted]
-    restores = (
-        plan_restores(client_config, analysis, application_id, processing_guarantee, state_dir) if analysis else []
-    )
+    restores: list[PlannedRestore] = []
+    if analysis is not None:
+        restores = plan_restores(client_config, analysis, application_id, processing_guarantee, state_dir)
+        restores += plan_global_restores(client_config, analysis, application_id, isolation, state_dir, request)
     plan = RunPlan.build(positions, compacted_topics=compacted, analysis=analysis, restores=restores)
     log.info(
         "Planned %d range(s) over %d task(s), at most %d records",
@@ -181,6 +182,81 @@ def plan_restores(
                     checkpoint_offset=entry,
                     task_corrupted=decision.task_corrupted,
                     local_state_wiped=decision.local_state_wiped,
+                )
+            )
+    return restores
+
+
+GLOBAL_TASK = "global"
+
+
+def plan_global_restores(
+    client_config: Mapping[str, object],
+    analysis: TopologyAnalysis,
+    application_id: str,
+    isolation: IsolationLevel,
+    state_dir: Path | None,
+    request: PlanRequest,
+) -> list[PlannedRestore]:
+    """Per global store partition: ``[global checkpoint or log start, latest)`` (planning.md §10).
+
+    The global checkpoint (``<state.dir>/<application.id>/global/.checkpoint``) holds the global consumer's
+    position, so the range starts there. A checkpoint below the log start is data lost to retention: refused, or
+    with ``start_policy=clamp`` the store is rebuilt from the log start, which is where Kafka Streams ends up after
+    it fails with "Bootstrapping global state failed" and is restarted.
+    """
+    from streamproc.engine.records import TopicPartition as EngineTopicPartition
+    from streamproc.plan.cluster_snapshot import StartPolicy
+    from streamproc.plan.cluster_snapshot import TopicPartition as PlanTopicPartition
+    from streamproc.plan.positions import MissingTopic, OffsetOutOfRange
+    from streamproc.state.offset_checkpoint import OffsetCheckpoint
+    from streamproc.state.store_layout import GLOBAL_STATE_DIR, application_directory
+
+    if not analysis.global_stores:
+        return []
+    topics = sorted({g.topic for g in analysis.global_stores})
+    offsets = read_log_offsets(client_config, topics, isolation)
+    missing = [t for t in topics if not any(topic == t for topic, _ in offsets)]
+    if missing:
+        raise MissingTopic(
+            f"global store topic(s) {missing} do not exist; create them or fix the topology", topics=missing
+        )
+    checkpoint: dict[EngineTopicPartition, int] = {}
+    if state_dir is not None:
+        path = application_directory(state_dir, application_id) / GLOBAL_STATE_DIR / ".checkpoint"
+        if path.exists():
+            checkpoint = OffsetCheckpoint(path).read()
+    restores = []
+    for store in sorted(analysis.global_stores, key=lambda g: g.store):
+        for (topic, partition), (log_start, latest) in sorted(offsets.items()):
+            if topic != store.topic:
+                continue
+            position = checkpoint.get(EngineTopicPartition(topic, partition))
+            start = log_start if position is None else position
+            if position is not None and position < log_start:
+                tp = PlanTopicPartition(topic, partition)
+                if request.start_policy is not StartPolicy.CLAMP:
+                    raise OffsetOutOfRange(
+                        f"{tp}: the global checkpoint {position} is below the log start {log_start}: offsets "
+                        f"{position}..{log_start - 1} of global store {store.store} were deleted by retention; Kafka "
+                        "Streams would fail with 'Bootstrapping global state failed' and rebuild the store from the "
+                        "log start; re-plan with --on-data-loss=clamp to do the same",
+                        partitions=[tp],
+                    )
+                log.warning(
+                    "%s: global checkpoint %d below log start %d; rebuilding %s", tp, position, log_start, store.store
+                )
+                start = log_start
+            restores.append(
+                PlannedRestore(
+                    task_id=GLOBAL_TASK,
+                    store=store.store,
+                    changelog_topic=topic,
+                    changelog_partition=partition,
+                    start=min(start, latest),
+                    end=latest,
+                    checkpoint_offset=position,
+                    local_state_wiped=position is not None and position < log_start,
                 )
             )
     return restores
