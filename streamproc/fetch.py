@@ -89,10 +89,11 @@ class _Progress:
         self.bytes = 0
         self._started = time.monotonic()
 
-    def add(self, size: int) -> None:
-        self.records += 1
-        self.bytes += size
-        if self.records % PROGRESS_EVERY_RECORDS == 0:
+    def add_batch(self, records: int) -> None:
+        """Count a batch (its bytes were added row by row) and log when a multiple of the interval was passed."""
+        before = self.records
+        self.records += records
+        if self.records // PROGRESS_EVERY_RECORDS > before // PROGRESS_EVERY_RECORDS:
             elapsed = max(time.monotonic() - self._started, 1e-9)
             log.info(
                 "%s: %d records, %.1f MB so far (%.0f records/s)",
@@ -188,21 +189,23 @@ def _fetch_subrange(
     written = 0
     segment_start = start
     columns = SegmentColumns()
-    for message in reader.messages():
-        offset = message.offset()
-        key, value, headers = message.key(), message.value(), message.headers()
-        size = RECORD_OVERHEAD_BYTES + (len(key) if key else 0) + (len(value) if value else 0)
-        if headers:
-            size += sum(len(k.encode()) + (len(v) if v else 0) for k, v in headers)
-        if columns.offsets and (len(columns.offsets) >= max_records or columns.size + size > max_bytes):
-            _write_segment(client_config, store, rng, segment_start, offset, columns, isolation, last=False,
-                           eof_position=None)  # fmt: skip
-            written += 1
-            segment_start, columns = offset, SegmentColumns()
-        ts_type, timestamp = message.timestamp()
-        columns.append(offset, timestamp, _TIMESTAMP_TYPE_IDS.get(ts_type, -1), key, value, headers,
-                       message.leader_epoch())  # fmt: skip
-        progress.add(size)
+    types = _TIMESTAMP_TYPE_IDS
+    for batch in reader.batches():
+        for message in batch:
+            offset = message.offset()
+            key, value, headers = message.key(), message.value(), message.headers()
+            size = RECORD_OVERHEAD_BYTES + (len(key) if key else 0) + (len(value) if value else 0)
+            if headers:
+                size += sum(len(k.encode()) + (len(v) if v else 0) for k, v in headers)
+            if columns.offsets and (len(columns.offsets) >= max_records or columns.size + size > max_bytes):
+                _write_segment(client_config, store, rng, segment_start, offset, columns, isolation, last=False,
+                               eof_position=None)  # fmt: skip
+                written += 1
+                segment_start, columns = offset, SegmentColumns()
+            ts_type, timestamp = message.timestamp()
+            columns.append(offset, timestamp, types.get(ts_type, -1), key, value, headers, message.leader_epoch())
+            progress.bytes += size
+        progress.add_batch(len(batch))
     evidence = reader.evidence
     if evidence.reached_end_by is None:
         raise FetchError(f"{rng}: the reader stopped before reaching {end}; fetch again")

@@ -50,6 +50,14 @@ class RangeEvidence:
     reached_end_by: str | None = None  # "record_at_end", "last_offset", "eof_position", "empty"
     final_position: int | None = None
 
+    def add_run(self, first: int, last: int) -> None:
+        """Record the contiguous delivered offsets ``first..last``."""
+        if self.delivered and self.delivered[-1][1] == first - 1:
+            self.delivered[-1] = (self.delivered[-1][0], last)
+        else:
+            self.delivered.append((first, last))
+        self.delivered_count += last - first + 1
+
     def add(self, offset: int) -> None:
         if self.delivered and self.delivered[-1][1] == offset - 1:
             self.delivered[-1] = (self.delivered[-1][0], offset)
@@ -128,6 +136,15 @@ class RangeReader:
 
         On return, ``evidence`` says how ``end`` was reached.
         """
+        for batch in self.batches():
+            yield from batch
+
+    def batches(self) -> Iterator[list[Any]]:
+        """The range's messages as the consumer hands them out, a list per fetch, in offset order.
+
+        The cheapest way through a range: no per-message generator step. On return, ``evidence`` says how ``end``
+        was reached.
+        """
         from confluent_kafka import TopicPartition
 
         ev = self.evidence
@@ -143,6 +160,7 @@ class RangeReader:
             raise
         consumer.assign([TopicPartition(ev.topic, ev.partition, ev.start)])
         last_progress = time.monotonic()
+        end = ev.end
         try:
             while True:
                 messages = consumer.consume(self._batch_size, timeout=1.0)
@@ -155,41 +173,70 @@ class RangeReader:
                         )
                     continue
                 last_progress = time.monotonic()
+                batch: list[Any] = []
+                finished = recorded = False
                 for message in messages:
-                    error = message.error()
-                    if error is not None:
-                        if error.code() == _PARTITION_EOF:
-                            [position] = consumer.position([TopicPartition(ev.topic, ev.partition)])
-                            if position.offset >= ev.end:
-                                ev.reached_end_by = "eof_position"
-                                ev.final_position = position.offset
-                                return
-                            raise FetchError(
-                                f"{ev.topic}-{ev.partition} [{ev.start}, {ev.end}): the readable log ends at "
-                                f"{position.offset} ({ev.isolation_level}), before the planned end; the log was "
-                                "truncated or a transaction is still open. Re-plan the range"
-                            )
-                        if error.code() in (_AUTO_OFFSET_RESET, _OFFSET_OUT_OF_RANGE):
-                            raise self._lost_to_retention(consumer, error)
-                        raise FetchError(f"{ev.topic}-{ev.partition} [{ev.start}, {ev.end}): {error.str()}")
+                    if message.error() is not None:
+                        self._record(batch)  # the evidence holds what was delivered, even if the read fails here
+                        recorded = True
+                        self._raise_or_finish(consumer, message.error())
+                        finished = True
+                        break
                     offset = message.offset()
-                    if offset >= ev.end:
+                    if offset >= end:
                         ev.dropped_past_end += 1
                         ev.reached_end_by = "record_at_end"
-                        ev.final_position = ev.end
-                        return
-                    ev.add(offset)
-                    yield message
-                    if offset == ev.end - 1:
+                        ev.final_position = end
+                        finished = True
+                        break
+                    batch.append(message)
+                    if offset == end - 1:
                         ev.reached_end_by = "last_offset"
-                        ev.final_position = ev.end
-                        return
+                        ev.final_position = end
+                        finished = True
+                        break
+                if batch:
+                    if not recorded:
+                        self._record(batch)
+                    yield batch
+                if finished:
+                    return
         finally:
             consumer.close()
             log.info(
                 "Read %s-%d [%d, %d) %s: %d records delivered, end reached by %s",
                 ev.topic, ev.partition, ev.start, ev.end, ev.isolation_level, ev.delivered_count, ev.reached_end_by,
             )  # fmt: skip
+
+    def _record(self, batch: list[Any]) -> None:
+        if not batch:
+            return
+        first, last = batch[0].offset(), batch[-1].offset()
+        if last - first + 1 == len(batch):
+            self.evidence.add_run(first, last)
+        else:
+            for message in batch:
+                self.evidence.add(message.offset())
+
+    def _raise_or_finish(self, consumer: Any, error: Any) -> None:
+        """Partition EOF at or past the end finishes the range; anything else is a ``FetchError``."""
+        from confluent_kafka import TopicPartition
+
+        ev = self.evidence
+        if error.code() == _PARTITION_EOF:
+            [position] = consumer.position([TopicPartition(ev.topic, ev.partition)])
+            if position.offset >= ev.end:
+                ev.reached_end_by = "eof_position"
+                ev.final_position = position.offset
+                return
+            raise FetchError(
+                f"{ev.topic}-{ev.partition} [{ev.start}, {ev.end}): the readable log ends at "
+                f"{position.offset} ({ev.isolation_level}), before the planned end; the log was "
+                "truncated or a transaction is still open. Re-plan the range"
+            )
+        if error.code() in (_AUTO_OFFSET_RESET, _OFFSET_OUT_OF_RANGE):
+            raise self._lost_to_retention(consumer, error)
+        raise FetchError(f"{ev.topic}-{ev.partition} [{ev.start}, {ev.end}): {error.str()}")
 
     def _check_partition_exists(self, consumer: Any) -> None:
         """A topic deleted or shrunk since planning is named at once, instead of a read that never starts."""
