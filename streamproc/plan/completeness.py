@@ -20,12 +20,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from streamproc.errors import ManifestError
+from streamproc.intervals import Interval, count, to_intervals
 from streamproc.plan.cluster_snapshot import IsolationLevel, RecordKind, TopicPartition
 
 logger = logging.getLogger(__name__)
-
-Interval = tuple[int, int]
-"""An inclusive ``[first, last]`` run of offsets."""
 
 
 class Reason(enum.Enum):
@@ -53,23 +51,8 @@ class IncompleteRange(ManifestError):
         super().__init__(message)
 
 
-def to_intervals(offsets: Iterable[int]) -> tuple[Interval, ...]:
-    """Sorted distinct offsets as inclusive runs: ``[0, 1, 2, 5]`` → ``((0, 2), (5, 5))``."""
-    runs: list[Interval] = []
-    for offset in sorted(set(offsets)):
-        if runs and runs[-1][1] == offset - 1:
-            runs[-1] = (runs[-1][0], offset)
-        else:
-            runs.append((offset, offset))
-    return tuple(runs)
-
-
 def _interval_text(intervals: Iterable[Interval]) -> str:
     return ", ".join(f"{a}..{b}" for a, b in intervals)
-
-
-def _count(intervals: Iterable[Interval]) -> int:
-    return sum(b - a + 1 for a, b in intervals)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,12 +69,12 @@ class CompletenessProof:
     @property
     def delivered_count(self) -> int:
         """Offsets delivered as records."""
-        return _count(self.delivered)
+        return count(self.delivered)
 
     @property
     def explained_count(self) -> int:
         """Offsets explained by a reason."""
-        return sum(_count(v) for v in self.explained.values())
+        return sum(count(v) for v in self.explained.values())
 
     def to_dict(self) -> dict[str, object]:
         """The manifest's proof block (and the scenarios' ``manifest`` shape)."""

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streamproc.errors import ConfigError, ManifestError
+from streamproc.intervals import Interval, count, to_intervals
 from streamproc.storage.object_store import ObjectNotFoundError, ObjectStore
 from streamproc.storage.segments import (
     MANIFEST_SUFFIX,
@@ -41,25 +42,8 @@ MANIFEST_FORMAT = "streamproc.segment-manifest"
 REASONS = ("control", "aborted", "compacted", "control_or_compacted")
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 
-Interval = tuple[int, int]
-"""An inclusive ``[first, last]`` run of offsets, as the scenarios' ``manifest`` block writes them."""
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
-
-
-def to_intervals(offsets: Iterable[int]) -> tuple[Interval, ...]:
-    """Sorted distinct offsets as inclusive runs: ``[0, 1, 2, 5]`` → ``((0, 2), (5, 5))``."""
-    runs: list[Interval] = []
-    for offset in sorted(set(offsets)):
-        if runs and runs[-1][1] == offset - 1:
-            runs[-1] = (runs[-1][0], offset)
-        else:
-            runs.append((offset, offset))
-    return tuple(runs)
-
-
-def _count(intervals: Iterable[Interval]) -> int:
-    return sum(last - first + 1 for first, last in intervals)
 
 
 def _clip(intervals: Iterable[Interval], start: int, end: int) -> tuple[Interval, ...]:
@@ -77,11 +61,11 @@ class SegmentProof:
 
     @property
     def delivered_count(self) -> int:
-        return _count(self.delivered)
+        return count(self.delivered)
 
     @property
     def explained_count(self) -> int:
-        return sum(_count(runs) for runs in self.explained.values())
+        return sum(count(runs) for runs in self.explained.values())
 
     def restrict(self, start: int, end: int) -> SegmentProof:
         """The proof of the sub-range ``[start, end)`` (a segment of a split range)."""
