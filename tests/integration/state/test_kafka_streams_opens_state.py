@@ -11,8 +11,15 @@ The issue's proof, end to end on the session broker:
    of every record (those streamproc processed included), and it goes on with the records produced after.
 
 Cases: a timestamped key-value store under at_least_once, a timestamped window store (segments ``<store>.<start>``)
-under at_least_once, and the key-value store under exactly_once_v2 (changelog with transaction markers; Kafka
-Streams deletes the checkpoint at start-up and still restores nothing).
+under at_least_once, the key-value store under exactly_once_v2 (changelog with transaction markers; Kafka
+Streams deletes the checkpoint at start-up and still restores nothing), and a plain (non-timestamped) key-value store
+(``StateResumeAppPlainKv``) under at_least_once.
+
+Each case runs twice: step 3 on Kafka Streams 4.2.2 (the oracle jar) and on 4.3.1 (jars from
+``conformance/ks43/pom.xml``, cached in ``~/.cache/streamproc``), an upgraded application meeting the 4.2 layout
+streamproc writes. 4.3 (KIP-1035) migrates the legacy ``.checkpoint`` into an ``offsets`` column family in each store
+(segment) on its first start, deletes the file and restores 0 records; step 1 stays on 4.2.2 because streamproc reads
+only the 4.2 layout (a store 4.3 opened is refused, which the 4.3 runs check too).
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ import json
 import shutil
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +37,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
+from rocksdict import AccessType, Options, Rdict
 
 from streamproc.conformance.oracle import CONFORMANCE_DIR, ORACLE_JAR, ensure_oracle_jar
 from streamproc.engine.processor import Processor, ProcessorContext
@@ -41,17 +49,35 @@ from streamproc.engine.task_id import TaskId
 from streamproc.state.changelog_collector import ChangelogCollector
 from streamproc.state.commit_metadata import ProcessorMetadata, TopicPartitionMetadata
 from streamproc.state.offset_checkpoint import OffsetCheckpoint
+from streamproc.state.offsets_column_family import (
+    OFFSETS_COLUMN_FAMILY_NAME,
+    STATUS_CLOSED,
+    StoreOffsets,
+    decode_offsets_column_family,
+)
+from streamproc.state.processor_state_manager import KS_VERSION_4_3
 from streamproc.state.restore_plan import ChangelogState, ProcessingGuarantee
-from streamproc.state.rocksdb_store import inspect_rocksdb
+from streamproc.state.rocksdb_store import IncompatibleStore, inspect_rocksdb
 from streamproc.state.state_directory import StateDirectory
 from streamproc.state.state_manager import ProcessorStateManager, StoreDefinition
+from streamproc.state.store_layout import column_families
 from streamproc.state.store_type import StoreType
-from streamproc.state.stores import TimestampedKeyValueStore, TimestampedWindowStore, ValueAndTimestamp
+from streamproc.state.stores import KeyValueStore, TimestampedKeyValueStore, TimestampedWindowStore, ValueAndTimestamp
 from tests.integration.conftest import create_topic
 
-APP_SOURCE = CONFORMANCE_DIR / "src" / "main" / "java" / "dev" / "streamproc" / "oracle" / "StateResumeApp.java"
+APP_SOURCE_DIR = CONFORMANCE_DIR / "src" / "main" / "java" / "dev" / "streamproc" / "oracle"
+#: ``StateResumeApp`` (timestamped stores) and ``StateResumeAppPlainKv`` (a plain key-value store), compiled together.
+APP_SOURCES = (APP_SOURCE_DIR / "StateResumeApp.java", APP_SOURCE_DIR / "StateResumeAppPlainKv.java")
+#: The Kafka Streams the oracle jar holds (phase 1 always runs on it: streamproc reads only the 4.2 layout).
+KS_42 = "4.2.2"
+#: The latest 4.3 patch on Maven Central (``conformance/ks43/pom.xml``); phase 3 runs on it as an upgraded app.
+KS_43 = "4.3.1"
+KS43_POM = CONFORMANCE_DIR / "ks43" / "pom.xml"
+KS43_CACHE = Path.home() / ".cache" / "streamproc" / f"kafka-streams-{KS_43}"
 TASK = TaskId(0, 0)
 COUNTS = StoreDefinition("counts", StoreType.TIMESTAMPED_KEY_VALUE, serde_for("String"), serde_for("Long"))
+#: ``StateResumeAppPlainKv``'s store: ``Stores.persistentKeyValueStore("counts")``, value = the count only.
+PLAIN_COUNTS = StoreDefinition("counts", StoreType.KEY_VALUE, serde_for("String"), serde_for("Long"))
 #: ``StateResumeApp``'s window store: one-minute windows, 10 minutes retention (so 5-minute segments).
 WINDOW_MS = 60_000
 WCOUNTS = StoreDefinition(
@@ -79,18 +105,51 @@ def app_classpath(tmp_path_factory: pytest.TempPathFactory) -> str:
         copy = work / f"oracle-{attempt}.jar"
         shutil.copyfile(jar, copy)
         classes = work / f"classes-{attempt}"
-        proc = subprocess.run(
-            ["javac", "-cp", str(copy), "-d", str(classes), str(APP_SOURCE)],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
+        proc = compile_apps(str(copy), classes)
         if proc.returncode == 0:
             return f"{classes}:{copy}"
         failure = proc.stderr[-4000:]
         time.sleep(15)
     raise AssertionError(f"StateResumeApp does not compile against {ORACLE_JAR}:\n{failure}")
+
+
+@pytest.fixture(scope="module")
+def app_classpath_43(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """``StateResumeApp`` compiled against Kafka Streams 4.3 (jars copied once by ``conformance/ks43/pom.xml``)."""
+    if not (KS43_CACHE / f"kafka-streams-{KS_43}.jar").is_file():
+        proc = subprocess.run(
+            [
+                "mvn",
+                "-q",
+                "-f",
+                str(KS43_POM),
+                "dependency:copy-dependencies",
+                "-DincludeScope=runtime",
+                f"-DoutputDirectory={KS43_CACHE}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        assert proc.returncode == 0, f"cannot fetch Kafka Streams {KS_43}:\n{proc.stdout[-4000:]}{proc.stderr[-4000:]}"
+    jars = ":".join(str(jar) for jar in sorted(KS43_CACHE.glob("*.jar")))
+    classes = tmp_path_factory.mktemp("state-resume-app-43") / "classes"
+    proc = compile_apps(jars, classes)
+    assert proc.returncode == 0, (
+        f"StateResumeApp does not compile against Kafka Streams {KS_43}:\n{proc.stderr[-4000:]}"
+    )
+    return f"{classes}:{jars}"
+
+
+def compile_apps(classpath: str, classes: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["javac", "-cp", classpath, "-d", str(classes), *map(str, APP_SOURCES)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def run_app(
@@ -101,14 +160,7 @@ def run_app(
             "java",
             "-cp",
             classpath,
-            "dev.streamproc.oracle.StateResumeApp",
-            bootstrap,
-            app_id,
-            str(state_dir),
-            topic,
-            str(end),
-            case.mode,
-            "eos" if case.guarantee.eos else "alos",
+            *case.java_args(bootstrap, app_id, state_dir, topic, end),
         ],
         capture_output=True,
         text=True,
@@ -122,6 +174,32 @@ def run_app(
     result["events"] = events
     result["stderr"] = proc.stderr
     return result
+
+
+def store_databases(task_dir: Path, store: StoreDefinition) -> list[Path]:
+    """The RocksDB directories of ``store``: ``rocksdb/<name>``, or one ``<name>/<name>.<start>`` per segment."""
+    if store.store_type.segmented:
+        return sorted((task_dir / store.name).iterdir(), key=lambda p: int(p.name.rpartition(".")[2]))
+    return [task_dir / "rocksdb" / store.name]
+
+
+def read_offsets_column_family(db: Path) -> StoreOffsets:
+    """The ``offsets`` column family of a store Kafka Streams 4.3 closed, read through ``rocksdict`` read-only."""
+    families = Rdict.list_cf(str(db))
+    rdict = Rdict(
+        str(db),
+        options=Options(raw_mode=True),
+        column_families={name: Options(raw_mode=True) for name in families},
+        access_type=AccessType.read_only(),
+    )
+    try:
+        entries: list[tuple[bytes, bytes]] = []
+        for key, value in rdict.get_column_family(OFFSETS_COLUMN_FAMILY_NAME).items():
+            assert isinstance(key, bytes) and isinstance(value, bytes)  # raw mode
+            entries.append((key, value))
+    finally:
+        rdict.close()
+    return decode_offsets_column_family(entries, where=str(db))
 
 
 def produce(bootstrap: str, topic: str, records: list[tuple[str, int]]) -> None:
@@ -191,6 +269,20 @@ class Counter(Processor):
         self.store.put(record.key, ValueAndTimestamp((old.value if old else 0) + 1, record.timestamp))
 
 
+class PlainCounter(Processor):
+    """The Python twin of ``StateResumeAppPlainKv.PlainCounter``."""
+
+    store: KeyValueStore[str, int]
+
+    def init(self, context: ProcessorContext) -> None:
+        store = context.get_state_store("counts")
+        assert isinstance(store, KeyValueStore)
+        self.store = store
+
+    def process(self, record: Record[Any, Any]) -> None:
+        self.store.put(record.key, (self.store.get(record.key) or 0) + 1)
+
+
 class WindowCounter(Processor):
     """The Python twin of ``StateResumeApp.WindowCounter``."""
 
@@ -219,12 +311,16 @@ def expected_window_counts(records: list[tuple[str, int]]) -> dict[str, list[int
     return expected_counts([(f"{key}@{ts - ts % WINDOW_MS}", ts) for key, ts in records])
 
 
+def expected_plain_counts(records: list[tuple[str, int]]) -> dict[str, int]:
+    return {key: count for key, (count, _) in expected_counts(records).items()}
+
+
 @dataclass(frozen=True)
 class Case:
     mode: str
     store: StoreDefinition
     processor: Callable[[], Processor]
-    expected: Callable[[list[tuple[str, int]]], dict[str, list[int]]]
+    expected: Callable[[list[tuple[str, int]]], Mapping[str, object]]
     step_ms: int
     guarantee: ProcessingGuarantee = ProcessingGuarantee.AT_LEAST_ONCE
 
@@ -232,11 +328,19 @@ class Case:
     def id(self) -> str:
         return f"{self.mode}-{'eos' if self.guarantee.eos else 'alos'}"
 
+    def java_args(self, bootstrap: str, app_id: str, state_dir: Path, topic: str, end: int) -> list[str]:
+        guarantee = "eos" if self.guarantee.eos else "alos"
+        common = [bootstrap, app_id, str(state_dir), topic, str(end)]
+        if self.mode == "plainkv":
+            return ["dev.streamproc.oracle.StateResumeAppPlainKv", *common, guarantee]
+        return ["dev.streamproc.oracle.StateResumeApp", *common, self.mode, guarantee]
+
 
 CASES = [
     Case("kv", COUNTS, Counter, expected_counts, 1),
     Case("window", WCOUNTS, WindowCounter, expected_window_counts, 20_000),
     Case("kv", COUNTS, Counter, expected_counts, 1, ProcessingGuarantee.EXACTLY_ONCE_V2),
+    Case("plainkv", PLAIN_COUNTS, PlainCounter, expected_plain_counts, 1),
 ]
 
 
@@ -304,14 +408,17 @@ def streamproc_run(
     return written
 
 
+@pytest.mark.parametrize("resume_version", [KS_42, KS_43], ids=[f"ks{KS_42}", f"ks{KS_43}"])
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_kafka_streams_resumes_on_streamproc_state(
     case: Case,
+    resume_version: str,
     kafka_broker: str,
     admin: AdminClient,
     unique: Callable[[str], str],
     tmp_path: Path,
     app_classpath: str,
+    request: pytest.FixtureRequest,
 ) -> None:
     app_id = unique("resume")
     topic = create_topic(admin, unique("words"))
@@ -342,24 +449,54 @@ def test_kafka_streams_resumes_on_streamproc_state(
     if case.store.store_type.segmented:
         interval = case.store.segment_interval()
         starts = sorted({(ts // interval) * interval for _, ts in phase_a + phase_b})
-        assert sorted(p.name for p in (task_dir / case.store.name).iterdir()) == [
+        assert [db.name for db in store_databases(task_dir, case.store)] == [
             f"{case.store.name}.{start}" for start in starts
         ]
-        databases = [task_dir / case.store.name / f"{case.store.name}.{start}" for start in starts]
-    else:
-        databases = [task_dir / "rocksdb" / case.store.name]
-    for db in databases:
+    for db in store_databases(task_dir, case.store):
         info = inspect_rocksdb(db)
-        assert info.column_families == ("default", "keyValueWithTimestamp")
+        assert info.column_families == column_families(case.store.store_type)
         assert set(info.comparators.values()) == {"leveldb.BytewiseComparator"}
         assert set(info.merge_operators.values()) == {"nullptr"}
         assert not (db / "rocksdict-config.json").exists()
     assert StateDirectory(state_dir, app_id).process_id() is not None  # Kafka Streams' own file, left untouched
 
     produce(kafka_broker, topic, phase_c)
-    second = run_app(app_classpath, kafka_broker, app_id, state_dir, topic, total, case)
+    resume_classpath = app_classpath if resume_version == KS_42 else request.getfixturevalue("app_classpath_43")
+    second = run_app(resume_classpath, kafka_broker, app_id, state_dir, topic, total, case)
     restore_totals = [e["total"] for e in second["events"] if e["event"] == "restore_end"]
     assert second["restored"] == 0, second["events"]
     assert restore_totals == [0], second["events"]
     assert second["store"] == case.expected(phase_a + phase_b + phase_c)
     assert "TaskCorruptedException" not in second["stderr"]
+
+    last_record = read_range(kafka_broker, changelog.topic, *watermarks(kafka_broker, changelog.topic))[0][-1]
+    if resume_version == KS_42:
+        assert OffsetCheckpoint(task_dir / ".checkpoint").read() == {changelog: last_record.offset}
+        for db in store_databases(task_dir, case.store):
+            assert inspect_rocksdb(db).column_families == column_families(case.store.store_type)
+        return
+    # Kafka Streams 4.3 (KIP-1035) committed the legacy ``.checkpoint`` streamproc wrote into each store's ``offsets``
+    # column family on its first start and deleted the file (``LegacyCheckpointingStateStore.migrateLegacyOffsets``);
+    # on close it commits there again and, without ``upgrade.from``, writes no ``.checkpoint``.
+    assert "Migrating legacy checkpoint file for task 0_0" in second["stderr"]
+    assert "Migrated legacy checkpoint file for task 0_0 with offsets migrated for 1 stores" in second["stderr"]
+    assert not (task_dir / ".checkpoint").exists()
+    for db in store_databases(task_dir, case.store):
+        assert inspect_rocksdb(db).column_families == (
+            *column_families(case.store.store_type),
+            OFFSETS_COLUMN_FAMILY_NAME,
+        )
+        stored = read_offsets_column_family(db)
+        assert stored.offsets == {changelog: last_record.offset}, db
+        assert stored.status == STATUS_CLOSED
+    # The hand-off is one way for 4.3: streamproc reads only the 4.2 layout, so it refuses (never silently reuses) a
+    # store 4.3 has opened (state.md §15.6).
+    manager = ProcessorStateManager(
+        TASK,
+        [case.store],
+        application_id=app_id,
+        state_directory=StateDirectory(state_dir, app_id),
+        ks_version=KS_VERSION_4_3,
+    )
+    with pytest.raises(IncompatibleStore, match=OFFSETS_COLUMN_FAMILY_NAME):
+        manager.initialize({changelog: ChangelogState(*watermarks(kafka_broker, changelog.topic))})

@@ -10,8 +10,9 @@ from hypothesis import strategies as st
 
 from streamproc.engine.records import ConsumerRecord, RawRecord
 from streamproc.errors import ConfigError, ManifestError
+from streamproc.intervals import to_intervals
 from streamproc.storage import LocalObjectStore, ObjectStore
-from streamproc.storage.manifest import SegmentProof, to_intervals, write_manifest
+from streamproc.storage.manifest import SegmentProof, write_manifest
 from streamproc.storage.segments import RECORD_OVERHEAD_BYTES, SegmentWriter, manifest_name, record_size
 from streamproc.storage.staging import (
     SegmentLimits,
