@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -25,6 +26,8 @@ SCENARIOS_DIR = SPEC_DIR / "scenarios"
 
 # Everything the tests start talks over loopback only; Spark would otherwise bind to the machine's other address.
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+# Airflow reads its config and metadata DB from AIRFLOW_HOME: tests get their own, never the developer's ~/airflow.
+os.environ["AIRFLOW_HOME"] = tempfile.mkdtemp(prefix="streamproc-airflow-home-")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
