@@ -185,3 +185,93 @@ def documented_findings() -> dict[str, Path]:
             scenario_id = cells[0].strip("`")
             findings[scenario_id] = FINDINGS_RESULTS_DIR / f"{scenario_id}.json"
     return findings
+
+
+# --------------------------------------------------------------------------------------------- application level
+
+#: The jar's application-level sub-command (``AppRunner``): a real ``KafkaStreams`` instance against a broker.
+APP_COMMAND = "app"
+#: Runs per scenario by default: Kafka Streams' defaults, one record per poll, one batch per fetch, three per poll.
+DEFAULT_APP_RUNS = 4
+_APP_TIMEOUT_S = 600
+#: Scenario settings under which a live run reads the real wall clock, so its results cannot equal a replay's.
+WALL_CLOCK_EXTRACTOR = "WallclockTimestampExtractor"
+WALL_CLOCK_TIME = "WALL_CLOCK_TIME"
+
+
+def run_oracle_app(
+    bootstrap: str,
+    scenario_path: Path | str,
+    runs: int = DEFAULT_APP_RUNS,
+    *,
+    max_poll_records: int | None = None,
+    fetch_max_bytes: int | None = None,
+) -> dict[str, Any]:
+    """Run an ordering scenario ``runs`` times through a real ``KafkaStreams`` app on ``bootstrap``.
+
+    Returns the jar's answer: ``results`` (the distinct results, each in the scenario's ``expected`` shape without
+    the keys in ``not_observable``), ``runs`` (per run: ``max_poll_records``, ``fetch_max_bytes``, ``result`` =
+    index into ``results``, ``elapsed_ms``) and ``not_observable`` (keys a live app cannot show, ``skip_steps``).
+    Without ``max_poll_records``/``fetch_max_bytes`` the runs cycle through Kafka Streams' defaults and small
+    polls and fetches (``AppRunner``), so the set shows what fetch boundaries and timing change.
+    """
+    jar = ensure_oracle_jar()
+    java = shutil.which("java")
+    if java is None:
+        raise OracleError("java is not on PATH; install a JDK 17+ to run the oracle")
+    command = [java, *_JVM_OPTIONS, "-jar", str(jar), APP_COMMAND, bootstrap, str(scenario_path), "--repeat", str(runs)]
+    if max_poll_records is not None:
+        command += ["--max-poll-records", str(max_poll_records)]
+    if fetch_max_bytes is not None:
+        command += ["--fetch-max-bytes", str(fetch_max_bytes)]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=_APP_TIMEOUT_S, check=False)
+    try:
+        answer = json.loads(proc.stdout)
+    except json.JSONDecodeError as exc:
+        raise OracleError(
+            f"oracle app {scenario_path}: no JSON on stdout (exit {proc.returncode}): {exc}\n{proc.stderr[-4000:]}"
+        ) from exc
+    if not isinstance(answer, dict) or proc.returncode != 0 or "oracle_error" in answer:
+        error = answer.get("oracle_error") if isinstance(answer, dict) else answer
+        raise OracleError(f"oracle app {scenario_path} failed (exit {proc.returncode}): {error}\n{proc.stderr[-4000:]}")
+    return answer
+
+
+def observable(result: dict[str, Any], not_observable: list[str] | tuple[str, ...]) -> dict[str, Any]:
+    """``result`` without the keys a live app cannot show (``AppRunner``'s ``not_observable``)."""
+    return {k: v for k, v in result.items() if k not in not_observable}
+
+
+def differences_from_app_set(result: dict[str, Any], app_answer: dict[str, Any]) -> list[str]:
+    """Empty when ``result`` (streamproc's or a scenario's) equals one member of the app-level set, else why not.
+
+    Only the observable keys are compared, with :func:`compare_to_expected`'s rules for ``error`` blocks; nothing
+    outside the set is accepted. The explanation lists the differences from each member.
+    """
+    hidden = list(app_answer.get("not_observable", []))
+    mine = observable(result, hidden)
+    members: list[dict[str, Any]] = list(app_answer.get("results", []))
+    explanations: list[str] = []
+    for index, member in enumerate(members):
+        diffs = compare_to_expected(mine, observable(member, hidden))
+        if not diffs:
+            return []
+        explanations.append(f"app result {index}: " + "; ".join(diffs[:5]))
+    return explanations or ["the application-level oracle produced no result"]
+
+
+def depends_on_wall_clock(scenario: dict[str, Any]) -> bool:
+    """True when a live run reads the real wall clock in a way a replay's virtual clock cannot reproduce (D-4).
+
+    ``WallclockTimestampExtractor`` stamps records with the real time, and a ``WALL_CLOCK_TIME`` schedule fires
+    live whenever real time passes its interval (even before the first record), where the replay never fires it.
+    The app-level set then need not hold the replay's result; the report shows the set without judging streamproc
+    by it.
+    """
+    config = scenario.get("config")
+    if isinstance(config, dict) and config.get("timestamp_extractor") == WALL_CLOCK_EXTRACTOR:
+        return True
+    punctuations = scenario.get("punctuations")
+    return isinstance(punctuations, list) and any(
+        isinstance(p, dict) and p.get("type") == WALL_CLOCK_TIME for p in punctuations
+    )

@@ -7,6 +7,13 @@ Kafka Streams 4.2.2 oracle (``conformance/``, one JVM for all scenarios: ``java 
 ``conformance/results/latest.json`` (one row per scenario) and ``conformance/results/latest.md`` (a table and
 totals).
 
+With ``--bootstrap HOST:PORT`` (or ``--app``, which starts a throw-away broker with ``streamproc.dev.broker``) the
+ordering scenarios also run through the application-level oracle (``java -jar … app``: a real ``KafkaStreams``
+instance, several runs with different ``max.poll.records`` and fetch sizes). Its column holds the *set* of distinct
+live results; streamproc's result must be one of them (observable keys only, never more than the set), except
+where the live app reads the real wall clock (``WallclockTimestampExtractor``), which the set shows but does not
+judge. The default run starts no broker and stays fast.
+
 A row's ``status`` is ``pass`` only when streamproc's result equals Kafka Streams' on that scenario. Where Kafka
 Streams did not run (no oracle mode for the kind, an uncovered state operation, no application-level runner yet)
 the row is ``pending`` with a reason, never ``pass``, even when streamproc agrees with the scenario's ``expected``;
@@ -28,9 +35,11 @@ import logging
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -60,9 +69,10 @@ EXIT_OK = 0
 EXIT_MISMATCH = 1
 EXIT_ORACLE_UNAVAILABLE = 2
 
-APP_RUNNER_PENDING = (
-    "no application-level runner yet (a real KafkaStreams instance against a broker, ordering.md section 11)"
-)
+APP_RUNNER_PENDING = "the application-level oracle was not run (pass --bootstrap HOST:PORT or --app)"
+APP_KINDS = frozenset({"ordering"})
+APP_WALL_CLOCK = "the live app reads the real wall clock (D-4): its results are shown, streamproc is not judged by them"
+DEFAULT_APP_WORKERS = 4
 # Kinds the task-level oracle answers (``Main#commandForKind`` in conformance/).
 ORACLE_KINDS = frozenset({"ordering", "state"})
 # Informational fields of planning expectations (not compared; see tests/unit/conformance/test_planning_scenarios).
@@ -110,6 +120,8 @@ class Row:
     streamproc_matches_spec: bool | None
     status: str
     differences: tuple[str, ...]
+    #: streamproc's result is one of the application-level results (``None``: not run or not comparable)
+    streamproc_in_kafka_streams_app_set: bool | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -125,6 +137,7 @@ class Row:
             "streamproc_matches_spec": self.streamproc_matches_spec,
             "status": self.status,
             "differences": list(self.differences),
+            "streamproc_in_kafka_streams_app_set": self.streamproc_in_kafka_streams_app_set,
         }
 
 
@@ -250,7 +263,8 @@ def build_row(
     - Kafka Streams did not run (pending): ``fail`` when streamproc differs from ``expected``, else ``pending``.
 
     ``spec_matches_kafka_streams`` is informational (a difference there is a finding for FINDINGS.md, not a
-    failure of streamproc).
+    failure of streamproc). When the application-level oracle ran (and the scenario does not read the real wall
+    clock), streamproc's result must also be a member of its set of results, else the row fails.
     """
     kind = str(scenario.get("kind"))
     expected = scenario.get("expected") if isinstance(scenario.get("expected"), dict) else None
@@ -271,6 +285,14 @@ def build_row(
             differences.extend(f"streamproc vs Kafka Streams: {d}" for d in ks_diffs)
     if kafka is not None and expected is not None:
         spec_ks = not compare_kafka(kind, expected, kafka)
+    in_app_set: bool | None = None
+    app_answer = kafka_streams_app.result if kafka_streams_app.status == RAN else None
+    oracle = _oracle_module() if app_answer is not None else None
+    if oracle is not None and app_answer is not None and streamproc.result is not None:
+        if not oracle.depends_on_wall_clock(scenario):
+            app_diffs: list[str] = oracle.differences_from_app_set(streamproc.result, app_answer)
+            in_app_set = not app_diffs
+            differences.extend(f"streamproc not in the Kafka Streams app-level set: {d}" for d in app_diffs)
 
     if streamproc.status != RAN:
         status = STATUS_FAIL
@@ -278,6 +300,11 @@ def build_row(
     elif kafka_streams_task.status == ERROR:
         status = STATUS_FAIL
         differences.insert(0, f"the Kafka Streams oracle failed: {kafka_streams_task.reason}")
+    elif kafka_streams_app.status == ERROR:
+        status = STATUS_FAIL
+        differences.insert(0, f"the application-level Kafka Streams oracle failed: {kafka_streams_app.reason}")
+    elif in_app_set is False:
+        status = STATUS_FAIL
     elif sp_ks is not None:
         status = STATUS_PASS if sp_ks else STATUS_FAIL
     elif sp_spec is False:
@@ -297,6 +324,7 @@ def build_row(
         streamproc_matches_spec=sp_spec,
         status=status,
         differences=tuple(differences),
+        streamproc_in_kafka_streams_app_set=in_app_set,
     )
 
 
@@ -315,6 +343,13 @@ def totals(rows: Sequence[Row]) -> dict[str, int]:
         "pending": by_status[STATUS_PENDING],
         "kafka_streams_task_ran": sum(row.kafka_streams_task.status == RAN for row in rows),
         "kafka_streams_app_ran": sum(row.kafka_streams_app.status == RAN for row in rows),
+        "streamproc_in_app_set": sum(row.streamproc_in_kafka_streams_app_set is True for row in rows),
+        "app_set_sizes_above_one": sum(
+            row.kafka_streams_app.status == RAN
+            and row.kafka_streams_app.result is not None
+            and len(row.kafka_streams_app.result.get("results", [])) > 1
+            for row in rows
+        ),
         "streamproc_ran": sum(row.streamproc.status == RAN for row in rows),
         "streamproc_matches_spec": sum(row.streamproc_matches_spec is True for row in rows),
         "spec_differs_from_kafka_streams": sum(row.spec_matches_kafka_streams is False for row in rows),
@@ -393,6 +428,42 @@ def run_oracle_batch(paths: Sequence[Path]) -> dict[Path, RunnerOutcome]:
     return outcomes
 
 
+def run_app_oracle(
+    paths: Sequence[Path],
+    scenarios: dict[Path, dict[str, Any]],
+    bootstrap: str,
+    *,
+    runs: int,
+    workers: int = DEFAULT_APP_WORKERS,
+) -> dict[Path, RunnerOutcome]:
+    """The application-level oracle (one JVM per scenario, ``workers`` at a time) on every ordering scenario.
+
+    Other kinds are ``pending``. A failed run is that scenario's ``error`` outcome (the row then fails).
+    """
+    module = _oracle_module()
+    outcomes: dict[Path, RunnerOutcome] = {}
+    covered = [p for p in paths if scenarios[p].get("kind") in APP_KINDS]
+    for path in paths:
+        if path not in covered:
+            outcomes[path] = RunnerOutcome(
+                PENDING, reason=f"no application-level mode for kind {scenarios[path].get('kind')!r}"
+            )
+
+    def one(path: Path) -> RunnerOutcome:
+        try:
+            answer: dict[str, Any] = module.run_oracle_app(bootstrap, path, runs)
+        except Exception as exc:  # noqa: BLE001 - OracleError or a timeout: that scenario's outcome
+            logger.warning("application-level oracle failed on %s: %s", path, exc)
+            return RunnerOutcome(ERROR, reason=f"{type(exc).__name__}: {str(exc)[:2000]}")
+        reason = APP_WALL_CLOCK if module.depends_on_wall_clock(scenarios[path]) else None
+        return RunnerOutcome(RAN, result=answer, reason=reason)
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        for path, outcome in zip(covered, pool.map(one, covered), strict=True):
+            outcomes[path] = outcome
+    return outcomes
+
+
 # ------------------------------------------------------------------------------------------------------ writing
 
 
@@ -401,6 +472,14 @@ def _relative(path: Path) -> str:
         if path.is_relative_to(base):
             return str(path.relative_to(base))
     return str(path)
+
+
+def _app_cell(outcome: RunnerOutcome) -> str:
+    if outcome.status == RAN and outcome.result is not None:
+        count = len(outcome.result.get("results", []))
+        text = f"ran: {count} distinct result{'s' if count != 1 else ''}"
+        return text + (" (wall clock, not judged)" if outcome.reason == APP_WALL_CLOCK else "")
+    return "pending" if outcome.status == PENDING else _cell(outcome)
 
 
 def _cell(outcome: RunnerOutcome) -> str:
@@ -439,7 +518,7 @@ def render_markdown(rows: Sequence[Row], summary: dict[str, Any]) -> str:
             f"`{row.scenario}`",
             row.kind,
             _cell(row.kafka_streams_task),
-            "pending" if row.kafka_streams_app.status == PENDING else _cell(row.kafka_streams_app),
+            _app_cell(row.kafka_streams_app),
             _cell(row.streamproc),
             _flag(row.streamproc_matches_kafka_streams),
             _flag(row.spec_matches_kafka_streams),
@@ -452,12 +531,32 @@ def render_markdown(rows: Sequence[Row], summary: dict[str, Any]) -> str:
         for row in failures:
             lines.append(f"- `{row.scenario}`:")
             lines.extend(f"  - {d}".replace("\n", " ") for d in row.differences[:20])
-    lines += ["", f"Application-level column: {APP_RUNNER_PENDING}.", ""]
+    if counts["kafka_streams_app_ran"]:
+        lines += [
+            "",
+            f"Application-level column: a real KafkaStreams app, {summary.get('app_runs')} runs per ordering scenario "
+            "with different max.poll.records and fetch sizes; the cell counts the distinct results. streamproc was in "
+            f"the set for {counts['streamproc_in_app_set']} scenarios; {counts['app_set_sizes_above_one']} sets have "
+            "more than one result.",
+            "",
+        ]
+    else:
+        lines += ["", f"Application-level column: {APP_RUNNER_PENDING}.", ""]
     return "\n".join(lines)
 
 
-def run_report(directories: Sequence[Path], results_dir: Path, *, use_oracle: bool = True) -> tuple[list[Row], int]:
-    """Run everything, write ``latest.json`` and ``latest.md`` into ``results_dir``, return the rows and exit code."""
+def run_report(
+    directories: Sequence[Path],
+    results_dir: Path,
+    *,
+    use_oracle: bool = True,
+    bootstrap: str | None = None,
+    app_runs: int = 4,
+) -> tuple[list[Row], int]:
+    """Run everything, write ``latest.json`` and ``latest.md`` into ``results_dir``, return the rows and exit code.
+
+    With ``bootstrap`` the ordering scenarios also run through the application-level oracle, ``app_runs`` times each.
+    """
     started = time.monotonic()
     paths = discover(directories)
     scenarios = {path: json.loads(path.read_text(encoding="utf-8")) for path in paths}
@@ -473,14 +572,21 @@ def run_report(directories: Sequence[Path], results_dir: Path, *, use_oracle: bo
     streamproc = {path: run_streamproc(scenarios[path]) for path in paths}
     streamproc_s = time.monotonic() - streamproc_started
 
-    app = RunnerOutcome(PENDING, reason=APP_RUNNER_PENDING)
-    rows = [build_row(scenarios[p], _relative(p), streamproc[p], task[p], app) for p in paths]
+    app_started = time.monotonic()
+    if bootstrap is not None:
+        app = run_app_oracle(paths, scenarios, bootstrap, runs=app_runs)
+    else:
+        app = {path: RunnerOutcome(PENDING, reason=APP_RUNNER_PENDING) for path in paths}
+    app_s = time.monotonic() - app_started
+    rows = [build_row(scenarios[p], _relative(p), streamproc[p], task[p], app[p]) for p in paths]
     summary: dict[str, Any] = {
         "generated_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "scenario_directories": [_relative(d) for d in directories],
         "duration_s": round(time.monotonic() - started, 3),
         "oracle_duration_s": round(oracle_s, 3),
         "streamproc_duration_s": round(streamproc_s, 3),
+        "app_duration_s": round(app_s, 3),
+        "app_runs": app_runs if bootstrap is not None else 0,
         "totals": totals(rows),
     }
     results_dir.mkdir(parents=True, exist_ok=True)
@@ -502,6 +608,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--results", type=Path, default=RESULTS_DIR, help="output directory for latest.json/.md")
     parser.add_argument("--no-oracle", action="store_true", help="do not run Kafka Streams (every row pending/fail)")
+    parser.add_argument("--bootstrap", help="a Kafka broker for the application-level oracle (ordering scenarios)")
+    parser.add_argument(
+        "--app", action="store_true", help="start a throw-away broker (streamproc.dev.broker) for the application level"
+    )
+    parser.add_argument("--app-runs", type=int, default=4, help="live runs per scenario (default 4)")
     parser.add_argument(
         "--log-level",
         default="CRITICAL",
@@ -511,11 +622,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
     directories = args.scenarios or [SHARED_SCENARIOS_DIR, OWN_SCENARIOS_DIR]
+    broker_dir: Path | None = None
+    bootstrap: str | None = args.bootstrap
     try:
-        rows, code = run_report(directories, args.results, use_oracle=not args.no_oracle)
+        if bootstrap is None and args.app:
+            from streamproc.dev import broker
+
+            broker_dir = Path(tempfile.mkdtemp(prefix="streamproc-conformance-broker-"))
+            bootstrap = broker.start(broker_dir).address
+        rows, code = run_report(
+            directories, args.results, use_oracle=not args.no_oracle, bootstrap=bootstrap, app_runs=args.app_runs
+        )
     except OracleUnavailable as exc:
         print(f"conformance report: {exc}", file=sys.stderr)
         return EXIT_ORACLE_UNAVAILABLE
+    finally:
+        if broker_dir is not None:
+            from streamproc.dev import broker
+
+            broker.stop(broker_dir)
+            shutil.rmtree(broker_dir, ignore_errors=True)
     counts = totals(rows)
     print(
         f"{counts['scenarios']} scenarios: {counts['pass']} pass, {counts['fail']} fail, {counts['pending']} pending; "

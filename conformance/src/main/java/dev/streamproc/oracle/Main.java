@@ -13,7 +13,15 @@ import java.io.File;
  *   java -jar streamproc-oracle.jar task  &lt;ordering scenario.json&gt;
  *   java -jar streamproc-oracle.jar state &lt;state scenario.json&gt;
  *   java -jar streamproc-oracle.jar batch &lt;scenario.json&gt;...
+ *   java -jar streamproc-oracle.jar app &lt;bootstrap&gt; &lt;ordering scenario.json&gt; [--max-poll-records N]
+ *       [--fetch-max-bytes N] [--repeat K]
+ *   java -jar streamproc-oracle.jar golden &lt;output directory&gt;
  * </pre>
+ *
+ * <p>{@code app} ({@link AppRunner}) runs the scenario K times (default 1) through a real {@code KafkaStreams}
+ * instance on the broker and prints {@code {"results": [distinct results], "runs": [...], "not_observable": [...]}}.
+ * {@code golden} ({@link GoldenTopologies}) writes each golden topology's {@code describe()} text to
+ * {@code <dir>/<name>.txt} and prints the names written.
  *
  * {@code task}/{@code state} print one JSON object on stdout, in the shape of the scenario's {@code expected}.
  * Logs go to stderr (slf4j-simple). Exit code 0 when a result (including an expected {@code error}) was produced,
@@ -39,6 +47,15 @@ public final class Main {
     }
 
     public static void main(final String[] args) throws Exception {
+        if (args.length >= 1 && args[0].equals("app")) {
+            System.exit(app(java.util.Arrays.copyOfRange(args, 1, args.length)));
+        }
+        if (args.length == 2 && args[0].equals("golden")) {
+            for (final String name : GoldenTopologies.writeAll(java.nio.file.Path.of(args[1]))) {
+                System.out.println(name);
+            }
+            System.exit(0);
+        }
         if (args.length >= 1 && args[0].equals("batch")) {
             System.exit(batch(java.util.Arrays.copyOfRange(args, 1, args.length)));
         }
@@ -107,6 +124,43 @@ public final class Main {
             System.out.flush();
         }
         return 0;
+    }
+
+    private static int app(final String[] args) throws Exception {
+        Integer maxPoll = null;
+        Integer fetchBytes = null;
+        int repeat = 1;
+        final java.util.List<String> positional = new java.util.ArrayList<>();
+        for (int i = 0; i < args.length; i++) {
+            switch (args[i]) {
+                case "--max-poll-records" -> maxPoll = Integer.parseInt(args[++i]);
+                case "--fetch-max-bytes" -> fetchBytes = Integer.parseInt(args[++i]);
+                case "--repeat" -> repeat = Integer.parseInt(args[++i]);
+                default -> positional.add(args[i]);
+            }
+        }
+        if (positional.size() != 2 || repeat < 1) {
+            System.err.println("usage: java -jar streamproc-oracle.jar app <bootstrap> <scenario.json>"
+                + " [--max-poll-records N] [--fetch-max-bytes N] [--repeat K]");
+            return 2;
+        }
+        final JsonNode scenario = MAPPER.readTree(new File(positional.get(1)));
+        ObjectNode result;
+        int exit = 0;
+        try {
+            if (!"ordering".equals(scenario.path("kind").asText("ordering"))) {
+                throw new UnsupportedOperationException("app mode runs ordering scenarios only");
+            }
+            result = AppRunner.run(positional.get(0), scenario, maxPoll, fetchBytes, repeat);
+        } catch (final Exception | AssertionError e) {
+            e.printStackTrace(System.err);
+            result = MAPPER.createObjectNode();
+            result.put("oracle_error", e.getClass().getName() + ": " + e.getMessage());
+            exit = 2;
+        }
+        System.out.println(MAPPER.writeValueAsString(result));
+        System.out.flush();
+        return exit;
     }
 
     private static String quote(final String text) {

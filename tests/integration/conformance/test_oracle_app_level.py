@@ -1,0 +1,122 @@
+"""The application-level Kafka Streams oracle (a real ``KafkaStreams`` app on the session's broker) vs streamproc.
+
+Each scenario runs ``RUNS`` times with different ``max.poll.records`` and fetch sizes (``AppRunner``); the answer
+is the set of distinct live results. streamproc's result must be a member of that set (observable keys only,
+``skip_steps`` is not observable live). Where the live app is deterministic, the set has exactly one element and
+it equals the scenario's ``expected``. Where fetch boundaries decide (ties, punctuation granularity), the set may
+hold several results; streamproc must still be one of them, and nothing outside the set is accepted.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from streamproc.conformance import run_scenario
+from streamproc.conformance.oracle import (
+    OracleError,
+    compare_to_expected,
+    differences_from_app_set,
+    ensure_oracle_jar,
+    observable,
+    run_oracle_app,
+)
+from streamproc.conformance.report import RAN, STATUS_FAIL, STATUS_PASS, Row, RunnerOutcome, build_row
+
+RUNS = 4
+
+# Deterministic live: distinct timestamps (one and two topics), a corrupt record under LogAndContinue, a negative
+# timestamp under LogAndSkip, a processing exception under LogAndContinueProcessing, a negative timestamp under
+# FailOnInvalidTimestamp (the app fails with Kafka's exception and message).
+DETERMINISTIC = (
+    "o07-out-of-order-single-partition",
+    "o09-interleave-two-topics-join-like",
+    "o20-corrupt-at-head-continue",
+    "o16-negative-ts-log-and-skip",
+    "o38-processing-exception-continue",
+    "o14-negative-ts-fail-blocks-preceding-record",
+)
+# Fetch-dependent live: a timestamp tie across two partitions (D-1) and stream-time punctuation (D-3).
+VARYING = (
+    "o01-tie-two-partitions-alternate",
+    "o28-punct-exact-boundaries",
+)
+
+
+@pytest.fixture(scope="module")
+def oracle_ready() -> None:
+    if shutil.which("java") is None:
+        pytest.skip("java is not on PATH")
+    try:
+        ensure_oracle_jar()
+    except OracleError as exc:
+        pytest.skip(f"the oracle jar cannot be built here: {exc}")
+
+
+def _scenario(scenarios_dir: Path, name: str) -> tuple[Path, dict[str, Any]]:
+    path = scenarios_dir / "ordering" / f"{name}.json"
+    return path, json.loads(path.read_text("utf-8"))
+
+
+@pytest.mark.parametrize("name", DETERMINISTIC)
+def test_deterministic_scenario_has_one_live_result_equal_to_expected(
+    oracle_ready: None, kafka_broker: str, scenarios_dir: Path, name: str
+) -> None:
+    path, scenario = _scenario(scenarios_dir, name)
+    answer = run_oracle_app(kafka_broker, path, RUNS)
+    assert len(answer["runs"]) == RUNS
+    assert answer["not_observable"] == ["skip_steps"]
+    assert len(answer["results"]) == 1, json.dumps(answer["results"], indent=1)
+    hidden = answer["not_observable"]
+    assert compare_to_expected(observable(scenario["expected"], hidden), answer["results"][0]) == []
+    assert differences_from_app_set(run_scenario(scenario), answer) == []
+
+
+@pytest.mark.parametrize("name", VARYING)
+def test_streamproc_is_in_the_live_set(oracle_ready: None, kafka_broker: str, scenarios_dir: Path, name: str) -> None:
+    path, scenario = _scenario(scenarios_dir, name)
+    answer = run_oracle_app(kafka_broker, path, RUNS)
+    streamproc = run_scenario(scenario)
+    assert differences_from_app_set(streamproc, answer) == []
+    # every live result processed every record exactly once: the set holds orders, not losses
+    expected_records = sorted(map(tuple, scenario["expected"]["order"]))
+    for result in answer["results"]:
+        assert sorted(map(tuple, result["order"])) == expected_records
+
+
+def test_membership_accepts_nothing_outside_the_set() -> None:
+    """The check used by the report: a result differing from every member is rejected, with the reasons."""
+    member = {"order": [["a", 0, 0]], "stream_time_after_each": [5], "dropped": []}
+    answer = {"results": [member], "runs": [], "not_observable": ["skip_steps"]}
+    assert differences_from_app_set({**member, "skip_steps": []}, answer) == []
+    other = {**member, "stream_time_after_each": [6], "skip_steps": []}
+    assert differences_from_app_set(other, answer) != []
+    assert differences_from_app_set(member, {"results": [], "not_observable": []}) != []
+
+
+def _row(scenario: dict[str, Any], streamproc: dict[str, Any], app_results: list[dict[str, Any]]) -> Row:
+    outcome = RunnerOutcome(RAN, result=streamproc)
+    app = RunnerOutcome(RAN, result={"results": app_results, "runs": [], "not_observable": ["skip_steps"]})
+    return build_row(scenario, "x.json", outcome, outcome, app)
+
+
+def test_report_fails_a_row_whose_streamproc_result_is_outside_the_app_set() -> None:
+    result = {"order": [["a", 0, 0], ["b", 0, 0]], "stream_time_after_each": [1, 1], "dropped": [], "skip_steps": []}
+    scenario = {"id": "x", "kind": "ordering", "config": {}, "expected": result}
+    swapped = {**result, "order": [["b", 0, 0], ["a", 0, 0]]}
+    inside = _row(scenario, result, [observable(swapped, ["skip_steps"]), observable(result, ["skip_steps"])])
+    assert (inside.status, inside.streamproc_in_kafka_streams_app_set) == (STATUS_PASS, True)
+    outside = _row(scenario, result, [observable(swapped, ["skip_steps"])])
+    assert (outside.status, outside.streamproc_in_kafka_streams_app_set) == (STATUS_FAIL, False)
+    assert any("app-level set" in d for d in outside.differences)
+
+
+def test_report_does_not_judge_wall_clock_scenarios_by_the_app_set() -> None:
+    result = {"order": [["a", 0, 0]], "stream_time_after_each": [5], "dropped": [], "skip_steps": []}
+    scenario = {"id": "x", "kind": "ordering", "config": {"timestamp_extractor": "WallclockTimestampExtractor"}}
+    row = _row({**scenario, "expected": result}, result, [{**observable(result, ["skip_steps"]), "dropped": [1]}])
+    assert (row.status, row.streamproc_in_kafka_streams_app_set) == (STATUS_PASS, None)
