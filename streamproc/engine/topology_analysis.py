@@ -345,6 +345,10 @@ def _structural_copartition_groups(
             components.setdefault(uf.root(s.name), set()).add(s.name)
         dsl_components = {uf.root(a) for a, _ in dsl_roots}
         for root, members in components.items():
+            # Two or more *source nodes* joined through stores; one source subscribed to several topics is not a
+            # copartition group (Kafka's copartitionGroups() leaves it out, FINDINGS.md).
+            if len(members) < 2:
+                continue
             topics = tuple(sorted({t for m in members for t in source_topics_of[m]}))
             if len(topics) < 2:
                 continue

@@ -128,11 +128,6 @@ def test_copartition_groups_equal_kafkas(name: str) -> None:
     assert sorted(list(g) for g in _analysis(name).copartition_groups) == KAFKA_GROUPS[name]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="streamproc's structural derivation (topology.md §3.4 read literally) reports one Processor-API source "
-    "with two topics as an (advisory) copartition group; Kafka's copartitionGroups() is empty (FINDINGS.md)",
-)
 def test_multi_topic_source_is_not_a_copartition_group() -> None:
     assert [list(g) for g in _analysis("passthrough-two-topics").copartition_groups] == KAFKA_GROUPS[
         "passthrough-two-topics"
