@@ -4,7 +4,9 @@ Guards against regressions in the fetch path (range reader, per-segment proof, P
 Both sides read the same ranges from the same real broker in the same run; the figure that matters is the ratio
 (goal: fetch ≥ 0.8× the bare loop's records/s). Sizes: ``STREAMPROC_BENCH_PARTITIONS`` (default 8) ×
 ``STREAMPROC_BENCH_RECORDS`` (default 100 000; the issue's full size is 1 000 000) records of 200 bytes.
-Run with ``make bench`` or ``pytest bench/test_bench_fetch.py -s``; results go to ``bench/results/fetch.json``.
+The fetch runs three ways: threads (one core: the per-record work holds the GIL), one worker process per core,
+and threads into S3. Run with ``make bench`` or ``pytest bench/test_bench_fetch.py -s``; results go to
+``bench/results/fetch.json``.
 """
 
 from __future__ import annotations
@@ -80,6 +82,11 @@ def test_fetch_vs_bare_consume_loop(
     results = fetch_ranges(client, load_store(str(tmp_path / "stage")), ranges, isolation=IsolationLevel.READ_COMMITTED)
     fetch_s = time.perf_counter() - started
 
+    processes = os.cpu_count() or 1
+    started = time.perf_counter()
+    fetch_ranges(client, load_store(str(tmp_path / "stage-processes")), ranges, processes=processes)
+    processes_s = time.perf_counter() - started
+
     bucket = unique("bench")
     s3_server.client().create_bucket(Bucket=bucket)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", s3_server.access_key)
@@ -99,11 +106,14 @@ def test_fetch_vs_bare_consume_loop(
         "baseline_records_per_s": round(total / baseline_s),
         "fetch_local_records_per_s": round(total / fetch_s),
         "fetch_s3_records_per_s": round(total / s3_s),
+        "fetch_local_processes": processes,
+        "fetch_local_processes_records_per_s": round(total / processes_s),
         "baseline_mb_per_s": round(size / baseline_s / 1e6, 1),
         "fetch_local_mb_per_s": round(size / fetch_s / 1e6, 1),
         "fetch_s3_mb_per_s": round(size / s3_s / 1e6, 1),
         "ratio_local_over_baseline": round(baseline_s / fetch_s, 3),
         "ratio_s3_over_baseline": round(baseline_s / s3_s, 3),
+        "ratio_local_processes_over_baseline": round(baseline_s / processes_s, 3),
     }
     record("fetch", result)
     print("\n" + "\n".join(f"{k}: {v}" for k, v in result.items()))

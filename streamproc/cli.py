@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 import shutil
 import sys
 from collections.abc import Callable
@@ -219,7 +220,13 @@ def plan_command(
 @click.option(
     "--store", "store_uri", required=True, help="Staging location: a directory, file://… or s3://bucket/prefix."
 )
-@click.option("--parallelism", type=int, default=4, show_default=True, help="Partitions fetched at once.")
+@click.option("--parallelism", type=int, default=4, show_default=True, help="Partitions fetched at once per process.")
+@click.option(
+    "--processes",
+    type=int,
+    default=0,
+    help="Worker processes (0: one per core for fetches of 500 000 records or more, else 1).",
+)
 @click.pass_context
 @catch_errors
 def fetch_command(
@@ -229,6 +236,7 @@ def fetch_command(
     plan_file: Path,
     store_uri: str,
     parallelism: int,
+    processes: int,
 ) -> None:
     """Copy every planned range to the staging store as proved segments (idempotent, resumable)."""
     from streamproc.fetch import FetchRange, fetch_ranges
@@ -244,12 +252,16 @@ def fetch_command(
         for r in run_plan.restores
         if r.end > r.start
     ]
+    if processes == 0:
+        large = sum(r.end - r.start for r in ranges) >= 500_000
+        processes = min(os.cpu_count() or 1, len(ranges)) if large else 1
     results = fetch_ranges(
         _client_config(bootstrap, client_settings),
         load_store(store_uri),
         ranges,
         isolation=IsolationLevel(run_plan.isolation_level),
         parallelism=parallelism,
+        processes=max(processes, 1),
     )
     rows = [
         {

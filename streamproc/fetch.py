@@ -18,10 +18,12 @@ the GIL while it waits), each logging progress and a summary.
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from typing import Any
 
 from streamproc.engine.records import TimestampType
 from streamproc.errors import FetchError
@@ -29,7 +31,7 @@ from streamproc.kafka.range_reader import READ_COMMITTED, READ_UNCOMMITTED, Rang
 from streamproc.plan.cluster_snapshot import IsolationLevel, TopicPartition
 from streamproc.plan.completeness import CompletenessProof, prove_two_pass
 from streamproc.storage.manifest import Manifest, SegmentProof, write_manifest
-from streamproc.storage.object_store import ObjectStore
+from streamproc.storage.object_store import ObjectStore, load_store
 from streamproc.storage.segments import RECORD_OVERHEAD_BYTES, SegmentColumns, SegmentKey
 from streamproc.storage.staging import SegmentLimits, range_status
 
@@ -248,6 +250,18 @@ def fetch_range(
     return result
 
 
+def _fetch_range_in_process(
+    client_config: Mapping[str, object],
+    store_uri: str,
+    store_options: Mapping[str, Any],
+    rng: FetchRange,
+    isolation: IsolationLevel,
+    limits: SegmentLimits,
+) -> RangeFetchResult:
+    """A worker process's share: open the store by URI (stores are not shared across processes) and fetch."""
+    return fetch_range(client_config, load_store(store_uri, **store_options), rng, isolation=isolation, limits=limits)
+
+
 def fetch_ranges(
     client_config: Mapping[str, object],
     store: ObjectStore,
@@ -256,17 +270,40 @@ def fetch_ranges(
     isolation: IsolationLevel = IsolationLevel.READ_COMMITTED,
     limits: SegmentLimits = FETCH_LIMITS,
     parallelism: int = 4,
+    processes: int = 1,
+    store_options: Mapping[str, Any] | None = None,
 ) -> list[RangeFetchResult]:
     """Stage every range, ``parallelism`` partitions at a time; the first failure is raised after the others end.
 
-    Every range that completed stays staged, so re-running after a failure fetches only what is still missing.
+    With ``processes`` > 1 the partitions are spread over that many worker processes (each running ``parallelism``
+    threads' worth of ranges one after the other): the per-record work is Python and holds the GIL, so threads
+    alone use one core. Workers open the store from ``store.uri`` and ``store_options`` (e.g. explicit S3
+    credentials). Every range that completed stays staged, so re-running after a failure fetches only what is
+    still missing.
     """
-    if parallelism < 1:
-        raise FetchError(f"parallelism must be at least 1, not {parallelism}")
-    with ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="fetch") as pool:
-        futures = [
-            pool.submit(fetch_range, client_config, store, r, isolation=isolation, limits=limits) for r in ranges
-        ]
+    if parallelism < 1 or processes < 1:
+        raise FetchError(f"parallelism and processes must be at least 1, not {parallelism} and {processes}")
+    if processes > 1:
+        context = multiprocessing.get_context("spawn")  # fresh interpreters: no librdkafka threads forked
+        with ProcessPoolExecutor(max_workers=processes, mp_context=context) as process_pool:
+            futures = [
+                process_pool.submit(
+                    _fetch_range_in_process,
+                    dict(client_config),
+                    store.uri,
+                    dict(store_options or {}),
+                    r,
+                    isolation,
+                    limits,
+                )  # fmt: skip
+                for r in ranges
+            ]
+            wait(futures)
+    else:
+        with ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="fetch") as pool:
+            futures = [
+                pool.submit(fetch_range, client_config, store, r, isolation=isolation, limits=limits) for r in ranges
+            ]
     results: list[RangeFetchResult] = []
     errors: list[tuple[FetchRange, BaseException]] = []
     for rng, future in zip(ranges, futures, strict=True):

@@ -98,6 +98,24 @@ def test_split_segments_and_a_retry_fetches_only_what_is_missing_with_identical_
     assert objects(store) == before
 
 
+def test_worker_processes_stage_the_same_objects_as_threads(
+    kafka_broker: str, admin: AdminClient, unique: Callable[[str], str], tmp_path: Path
+) -> None:
+    topic = create_topic(admin, unique("procs"), partitions=3)
+    for p in range(3):
+        produce(kafka_broker, topic, 700, partition=p)
+    ranges = [FetchRange(topic, p, 0, 700) for p in range(3)]
+    limits = SegmentLimits(max_segment_records=300)
+    threads, processes = load_store(str(tmp_path / "threads")), load_store(str(tmp_path / "processes"))
+
+    fetch_ranges({"bootstrap.servers": kafka_broker}, threads, ranges, limits=limits)
+    results = fetch_ranges({"bootstrap.servers": kafka_broker}, processes, ranges, limits=limits, processes=2)
+
+    assert [r.records for r in results] == [700, 700, 700]
+    assert objects(processes) == objects(threads)
+    assert len(objects(processes)) == 18
+
+
 _KILLABLE_FETCH = """
 import sys
 from streamproc.fetch import FetchRange, fetch_range
