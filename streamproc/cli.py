@@ -245,7 +245,11 @@ def fetch_command(
     from streamproc.storage import load_store
 
     run_plan = RunPlan.read(plan_file)
-    ranges = [FetchRange(r.topic, r.partition, r.start, r.end, r.compacted) for r in run_plan.ranges if not r.empty]
+    ranges = [
+        FetchRange(r.topic, r.partition, r.start, r.end, r.compacted, r.topic_id)
+        for r in run_plan.ranges
+        if not r.empty
+    ]
     # Changelogs are compacted topics (Kafka Streams creates them so): a gap is a marker or a compacted offset.
     ranges += [
         FetchRange(r.changelog_topic, r.changelog_partition, r.start, r.end, compacted=True)

@@ -22,11 +22,12 @@ import multiprocessing
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from streamproc.engine.records import TimestampType
 from streamproc.errors import FetchError
+from streamproc.kafka.cluster import topic_ids
 from streamproc.kafka.range_reader import READ_COMMITTED, READ_UNCOMMITTED, RangeReader
 from streamproc.plan.cluster_snapshot import IsolationLevel, TopicPartition
 from streamproc.plan.completeness import CompletenessProof, prove_two_pass
@@ -60,6 +61,8 @@ class FetchRange:
     start: int
     end: int
     compacted: bool = False
+    #: the topic id the plan saw; a different id at fetch time means the topic was re-created since
+    topic_id: str | None = None
 
     def __str__(self) -> str:
         return f"{self.topic}-{self.partition} [{self.start}, {self.end})"
@@ -165,7 +168,7 @@ def _write_segment(
     key = SegmentKey(rng.topic, rng.partition, start, end)
     store.delete(key.manifest_name)  # a manifest must never describe other bytes than its segment's
     written = columns.write(store, rng.topic, rng.partition, start, end)
-    write_manifest(store, Manifest.for_segment(written, segment_proof))
+    write_manifest(store, replace(Manifest.for_segment(written, segment_proof), topic_id=rng.topic_id))
     log.debug("Staged %s: %d records, %d bytes", key.segment_name, written.record_count, written.size_bytes)
 
 
@@ -216,6 +219,16 @@ def _fetch_subrange(
     return written + 1
 
 
+def _check_topic_id(client_config: Mapping[str, object], rng: FetchRange) -> None:
+    """The planned offsets belong to one incarnation of the topic: a re-created topic's offsets are other records."""
+    current = topic_ids(client_config, [rng.topic]).get(rng.topic)
+    if current is not None and current != rng.topic_id:
+        raise FetchError(
+            f"{rng}: topic '{rng.topic}' was deleted and re-created since the plan (topic id {rng.topic_id} then, "
+            f"{current} now); its offsets are other records now: re-plan"
+        )
+
+
 def fetch_range(
     client_config: Mapping[str, object],
     store: ObjectStore,
@@ -226,7 +239,9 @@ def fetch_range(
 ) -> RangeFetchResult:
     """Stage one range: skip what is already complete, fetch and prove the rest."""
     started = time.monotonic()
-    status = range_status(store, rng.topic, rng.partition, rng.start, rng.end)
+    if rng.topic_id is not None:
+        _check_topic_id(client_config, rng)
+    status = range_status(store, rng.topic, rng.partition, rng.start, rng.end, topic_id=rng.topic_id)
     progress = _Progress(str(rng))
     written = 0
     for start, end in status.missing:

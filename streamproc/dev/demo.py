@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import random
-import shutil
 import sys
 from collections import Counter
 from pathlib import Path
@@ -102,11 +101,12 @@ def run_pipeline(bootstrap: str) -> None:
     print(f"1. Plan ({plan_path}):")
     print("   " + plan.report().replace("\n", "\n   "))
     staging = workdir / "staging"
-    # The demo re-creates its topic on every run; segments staged from the previous topic of the same name would
-    # pass for this one's (staging is keyed by topic name and offsets), so the demo starts from an empty stage.
-    shutil.rmtree(staging, ignore_errors=True)
+    # The demo re-creates its topic on every run: the plan's topic id differs from the one in the manifests the
+    # previous run staged, so those segments are fetched again rather than taken for this topic's.
     store = load_store(str(staging))
-    ranges = [FetchRange(r.topic, r.partition, r.start, r.end, r.compacted) for r in plan.ranges if not r.empty]
+    ranges = [
+        FetchRange(r.topic, r.partition, r.start, r.end, r.compacted, r.topic_id) for r in plan.ranges if not r.empty
+    ]
     results = fetch_ranges(client, store, ranges, isolation=IsolationLevel(plan.isolation_level))
     print()
     print(f"2. Fetch into {staging}:")

@@ -242,3 +242,19 @@ def read_log_offsets(
     )
     starts = {(tp.topic, tp.partition): offset for tp, offset in earliest.items()}
     return {(tp.topic, tp.partition): (starts[(tp.topic, tp.partition)], offset) for tp, offset in latest.items()}
+
+
+def topic_ids(client_config: Mapping[str, object], topics: list[str]) -> dict[str, str]:
+    """Kafka's topic id (``Uuid`` text) per existing topic: it changes when a topic is deleted and re-created."""
+    from confluent_kafka import TopicCollection
+
+    if not topics:
+        return {}
+    admin = _admin(client_config)
+    ids: dict[str, str] = {}
+    for name, future in admin.describe_topics(TopicCollection(list(topics)), request_timeout=_TIMEOUT_S).items():
+        try:
+            ids[name] = str(future.result(timeout=_TIMEOUT_S).topic_id)
+        except Exception as exc:  # a missing topic: the caller's refusal rules name it
+            log.debug("no topic id for %s: %s", name, exc)
+    return ids

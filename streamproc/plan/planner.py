@@ -15,7 +15,7 @@ from pathlib import Path
 from streamproc.engine.topology_analysis import TopologyAnalysis, analyze
 from streamproc.engine.topology_description import TopologyDescription, parse_description
 from streamproc.errors import PlanError
-from streamproc.kafka.cluster import partition_counts, read_log_offsets, read_snapshot
+from streamproc.kafka.cluster import partition_counts, read_log_offsets, read_snapshot, topic_ids
 from streamproc.plan.cluster_snapshot import ApplicationSpec, IsolationLevel, PlanRequest
 from streamproc.plan.positions import plan_ranges
 from streamproc.plan.run_plan import PlannedRestore, RunPlan
@@ -110,7 +110,8 @@ def plan_run(
     if analysis is not None:
         restores = plan_restores(client_config, analysis, application_id, processing_guarantee, state_dir)
         restores += plan_global_restores(client_config, analysis, application_id, isolation, state_dir, request)
-    plan = RunPlan.build(positions, compacted_topics=compacted, analysis=analysis, restores=restores)
+    ids = topic_ids(client_config, sorted(snapshot.topics))
+    plan = RunPlan.build(positions, compacted_topics=compacted, analysis=analysis, restores=restores, topic_ids=ids)
     log.info(
         "Planned %d range(s) over %d task(s), at most %d records",
         len(plan.ranges), len(plan.tasks), sum(r.end - r.start for r in plan.ranges),

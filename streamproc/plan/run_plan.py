@@ -37,6 +37,7 @@ class PlannedRange:
     committed_offset: int | None
     partition_time: int
     notes: tuple[Mapping[str, Any], ...] = ()
+    topic_id: str | None = None
 
     @property
     def name(self) -> str:
@@ -135,6 +136,7 @@ class RunPlan:
         compacted_topics: Sequence[str] = (),
         analysis: TopologyAnalysis | None = None,
         restores: Sequence[PlannedRestore] = (),
+        topic_ids: Mapping[str, str] | None = None,
     ) -> RunPlan:
         """Combine the resolved positions with the topology's tasks and derive the hand-off preview."""
         compacted = set(compacted_topics)
@@ -149,6 +151,7 @@ class RunPlan:
                 committed_offset=r.committed_offset,
                 partition_time=r.partition_time,
                 notes=tuple(n.to_dict() for n in r.notes),
+                topic_id=(topic_ids or {}).get(r.tp.topic),
             )
             for r in positions.ranges
         )
@@ -223,6 +226,7 @@ class RunPlan:
                     "committed_offset": r.committed_offset,
                     "partition_time": r.partition_time,
                     "notes": [dict(n) for n in r.notes],
+                    "topic_id": r.topic_id,
                 }
                 for r in self.ranges
             ],
@@ -316,6 +320,7 @@ class RunPlan:
                     committed_offset=r.optional_integer("committed_offset"),
                     partition_time=r.integer("partition_time"),
                     notes=tuple(r.items("notes")),
+                    topic_id=r.optional_text("topic_id"),
                 )
             )
         tasks = []
@@ -438,6 +443,10 @@ class _Validator:
         if not isinstance(value, int) or isinstance(value, bool):
             raise PlanError(f"{self._where}.{key} must be an integer, not {value!r}")
         return value
+
+    def optional_text(self, key: str) -> str | None:
+        """An optional string field: absent or null → ``None`` (fields added after version 1 are optional)."""
+        return None if self._data.get(key) is None else self.text(key)
 
     def optional_integer(self, key: str) -> int | None:
         return None if self._get(key) is None else self.integer(key)

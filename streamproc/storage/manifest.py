@@ -191,6 +191,9 @@ class Manifest:
     proof: SegmentProof
     schema_fingerprint: str = SEGMENT_SCHEMA_FINGERPRINT
     version: int = MANIFEST_VERSION
+    #: Kafka's topic id (``Uuid`` text) when the fetcher knew it: a topic deleted and re-created under the same name
+    #: gets a new id, so its segments are never taken for the old incarnation's.
+    topic_id: str | None = None
 
     @property
     def topic(self) -> str:
@@ -278,6 +281,7 @@ class Manifest:
             "format": MANIFEST_FORMAT,
             "version": self.version,
             "topic": self.topic,
+            "topic_id": self.topic_id,
             "partition": self.partition,
             "start": self.start,
             "end": self.end,
@@ -326,6 +330,8 @@ class Manifest:
         for field_name in ("topic", "segment", "sha256", "schema_fingerprint"):
             if not isinstance(doc.get(field_name), str):
                 raise bad(f"'{field_name}' must be a string, not {doc.get(field_name)!r}")
+        if doc.get("topic_id") is not None and not isinstance(doc.get("topic_id"), str):
+            raise bad(f"'topic_id' must be a string or null, not {doc.get('topic_id')!r}")
         for field_name in ("min_timestamp", "max_timestamp"):
             if doc.get(field_name) is not None and not _is_int(doc.get(field_name)):
                 raise bad(f"'{field_name}' must be an integer or null, not {doc.get(field_name)!r}")
@@ -351,6 +357,7 @@ class Manifest:
             proof=proof,
             schema_fingerprint=doc["schema_fingerprint"],
             version=version,
+            topic_id=doc.get("topic_id"),
         )
         manifest.validate(name)
         return manifest

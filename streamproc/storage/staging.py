@@ -162,14 +162,22 @@ class RangeStatus:
 
 
 def range_status(
-    store: ObjectStore, topic: str, partition: int, start: int, end: int, *, check_content: bool = False
+    store: ObjectStore,
+    topic: str,
+    partition: int,
+    start: int,
+    end: int,
+    *,
+    check_content: bool = False,
+    topic_id: str | None = None,
 ) -> RangeStatus:
     """Which segments of ``[start, end)`` are already complete, and which sub-ranges a retry must still fetch.
 
     A segment counts when it lies inside the range, its manifest is valid (an invalid one is logged and ignored)
     and its object exists with the recorded size (with ``check_content``, also the hash, schema and offsets).
     Overlapping segments (left by fetches with other limits) are resolved by taking, from the lowest offset up,
-    the segment that starts first and reaches furthest.
+    the segment that starts first and reaches furthest. With ``topic_id``, segments staged from another topic id
+    (an earlier topic of the same name) do not count.
     """
     if not 0 <= start <= end:
         raise ConfigError(f"[{start}, {end}) is not a valid offset range")
@@ -183,6 +191,12 @@ def range_status(
             if key.topic != topic or key.partition != partition or not start <= key.start < key.end <= end:
                 continue
             manifest = _complete_manifest(store, name, check_content)
+            if manifest is not None and topic_id is not None and manifest.topic_id != topic_id:
+                logger.warning(
+                    "Segment %s was staged from topic id %s, not %s (the topic was re-created); fetching it again",
+                    manifest.segment_name, manifest.topic_id, topic_id,
+                )  # fmt: skip
+                continue
             if manifest is not None:
                 candidates.append(manifest)
     candidates.sort(key=lambda m: (m.start, -m.end))

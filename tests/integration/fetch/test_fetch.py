@@ -16,6 +16,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
+from streamproc.errors import FetchError
 from streamproc.fetch import FetchRange, fetch_range, fetch_ranges
 from streamproc.plan.cluster_snapshot import IsolationLevel
 from streamproc.storage import load_store
@@ -220,3 +221,40 @@ def test_a_broker_that_goes_away_mid_fetch_and_comes_back_costs_nothing(tmp_path
     report = verify(store)
     assert report.ok and report.segments_checked == 40
     assert [r.offset for r in read_range(store, "bounced", 0, 0, 200_000)] == list(range(200_000))
+
+
+def test_a_re_created_topic_is_never_served_from_its_predecessors_segments(
+    kafka_broker: str, admin: AdminClient, unique: Callable[[str], str], tmp_path: Path
+) -> None:
+    from streamproc.kafka.cluster import topic_ids
+
+    name = unique("reborn")
+    create_topic(admin, name)
+    produce(kafka_broker, name, 5)
+    client = {"bootstrap.servers": kafka_broker}
+    old_id = topic_ids(client, [name])[name]
+    store = load_store(str(tmp_path / "staging"))
+    fetch_range(client, store, FetchRange(name, 0, 0, 5, topic_id=old_id))
+    for future in admin.delete_topics([name]).values():
+        future.result(timeout=30)
+    deadline = time.monotonic() + 60
+    while True:  # deletion is asynchronous
+        try:
+            create_topic(admin, name)
+            break
+        except Exception:
+            assert time.monotonic() < deadline
+            time.sleep(0.5)
+    producer = Producer({"bootstrap.servers": kafka_broker})
+    for i in range(5):
+        producer.produce(name, value=f"new-{i}".encode(), partition=0)
+    producer.flush(30)
+    new_id = topic_ids(client, [name])[name]
+
+    with pytest.raises(FetchError, match=f"was deleted and re-created since the plan \\(topic id {old_id} then"):
+        fetch_range(client, store, FetchRange(name, 0, 0, 5, topic_id=old_id))
+    again = fetch_range(client, store, FetchRange(name, 0, 0, 5, topic_id=new_id))
+
+    assert new_id != old_id
+    assert (again.segments_written, again.segments_already_complete) == (1, 0)
+    assert [r.value for r in read_range(store, name, 0, 0, 5)] == [f"new-{i}".encode() for i in range(5)]

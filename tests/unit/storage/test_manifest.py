@@ -57,6 +57,7 @@ def test_manifest_document(manifest: Manifest) -> None:
         "format": "streamproc.segment-manifest",
         "version": MANIFEST_VERSION,
         "topic": "orders",
+        "topic_id": None,
         "partition": 0,
         "start": 0,
         "end": 10,
@@ -270,3 +271,12 @@ def test_verify_catches_a_missing_segment_and_a_bad_manifest(store: ObjectStore,
     assert set(problems) == {manifest.segment_name, other}
     assert "missing; its manifest" in problems[manifest.segment_name]
     assert "is invalid" in problems[other]
+
+
+def test_topic_id_round_trips_and_must_be_text(manifest: Manifest) -> None:
+    from dataclasses import replace
+
+    with_id = replace(manifest, topic_id="Iviqecp9R1OmncRk8fVRFg")
+    assert parse(doc(with_id)) == with_id
+    with pytest.raises(ManifestError, match="'topic_id' must be a string or null"):
+        parse({**doc(with_id), "topic_id": 7})
