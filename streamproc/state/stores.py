@@ -375,11 +375,38 @@ class StateStore:
             ctx.sink.send(self.name, ctx.changelog_partition, change.changelog)
 
 
+class _Storage(Protocol):
+    """What a store delegates its life cycle to: its bytes store, or its segments."""
+
+    def approximate_num_entries(self) -> int: ...
+
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def destroy(self) -> None: ...
+
+
 class _SerdeStore(StateStore, Generic[K, V]):
     def __init__(self, name: str, key_serde: Serde[K], value_serde: Serde[V], context: StoreContext | None) -> None:
         super().__init__(name, context)
         self.key_serde = key_serde
         self.value_serde = value_serde
+
+    def _storage(self) -> _Storage:
+        raise NotImplementedError
+
+    def approximate_num_entries(self) -> int:
+        return self._storage().approximate_num_entries()
+
+    def flush(self) -> None:
+        self._storage().flush()
+
+    def close(self) -> None:
+        self._storage().close()
+
+    def destroy(self) -> None:
+        self._storage().destroy()
 
     def _key(self, key: K) -> bytes:
         if key is None:
@@ -470,17 +497,8 @@ class KeyValueStore(_SerdeStore[K, V]):
         for key, value in entries:
             yield self._from_key(key), self._from_value(value)  # type: ignore[misc]
 
-    def approximate_num_entries(self) -> int:
-        return self.bytes_store.approximate_num_entries()
-
-    def flush(self) -> None:
-        self.bytes_store.flush()
-
-    def close(self) -> None:
-        self.bytes_store.close()
-
-    def destroy(self) -> None:
-        self.bytes_store.destroy()
+    def _storage(self) -> _Storage:
+        return self.bytes_store
 
     def restore_batch(self, records: Sequence[RawRecord]) -> None:
         self.bytes_store.write_all((r.key, r.value) for r in records)  # type: ignore[misc]
@@ -553,17 +571,8 @@ class TimestampedKeyValueStore(_SerdeStore[K, V]):
         for key, stored in entries:
             yield self._from_key(key), self._decode(stored)  # type: ignore[misc]
 
-    def approximate_num_entries(self) -> int:
-        return self.bytes_store.approximate_num_entries()
-
-    def flush(self) -> None:
-        self.bytes_store.flush()
-
-    def close(self) -> None:
-        self.bytes_store.close()
-
-    def destroy(self) -> None:
-        self.bytes_store.destroy()
+    def _storage(self) -> _Storage:
+        return self.bytes_store
 
     def restore_batch(self, records: Sequence[RawRecord]) -> None:
         """``RecordConverters.rawValueToTimestampedValue``: prepend the changelog record's timestamp."""
@@ -665,17 +674,8 @@ class WindowStore(_SerdeStore[K, V]):
                     out.append((Windowed(self._from_key(parsed.key), window), self._decode_value(stored)))
         return iter(out)
 
-    def approximate_num_entries(self) -> int:
-        return self.segments.approximate_num_entries()
-
-    def flush(self) -> None:
-        self.segments.flush()
-
-    def close(self) -> None:
-        self.segments.close()
-
-    def destroy(self) -> None:
-        self.segments.destroy()
+    def _storage(self) -> _Storage:
+        return self.segments
 
     def restore_batch(self, records: Sequence[RawRecord]) -> None:
         timestamped = self.store_type.timestamped
@@ -770,17 +770,8 @@ class SessionStore(_SerdeStore[K, V]):
         """``fetch(key)``: every session of ``key``."""
         return self.find_sessions(key, 0, _LONG_MAX)
 
-    def approximate_num_entries(self) -> int:
-        return self.segments.approximate_num_entries()
-
-    def flush(self) -> None:
-        self.segments.flush()
-
-    def close(self) -> None:
-        self.segments.close()
-
-    def destroy(self) -> None:
-        self.segments.destroy()
+    def _storage(self) -> _Storage:
+        return self.segments
 
     def restore_batch(self, records: Sequence[RawRecord]) -> None:
         entries: list[tuple[bytes, bytes | None, int]] = []
