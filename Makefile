@@ -10,11 +10,11 @@ PYTEST_ARGS ?=
 
 .PHONY: install test unit integration demo lint typecheck bench lock services clean conformance
 
-$(STAMP): requirements.lock pyproject.toml
+$(STAMP): requirements.lock pyproject.toml streamproc/engine/_bulk_kernel.c
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 	$(BIN)/uv pip sync --quiet --python $(BIN)/python requirements.lock
-	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps -e .
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps --reinstall-package streamproc -e .
 	@touch $@
 
 install: $(STAMP)

@@ -34,22 +34,32 @@ steps, punctuations and errors.
 
 from __future__ import annotations
 
+import os
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from streamproc.engine.corrupted_record import CorruptedRecord
 from streamproc.engine.partition_group import MAX_TASK_IDLE_MS_DISABLED, PartitionGroup
-from streamproc.engine.processor_topology import Deserializer, SourceNode
+from streamproc.engine.processor_context import ProcessorContextImpl
+from streamproc.engine.processor_topology import Deserializer, ProcessorNode, SourceNode
 from streamproc.engine.punctuation_queue import LONG_MAX_VALUE, PunctuationQueue
 from streamproc.engine.record_deserializer import RecordDeserializer, deserialized_record
 from streamproc.engine.record_queue import UNKNOWN, RawRecord, RecordQueue
-from streamproc.engine.records import Record, TopicPartition
+from streamproc.engine.records import ConsumerRecord, Record, TopicPartition
 from streamproc.engine.stamped_record import StampedRecord
 from streamproc.engine.stream_task import StreamTask
 from streamproc.engine.timestamp_extractor import ExtractRecordMetadataTimestamp
 from streamproc.engine.wall_clock import VirtualWallClock
 from streamproc.errors import StreamsError
+
+try:
+    from streamproc.engine import _bulk_kernel
+except ImportError:  # not built (a source checkout without `make install`): the Python loop does the same
+    _bulk_kernel = None  # type: ignore[assignment]
+
+#: Set to a true value to run the Python loop even when the compiled one is built (the tests compare them).
+PURE_PYTHON_ENV = "STREAMPROC_PURE_PYTHON_REPLAY"
 
 #: Later than any due time (due times are clamped to ``Long.MAX_VALUE``): "no schedule".
 NEVER = LONG_MAX_VALUE + 1
@@ -57,6 +67,34 @@ NEVER = LONG_MAX_VALUE + 1
 #: A head deserialized here ``(raw, key, value)``, or one ``RecordQueue`` produced (``StampedRecord`` or
 #: ``CorruptedRecord``), or ``None`` for an empty queue.
 Head = tuple[RawRecord, object, object] | StampedRecord | None
+
+#: How a partition's source hands a record on: ``context.forward`` (source installed) or ``SourceNode.process``.
+Forward = Callable[[Record[Any, Any]], None]
+
+#: Per partition: FIFO, whether the timestamp is the record's own (record-metadata extractors), key and value
+#: deserializers, source node, how it forwards, and the source's children when the compiled loop may run
+#: ``ProcessorContextImpl.forward`` itself (an unchanged context class) else ``None``.
+Statics = tuple[deque[RawRecord], bool, Deserializer, Deserializer, SourceNode, Forward, list[ProcessorNode] | None]
+
+
+#: The fields of a raw record the loop reads, in the order ``_bulk_kernel.c`` expects them.
+_RAW_FIELDS = ("timestamp", "topic", "key", "value", "headers", "offset")
+
+
+def _raw_fields() -> tuple[type, tuple[object, ...]] | None:
+    """``ConsumerRecord`` and its slot descriptors, which the compiled loop reads directly; None: by attribute."""
+    descriptors = tuple(ConsumerRecord.__dict__.get(name) for name in _RAW_FIELDS)
+    if not all(type(d).__name__ == "member_descriptor" for d in descriptors):
+        return None
+    return ConsumerRecord, descriptors
+
+
+def _record_slots() -> tuple[object, ...] | None:
+    """``Record``'s slot descriptors when ``Record(k, v, t, h)`` only stores them (``fast_frozen_init``), else None."""
+    fields = getattr(Record.__init__, "__slot_fields__", None)
+    if Record.__new__ is not object.__new__ or fields != ("key", "value", "timestamp", "headers"):
+        return None
+    return tuple(Record.__dict__[name] for name in fields)
 
 
 def ineligibility(task: StreamTask) -> str | None:
@@ -113,6 +151,8 @@ class _BulkLoop:
         #: Last consumed offset per partition index, in the order partitions were first consumed.
         self.consumed: dict[int, int] = {}
         self.steps = 0
+        #: The frozen wall clock's time (D-4): every step's system time.
+        self.now: int = task.wall_clock.milliseconds()
         #: The queue of the step that failed, if one did (``RecordInfo.queue``, as ``StreamTask.process`` leaves it).
         self.last_polled: RecordQueue | None = None
         for queue in self.queues:
@@ -164,7 +204,107 @@ class _BulkLoop:
                 raise self.task._with_task_id(exc) from exc
             raise
 
+    def _loop_statics(self) -> list[Statics]:
+        """Per partition, what updateHead and process need: one list look-up and an unpack per step."""
+        context = self.task.context
+        metadata_extract = ExtractRecordMetadataTimestamp.extract
+        statics: list[Statics] = []
+        for queue in self.queues:
+            source = queue.source
+            # SourceNode.process is context.forward with the source as current node (which is installed).
+            via_context = type(source) is SourceNode and source._context is context
+            inline = via_context and type(context).forward is ProcessorContextImpl.forward
+            statics.append(
+                (
+                    queue._fifo,
+                    getattr(type(queue._extractor), "extract", None) is metadata_extract,
+                    source.key_deserializer,
+                    source.value_deserializer,
+                    source,
+                    context.forward if via_context else source.process,
+                    source.children if inline else None,
+                )
+            )
+        return statics
+
+    def _start(self) -> tuple[int, int]:
+        """What the loop needs before its first step: ``(due, schedules_seen)`` (see :meth:`_punctuate`)."""
+        task = self.task
+        context = task.context
+        # The fast path installs raw records lazily (``set_raw_record``); fix a lazily installed StampedRecord first.
+        context.record_context  # noqa: B018
+        context._lazy_stamped = None
+        due = (
+            _due(task.stream_time_punctuation_queue) if self.now < _due(task.system_time_punctuation_queue) else -NEVER
+        )
+        return due, task.schedules_registered
+
+    def _punctuate(self) -> tuple[int, int]:
+        """The checks after a step when one may fire; the next ``(due, schedules_seen)``.
+
+        After a step the checks can only fire something once stream time reaches ``due`` (the earliest
+        STREAM_TIME due time), or at once when a WALL_CLOCK_TIME schedule is due at the frozen clock's time, or
+        when a schedule was registered since the last look (``schedules_seen``).
+        """
+        task = self.task
+        task.maybe_punctuate_stream_time()
+        task.maybe_punctuate_system_time()
+        return self._start()[0], task.schedules_registered
+
+    def _slow_process(self, index: int, head: StampedRecord) -> None:
+        """``StreamTask.process`` for a head ``RecordQueue`` produced itself (a placeholder or a StampedRecord)."""
+        task = self.task
+        if isinstance(head, CorruptedRecord):
+            task._skip(head)
+        else:
+            task._do_process(head, self.queues[index], self.now)
+            # Fix the record's context (it stays installed) before the fast path's lazy form takes over.
+            task.context.record_context  # noqa: B018
+            task.context._lazy_stamped = None
+            task.records_processed += 1
+        self.consumed[index] = head.offset
+
+    def _fail_processing(self, exc: Exception, index: int, raw: RawRecord) -> NoReturn:
+        """Raise the error a processing exception ends the task with; called inside the ``except`` of ``exc``."""
+        source = self.queues[index].source
+        raise self.task._processing_failure(exc, source.name, raw.topic, raw.partition, raw.offset)
+
     def _steps(self) -> int:
+        """The compiled loop (``_bulk_kernel.c``) when it is built, else :meth:`_steps_python`: the same steps."""
+        if _bulk_kernel is None or os.environ.get(PURE_PYTHON_ENV):
+            return self._steps_python()
+        due, schedules_seen = self._start()
+        out: list[int] = [0, UNKNOWN]
+        try:
+            steps: int = _bulk_kernel.steps(
+                self,
+                self.heap,
+                self.keys,
+                self.heads,
+                self.partition_times,
+                self.consumed,
+                self._loop_statics(),
+                self.task,
+                self.group,
+                self.task.context,
+                Record,
+                self.now,
+                due,
+                schedules_seen,
+                UNKNOWN,
+                out,
+                _record_slots(),
+                _raw_fields(),
+            )
+        except BaseException:
+            self.steps, index = out
+            if index != UNKNOWN:
+                self.last_polled = self.queues[index]
+            raise
+        self.steps = steps
+        return steps
+
+    def _steps_python(self) -> int:
         """The loop (one flat function on purpose: every call per record costs)."""
         task = self.task
         group = self.group
@@ -175,47 +315,17 @@ class _BulkLoop:
         heads = self.heads
         partition_times = self.partition_times
         consumed = self.consumed
-        metadata_extract = ExtractRecordMetadataTimestamp.extract
-        # Per partition, what updateHead and process need: one list look-up and an unpack per step.
-        statics: list[
-            tuple[
-                deque[RawRecord],
-                bool,
-                Deserializer,
-                Deserializer,
-                SourceNode,
-                Callable[[Record[Any, Any]], None],
-            ]
-        ] = [
-            (
-                queue._fifo,
-                getattr(type(queue._extractor), "extract", None) is metadata_extract,
-                queue.source.key_deserializer,
-                queue.source.value_deserializer,
-                queue.source,
-                # SourceNode.process is context.forward with the source as current node (which is installed).
-                context.forward
-                if type(queue.source) is SourceNode and queue.source._context is context
-                else queue.source.process,
-            )
-            for queue in queues
-        ]
-        stream_punctuations = task.stream_time_punctuation_queue
-        system_punctuations = task.system_time_punctuation_queue
+        statics = self._loop_statics()
         slow_head = self._slow_head
         refill = self._refill
+        slow_process = self._slow_process
+        punctuate = self._punctuate
         tuple_type = tuple
 
-        now = task.wall_clock.milliseconds()
+        now = self.now
         stream_time = group.stream_time
         records_processed = task.records_processed
-        # The checks after a step can only fire something once stream time reaches ``due`` (the earliest
-        # STREAM_TIME due time), or at once when a WALL_CLOCK_TIME schedule is due at the frozen clock's time.
-        due = _due(stream_punctuations) if now < _due(system_punctuations) else -NEVER
-        schedules_seen = task.schedules_registered
-        # The fast path installs raw records lazily (``set_raw_record``); fix a lazily installed StampedRecord first.
-        context.record_context  # noqa: B018
-        context._lazy_stamped = None
+        due, schedules_seen = self._start()
         steps = 0
         index = UNKNOWN
         try:
@@ -247,7 +357,7 @@ class _BulkLoop:
                     heap[k] = last
                 head = heads[index]
                 timestamp = keys[index]
-                fifo, fast_extract, key_deserializer, value_deserializer, source, forward = statics[index]
+                fifo, fast_extract, key_deserializer, value_deserializer, source, forward, _ = statics[index]
                 # RecordQueue.poll: partition time, then updateHead.
                 if timestamp > partition_times[index]:
                     partition_times[index] = timestamp
@@ -307,26 +417,15 @@ class _BulkLoop:
                     records_processed += 1
                     task.records_processed = records_processed
                     consumed[index] = raw.offset
-                elif isinstance(head, CorruptedRecord):
-                    task._skip(head)
-                    consumed[index] = head.offset
                 else:
                     assert isinstance(head, StampedRecord)
-                    task._do_process(head, queues[index], now)
-                    # Fix the record's context (it stays installed) before the fast path's lazy form takes over.
-                    context.record_context  # noqa: B018
-                    context._lazy_stamped = None
-                    records_processed += 1
-                    task.records_processed = records_processed
-                    consumed[index] = head.offset
+                    slow_process(index, head)
+                    records_processed = task.records_processed
                 steps += 1
 
                 # The punctuation checks after each step: only when something may be due (else they are no-ops).
                 if stream_time >= due or task.schedules_registered != schedules_seen:
-                    task.maybe_punctuate_stream_time()
-                    task.maybe_punctuate_system_time()
-                    due = _due(stream_punctuations) if now < _due(system_punctuations) else -NEVER
-                    schedules_seen = task.schedules_registered
+                    due, schedules_seen = punctuate()
         except BaseException:
             self.steps = steps
             if index != UNKNOWN:

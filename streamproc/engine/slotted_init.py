@@ -51,5 +51,8 @@ def fast_frozen_init(cls: type[T]) -> type[T]:
     init.__module__ = cls.__module__
     init.__doc__ = cls.__init__.__doc__
     init.__annotations__ = dict(cls.__init__.__annotations__)  # keeps inspect.signature as it was
+    #: The fields, in order, this ``__init__`` stores through their slot descriptors and nothing else (the compiled
+    #: replay loop builds a ``Record`` the same way without the call: ``bulk_replay._record_slots``).
+    init.__slot_fields__ = tuple(field.name for field in fields)
     cls.__init__ = init  # type: ignore[method-assign]
     return cls

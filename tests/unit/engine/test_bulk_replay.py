@@ -1,17 +1,21 @@
 """The bulk replay loop (``bulk_replay.process_buffered``) against ``StreamTask.process``, record at a time.
 
-The property test replays the same random input twice, ``replay(..., bulk=True)`` and ``bulk=False``, and compares
+The property test replays the same random input three times, ``replay(..., bulk=True)`` with the compiled loop
+(``_bulk_kernel.c``), with the Python loop (``STREAMPROC_PURE_PYTHON_REPLAY``), and ``bulk=False``, and compares
 every observable: the processing order with each record's context, stream time and system time as the processor
 sees them, punctuations, the replay result (steps, stream time, skip steps, drops with their positions, committable
 offsets and partition times), the task's state afterwards, and the error if the task fails. The inputs cover
 several partitions of one or two topics, timestamps in a narrow range (ties are frequent) including negative ones,
 corrupt records, every timestamp extractor kind, both deserialization and processing handlers, processors that
-fail or forward with a new timestamp, stream-time punctuations (also registered mid-run), restored partition
-times, and buffer sizes from 1.
+fail or forward with a new timestamp, sources with one or two children, stream-time punctuations (also registered
+mid-run), restored partition times, and buffer sizes from 1.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +23,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from streamproc.engine.bulk_replay import ineligibility, process_buffered
+from streamproc.engine import bulk_replay
+from streamproc.engine.bulk_replay import PURE_PYTHON_ENV, ineligibility, process_buffered
 from streamproc.engine.deserialization_handler import LogAndContinueExceptionHandler, LogAndFailExceptionHandler
 from streamproc.engine.error_handler_context import ErrorHandlerContext
 from streamproc.engine.processing_handler import (
@@ -86,6 +91,7 @@ class Case:
     schedule_midway_at: int | None
     restored: dict[TopicPartition, int] = field(default_factory=dict)
     forward_shift: bool = False
+    sibling: bool = False
 
 
 class Observer(Processor):
@@ -169,7 +175,26 @@ def value_of(spec: Spec) -> bytes:
     return b"v"
 
 
-def run(case: Case, *, bulk: bool) -> dict[str, Any]:
+@contextmanager
+def python_loop(pure_python: bool) -> Iterator[None]:
+    """The bulk replay runs its Python loop inside, even when the compiled one is built."""
+    previous = os.environ.pop(PURE_PYTHON_ENV, None)
+    if pure_python:
+        os.environ[PURE_PYTHON_ENV] = "1"
+    try:
+        yield
+    finally:
+        os.environ.pop(PURE_PYTHON_ENV, None)
+        if previous is not None:
+            os.environ[PURE_PYTHON_ENV] = previous
+
+
+def run(case: Case, *, bulk: bool, pure_python: bool = False) -> dict[str, Any]:
+    with python_loop(pure_python):
+        return _run(case, bulk=bulk)
+
+
+def _run(case: Case, *, bulk: bool) -> dict[str, Any]:
     log: list[tuple[Any, ...]] = []
     topics = sorted({tp.topic for tp in case.partitions})
     source = SourceNode("source", topics, string_deserializer, string_deserializer, EXTRACTORS[case.extractor])
@@ -177,6 +202,11 @@ def run(case: Case, *, bulk: bool) -> dict[str, Any]:
     leaf = ProcessorNode("leaf", Leaf(log))
     source.add_child(proc)
     proc.add_child(leaf)
+    nodes = [source, proc, leaf]
+    if case.sibling:  # a second child of the source: forward hands each record to both, in order
+        sibling = ProcessorNode("sibling", Leaf(log))
+        source.add_child(sibling)
+        nodes.append(sibling)
     config = TaskConfig(
         deserialization_exception_handler=(
             LogAndContinueExceptionHandler() if case.continue_on_corrupt else LogAndFailExceptionHandler()
@@ -187,7 +217,7 @@ def run(case: Case, *, bulk: bool) -> dict[str, Any]:
     )
     task = StreamTask(
         TaskId(0, 0),
-        ProcessorTopology([source, proc, leaf]),
+        ProcessorTopology(nodes),
         list(case.partitions),
         config=config,
         wall_clock=VirtualWallClock(NOW),
@@ -264,13 +294,16 @@ def cases(draw: st.DrawFn) -> Case:
         schedule_midway_at=draw(st.one_of(st.none(), st.integers(1, 10))),
         restored=restored,
         forward_shift=draw(st.booleans()),
+        sibling=draw(st.integers(0, 3)) == 0,
     )
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
 def test_bulk_replay_matches_record_at_a_time(case: Case) -> None:
-    assert run(case, bulk=True) == run(case, bulk=False)
+    exact = run(case, bulk=False)
+    assert run(case, bulk=True) == exact
+    assert run(case, bulk=True, pure_python=True) == exact
 
 
 @settings(max_examples=200, deadline=None)
@@ -290,7 +323,7 @@ def test_bulk_replay_matches_on_clean_input_with_many_ties(timestamps: list[list
         schedule_midway_at=None,
     )
     bulk, exact = run(case, bulk=True), run(case, bulk=False)
-    assert bulk == exact
+    assert bulk == exact == run(case, bulk=True, pure_python=True)
     assert "result" in bulk
 
 
@@ -333,6 +366,53 @@ def test_bulk_loop_is_not_used_for_a_task_subclass_that_overrides_process() -> N
     task.disable_idling()
     reason = ineligibility(task)
     assert reason is not None and reason.endswith("Custom overrides process()")
+
+
+def test_the_compiled_loop_is_built_and_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``make install`` compiles ``_bulk_kernel.c``; a replay then never runs the Python loop."""
+    assert bulk_replay._bulk_kernel is not None, "streamproc/engine/_bulk_kernel.c is not built: run `make install`"
+
+    def refuse(self: object) -> int:
+        raise AssertionError("the Python loop ran although the compiled loop is built")
+
+    monkeypatch.setattr(bulk_replay._BulkLoop, "_steps_python", refuse)
+    case = Case(
+        partitions={A0: [Spec(1), Spec(2, corrupt=True), Spec(-1), Spec(3)]},
+        extractor="skip",
+        continue_on_corrupt=True,
+        continue_on_boom=False,
+        buffer=2,
+        punctuate_every=1,
+        schedule_midway_at=None,
+    )
+    observed = run(case, bulk=True)
+    assert observed["result"].records_processed == 2
+    assert observed == run(case, bulk=False)
+
+
+@pytest.mark.parametrize("pure_python", [False, True], ids=["compiled", "python"])
+def test_a_base_exception_in_a_processor_passes_through_both_loops(pure_python: bool) -> None:
+    """KeyboardInterrupt is no processing error: no handler sees it, the loop stops and re-raises it as it is."""
+    source = SourceNode("source", ["a"], string_deserializer, string_deserializer)
+    seen: list[int] = []
+
+    class Interrupting(Processor):
+        def process(self, record: Record[Any, Any]) -> None:
+            seen.append(record.timestamp)
+            if len(seen) == 2:
+                raise KeyboardInterrupt
+
+    node = ProcessorNode("proc", Interrupting())
+    source.add_child(node)
+    config = TaskConfig(processing_exception_handler=RecordingContinue([]))
+    task = StreamTask(TaskId(0, 0), ProcessorTopology([source, node]), [A0], config=config)
+    records = [ConsumerRecord.raw("a", 0, offset, offset, b"k", b"v") for offset in range(4)]
+    with python_loop(pure_python), pytest.raises(KeyboardInterrupt):
+        replay(task, [PartitionInput(A0, records)], buffered_records_per_partition=2)
+    assert seen == [0, 1]
+    assert task.records_processed == 1
+    assert dict(task.consumed_offsets) == {A0: 0}
+    assert task.context.current_node is None
 
 
 @pytest.mark.parametrize("bulk", [True, False])

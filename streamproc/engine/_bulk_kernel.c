@@ -1,0 +1,751 @@
+/*
+ * The bulk replay loop of streamproc.engine.bulk_replay (``_BulkLoop._steps_python``), compiled.
+ *
+ * Why: in a batch replay the per-record cost of the loop itself (OpenJDK's PriorityQueue sift step, RecordQueue's
+ * updateHead, the record context, the commit bookkeeping) is about 70% of the time when written in Python. This
+ * file is the same loop, statement for statement, on the same Python objects: the heap of partition indices, the
+ * head timestamps, the heads and partition times stay Python lists owned by ``_BulkLoop``, so its Python
+ * callbacks (``_slow_head``, ``_refill``, ``_slow_process``, ``_punctuate``, ``_fail_processing``) see exactly the
+ * state the Python loop would give them. Everything unusual (a negative timestamp, another timestamp extractor, a
+ * deserialization error, a StampedRecord or CorruptedRecord head, a punctuation that may be due, a processing
+ * exception) is handed to those callbacks, so the only logic here is the common step.
+ *
+ * ``tests/unit/engine/test_bulk_replay.py`` proves with hypothesis that this loop, the Python loop and
+ * ``StreamTask.process`` agree on every observable. When this module is not built, bulk_replay uses the Python loop.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+/* "Unknown" timestamp of RecordQueue/PartitionGroup (Kafka Streams' RecordQueue.UNKNOWN). */
+#define UNKNOWN (-1LL)
+
+static PyObject *s_popleft, *s_appendleft, *s_timestamp, *s_topic, *s_key, *s_value, *s_headers, *s_offset;
+static PyObject *s_current_node, *s_record_context, *s_lazy_record, *s_lazy_timestamp, *s_system_time_ms;
+static PyObject *s_stream_time, *s_records_processed, *s_schedules_registered, *s_all_buffered;
+static PyObject *s_slow_head, *s_refill, *s_slow_process, *s_punctuate, *s_fail_processing, *s_process;
+
+/* One partition's constants: ``_BulkLoop``'s ``statics`` entry (borrowed: the caller keeps the list alive). */
+typedef struct {
+    PyObject *fifo;
+    int fast_extract;
+    PyObject *key_deserializer;
+    PyObject *value_deserializer;
+    PyObject *source;
+    PyObject *forward;
+    PyObject *children; /* the source's children when ProcessorContextImpl.forward may be inlined, else None */
+} Static;
+
+/* A due time of the punctuation check: a Python int that may lie outside a C long long (NEVER = 2**63, -NEVER). */
+typedef struct {
+    long long value;
+    int overflow; /* > 0: never reached, < 0: always reached */
+} Due;
+
+static int due_from(PyObject *obj, Due *due) {
+    int overflow = 0;
+    long long value = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (value == -1 && !overflow && PyErr_Occurred()) {
+        return -1;
+    }
+    due->value = value;
+    due->overflow = overflow;
+    return 0;
+}
+
+static int reached(long long stream_time, const Due *due) {
+    if (due->overflow) {
+        return due->overflow < 0;
+    }
+    return stream_time >= due->value;
+}
+
+/* A timestamp as a C long long (Kafka's are Java longs); PyLong_AsLongLong is slow for multi-digit ints. */
+static inline int as_long(PyObject *obj, long long *value) {
+    int overflow = 0;
+    *value = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (overflow) {
+        PyErr_Format(PyExc_OverflowError, "timestamp %R does not fit a Java long", obj);
+        return -1;
+    }
+    return (*value == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+/* ConsumerRecord's slot descriptors, read without the attribute look-up when a raw record is exactly that type. */
+enum { F_TIMESTAMP, F_TOPIC, F_KEY, F_VALUE, F_HEADERS, F_OFFSET, F_COUNT };
+
+typedef struct {
+    PyTypeObject *type; /* NULL: always PyObject_GetAttr */
+    PyObject *descriptors[F_COUNT];
+    PyObject *names[F_COUNT];
+} RawFields;
+
+static inline PyObject *raw_get(const RawFields *fields, PyObject *raw, int field) {
+    if (Py_TYPE(raw) == fields->type) {
+        PyObject *descriptor = fields->descriptors[field];
+        return Py_TYPE(descriptor)->tp_descr_get(descriptor, raw, (PyObject *)fields->type);
+    }
+    return PyObject_GetAttr(raw, fields->names[field]);
+}
+
+/* list[position] = item (a new reference to item is taken). */
+static inline void list_put(PyObject *list, Py_ssize_t position, PyObject *item) {
+    Py_INCREF(item);
+    PyObject *old = PyList_GET_ITEM(list, position);
+    PyList_SET_ITEM(list, position, item);
+    Py_XDECREF(old);
+}
+
+static PyObject *call_method_index(PyObject *self, PyObject *name, PyObject *index_obj) {
+    PyObject *args[2] = {self, index_obj};
+    return PyObject_VectorcallMethod(name, args, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+}
+
+/* Call loop.<name>(...) as if inside ``except`` of ``exc``: Python chains what it raises to ``exc`` implicitly. */
+static PyObject *call_while_handling(PyObject *exc, PyObject *name, PyObject *const *args, size_t nargsf) {
+    PyObject *old_type, *old_value, *old_traceback;
+    PyErr_GetExcInfo(&old_type, &old_value, &old_traceback);
+    PyObject *traceback = PyException_GetTraceback(exc); /* new reference or NULL */
+    Py_INCREF(Py_TYPE(exc));
+    Py_INCREF(exc);
+    PyErr_SetExcInfo((PyObject *)Py_TYPE(exc), exc, traceback);
+    PyObject *result = PyObject_VectorcallMethod(name, args, nargsf, NULL);
+    PyErr_SetExcInfo(old_type, old_value, old_traceback);
+    return result;
+}
+
+/* Take the pending exception, normalized, with its traceback attached (a new reference). */
+static PyObject *fetch_exception(void) {
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyErr_NormalizeException(&type, &value, &traceback);
+    if (traceback != NULL && value != NULL) {
+        PyException_SetTraceback(value, traceback);
+    }
+    Py_XDECREF(type);
+    Py_XDECREF(traceback);
+    return value;
+}
+
+/*
+ * Record(key, value, timestamp, headers) for a slotted frozen dataclass whose __new__ is object.__new__ and whose
+ * __init__ stores the four fields through their slot descriptors (slotted_init.fast_frozen_init): the same object,
+ * built without running the Python __init__. ``record_slots`` None means: call the class.
+ */
+static PyObject *new_record(PyObject *record_type, PyObject *record_slots, PyObject *const *fields) {
+    if (record_slots == Py_None) {
+        return PyObject_Vectorcall(record_type, fields, 4, NULL);
+    }
+    PyTypeObject *type = (PyTypeObject *)record_type;
+    PyObject *record = type->tp_alloc(type, 0);
+    if (record == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < 4; i++) {
+        PyObject *descriptor = PyTuple_GET_ITEM(record_slots, i);
+        descrsetfunc set = Py_TYPE(descriptor)->tp_descr_set;
+        if (set == NULL || set(descriptor, record, fields[i]) < 0) {
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_TypeError, "record slot descriptor cannot be set");
+            }
+            Py_DECREF(record);
+            return NULL;
+        }
+    }
+    return record;
+}
+
+/*
+ * ProcessorContextImpl.forward(record) from the source node, for a record the source built from the installed raw
+ * record (same timestamp object, same headers object), so no new record context is installed: each child becomes
+ * the current node and processes the record; finally the record context goes back to lazy (None, what the step
+ * installed) and the current node to the source. Returns None or NULL with the child's exception set.
+ */
+static PyObject *forward_to_children(PyObject *context, PyObject *source, PyObject *children, PyObject *record) {
+    PyObject *outcome = Py_None;
+    Py_INCREF(outcome);
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(children); i++) {
+        PyObject *child = PyList_GET_ITEM(children, i);
+        Py_INCREF(child);
+        PyObject *processed = NULL;
+        if (PyObject_SetAttr(context, s_current_node, child) == 0) {
+            PyObject *process_args[2] = {child, record};
+            processed = PyObject_VectorcallMethod(s_process, process_args, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+        }
+        Py_DECREF(child);
+        if (processed == NULL) {
+            Py_CLEAR(outcome);
+            break;
+        }
+        Py_DECREF(processed);
+    }
+    /* finally: self._record_context = installed; self.current_node = previous_node. On success the step sets the
+     * current node to None next, with nothing run in between, so the source is only put back for a failure
+     * (StreamTask._processing_failure names the current node). */
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    if (PyObject_SetAttr(context, s_record_context, Py_None) < 0 ||
+        (type != NULL && PyObject_SetAttr(context, s_current_node, source) < 0)) {
+        if (type == NULL) {
+            Py_CLEAR(outcome);
+            return NULL;
+        }
+        PyErr_Clear();
+    }
+    PyErr_Restore(type, value, traceback);
+    return outcome;
+}
+
+/* Record the loop's progress for ``_BulkLoop`` whatever happens (an exception may be pending). */
+static void report(PyObject *out, Py_ssize_t steps, Py_ssize_t index) {
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyObject *steps_obj = PyLong_FromSsize_t(steps);
+    PyObject *index_obj = PyLong_FromSsize_t(index);
+    if (steps_obj != NULL && index_obj != NULL) {
+        list_put(out, 0, steps_obj);
+        list_put(out, 1, index_obj);
+    }
+    Py_XDECREF(steps_obj);
+    Py_XDECREF(index_obj);
+    PyErr_Clear();
+    PyErr_Restore(type, value, traceback);
+}
+
+/* heap[:] = the C heap's partition indices (the loop keeps the heap in C; only _export reads the list). */
+static int export_heap(PyObject *heap, const Py_ssize_t *heap_c, Py_ssize_t size, PyObject **index_objects) {
+    PyObject *exported = PyList_New(size);
+    if (exported == NULL) {
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < size; i++) {
+        Py_INCREF(index_objects[heap_c[i]]);
+        PyList_SET_ITEM(exported, i, index_objects[heap_c[i]]);
+    }
+    int failed = PyList_SetSlice(heap, 0, PyList_GET_SIZE(heap), exported);
+    Py_DECREF(exported);
+    return failed;
+}
+
+/*
+ * steps(loop, heap, keys, heads, partition_times, consumed, statics, task, group, context, record_type,
+ *       now, due, schedules_seen, unknown, out, record_slots, raw_fields) -> int
+ *
+ * Runs ``_BulkLoop._steps_python``'s loop from the given state and returns the number of steps. ``out`` (a list
+ * of two) receives the step count and the last polled partition index (-1: none) on return and on error; ``heap``
+ * holds the heap again on return and on error. ``record_slots``: see new_record. ``raw_fields``: None or
+ * ``(ConsumerRecord, (descriptors of timestamp, topic, key, value, headers, offset))``.
+ */
+static PyObject *steps(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 18) {
+        PyErr_SetString(PyExc_TypeError, "steps() takes 18 arguments");
+        return NULL;
+    }
+    PyObject *loop = args[0], *heap = args[1], *keys = args[2], *heads = args[3], *partition_times = args[4];
+    PyObject *consumed = args[5], *statics_list = args[6], *task = args[7], *group = args[8], *context = args[9];
+    PyObject *record_type = args[10], *now = args[11], *unknown = args[14], *out = args[15];
+    PyObject *record_slots = args[16], *raw_fields_arg = args[17];
+    if (record_slots != Py_None && (!PyTuple_CheckExact(record_slots) || PyTuple_GET_SIZE(record_slots) != 4 ||
+                                    !PyType_Check(record_type))) {
+        PyErr_SetString(PyExc_TypeError, "steps(): record_slots must be None or 4 slot descriptors of a type");
+        return NULL;
+    }
+    if (!PyList_CheckExact(heap) || !PyList_CheckExact(keys) || !PyList_CheckExact(heads) ||
+        !PyList_CheckExact(partition_times) || !PyDict_CheckExact(consumed) || !PyList_CheckExact(statics_list) ||
+        !PyList_CheckExact(out) || PyList_GET_SIZE(out) != 2) {
+        PyErr_SetString(PyExc_TypeError, "steps(): unexpected argument types");
+        return NULL;
+    }
+    RawFields raw_fields = {NULL, {NULL}, {s_timestamp, s_topic, s_key, s_value, s_headers, s_offset}};
+    if (raw_fields_arg != Py_None) {
+        PyObject *descriptors = PyTuple_Check(raw_fields_arg) && PyTuple_GET_SIZE(raw_fields_arg) == 2
+                                    ? PyTuple_GET_ITEM(raw_fields_arg, 1)
+                                    : NULL;
+        if (descriptors == NULL || !PyType_Check(PyTuple_GET_ITEM(raw_fields_arg, 0)) ||
+            !PyTuple_Check(descriptors) || PyTuple_GET_SIZE(descriptors) != F_COUNT) {
+            PyErr_SetString(PyExc_TypeError, "steps(): raw_fields must be None or (type, 6 descriptors)");
+            return NULL;
+        }
+        for (int f = 0; f < F_COUNT; f++) {
+            raw_fields.descriptors[f] = PyTuple_GET_ITEM(descriptors, f);
+            if (Py_TYPE(raw_fields.descriptors[f])->tp_descr_get == NULL) {
+                PyErr_SetString(PyExc_TypeError, "steps(): a raw_fields descriptor cannot be read");
+                return NULL;
+            }
+        }
+        raw_fields.type = (PyTypeObject *)PyTuple_GET_ITEM(raw_fields_arg, 0);
+    }
+    Py_ssize_t partitions = PyList_GET_SIZE(statics_list);
+    if (PyList_GET_SIZE(keys) != partitions || PyList_GET_SIZE(heads) != partitions ||
+        PyList_GET_SIZE(partition_times) != partitions || PyList_GET_SIZE(heap) > partitions) {
+        PyErr_SetString(PyExc_ValueError, "steps(): per-partition lists differ in length");
+        return NULL;
+    }
+    Py_ssize_t slots = partitions > 0 ? partitions : 1;
+    Static *statics = PyMem_New(Static, slots);
+    PyObject **index_objects = PyMem_New(PyObject *, slots);
+    Py_ssize_t *heap_c = PyMem_New(Py_ssize_t, slots);
+    long long *keys_c = PyMem_New(long long, slots);
+    long long *partition_times_c = PyMem_New(long long, slots);
+    if (statics == NULL || index_objects == NULL || heap_c == NULL || keys_c == NULL || partition_times_c == NULL) {
+        PyMem_Free(statics);
+        PyMem_Free(index_objects);
+        PyMem_Free(heap_c);
+        PyMem_Free(keys_c);
+        PyMem_Free(partition_times_c);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < partitions; i++) {
+        index_objects[i] = NULL;
+    }
+    Py_ssize_t steps_done = 0;
+    Py_ssize_t index = -1;
+    Py_ssize_t heap_size = 0;
+    int heap_imported = 0;
+    PyObject *result = NULL;
+    PyObject *schedules_seen = NULL;
+    for (Py_ssize_t i = 0; i < partitions; i++) {
+        PyObject *entry = PyList_GET_ITEM(statics_list, i);
+        if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 7) {
+            PyErr_SetString(PyExc_TypeError, "steps(): a statics entry is not a 7-tuple");
+            goto done;
+        }
+        statics[i].fifo = PyTuple_GET_ITEM(entry, 0);
+        statics[i].fast_extract = PyObject_IsTrue(PyTuple_GET_ITEM(entry, 1));
+        statics[i].key_deserializer = PyTuple_GET_ITEM(entry, 2);
+        statics[i].value_deserializer = PyTuple_GET_ITEM(entry, 3);
+        statics[i].source = PyTuple_GET_ITEM(entry, 4);
+        statics[i].forward = PyTuple_GET_ITEM(entry, 5);
+        statics[i].children = PyTuple_GET_ITEM(entry, 6);
+        if (statics[i].children != Py_None && !PyList_CheckExact(statics[i].children)) {
+            PyErr_SetString(PyExc_TypeError, "steps(): children must be a list or None");
+            goto done;
+        }
+        if (statics[i].fast_extract < 0 || (index_objects[i] = PyLong_FromSsize_t(i)) == NULL ||
+            as_long(PyList_GET_ITEM(keys, i), &keys_c[i]) < 0 ||
+            as_long(PyList_GET_ITEM(partition_times, i), &partition_times_c[i]) < 0) {
+            goto done;
+        }
+    }
+    for (heap_size = 0; heap_size < PyList_GET_SIZE(heap); heap_size++) {
+        Py_ssize_t entry = PyLong_AsSsize_t(PyList_GET_ITEM(heap, heap_size));
+        if (entry < 0 || entry >= partitions) {
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_ValueError, "steps(): a heap entry is not a partition index");
+            }
+            goto done;
+        }
+        heap_c[heap_size] = entry;
+    }
+    heap_imported = 1;
+    long long stream_time, records_processed;
+    PyObject *attribute = PyObject_GetAttr(group, s_stream_time);
+    if (attribute == NULL) {
+        goto done;
+    }
+    int failed = as_long(attribute, &stream_time);
+    Py_DECREF(attribute);
+    if (failed) {
+        goto done;
+    }
+    attribute = PyObject_GetAttr(task, s_records_processed);
+    if (attribute == NULL) {
+        goto done;
+    }
+    failed = as_long(attribute, &records_processed);
+    Py_DECREF(attribute);
+    if (failed) {
+        goto done;
+    }
+    Due due;
+    if (due_from(args[12], &due) < 0) {
+        goto done;
+    }
+    schedules_seen = args[13];
+    Py_INCREF(schedules_seen);
+
+    while (heap_size > 0) {
+        /* PartitionGroup.nextRecord: poll the root (siftDownUsingComparator of the last element). */
+        index = heap_c[0];
+        Py_ssize_t size = --heap_size;
+        if (size) {
+            Py_ssize_t last = heap_c[size];
+            long long last_key = keys_c[last];
+            Py_ssize_t half = size >> 1;
+            Py_ssize_t k = 0;
+            while (k < half) {
+                Py_ssize_t child = 2 * k + 1;
+                Py_ssize_t child_index = heap_c[child];
+                long long child_key = keys_c[child_index];
+                Py_ssize_t right = child + 1;
+                if (right < size) {
+                    Py_ssize_t right_index = heap_c[right];
+                    long long right_key = keys_c[right_index];
+                    if (child_key > right_key) {
+                        child = right;
+                        child_index = right_index;
+                        child_key = right_key;
+                    }
+                }
+                if (last_key <= child_key) {
+                    break;
+                }
+                heap_c[k] = child_index;
+                k = child;
+            }
+            heap_c[k] = last;
+        }
+        PyObject *index_obj = index_objects[index];
+        PyObject *head = PyList_GET_ITEM(heads, index);
+        Py_INCREF(head);
+        PyObject *timestamp_obj = PyList_GET_ITEM(keys, index);
+        Py_INCREF(timestamp_obj);
+        long long timestamp = keys_c[index];
+        Static *st = &statics[index];
+        /* RecordQueue.poll: partition time, then updateHead. */
+        if (timestamp > partition_times_c[index]) {
+            partition_times_c[index] = timestamp;
+            list_put(partition_times, index, timestamp_obj);
+        }
+        Py_ssize_t buffered = PyObject_Length(st->fifo);
+        if (buffered < 0) {
+            goto fail_step;
+        }
+        if (buffered) {
+            PyObject *popleft_args[1] = {st->fifo};
+            PyObject *raw = PyObject_VectorcallMethod(s_popleft, popleft_args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                                      NULL);
+            if (raw == NULL) {
+                goto fail_step;
+            }
+            PyObject *new_key_obj = raw_get(&raw_fields, raw, F_TIMESTAMP);
+            long long new_key;
+            if (new_key_obj == NULL || as_long(new_key_obj, &new_key) < 0) {
+                Py_DECREF(raw);
+                Py_XDECREF(new_key_obj);
+                goto fail_step;
+            }
+            if (new_key >= 0 && st->fast_extract) {
+                if (buffered == 1) {
+                    PyObject *refilled = call_method_index(loop, s_refill, index_obj);
+                    if (refilled == NULL) {
+                        Py_DECREF(raw);
+                        Py_DECREF(new_key_obj);
+                        goto fail_step;
+                    }
+                    Py_DECREF(refilled);
+                }
+                PyObject *topic = raw_get(&raw_fields, raw, F_TOPIC);
+                PyObject *key = NULL, *value = NULL;
+                if (topic != NULL) {
+                    PyObject *raw_key = raw_get(&raw_fields, raw, F_KEY);
+                    if (raw_key != NULL) {
+                        PyObject *call_args[2] = {topic, raw_key};
+                        key = PyObject_Vectorcall(st->key_deserializer, call_args, 2, NULL);
+                        Py_DECREF(raw_key);
+                    }
+                    if (key != NULL) {
+                        PyObject *raw_value = raw_get(&raw_fields, raw, F_VALUE);
+                        if (raw_value != NULL) {
+                            PyObject *call_args[2] = {topic, raw_value};
+                            value = PyObject_Vectorcall(st->value_deserializer, call_args, 2, NULL);
+                            Py_DECREF(raw_value);
+                        }
+                    }
+                    Py_DECREF(topic);
+                }
+                if (value == NULL) {
+                    /* A deserializer raised: RecordQueue's handler decides (BaseException propagates). */
+                    Py_XDECREF(key);
+                    Py_DECREF(new_key_obj);
+                    if (!PyErr_ExceptionMatches(PyExc_Exception)) {
+                        Py_DECREF(raw);
+                        goto fail_step;
+                    }
+                    PyObject *failure = fetch_exception();
+                    if (failure == NULL) {
+                        Py_DECREF(raw);
+                        goto fail_step;
+                    }
+                    PyObject *slow_args[4] = {loop, index_obj, raw, failure};
+                    new_key_obj = call_while_handling(failure, s_slow_head, slow_args,
+                                                      4 | PY_VECTORCALL_ARGUMENTS_OFFSET);
+                    Py_DECREF(failure);
+                    if (new_key_obj == NULL) {
+                        Py_DECREF(raw);
+                        goto fail_step;
+                    }
+                } else {
+                    PyObject *fresh_head = PyTuple_Pack(3, raw, key, value);
+                    Py_DECREF(key);
+                    Py_DECREF(value);
+                    if (fresh_head == NULL) {
+                        Py_DECREF(raw);
+                        Py_DECREF(new_key_obj);
+                        goto fail_step;
+                    }
+                    list_put(heads, index, fresh_head);
+                    Py_DECREF(fresh_head);
+                }
+            } else {
+                PyObject *push_args[2] = {st->fifo, raw};
+                PyObject *pushed = PyObject_VectorcallMethod(s_appendleft, push_args,
+                                                             2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+                Py_DECREF(new_key_obj);
+                if (pushed == NULL) {
+                    Py_DECREF(raw);
+                    goto fail_step;
+                }
+                Py_DECREF(pushed);
+                PyObject *slow_args[4] = {loop, index_obj, Py_None, Py_None};
+                new_key_obj = PyObject_VectorcallMethod(s_slow_head, slow_args, 4 | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                                        NULL);
+                if (new_key_obj == NULL) {
+                    Py_DECREF(raw);
+                    goto fail_step;
+                }
+            }
+            Py_DECREF(raw);
+            failed = as_long(new_key_obj, &new_key);
+            list_put(keys, index, new_key_obj);
+            Py_DECREF(new_key_obj);
+            if (failed) {
+                goto fail_step;
+            }
+            keys_c[index] = new_key;
+            /* offer: append and siftUpUsingComparator (the queue cannot have drained: a head is left). */
+            Py_ssize_t k = heap_size++;
+            while (k > 0) {
+                Py_ssize_t parent = (k - 1) >> 1;
+                Py_ssize_t parent_index = heap_c[parent];
+                if (new_key >= keys_c[parent_index]) {
+                    break;
+                }
+                heap_c[k] = parent_index;
+                k = parent;
+            }
+            heap_c[k] = index;
+        } else {
+            list_put(heads, index, Py_None);
+            list_put(keys, index, unknown);
+            keys_c[index] = UNKNOWN;
+            if (PyObject_SetAttr(group, s_all_buffered, Py_False) < 0) {
+                goto fail_step;
+            }
+        }
+        if (timestamp > stream_time) {
+            stream_time = timestamp;
+            if (PyObject_SetAttr(group, s_stream_time, timestamp_obj) < 0) {
+                goto fail_step;
+            }
+        }
+
+        /* StreamTask.process: the record (or the placeholder's skip), then the offset is consumed. */
+        if (PyTuple_CheckExact(head)) {
+            PyObject *raw = PyTuple_GET_ITEM(head, 0);
+            int inline_forward = st->children != Py_None;
+            /* ProcessorContextImpl.set_raw_record, inlined (an inlined forward sets the current node itself). */
+            if ((!inline_forward && PyObject_SetAttr(context, s_current_node, st->source) < 0) ||
+                PyObject_SetAttr(context, s_record_context, Py_None) < 0 ||
+                PyObject_SetAttr(context, s_lazy_record, raw) < 0 ||
+                PyObject_SetAttr(context, s_lazy_timestamp, timestamp_obj) < 0 ||
+                PyObject_SetAttr(context, s_system_time_ms, now) < 0) {
+                goto fail_step;
+            }
+            PyObject *headers = raw_get(&raw_fields, raw, F_HEADERS);
+            if (headers == NULL) {
+                goto fail_step;
+            }
+            PyObject *record_args[4] = {PyTuple_GET_ITEM(head, 1), PyTuple_GET_ITEM(head, 2), timestamp_obj, headers};
+            PyObject *record = new_record(record_type, record_slots, record_args);
+            Py_DECREF(headers);
+            PyObject *forwarded = NULL;
+            if (record != NULL) {
+                forwarded = inline_forward ? forward_to_children(context, st->source, st->children, record)
+                                           : PyObject_Vectorcall(st->forward, &record, 1, NULL);
+                Py_DECREF(record);
+            } else if (inline_forward) {
+                /* as if set_raw_record had installed the source before Record() failed */
+                PyObject *type, *value, *traceback;
+                PyErr_Fetch(&type, &value, &traceback);
+                if (PyObject_SetAttr(context, s_current_node, st->source) < 0) {
+                    PyErr_Clear();
+                }
+                PyErr_Restore(type, value, traceback);
+            }
+            if (forwarded == NULL) {
+                if (PyErr_ExceptionMatches(PyExc_Exception)) {
+                    /* _fail_processing raises the task's error, as the Python loop's ``except`` does. */
+                    PyObject *exc = fetch_exception();
+                    if (exc != NULL) {
+                        PyObject *fail_args[4] = {loop, exc, index_obj, raw};
+                        PyObject *none = call_while_handling(exc, s_fail_processing, fail_args,
+                                                             4 | PY_VECTORCALL_ARGUMENTS_OFFSET);
+                        Py_DECREF(exc);
+                        if (none != NULL) {
+                            Py_DECREF(none);
+                            PyErr_SetString(PyExc_SystemError, "_fail_processing returned without raising");
+                        }
+                    }
+                }
+                /* finally: context.current_node = None */
+                PyObject *type, *value, *traceback;
+                PyErr_Fetch(&type, &value, &traceback);
+                if (PyObject_SetAttr(context, s_current_node, Py_None) < 0) {
+                    PyErr_Clear();
+                }
+                PyErr_Restore(type, value, traceback);
+                goto fail_step;
+            }
+            Py_DECREF(forwarded);
+            if (PyObject_SetAttr(context, s_current_node, Py_None) < 0) {
+                goto fail_step;
+            }
+            records_processed += 1;
+            PyObject *count = PyLong_FromLongLong(records_processed);
+            if (count == NULL) {
+                goto fail_step;
+            }
+            failed = PyObject_SetAttr(task, s_records_processed, count);
+            Py_DECREF(count);
+            PyObject *offset = failed < 0 ? NULL : raw_get(&raw_fields, raw, F_OFFSET);
+            if (offset == NULL) {
+                goto fail_step;
+            }
+            failed = PyDict_SetItem(consumed, index_obj, offset);
+            Py_DECREF(offset);
+            if (failed < 0) {
+                goto fail_step;
+            }
+        } else {
+            PyObject *slow_args[3] = {loop, index_obj, head};
+            PyObject *none = PyObject_VectorcallMethod(s_slow_process, slow_args, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                                       NULL);
+            if (none == NULL) {
+                goto fail_step;
+            }
+            Py_DECREF(none);
+            attribute = PyObject_GetAttr(task, s_records_processed);
+            if (attribute == NULL) {
+                goto fail_step;
+            }
+            failed = as_long(attribute, &records_processed);
+            Py_DECREF(attribute);
+            if (failed) {
+                goto fail_step;
+            }
+        }
+        Py_DECREF(head);
+        Py_DECREF(timestamp_obj);
+        steps_done += 1;
+
+        /* The punctuation checks after each step: only when something may be due (else they are no-ops). */
+        int check = reached(stream_time, &due);
+        if (!check) {
+            PyObject *registered = PyObject_GetAttr(task, s_schedules_registered);
+            if (registered == NULL) {
+                goto done;
+            }
+            check = PyObject_RichCompareBool(registered, schedules_seen, Py_NE);
+            Py_DECREF(registered);
+            if (check < 0) {
+                goto done;
+            }
+        }
+        if (check) {
+            PyObject *punctuate_args[1] = {loop};
+            PyObject *answer = PyObject_VectorcallMethod(s_punctuate, punctuate_args,
+                                                         1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+            if (answer == NULL) {
+                goto done;
+            }
+            if (!PyTuple_CheckExact(answer) || PyTuple_GET_SIZE(answer) != 2 ||
+                due_from(PyTuple_GET_ITEM(answer, 0), &due) < 0) {
+                Py_DECREF(answer);
+                if (!PyErr_Occurred()) {
+                    PyErr_SetString(PyExc_TypeError, "_punctuate must return (due, schedules_seen)");
+                }
+                goto done;
+            }
+            Py_DECREF(schedules_seen);
+            schedules_seen = PyTuple_GET_ITEM(answer, 1);
+            Py_INCREF(schedules_seen);
+            Py_DECREF(answer);
+        }
+        continue;
+    fail_step:
+        Py_DECREF(head);
+        Py_DECREF(timestamp_obj);
+        goto done;
+    }
+    result = PyLong_FromSsize_t(steps_done);
+done:
+    Py_XDECREF(schedules_seen);
+    if (heap_imported) {
+        PyObject *type, *value, *traceback;
+        PyErr_Fetch(&type, &value, &traceback);
+        if (export_heap(heap, heap_c, heap_size, index_objects) < 0) {
+            Py_CLEAR(result);
+            if (type != NULL) {
+                PyErr_Clear();
+            }
+        }
+        if (type != NULL) {
+            PyErr_Restore(type, value, traceback);
+        }
+    }
+    report(out, steps_done, index);
+    for (Py_ssize_t i = 0; i < partitions; i++) {
+        Py_XDECREF(index_objects[i]);
+    }
+    PyMem_Free(index_objects);
+    PyMem_Free(statics);
+    PyMem_Free(heap_c);
+    PyMem_Free(keys_c);
+    PyMem_Free(partition_times_c);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"steps", (PyCFunction)(void (*)(void))steps, METH_FASTCALL,
+     "Run the bulk replay loop (``_BulkLoop._steps_python``) from the given state; returns the step count."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "_bulk_kernel",
+    "The compiled step loop of streamproc.engine.bulk_replay (see _bulk_kernel.c).", -1, methods,
+};
+
+#define INTERN(var, text)                                  \
+    do {                                                   \
+        if ((var = PyUnicode_InternFromString(text)) == NULL) { \
+            return NULL;                                   \
+        }                                                  \
+    } while (0)
+
+PyMODINIT_FUNC PyInit__bulk_kernel(void) {
+    INTERN(s_popleft, "popleft");
+    INTERN(s_appendleft, "appendleft");
+    INTERN(s_timestamp, "timestamp");
+    INTERN(s_topic, "topic");
+    INTERN(s_key, "key");
+    INTERN(s_value, "value");
+    INTERN(s_headers, "headers");
+    INTERN(s_offset, "offset");
+    INTERN(s_current_node, "current_node");
+    INTERN(s_record_context, "_record_context");
+    INTERN(s_lazy_record, "_lazy_record");
+    INTERN(s_lazy_timestamp, "_lazy_timestamp");
+    INTERN(s_system_time_ms, "system_time_ms");
+    INTERN(s_stream_time, "stream_time");
+    INTERN(s_records_processed, "records_processed");
+    INTERN(s_schedules_registered, "schedules_registered");
+    INTERN(s_all_buffered, "_all_buffered");
+    INTERN(s_slow_head, "_slow_head");
+    INTERN(s_refill, "_refill");
+    INTERN(s_slow_process, "_slow_process");
+    INTERN(s_punctuate, "_punctuate");
+    INTERN(s_fail_processing, "_fail_processing");
+    INTERN(s_process, "process");
+    return PyModule_Create(&module_def);
+}
