@@ -3,9 +3,10 @@
 Guards against regressions in the per-record cost of the engine: lazy head deserialization, timestamp extraction,
 the ``java.util.PriorityQueue`` reproduction, the record context and a pass-through processor. The baseline is a
 bare ``heapq.merge`` of the same records by timestamp, measured in the same run, so only the ratios are meaningful
-(no assertions on time: the machine is shared). Both replay loops are measured: the bulk loop
-(``bulk_replay.process_buffered``, what ``replay`` uses) and the record-at-a-time ``StreamTask.process``
-(``bulk=False``). The memory test replays 1 M and 10 M lazily generated records with a 1 000-record buffer per
+(no assertions on time: the machine is shared). Three replay loops are measured: the bulk loop
+(``bulk_replay.process_buffered``, what ``replay`` uses) compiled (``_bulk_kernel.c``), the same loop in Python
+(``STREAMPROC_PURE_PYTHON_REPLAY``), and the record-at-a-time ``StreamTask.process`` (``bulk=False``). The memory
+test replays 1 M and 10 M lazily generated records with a 1 000-record buffer per
 partition in fresh processes and reports their peak RSS, which must not grow with the record count.
 
 ``make bench`` runs this file (``pytest bench -s``); results go to ``bench/results/engine.json`` with the machine
@@ -32,6 +33,7 @@ from typing import Any
 
 import pytest
 
+from streamproc.engine.bulk_replay import PURE_PYTHON_ENV, _bulk_kernel
 from streamproc.engine.processor import Processor
 from streamproc.engine.processor_topology import ProcessorNode, ProcessorTopology, SourceNode
 from streamproc.engine.records import ConsumerRecord, Record, TopicPartition
@@ -86,8 +88,24 @@ def run_heapq(records: list[list[RawRecord]]) -> float:
     return elapsed
 
 
-def run_engine(records: list[list[RawRecord]] | None, *, bulk: bool, total: int = 0, buffer: int = BUFFER) -> float:
+def run_engine(
+    records: list[list[RawRecord]] | None,
+    *,
+    bulk: bool,
+    total: int = 0,
+    buffer: int = BUFFER,
+    pure_python: bool = False,
+) -> float:
     """One replay with a pass-through processor; ``records=None`` generates ``total`` records lazily."""
+    if pure_python:
+        os.environ[PURE_PYTHON_ENV] = "1"
+    try:
+        return _run_engine(records, bulk=bulk, total=total, buffer=buffer)
+    finally:
+        os.environ.pop(PURE_PYTHON_ENV, None)
+
+
+def _run_engine(records: list[list[RawRecord]] | None, *, bulk: bool, total: int, buffer: int) -> float:
     partitions = [TopicPartition("input", p) for p in range(len(records) if records is not None else PARTITIONS)]
     source = SourceNode("source", ["input"], identity, identity)
     processor = PassThrough()
@@ -124,10 +142,11 @@ def measure_throughput(total: int = RECORDS, partitions: int = PARTITIONS, buffe
     count = sum(len(r) for r in records)
     load_before = [round(x, 2) for x in os.getloadavg()]
     # Best of REPEATS for the baseline and the bulk loop (interleaved, so both see the same load).
-    baseline = bulk = float("inf")
+    baseline = bulk = bulk_python = float("inf")
     for _ in range(REPEATS):
         baseline = min(baseline, run_heapq(records))
         bulk = min(bulk, run_engine(records, bulk=True, buffer=buffer))
+    bulk_python = run_engine(records, bulk=True, buffer=buffer, pure_python=True)
     exact = run_engine(records, bulk=False, buffer=buffer)
     return {
         "records": count,
@@ -135,12 +154,16 @@ def measure_throughput(total: int = RECORDS, partitions: int = PARTITIONS, buffe
         "buffered_records_per_partition": buffer,
         "repeats": REPEATS,
         "heapq_merge_seconds": round(baseline, 3),
+        "compiled_loop": _bulk_kernel is not None,
         "bulk_seconds": round(bulk, 3),
+        "bulk_python_loop_seconds": round(bulk_python, 3),
         "record_at_a_time_seconds": round(exact, 3),
         "heapq_records_per_second": round(count / baseline),
         "bulk_records_per_second": round(count / bulk),
+        "bulk_python_loop_records_per_second": round(count / bulk_python),
         "record_at_a_time_records_per_second": round(count / exact),
         "bulk_throughput_over_heapq": round(baseline / bulk, 3),
+        "bulk_python_loop_throughput_over_heapq": round(baseline / bulk_python, 3),
         "record_at_a_time_throughput_over_heapq": round(baseline / exact, 3),
         "load_average_before": load_before,
         "machine": machine(),
@@ -181,7 +204,10 @@ def test_bench_engine_throughput() -> None:
     print(
         f"\n{result['records']:,} records, {result['partitions']} partitions, load {result['load_average_before']}: "
         f"heapq.merge {result['heapq_records_per_second']:,} rec/s; "
-        f"bulk replay {result['bulk_records_per_second']:,} rec/s ({result['bulk_throughput_over_heapq']}x heapq); "
+        f"bulk replay {result['bulk_records_per_second']:,} rec/s ({result['bulk_throughput_over_heapq']}x heapq, "
+        f"compiled loop: {result['compiled_loop']}); the same loop in Python "
+        f"{result['bulk_python_loop_records_per_second']:,} rec/s "
+        f"({result['bulk_python_loop_throughput_over_heapq']}x heapq); "
         f"record at a time {result['record_at_a_time_records_per_second']:,} rec/s "
         f"({result['record_at_a_time_throughput_over_heapq']}x heapq)"
     )
