@@ -26,12 +26,14 @@ services: install
 
 test: services
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
-	$(BIN)/python -m streamproc.conformance.report
+	$(BIN)/python -m streamproc.conformance.report --broker
 
-# Every shared and own scenario through streamproc and the real Kafka Streams oracle (one JVM):
-# conformance/results/latest.{json,md}; non-zero when streamproc and Kafka Streams differ anywhere.
-conformance: install
-	$(BIN)/python -m streamproc.conformance.report
+# Every shared and own scenario through streamproc and the real Kafka Streams oracle: task level and pure state
+# operations in one JVM, restore plans and the application level (ordering scenarios, 4 live runs each) through
+# real KafkaStreams apps on a private broker; conformance/results/latest.{json,md}; non-zero when streamproc and
+# Kafka Streams differ anywhere.
+conformance: services
+	$(BIN)/python -m streamproc.conformance.report --broker
 
 unit: install
 	$(BIN)/python -m pytest -m "not integration" $(PYTEST_ARGS)

@@ -9,7 +9,7 @@ test driver (:class:`TopologyTestDriver`, :class:`TestRecord`). Everything under
 
 from __future__ import annotations
 
-from streamproc.engine.processor import Processor, ProcessorContext
+from streamproc.engine.processor import ClassCastError, Processor, ProcessorContext
 from streamproc.engine.punctuation_queue import PunctuationType
 from streamproc.engine.records import Record
 from streamproc.engine.serdes import Serde, serde_for
@@ -20,6 +20,7 @@ from streamproc.errors import StreamprocError
 from streamproc.testing import TestRecord, TopologyTestDriver
 
 __all__ = [
+    "ClassCastError",
     "Processor",
     "ProcessorContext",
     "PunctuationType",

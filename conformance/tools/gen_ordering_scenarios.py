@@ -84,8 +84,17 @@ def rec(offset: int, ts: int, key: str | None = "k", value: str | None = "", **e
         r["headers"] = extra.pop("headers")
     if "value_exact" in extra:
         r["value"] = extra.pop("value_exact")
+    if "txn" in extra:
+        r["txn"] = extra.pop("txn")
+    if "leader_epoch" in extra:
+        r["leader_epoch"] = extra.pop("leader_epoch")
     assert not extra, extra
     return r
+
+
+def ctl(offset: int, txn: str, *, abort: bool = False) -> dict[str, Any]:
+    """The commit or abort marker of transaction ``txn`` at ``offset`` (a control batch: one offset, no record)."""
+    return {"offset": offset, "control": "ABORT" if abort else "COMMIT", "txn": txn}
 
 
 def part(
@@ -103,7 +112,15 @@ def part(
     return p
 
 
-def config(ts: str = FAIL_TS, de: str = DE_FAIL, pe: str = PE_FAIL, wall: int | None = None) -> dict[str, Any]:
+def config(
+    ts: str = FAIL_TS,
+    de: str = DE_FAIL,
+    pe: str = PE_FAIL,
+    wall: int | None = None,
+    *,
+    guarantee: str | None = None,
+    isolation: str | None = None,
+) -> dict[str, Any]:
     c: dict[str, Any] = {
         "timestamp_extractor": ts,
         "deserialization_exception_handler": de,
@@ -112,6 +129,10 @@ def config(ts: str = FAIL_TS, de: str = DE_FAIL, pe: str = PE_FAIL, wall: int | 
     }
     if wall is not None:
         c["virtual_wall_clock_ms"] = wall
+    if guarantee is not None:
+        c["processing_guarantee"] = guarantee
+    if isolation is not None:
+        c["isolation_level"] = isolation
     return c
 
 
@@ -1055,6 +1076,291 @@ def build() -> None:  # noqa: C901 - one flat list of cases reads best
         notes=NOTE_DETERMINISTIC,
         extras=("record_contexts",),
     )
+    build_transactional()
+    build_leader_epochs()
+
+
+EOS = "exactly_once_v2"
+READ_COMMITTED = "read_committed"
+NOTE_TXN = (
+    "Transactional input: the app-level oracle writes the records with transactional producers so that every "
+    "marker lands at its offset. A read_committed consumer returns neither the markers nor the aborted records "
+    "(CompletedFetch#nextFetchedRecord), so they never reach the RecordQueue; the consumer's position still moves "
+    "past them and the task commits that position once its queue is empty (StreamTask#findOffsetAndMetadata, "
+    "#commitNeeded)."
+)
+
+
+def build_transactional() -> None:
+    """c50-c57: transactional inputs (ordering.md section 11 question 6)."""
+    scenario(
+        "c50-txn-aborted-between-records-read-committed",
+        "An aborted transaction between committed records is invisible under read_committed",
+        "exactly_once_v2 (read_committed). a: t1 (a@0, a@1) committed by the marker a@2, t2 (a@3, a@4 with "
+        "timestamps 100, 101) aborted by a@5, then a@6. The aborted records never reach the queue: stream time "
+        "never sees 100/101, the tie b@1/a@6 (both 5) follows PG-4 (b was re-offered first), and a's committed "
+        "offset is 7, b's 2.",
+        ["RQ-2", "PG-3", "PG-4", "PG-6"],
+        config(guarantee=EOS),
+        [
+            part(
+                "a",
+                records=[
+                    rec(0, 1, txn="t1"),
+                    rec(1, 3, txn="t1"),
+                    ctl(2, "t1"),
+                    rec(3, 100, txn="t2"),
+                    rec(4, 101, txn="t2"),
+                    ctl(5, "t2", abort=True),
+                    rec(6, 5),
+                ],
+            ),
+            part("b", records=[rec(0, 2), rec(1, 5)]),
+        ],
+        {
+            "order": ["a@0", "b@0", "a@1", "b@1", "a@6"],
+            "stream_time_after_each": [1, 2, 3, 5, 5],
+            "dropped": [],
+            "skip_steps": [],
+            "committed_offsets": [("a", 7), ("b", 2)],
+        },
+        confidence="low",
+        notes=NOTE_TXN + " " + NOTE_TIE,
+        extras=("record_contexts", "committed_offsets"),
+    )
+    scenario(
+        "c51-txn-aborted-at-head-tie-after-gap",
+        "An aborted transaction at the head of a partition: its first record is at offset 3",
+        "at_least_once with isolation_level read_committed. b starts with t1 (b@0, b@1) aborted by b@2; its first "
+        "delivered record b@3 (timestamp 2) ties a@0 (2); PG-4 takes a first (added first, D-1). Offsets in the "
+        "record contexts keep the gap. (With the gap on a, the partition added first, a live run fetches b's "
+        "record first and puts it first: see FINDINGS.md, ordering.md section 11 question 6.)",
+        ["RQ-2", "PG-4", "D-1"],
+        config(isolation=READ_COMMITTED),
+        [
+            part("a", records=[rec(0, 2), rec(1, 4)]),
+            part(
+                "b", records=[rec(0, 1, txn="t1"), rec(1, 2, txn="t1"), ctl(2, "t1", abort=True), rec(3, 2), rec(4, 3)]
+            ),
+        ],
+        {
+            "order": ["a@0", "b@3", "b@4", "a@1"],
+            "stream_time_after_each": [2, 2, 3, 4],
+            "dropped": [],
+            "skip_steps": [],
+            "committed_offsets": [("a", 2), ("b", 5)],
+        },
+        confidence="low",
+        notes=NOTE_TXN + " " + NOTE_TIE,
+        extras=("record_contexts", "committed_offsets"),
+    )
+    scenario(
+        "c52-txn-aborted-at-tail-committed-offset-after-gap",
+        "An aborted transaction at the tail: the commit is past the abort marker",
+        "exactly_once_v2. a: a@0, a@1, then t1 (a@2 with timestamp 0, a@3) aborted by a@4. Only a@0 and a@1 are "
+        "processed (then b@0), and a's committed offset is 5 (the position after the marker), not 2 (last record "
+        "+ 1).",
+        ["RQ-2", "PG-3", "PG-6"],
+        config(guarantee=EOS),
+        [
+            part(
+                "a", records=[rec(0, 1), rec(1, 2), rec(2, 0, txn="t1"), rec(3, 9, txn="t1"), ctl(4, "t1", abort=True)]
+            ),
+            part("b", records=[rec(0, 3)]),
+        ],
+        {
+            "order": ["a@0", "a@1", "b@0"],
+            "stream_time_after_each": [1, 2, 3],
+            "dropped": [],
+            "skip_steps": [],
+            "committed_offsets": [("a", 5), ("b", 1)],
+        },
+        confidence="high",
+        notes=NOTE_TXN + " " + NOTE_DETERMINISTIC,
+        extras=("committed_offsets",),
+    )
+    scenario(
+        "c53-txn-committed-marker-between-two-partitions-heads",
+        "One committed transaction over two partitions: its marker sits after each partition's head",
+        "exactly_once_v2. t1 writes a@0 (1) and b@0 (2) and commits: the markers land at a@1 and b@1, between each "
+        "partition's head and its next record (a@2 = 3, b@2 = 3). Markers take offsets but no step; the tie a@2/b@2 "
+        "follows PG-4.",
+        ["RQ-2", "PG-4"],
+        config(guarantee=EOS),
+        [
+            part("a", records=[rec(0, 1, txn="t1"), ctl(1, "t1"), rec(2, 3)]),
+            part("b", records=[rec(0, 2, txn="t1"), ctl(1, "t1"), rec(2, 3)]),
+        ],
+        {
+            "order": ["a@0", "b@0", "a@2", "b@2"],
+            "stream_time_after_each": [1, 2, 3, 3],
+            "dropped": [],
+            "skip_steps": [],
+            "committed_offsets": [("a", 3), ("b", 3)],
+        },
+        confidence="low",
+        notes=NOTE_TXN + " " + NOTE_TIE,
+        extras=("record_contexts", "committed_offsets"),
+    )
+    scenario(
+        "c54-txn-aborted-records-read-uncommitted",
+        "read_uncommitted (at_least_once default) processes aborted records; only markers are skipped",
+        "The input of c50 under at_least_once without isolation_level: the consumer returns the aborted a@3 (100) "
+        "and a@4 (101), so stream time jumps to 100 and the later records are late; the markers a@2 and a@5 still "
+        "take no step and the committed offset of a is 7.",
+        ["RQ-2", "PG-3", "PG-6"],
+        config(),
+        [
+            part(
+                "a",
+                records=[
+                    rec(0, 1, txn="t1"),
+                    rec(1, 3, txn="t1"),
+                    ctl(2, "t1"),
+                    rec(3, 100, txn="t2"),
+                    rec(4, 101, txn="t2"),
+                    ctl(5, "t2", abort=True),
+                    rec(6, 5),
+                ],
+            ),
+            part("b", records=[rec(0, 2), rec(1, 5)]),
+        ],
+        {
+            "order": ["a@0", "b@0", "a@1", "b@1", "a@3", "a@4", "a@6"],
+            "stream_time_after_each": [1, 2, 3, 5, 100, 101, 101],
+            "dropped": [],
+            "skip_steps": [],
+            "committed_offsets": [("a", 7), ("b", 2)],
+        },
+        confidence="high",
+        notes=NOTE_TXN + " " + NOTE_DETERMINISTIC,
+        extras=("committed_offsets",),
+    )
+    scenario(
+        "c55-txn-partition-with-only-aborted-records",
+        "A partition holding only an aborted transaction is never processed nor committed",
+        "exactly_once_v2. b holds t1 (b@0, b@1) aborted by b@2 and nothing else: its queue never gets a record, "
+        "a is processed alone, and the task commits a only (consumedOffsets never names b).",
+        ["RQ-2", "PG-2"],
+        config(guarantee=EOS),
+        [
+            part("a", [1, 2, 3]),
+            part("b", records=[rec(0, 0, txn="t1"), rec(1, 0, txn="t1"), ctl(2, "t1", abort=True)]),
+        ],
+        {
+            "order": ["a@0", "a@1", "a@2"],
+            "stream_time_after_each": [1, 2, 3],
+            "dropped": [],
+            "skip_steps": [],
+            "committed_offsets": [("a", 3)],
+        },
+        confidence="high",
+        notes=NOTE_TXN + " " + NOTE_DETERMINISTIC,
+        extras=("committed_offsets",),
+    )
+    scenario(
+        "c56-txn-aborted-timestamps-do-not-punctuate",
+        "Aborted timestamps move neither stream time nor punctuation",
+        "read_committed, a STREAM_TIME schedule anchored at 20 with interval 100. a: a@0 (5), t1 (a@1 = 1000) "
+        "aborted by a@2, a@3 (12); b: b@0 (7), b@1 (25). Stream time goes 5, 7, 12, 25 and the schedule fires once, "
+        "at 25 after the last record (ST-6); had the aborted record been delivered, it would have fired at 1000. "
+        "The first due time lies after every record but the last, so no batching of punctuation checks (ST-4) can "
+        "change when it fires.",
+        ["ST-2", "ST-6", "PG-6", "D-3"],
+        config(isolation=READ_COMMITTED),
+        [
+            part("a", records=[rec(0, 5), rec(1, 1000, txn="t1"), ctl(2, "t1", abort=True), rec(3, 12)]),
+            part("b", records=[rec(0, 7), rec(1, 25)]),
+        ],
+        {
+            "order": ["a@0", "b@0", "a@3", "b@1"],
+            "stream_time_after_each": [5, 7, 12, 25],
+            "dropped": [],
+            "skip_steps": [],
+            "punctuations_fired": [(25, 3, 0)],
+            "committed_offsets": [("a", 4), ("b", 2)],
+        },
+        confidence="high",
+        notes=NOTE_TXN + " " + NOTE_DETERMINISTIC,
+        punctuations=[stream(100, start=20)],
+        extras=("committed_offsets",),
+    )
+    scenario(
+        "c57-txn-aborted-corrupt-record-never-deserialized",
+        "A corrupt record in an aborted transaction never reaches the deserializer",
+        "exactly_once_v2 with LogAndFailExceptionHandler. a@1 is corrupt but belongs to t1, aborted by a@2: the "
+        "consumer never returns it, so nothing fails and nothing is dropped (compare c17-c19).",
+        ["RQ-2", "RQ-3", "DE-1"],
+        config(guarantee=EOS),
+        [
+            part("a", records=[rec(0, 1), rec(1, 2, txn="t1", corrupt=True), ctl(2, "t1", abort=True), rec(3, 3)]),
+        ],
+        {
+            "order": ["a@0", "a@3"],
+            "stream_time_after_each": [1, 3],
+            "dropped": [],
+            "skip_steps": [],
+            "committed_offsets": [("a", 4)],
+        },
+        confidence="high",
+        notes=NOTE_TXN + " " + NOTE_DETERMINISTIC,
+        extras=("committed_offsets",),
+    )
+
+
+NOTE_EPOCH = (
+    "leader_epoch 0 is what a record fetched from a fresh single broker carries (its batch's partition leader "
+    "epoch); FailOnInvalidTimestamp and UsePartitionTimeOnInvalidTimestamp quote ConsumerRecord#toString, so the "
+    "message says leaderEpoch = 0 where the epoch-less c22/c26 say null."
+)
+
+
+def build_leader_epochs() -> None:
+    """c58, c59: c22 and c26 with the leader epoch a live fetch carries."""
+    scenario(
+        "c58-negative-fail-on-invalid-middle-leader-epoch",
+        "c22 with leader epoch 0: the error quotes leaderEpoch = 0",
+        "As c22 (a@1 has timestamp -1 under FailOnInvalidTimestamp; a@0 is never processed), with every record at "
+        "leader epoch 0 as a live fetch from a fresh broker gives.",
+        ["TE-2", "RQ-9", "SR-2"],
+        config(),
+        [
+            part("a", records=[rec(i, ts, leader_epoch=0) for i, ts in enumerate([4, -1, 5])]),
+            part("b", records=[rec(0, 2, leader_epoch=0)]),
+        ],
+        {
+            "order": ["b@0"],
+            "stream_time_after_each": [2],
+            "dropped": [],
+            "skip_steps": [],
+            "error": ("negative_timestamp", "a", 1, 1),
+        },
+        confidence="high",
+        notes=NOTE_DETERMINISTIC + " " + NOTE_EPOCH,
+        contains=[NEGATIVE_TAIL],
+    )
+    scenario(
+        "c59-negative-use-partition-time-unknown-second-topic-leader-epoch",
+        "c26 with leader epoch 0: the error quotes leaderEpoch = 0",
+        "As c26 (b@0 = -3 under UsePartitionTimeOnInvalidTimestamp while b's partition time is unknown: fails at "
+        "addRecords), with every record at leader epoch 0 as a live fetch from a fresh broker gives.",
+        ["TE-4", "RQ-4", "RQ-9", "SR-2"],
+        config(ts=USE_PT),
+        [
+            part("a", records=[rec(i, ts, leader_epoch=0) for i, ts in enumerate([1, 2])]),
+            part("b", records=[rec(i, ts, leader_epoch=0) for i, ts in enumerate([-3, 4])]),
+        ],
+        {
+            "order": [],
+            "stream_time_after_each": [],
+            "dropped": [],
+            "skip_steps": [],
+            "error": ("partition_time_unknown", "b", 0, 0),
+        },
+        confidence="high",
+        notes=NOTE_DETERMINISTIC + " " + NOTE_EPOCH,
+        contains=[UNKNOWN_PT_TAIL],
+    )
 
 
 # ------------------------------------------------------------------------------------------- prediction check
@@ -1084,6 +1390,8 @@ def compact(result: dict[str, Any]) -> dict[str, Any]:
     if "error" in result:
         e = result["error"]
         out["error"] = (e["reason"], e["topic"], e["offset"], e["before_record_index"])
+    if "committed_offsets" in result:
+        out["committed_offsets"] = [(c["topic"], c["offset"]) for c in result["committed_offsets"]]
     return out
 
 

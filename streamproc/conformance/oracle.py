@@ -10,6 +10,7 @@ Streams.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
@@ -44,44 +45,83 @@ class OracleError(RuntimeError):
     """The oracle could not be built or did not produce a result (not a scenario's expected ``error``)."""
 
 
-def _sources() -> list[Path]:
-    return [POM, *sorted(p for p in (CONFORMANCE_DIR / "src").rglob("*") if p.is_file())]
+def _sources_of(pom: Path) -> list[Path]:
+    """The POM and every file under its ``src/``: what a jar must be newer than."""
+    return [pom, *sorted(p for p in (pom.parent / "src").rglob("*") if p.is_file())]
+
+
+def _jar_is_fresh(jar: Path, pom: Path) -> bool:
+    if not jar.is_file():
+        return False
+    built = jar.stat().st_mtime
+    return all(src.stat().st_mtime <= built for src in _sources_of(pom))
 
 
 def oracle_jar_is_fresh() -> bool:
     """True when the jar exists and is newer than the POM and every source file."""
-    if not ORACLE_JAR.is_file():
-        return False
-    built = ORACLE_JAR.stat().st_mtime
-    return all(src.stat().st_mtime <= built for src in _sources())
+    return _jar_is_fresh(ORACLE_JAR, POM)
+
+
+def _build_jar(pom: Path, jar: Path) -> Path:
+    """``mvn package`` for ``pom`` unless ``jar`` is newer than its sources; ``jar``'s path.
+
+    Callers in parallel (the report's application-level workers, pytest-xdist workers) would otherwise run Maven
+    at once on one ``target/``, and the shade step of one replaces the jar under another ("Could not replace
+    original artifact with shaded artifact"): an exclusive lock on ``target/.build.lock`` lets the first build and
+    the others find the jar fresh. Maven's downloads go to ``~/.m2``; the output to ``target/`` (git-ignored).
+    """
+    lock_path = pom.parent / "target" / ".build.lock"
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with lock_path.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _jar_is_fresh(jar, pom):
+            logger.info("oracle jar %s is up to date, skipping Maven", jar)
+            return jar
+        mvn = shutil.which("mvn")
+        if mvn is None:
+            raise OracleError(f"Maven (mvn) is not on PATH; install it (apt-get install maven) to build {jar.name}")
+        logger.info("building %s with %s", jar.name, mvn)
+        proc = subprocess.run(
+            [mvn, "-q", "-B", "-f", str(pom), "package", "-DskipTests"],
+            capture_output=True,
+            text=True,
+            timeout=_BUILD_TIMEOUT_S,
+            check=False,
+        )
+        if proc.returncode != 0 or not jar.is_file():
+            raise OracleError(
+                f"mvn package failed for {pom} (exit {proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+            )
+        # Maven keeps the jar's mtime when nothing was recompiled; touch it so the freshness check holds.
+        os.utime(jar)
+        return jar
 
 
 def ensure_oracle_jar() -> Path:
-    """Build the oracle jar with Maven unless it is already newer than all its sources; return its path.
+    """The Kafka Streams 4.2.2 oracle jar, built with Maven unless newer than all its sources (:func:`_build_jar`)."""
+    return _build_jar(POM, ORACLE_JAR)
 
-    Maven's downloads go to ``~/.m2``; the build output to ``conformance/target/`` (git-ignored).
-    """
-    if oracle_jar_is_fresh():
-        logger.info("oracle jar %s is up to date, skipping Maven", ORACLE_JAR)
-        return ORACLE_JAR
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise OracleError("Maven (mvn) is not on PATH; install it (apt-get install maven) to build the oracle")
-    logger.info("building the Kafka Streams oracle with %s", mvn)
-    proc = subprocess.run(
-        [mvn, "-q", "-B", "-f", str(POM), "package", "-DskipTests"],
-        capture_output=True,
-        text=True,
-        timeout=_BUILD_TIMEOUT_S,
-        check=False,
+
+#: The Kafka Streams 4.3.1 oracle (``conformance/ks43/runner``, ``Ks43Main``): the state operations only 4.3 has.
+KS43_RUNNER_DIR = CONFORMANCE_DIR / "ks43" / "runner"
+KS43_POM = KS43_RUNNER_DIR / "pom.xml"
+KS43_ORACLE_JAR = KS43_RUNNER_DIR / "target" / "streamproc-oracle-ks43.jar"
+#: State operations of ``ks_version`` 4.3 scenarios that the 4.3 oracle answers (the 4.2.2 jar cannot).
+KS43_STATE_OPERATIONS = frozenset({"offsets_cf_entry", "register_stores"})
+
+
+def answers_with_ks43(scenario: dict[str, Any]) -> bool:
+    """True when the scenario belongs to the Kafka Streams 4.3 oracle (a 4.3-only state operation)."""
+    return (
+        scenario.get("kind") == "state"
+        and str(scenario.get("ks_version")) == "4.3"
+        and scenario.get("operation") in KS43_STATE_OPERATIONS
     )
-    if proc.returncode != 0 or not ORACLE_JAR.is_file():
-        raise OracleError(
-            f"mvn package failed for {POM} (exit {proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
-        )
-    # Maven keeps the jar's mtime when nothing was recompiled; touch it so the freshness check holds.
-    os.utime(ORACLE_JAR)
-    return ORACLE_JAR
+
+
+def ensure_ks43_oracle_jar() -> Path:
+    """The Kafka Streams 4.3.1 oracle jar, built with Maven unless newer than its POM and sources."""
+    return _build_jar(KS43_POM, KS43_ORACLE_JAR)
 
 
 def run_oracle(kind: str, scenario_path: Path | str) -> dict[str, Any]:
@@ -260,6 +300,33 @@ def differences_from_app_set(result: dict[str, Any], app_answer: dict[str, Any])
     return explanations or ["the application-level oracle produced no result"]
 
 
+#: Why a live run's results cannot judge a replay of a scenario whose records carry no leader epoch.
+NO_LEADER_EPOCH = (
+    "the expected result quotes records without a leader epoch (leaderEpoch = null), where a live broker always "
+    "assigns one: its results are shown, streamproc is not judged by them (the leader_epoch variants are)"
+)
+
+#: Why a live run's results cannot judge a replay that depends on the wall clock (D-4).
+READS_WALL_CLOCK = (
+    "the live app reads the real wall clock (D-4): its results are shown, streamproc is not judged by them"
+)
+
+
+def not_judged_live(scenario: dict[str, Any]) -> str | None:
+    """Why the application-level set cannot judge streamproc on ``scenario`` (``None``: it judges).
+
+    A live run differs from any replay, by construction, when it reads the real wall clock
+    (:func:`depends_on_wall_clock`), or when the scenario's expectation quotes a ``ConsumerRecord`` without a leader
+    epoch (an error message with ``leaderEpoch = null``): every record a broker returns has one, so only the
+    scenario's ``leader_epoch`` variant can be compared live.
+    """
+    if depends_on_wall_clock(scenario):
+        return READS_WALL_CLOCK
+    if "leaderEpoch = null" in json.dumps(scenario.get("expected", {})):
+        return NO_LEADER_EPOCH
+    return None
+
+
 def depends_on_wall_clock(scenario: dict[str, Any]) -> bool:
     """True when a live run reads the real wall clock in a way a replay's virtual clock cannot reproduce (D-4).
 
@@ -275,3 +342,57 @@ def depends_on_wall_clock(scenario: dict[str, Any]) -> bool:
     return isinstance(punctuations, list) and any(
         isinstance(p, dict) and p.get("type") == WALL_CLOCK_TIME for p in punctuations
     )
+
+
+# ---------------------------------------------------------------------------------------------- live restore plans
+
+#: The jar's live restore sub-command (``RestorePlanRunner``): a real ``KafkaStreams`` app per ``restore_plan``.
+RESTORE_COMMAND = "restore"
+#: Scenario operation the live restore mode answers.
+RESTORE_PLAN_OPERATION = "restore_plan"
+#: Apps started at a time by one ``restore`` JVM (each is a real ``KafkaStreams`` with four Kafka clients).
+DEFAULT_RESTORE_PARALLELISM = 2
+_RESTORE_TIMEOUT_S = 1800
+
+
+def is_restore_plan(scenario: dict[str, Any]) -> bool:
+    """True for the scenarios the live restore mode answers (``state``/``restore_plan``)."""
+    return scenario.get("kind") == "state" and scenario.get("operation") == RESTORE_PLAN_OPERATION
+
+
+def run_oracle_restore(
+    bootstrap: str, paths: list[Path] | tuple[Path, ...], *, parallelism: int = DEFAULT_RESTORE_PARALLELISM
+) -> dict[Path, dict[str, Any]]:
+    """Run ``restore_plan`` scenarios through real Kafka Streams 4.2.2 apps on ``bootstrap``, in one JVM.
+
+    Per scenario the jar (``RestorePlanRunner``) builds the changelog with exactly the scenario's offsets, writes the
+    task directory and ``.checkpoint``, starts a ``KafkaStreams`` until the task is RUNNING and reads what happened
+    from Kafka Streams' log lines and a ``StateRestoreListener``. Returns each path's answer: ``{"result": …,
+    "observations": …}`` (``result`` in the scenario's ``expected`` shape, ``observations`` the evidence: restore
+    callbacks, events, whether a sentinel key planted in the store survived), ``{"unsupported": reason}`` (e.g.
+    ``ks_version`` 4.3) or ``{"oracle_error": …}``. Raises :class:`OracleError` when the JVM itself fails.
+    """
+    if not paths:
+        return {}
+    jar = ensure_oracle_jar()
+    java = shutil.which("java")
+    if java is None:
+        raise OracleError("java is not on PATH; install a JDK 17+ to run the oracle")
+    command = [java, *_JVM_OPTIONS, "-jar", str(jar), RESTORE_COMMAND, bootstrap, *(str(p) for p in paths)]
+    command += ["--parallel", str(parallelism)]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=_RESTORE_TIMEOUT_S, check=False)
+    lines = [line for line in proc.stdout.splitlines() if line.strip()]
+    if proc.returncode != 0 or len(lines) != len(paths):
+        raise OracleError(
+            f"oracle restore run failed (exit {proc.returncode}, {len(lines)} of {len(paths)} results):\n"
+            f"{proc.stderr[-4000:]}"
+        )
+    answers: dict[Path, dict[str, Any]] = {}
+    for path, line in zip(paths, lines, strict=True):
+        answer = json.loads(line)
+        if not isinstance(answer, dict) or answer.get("file") != str(path):
+            raise OracleError(f"oracle restore answered {line[:200]!r} where {path} was expected")
+        if "oracle_error" in answer:
+            logger.warning("oracle restore failed on %s: %s", path, answer["oracle_error"])
+        answers[path] = answer
+    return answers

@@ -14,6 +14,11 @@ live results; streamproc's result must be one of them (observable keys only, nev
 where the live app reads the real wall clock (``WallclockTimestampExtractor``), which the set shows but does not
 judge. The default run starts no broker and stays fast.
 
+With a broker (``--bootstrap``, or ``--broker``, which starts a private one like ``--app``) the ``restore_plan``
+state scenarios also run live (``java -jar … restore``, :func:`run_restore_oracle`): a real ``KafkaStreams`` app per
+scenario on a changelog built with the scenario's offsets; its result fills the Kafka Streams column of those rows,
+which the task-level oracle cannot answer.
+
 A row's ``status`` is ``pass`` only when streamproc's result equals Kafka Streams' on that scenario. Where Kafka
 Streams did not run (no oracle mode for the kind, an uncovered state operation, no application-level runner yet)
 the row is ``pending`` with a reason, never ``pass``, even when streamproc agrees with the scenario's ``expected``;
@@ -46,6 +51,7 @@ from types import ModuleType
 from typing import Any
 
 from streamproc.conformance import run_scenario as run_streamproc_scenario
+from streamproc.conformance.oracle import READS_WALL_CLOCK
 from streamproc.conformance.topology import compare as compare_topology
 
 logger = logging.getLogger(__name__)
@@ -71,7 +77,7 @@ EXIT_ORACLE_UNAVAILABLE = 2
 
 APP_RUNNER_PENDING = "the application-level oracle was not run (pass --bootstrap HOST:PORT or --app)"
 APP_KINDS = frozenset({"ordering"})
-APP_WALL_CLOCK = "the live app reads the real wall clock (D-4): its results are shown, streamproc is not judged by them"
+APP_WALL_CLOCK = READS_WALL_CLOCK
 DEFAULT_APP_WORKERS = 4
 # Kinds the task-level oracle answers (``Main#commandForKind`` in conformance/).
 ORACLE_KINDS = frozenset({"ordering", "state"})
@@ -289,7 +295,7 @@ def build_row(
     app_answer = kafka_streams_app.result if kafka_streams_app.status == RAN else None
     oracle = _oracle_module() if app_answer is not None else None
     if oracle is not None and app_answer is not None and streamproc.result is not None:
-        if not oracle.depends_on_wall_clock(scenario):
+        if oracle.not_judged_live(scenario) is None:
             app_diffs: list[str] = oracle.differences_from_app_set(streamproc.result, app_answer)
             in_app_set = not app_diffs
             differences.extend(f"streamproc not in the Kafka Streams app-level set: {d}" for d in app_diffs)
@@ -381,27 +387,42 @@ def run_streamproc(scenario: dict[str, Any]) -> RunnerOutcome:
 def run_oracle_batch(paths: Sequence[Path]) -> dict[Path, RunnerOutcome]:
     """Run the Kafka Streams oracle once (one JVM) over the scenarios it covers; the others are ``pending``.
 
-    Builds the jar first when it is missing or stale (``ensure_oracle_jar``). Raises :class:`OracleUnavailable`
-    when Java or the jar is not there.
+    Builds the jar first when it is missing or stale (``ensure_oracle_jar``). State scenarios of ``ks_version`` 4.3
+    whose operation only Kafka Streams 4.3 has (``answers_with_ks43``) go to the 4.3.1 oracle instead, in a second
+    JVM (``ensure_ks43_oracle_jar``). Raises :class:`OracleUnavailable` when Java or a needed jar is not there.
     """
     outcomes: dict[Path, RunnerOutcome] = {}
     covered: list[Path] = []
+    covered_ks43: list[Path] = []
+    module = _oracle_module()
     for path in paths:
-        kind = json.loads(path.read_text(encoding="utf-8")).get("kind")
-        if kind in ORACLE_KINDS:
+        scenario = json.loads(path.read_text(encoding="utf-8"))
+        kind = scenario.get("kind")
+        if module.answers_with_ks43(scenario):
+            covered_ks43.append(path)
+        elif kind in ORACLE_KINDS:
             covered.append(path)
         else:
             outcomes[path] = RunnerOutcome(PENDING, reason=f"the oracle has no mode for kind '{kind}' yet")
-    if not covered:
+    if not covered and not covered_ks43:
         return outcomes
-    module = _oracle_module()
-    try:
-        jar = module.ensure_oracle_jar()
-    except Exception as exc:  # noqa: BLE001 - OracleError or a Maven/JDK failure: the oracle is unavailable
-        raise OracleUnavailable(f"cannot build the Kafka Streams oracle: {exc}") from exc
     java = shutil.which("java")
     if java is None:
         raise OracleUnavailable("java is not on PATH; install a JDK 17+ to run the Kafka Streams oracle")
+    for batch, ensure_jar in ((covered, module.ensure_oracle_jar), (covered_ks43, module.ensure_ks43_oracle_jar)):
+        if not batch:
+            continue
+        try:
+            jar = ensure_jar()
+        except Exception as exc:  # noqa: BLE001 - OracleError or a Maven/JDK failure: the oracle is unavailable
+            raise OracleUnavailable(f"cannot build the Kafka Streams oracle: {exc}") from exc
+        outcomes.update(_run_batch_jar(java, jar, batch))
+    return outcomes
+
+
+def _run_batch_jar(java: str, jar: Path, covered: Sequence[Path]) -> dict[Path, RunnerOutcome]:
+    """One ``java -jar JAR batch FILE…`` run: one outcome per file, in argument order."""
+    outcomes: dict[Path, RunnerOutcome] = {}
     proc = subprocess.run(
         [java, *_JVM_OPTIONS, "-jar", str(jar), "batch", *(str(p) for p in covered)],
         capture_output=True,
@@ -412,8 +433,8 @@ def run_oracle_batch(paths: Sequence[Path]) -> dict[Path, RunnerOutcome]:
     lines = [line for line in proc.stdout.splitlines() if line.strip()]
     if proc.returncode != 0 or len(lines) != len(covered):
         raise OracleUnavailable(
-            f"oracle batch run failed (exit {proc.returncode}, {len(lines)} of {len(covered)} results):\n"
-            f"{proc.stderr[-4000:]}"
+            f"oracle batch run of {jar.name} failed (exit {proc.returncode}, {len(lines)} of {len(covered)} "
+            f"results):\n{proc.stderr[-4000:]}"
         )
     for path, line in zip(covered, lines, strict=True):
         answer = json.loads(line)
@@ -455,12 +476,42 @@ def run_app_oracle(
         except Exception as exc:  # noqa: BLE001 - OracleError or a timeout: that scenario's outcome
             logger.warning("application-level oracle failed on %s: %s", path, exc)
             return RunnerOutcome(ERROR, reason=f"{type(exc).__name__}: {str(exc)[:2000]}")
-        reason = APP_WALL_CLOCK if module.depends_on_wall_clock(scenarios[path]) else None
-        return RunnerOutcome(RAN, result=answer, reason=reason)
+        return RunnerOutcome(RAN, result=answer, reason=module.not_judged_live(scenarios[path]))
 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         for path, outcome in zip(covered, pool.map(one, covered), strict=True):
             outcomes[path] = outcome
+    return outcomes
+
+
+def run_restore_oracle(
+    paths: Sequence[Path], scenarios: dict[Path, dict[str, Any]], bootstrap: str
+) -> dict[Path, RunnerOutcome]:
+    """Kafka Streams' answer to every ``restore_plan`` scenario: real ``KafkaStreams`` apps on ``bootstrap``.
+
+    One JVM for all of them (``run_oracle_restore``, ``RestorePlanRunner``). Only the ``restore_plan`` paths get an
+    outcome (the task-level oracle has no answer for them): ``ran`` with the live result, ``pending`` when the live
+    mode cannot reproduce the scenario (e.g. ``ks_version`` 4.3), ``error`` when it failed on it or could not run.
+    """
+    module = _oracle_module()
+    covered = [p for p in paths if module.is_restore_plan(scenarios[p])]
+    if not covered:
+        return {}
+    try:
+        answers: dict[Path, dict[str, Any]] = module.run_oracle_restore(bootstrap, covered)
+    except Exception as exc:  # noqa: BLE001 - OracleError or a timeout: every restore_plan row fails
+        logger.warning("live restore oracle failed: %s", exc)
+        failed = RunnerOutcome(ERROR, reason=f"live restore oracle: {type(exc).__name__}: {str(exc)[:2000]}")
+        return dict.fromkeys(covered, failed)
+    outcomes: dict[Path, RunnerOutcome] = {}
+    for path in covered:
+        answer = answers[path]
+        if "result" in answer:
+            outcomes[path] = RunnerOutcome(RAN, result=answer["result"], reason="live KafkaStreams app")
+        elif "unsupported" in answer:
+            outcomes[path] = RunnerOutcome(PENDING, reason=f"live restore mode: {answer['unsupported']}")
+        else:
+            outcomes[path] = RunnerOutcome(ERROR, reason=f"live restore mode: {answer.get('oracle_error')}")
     return outcomes
 
 
@@ -478,7 +529,9 @@ def _app_cell(outcome: RunnerOutcome) -> str:
     if outcome.status == RAN and outcome.result is not None:
         count = len(outcome.result.get("results", []))
         text = f"ran: {count} distinct result{'s' if count != 1 else ''}"
-        return text + (" (wall clock, not judged)" if outcome.reason == APP_WALL_CLOCK else "")
+        if outcome.reason == APP_WALL_CLOCK:
+            return text + " (wall clock, not judged)"
+        return text + (" (no leader epoch, not judged)" if outcome.reason is not None else "")
     return "pending" if outcome.status == PENDING else _cell(outcome)
 
 
@@ -564,6 +617,8 @@ def run_report(
     oracle_started = time.monotonic()
     if use_oracle:
         task = run_oracle_batch(paths)
+        if bootstrap is not None:
+            task.update(run_restore_oracle(paths, scenarios, bootstrap))
     else:
         task = {path: RunnerOutcome(PENDING, reason="the oracle was not run (--no-oracle)") for path in paths}
     oracle_s = time.monotonic() - oracle_started
@@ -612,6 +667,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--app", action="store_true", help="start a throw-away broker (streamproc.dev.broker) for the application level"
     )
+    parser.add_argument(
+        "--broker",
+        action="store_true",
+        help="start a private broker (streamproc.dev.broker) for every live mode (restore_plan scenarios through real "
+        "KafkaStreams apps, the application level) and stop it afterwards; --bootstrap uses a running one instead",
+    )
     parser.add_argument("--app-runs", type=int, default=4, help="live runs per scenario (default 4)")
     parser.add_argument(
         "--log-level",
@@ -625,7 +686,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     broker_dir: Path | None = None
     bootstrap: str | None = args.bootstrap
     try:
-        if bootstrap is None and args.app:
+        if bootstrap is None and (args.app or args.broker):
             from streamproc.dev import broker
 
             broker_dir = Path(tempfile.mkdtemp(prefix="streamproc-conformance-broker-"))

@@ -15,6 +15,18 @@ from streamproc.engine.records import Record, RecordMetadata
 from streamproc.engine.task_id import TaskId
 
 
+class ClassCastError(TypeError):
+    """Java's ``ClassCastException`` for a Python processor: "my input is not of the type I was written for".
+
+    Kafka Streams' ``ProcessorNode#process`` treats a ``ClassCastException`` unlike any other exception (PE-1): it
+    wraps it in a ``StreamsException`` that names the serdes, does not hand it to its own processing exception
+    handler, and lets it reach the *parent* node's handler (or the task, under a source). Python has no cast that
+    fails at the processor boundary, so a processor (or a typed serde helper) raises this to ask for that routing;
+    any other exception, a plain ``TypeError`` included, is handled at the node that raised it, as Java handles a
+    ``NullPointerException``.
+    """
+
+
 class ProcessorContext(Protocol):
     """What a processor may ask of its task while it runs (``init``, ``process`` or a punctuator)."""
 

@@ -21,10 +21,10 @@ from streamproc.engine.processing_handler import (
     ProcessingExceptionHandler,
     ProcessingHandlerResult,
 )
-from streamproc.engine.processor import Processor
+from streamproc.engine.processor import ClassCastError, Processor
 from streamproc.engine.records import Headers, Record
 from streamproc.engine.timestamp_extractor import TimestampExtractor
-from streamproc.errors import TopologyError
+from streamproc.errors import StreamsError, TopologyError
 
 if TYPE_CHECKING:
     from streamproc.engine.processor_context import ProcessorContextImpl
@@ -45,6 +45,17 @@ class FailedProcessingException(Exception):
         self.message = message
         self.failed_processor_node_name = failed_processor_node_name
         self.cause = cause
+
+
+#: ``ProcessorNode#process``'s message for a ``ClassCastException`` (4.2; ``%n`` is the platform newline).
+_CLASS_CAST_MESSAGE = (
+    "ClassCastException invoking processor: {node}. Do the Processor's input types match the deserialized types? "
+    "Check the Serde setup and change the default Serdes in StreamConfig or provide correct Serdes via method "
+    "parameters. Make sure the Processor can accept the deserialized input of type key: {key_class}, and value: "
+    "{value_class}.\nNote that although incorrect Serdes are a common cause of error, the cast exception might have "
+    "another cause (in user code, for example). For example, if a processor wires in a store, but casts the generics "
+    "incorrectly, a class cast exception could be raised during processing, but the cause would not be wrong Serdes."
+)
 
 
 class ProcessorNode:
@@ -94,12 +105,34 @@ class ProcessorNode:
             raise TopologyError(f"processor node {self.name!r} has no processor")
         try:
             self.processor.process(record)
+        except ClassCastError as class_cast:
+            # Java's ClassCastException: wrapped with Kafka's serde hint and *not* handled here; the parent
+            # node's handler gets the wrapper like any other exception, a source lets it reach the task (PE-1).
+            if self._context is None:
+                raise
+            raise self._class_cast_error(self._context, record) from class_cast
         except FailedProcessingException:
             raise
         except Exception as processing_exception:
             if self._handler is None or self._context is None:
                 raise
             self._handle(record, processing_exception)
+
+    def _class_cast_error(self, context: ProcessorContextImpl, record: Record[Any, Any]) -> StreamsError:
+        """``ProcessorNode#process``'s ``StreamsException`` for a ``ClassCastException``, with Kafka's message.
+
+        Kafka names the Java classes (``java.lang.String``); here the Python type names (``str``).
+        """
+        key_class = "unknown because key is null" if record.key is None else type(record.key).__qualname__
+        value_class = "unknown because value is null" if record.value is None else type(record.value).__qualname__
+        record_context = context.record_context
+        return StreamsError(
+            _CLASS_CAST_MESSAGE.format(node=self.name, key_class=key_class, value_class=value_class),
+            reason=REASON_PROCESSING_EXCEPTION,
+            topic=record_context.topic or "",
+            partition=record_context.partition,
+            offset=record_context.offset,
+        )
 
     def _handle(self, record: Record[Any, Any], processing_exception: Exception) -> None:
         assert self._context is not None and self._handler is not None

@@ -1,5 +1,9 @@
 """Which offsets a task commits, with which metadata, and what it purges (``PI/StreamTask.java``, 4.2.0).
 
+- ``TaskExecutor.commitTasksAndMaybeUpdateCommittableOffsets`` asks a task for offsets only when
+  ``StreamTask.commitNeeded()``: it processed (or punctuated) since its last commit, or a consumer position moved
+  past its last processed offset. A task that processed nothing since it was created commits nothing, even when
+  processor metadata needs committing (state.md §8.1).
 - ``committableOffsetsAndMetadata``: a RUNNING/SUSPENDED task commits every input partition it processed a record
   from since the task was created, or all its input partitions when processor metadata needs committing; the offset
   is the head buffered record's, else the consumer's next fetch position (partitions with neither are skipped), and
@@ -76,9 +80,19 @@ def commit_offsets(
     *,
     processor_metadata_needs_commit: bool = False,
     task_state: TaskState = TaskState.RUNNING,
+    commit_needed: bool | None = None,
 ) -> dict[TopicPartition, OffsetAndMetadata]:
-    """``StreamTask.committableOffsetsAndMetadata``: the offsets this task would commit now."""
+    """The offsets this task would commit now: ``commitNeeded()`` then ``committableOffsetsAndMetadata``.
+
+    ``commit_needed`` is ``StreamTask.commitNeeded()``; ``None`` derives it from ``partitions`` as for a task that
+    has not committed since it was created: needed exactly when some partition processed a record (processing sets
+    the flag; with nothing processed, ``consumedOffsets`` is empty, so no position can have moved past it).
+    """
     if task_state not in (TaskState.RUNNING, TaskState.SUSPENDED):
+        return {}
+    if commit_needed is None:
+        commit_needed = any(state.processed_any for state in partitions.values())
+    if not commit_needed:
         return {}
     result: dict[TopicPartition, OffsetAndMetadata] = {}
     for tp, state in partitions.items():

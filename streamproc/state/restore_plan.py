@@ -17,8 +17,11 @@ Rules, in order:
    reused as changelog, ``min(log end, committed offset of the group)`` (0 when nothing is committed).
 3. **Out of range.** If L+1 is below the log start or above the log end, the first poll fails with
    ``OffsetOutOfRangeException`` → ``TaskCorruptedException``: the changelog is dropped from the checkpoint, the
-   task closed dirty (EOS: wiped) and revived, and the store restores from the log start. (L+1 above the log end is
-   state.md §16 q1: a race in Kafka, modelled as the most likely outcome.)
+   task closed dirty (EOS: wiped) and revived, and the store restores from the log start. L+1 above the log end
+   (state.md §16 q1) is a race that live Kafka Streams 4.2.2 runs settle by ``poll.ms``: with the default 100 ms
+   the first restore poll gets the broker's ``OFFSET_OUT_OF_RANGE`` (the outcome modelled here; scenarios rp10,
+   rp31, rp32); with ``poll.ms`` 1-5 ms the poll returns empty first and ``StoreChangelogReader.hasRestoredToEnd``
+   (position >= end) declares the changelog restored with 0 records. The plan notes the alternative.
 4. **Records restored.** Offsets in ``[start, end)`` except transaction markers, null-key records (skipped) and,
    under EOS only (``read_committed``), records of aborted transactions.
 """
@@ -209,6 +212,12 @@ def plan_restore(
                 f"store {store.name}: checkpoint {offset} + 1 is outside [{changelog.log_start_offset}, "
                 f"{changelog.log_end_offset}] of {store.changelog_partition}: OffsetOutOfRangeException, task corrupted"
             )
+            if offset + 1 > changelog.log_end_offset:
+                notes.append(
+                    f"store {store.name}: beyond the log end the outcome depends on timing: when the first restore "
+                    "poll returns before the broker's OFFSET_OUT_OF_RANGE answer (poll.ms shorter than the first "
+                    "fetch), Kafka Streams declares the changelog restored with 0 records instead (position >= end)"
+                )
     if out_of_range:
         task_corrupted = True
         if guarantee.eos:

@@ -46,6 +46,29 @@ VARYING = (
 )
 
 
+# Own scenarios (``conformance/scenarios``) with transactional inputs (ordering.md §11 q6: markers and aborted
+# records, read_committed through exactly_once_v2 or isolation_level) and with the leader epoch a live fetch carries
+# (c58/c59 = c22/c26 with leader_epoch 0). Deterministic live (no tie, no punctuation timing): one result, equal to
+# expected, committed offsets included.
+OWN_DETERMINISTIC = (
+    "c52-txn-aborted-at-tail-committed-offset-after-gap",
+    "c54-txn-aborted-records-read-uncommitted",
+    "c55-txn-partition-with-only-aborted-records",
+    "c56-txn-aborted-timestamps-do-not-punctuate",
+    "c57-txn-aborted-corrupt-record-never-deserialized",
+    "c58-negative-fail-on-invalid-middle-leader-epoch",
+    "c59-negative-use-partition-time-unknown-second-topic-leader-epoch",
+)
+# With a timestamp tie next to a gap (D-1 vs fetch order): streamproc is one of the live results, and every live
+# result holds the same records (never an aborted one) and commits the same offsets.
+OWN_TIES = (
+    "c50-txn-aborted-between-records-read-committed",
+    "c51-txn-aborted-at-head-tie-after-gap",
+    "c53-txn-committed-marker-between-two-partitions-heads",
+)
+OWN_DIR = Path(__file__).resolve().parents[3] / "conformance" / "scenarios"
+
+
 @pytest.fixture(scope="module")
 def oracle_ready() -> None:
     # Java 17 and Maven are on every machine of this project: a missing one is a failure, never a skip.
@@ -82,6 +105,31 @@ def test_streamproc_is_in_the_live_set(oracle_ready: None, kafka_broker: str, sc
     expected_records = sorted(map(tuple, scenario["expected"]["order"]))
     for result in answer["results"]:
         assert sorted(map(tuple, result["order"])) == expected_records
+
+
+@pytest.mark.parametrize("name", OWN_DETERMINISTIC)
+def test_own_deterministic_scenario_has_one_live_result_equal_to_expected(
+    oracle_ready: None, kafka_broker: str, name: str
+) -> None:
+    path = OWN_DIR / f"{name}.json"
+    scenario = json.loads(path.read_text("utf-8"))
+    answer = run_oracle_app(kafka_broker, path, RUNS)
+    assert len(answer["results"]) == 1, json.dumps(answer["results"], indent=1)
+    hidden = answer["not_observable"]
+    assert compare_to_expected(observable(scenario["expected"], hidden), answer["results"][0]) == []
+    assert differences_from_app_set(run_scenario(scenario), answer) == []
+
+
+@pytest.mark.parametrize("name", OWN_TIES)
+def test_own_tie_scenario_keeps_streamproc_in_the_live_set(oracle_ready: None, kafka_broker: str, name: str) -> None:
+    path = OWN_DIR / f"{name}.json"
+    scenario = json.loads(path.read_text("utf-8"))
+    answer = run_oracle_app(kafka_broker, path, RUNS)
+    assert differences_from_app_set(run_scenario(scenario), answer) == []
+    expected = scenario["expected"]
+    for result in answer["results"]:
+        assert sorted(map(tuple, result["order"])) == sorted(map(tuple, expected["order"]))
+        assert result["committed_offsets"] == expected["committed_offsets"]
 
 
 def test_membership_accepts_nothing_outside_the_set() -> None:

@@ -53,6 +53,20 @@ def test_processor_metadata_commits_every_partition_with_a_position() -> None:
     assert commit_offsets(partitions, metadata) == {P0: offsets[P0]}
 
 
+def test_nothing_processed_since_creation_commits_nothing_even_with_metadata_to_commit() -> None:
+    """``commitNeeded()`` is false, so ``prepareCommit`` is never asked (own scenario co10, Kafka Streams 4.2.2)."""
+    metadata = ProcessorMetadata.of({"counts": 1699999940000})
+    partitions = {
+        P0: PartitionCommitState(False, 10, 12, 1699990000000),
+        P1: PartitionCommitState(False, None, None, -1),
+    }
+    assert commit_offsets(partitions, metadata, processor_metadata_needs_commit=True) == {}
+    # A caller that knows the task needs a commit (e.g. it punctuated) still gets every partition with a position.
+    offsets = commit_offsets(partitions, metadata, processor_metadata_needs_commit=True, commit_needed=True)
+    assert set(offsets) == {P0}
+    assert offsets[P0].offset == 10
+
+
 def test_no_commit_before_running() -> None:
     partitions = {P0: PartitionCommitState(True, None, 45, 1)}
     assert commit_offsets(partitions, task_state=TaskState.RESTORING) == {}

@@ -6,7 +6,9 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.ListOffsetsResult;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerInterceptor;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -79,6 +81,12 @@ import java.util.concurrent.Future;
  * processor {@code proc}, until the group has committed every partition's end offset (or the app failed, or a
  * bound elapsed). Results are reported with the scenario's topic names.
  *
+ * <p>Transactional inputs ({@link OrderingInput}): records with a {@code txn} are written by one transactional
+ * producer per transaction id and each {@code control} entry becomes a real commit or abort marker at its offset
+ * (see {@code LogWriter}); {@code processing_guarantee}/{@code isolation_level} make the app read
+ * {@code read_committed}; with {@code expected.committed_offsets} the group's offsets after the clean close are
+ * reported.
+ *
  * <p>What is ours, not Kafka's: the value deserializer that rejects a leading 0xFF byte (as {@link TaskRunner}),
  * {@code proc}, thin recording wrappers around the real extractor and handlers, and a consumer interceptor that
  * restores <em>negative</em> timestamps: {@code ProducerRecord} refuses a negative timestamp, so such records are
@@ -101,6 +109,7 @@ final class AppRunner {
     static final int[] FETCH_BYTES_SCHEDULE = {CONSUMER_DEFAULT_FETCH_MAX_BYTES, CONSUMER_DEFAULT_FETCH_MAX_BYTES, 1, 1};
     static final long RUN_TIMEOUT_MS = 90_000L;
     static final long POLL_COMMITTED_MS = 100L;
+    static final long MARKER_TIMEOUT_MS = 30_000L;
 
     /** Live runs by application id; the stream thread's name ({@code <client.id>-StreamThread-1}) finds its run. */
     static final Map<String, Run> RUNS = new ConcurrentHashMap<>();
@@ -224,6 +233,11 @@ final class AppRunner {
                         + " but the oracle recorded " + dropped.size() + " drops");
                 }
                 final ObjectNode result = result();
+                if (OrderingInput.wantsCommittedOffsets(scenario)) {
+                    // What the group holds after the clean close (its last commit), with the scenario's names.
+                    result.set(OrderingInput.COMMITTED_OFFSETS, OrderingInput.committedOffsets(scenario,
+                        admin.listConsumerGroupOffsets(appId).partitionsToOffsetAndMetadata().get(), this::real));
+                }
                 result.put("_elapsed_ms", System.currentTimeMillis() - started);
                 tearDown(admin, endOffsets.keySet());
                 return result;
@@ -247,46 +261,189 @@ final class AppRunner {
 
             final Map<TopicPartition, Long> endOffsets = new LinkedHashMap<>();
             final Map<TopicPartition, OffsetAndMetadata> committed = new HashMap<>();
-            final Properties producerProps = new Properties();
-            producerProps.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-            producerProps.put(ProducerConfig.ACKS_CONFIG, "all");
-            producerProps.put(ProducerConfig.LINGER_MS_CONFIG, 0);
-            final ByteArraySerializer bytes = new ByteArraySerializer();
-            try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerProps, bytes, bytes)) {
-                for (final JsonNode p : scenario.get("partitions")) {
-                    final String topic = real(p.get("topic").asText());
-                    final int partition = p.get("partition").asInt();
-                    final TopicPartition tp = new TopicPartition(topic, partition);
-                    long next = 0;
-                    for (final JsonNode r : p.get("records")) {
-                        final long offset = r.get("offset").asLong();
-                        final long timestamp = r.get("timestamp").asLong();
-                        if (timestamp < 0) {
-                            NEGATIVE_TIMESTAMPS.put(key(topic, partition, offset), timestamp);
-                        }
-                        if (r.path("fail_processing").asBoolean(false)) {
-                            failProcessing.add(key(topic, partition, offset));
-                        }
-                        final RecordMetadata meta = producer.send(new ProducerRecord<>(topic, partition,
-                            Math.max(0L, timestamp), keyBytes(r), valueBytes(r), headers(r))).get();
-                        if (meta.offset() != offset) {
-                            throw new IllegalStateException("produced " + tp + " offset " + meta.offset()
-                                + " but the scenario says " + offset + " (scenarios must start at 0 without gaps)");
-                        }
-                        next = offset + 1;
-                    }
-                    endOffsets.put(tp, next);
-                    if (p.hasNonNull("committed_partition_time")) {
-                        final String metadata = new TopicPartitionMetadata(p.get("committed_partition_time").asLong(),
-                            new ProcessorMetadata()).encode();
-                        committed.put(tp, new OffsetAndMetadata(0L, metadata));
-                    }
+            try (LogWriter writer = new LogWriter(admin)) {
+                writer.write();
+            }
+            for (final JsonNode p : scenario.get("partitions")) {
+                final TopicPartition tp = new TopicPartition(real(p.get("topic").asText()), p.get("partition").asInt());
+                // The group commits a partition only once the task consumed a record of it (StreamTask
+                // #commitNeeded, #committableOffsetsAndMetadata); then at the position after every marker.
+                endOffsets.put(tp, OrderingInput.delivered(scenario, p).isEmpty() ? 0L : OrderingInput.endPosition(p));
+                if (p.hasNonNull("committed_partition_time")) {
+                    final String metadata = new TopicPartitionMetadata(p.get("committed_partition_time").asLong(),
+                        new ProcessorMetadata()).encode();
+                    committed.put(tp, new OffsetAndMetadata(0L, metadata));
                 }
             }
             if (!committed.isEmpty()) {
                 admin.alterConsumerGroupOffsets(appId, committed).all().get();
             }
             return endOffsets;
+        }
+
+        /**
+         * Writes the scenario's partitions so that every entry lands at its offset: plain records through an
+         * idempotent producer, records with a {@code txn} through one transactional producer per transaction id,
+         * and each transaction's {@code control} entries by {@code commitTransaction}/{@code abortTransaction}
+         * once every partition of the transaction has reached its marker (the broker writes the markers of all the
+         * transaction's partitions then). Each record is sent and acknowledged alone (its own batch). Entries are
+         * taken partition by partition in list order, the first partition whose next entry can go first.
+         */
+        private final class LogWriter implements AutoCloseable {
+            private final Admin admin;
+            private final Properties base = new Properties();
+            private final ByteArraySerializer bytes = new ByteArraySerializer();
+            private final KafkaProducer<byte[], byte[]> plain;
+            private final Map<String, KafkaProducer<byte[], byte[]>> transactional = new LinkedHashMap<>();
+
+            LogWriter(final Admin admin) {
+                this.admin = admin;
+                base.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+                base.put(ProducerConfig.ACKS_CONFIG, "all");
+                base.put(ProducerConfig.LINGER_MS_CONFIG, 0);
+                plain = new KafkaProducer<>(base, bytes, bytes);
+            }
+
+            void write() throws Exception {
+                final List<JsonNode> parts = new ArrayList<>();
+                scenario.get("partitions").forEach(parts::add);
+                final int[] next = new int[parts.size()];
+                int remaining = 0;
+                for (final JsonNode p : parts) {
+                    remaining += p.get("records").size();
+                }
+                while (remaining > 0) {
+                    boolean progressed = false;
+                    for (int i = 0; i < parts.size() && !progressed; i++) {
+                        final JsonNode records = parts.get(i).get("records");
+                        if (next[i] >= records.size()) {
+                            continue;
+                        }
+                        final JsonNode entry = records.get(next[i]);
+                        if (!OrderingInput.isControl(entry)) {
+                            send(parts.get(i), entry);
+                            next[i]++;
+                            remaining--;
+                            progressed = true;
+                        } else if (allAtMarker(parts, next, entry.get(OrderingInput.TXN).asText())) {
+                            remaining -= endTransaction(parts, next, entry);
+                            progressed = true;
+                        }
+                    }
+                    if (!progressed) {
+                        throw new IllegalArgumentException("the scenario's markers cannot be written in any order: "
+                            + "each partition waits for a transaction that has records still to come elsewhere");
+                    }
+                }
+            }
+
+            private void send(final JsonNode p, final JsonNode r) throws Exception {
+                final String topic = real(p.get("topic").asText());
+                final int partition = p.get("partition").asInt();
+                final long offset = r.get("offset").asLong();
+                final long timestamp = r.get("timestamp").asLong();
+                if (timestamp < 0) {
+                    NEGATIVE_TIMESTAMPS.put(key(topic, partition, offset), timestamp);
+                }
+                if (r.path("fail_processing").asBoolean(false)) {
+                    failProcessing.add(key(topic, partition, offset));
+                }
+                final KafkaProducer<byte[], byte[]> producer = r.hasNonNull(OrderingInput.TXN)
+                    ? transaction(r.get(OrderingInput.TXN).asText()) : plain;
+                final RecordMetadata meta = producer.send(new ProducerRecord<>(topic, partition,
+                    Math.max(0L, timestamp), keyBytes(r), valueBytes(r), headers(r))).get();
+                if (meta.offset() != offset) {
+                    throw new IllegalStateException("produced " + topic + "-" + partition + " offset " + meta.offset()
+                        + " but the scenario says " + offset + " (offsets start at 0, markers take one offset each)");
+                }
+            }
+
+            private KafkaProducer<byte[], byte[]> transaction(final String txn) {
+                return transactional.computeIfAbsent(txn, id -> {
+                    final Properties props = new Properties();
+                    props.putAll(base);
+                    props.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, appId + "-txn-" + id);
+                    final KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(props, bytes, bytes);
+                    producer.initTransactions();
+                    producer.beginTransaction();
+                    return producer;
+                });
+            }
+
+            /** True when every partition holding a marker of {@code txn} has that marker as its next entry. */
+            private boolean allAtMarker(final List<JsonNode> parts, final int[] next, final String txn) {
+                for (int i = 0; i < parts.size(); i++) {
+                    final JsonNode records = parts.get(i).get("records");
+                    boolean hasMarker = false;
+                    for (final JsonNode r : records) {
+                        hasMarker |= OrderingInput.isControl(r) && txn.equals(r.get(OrderingInput.TXN).asText());
+                    }
+                    if (!hasMarker) {
+                        continue;
+                    }
+                    final JsonNode head = next[i] < records.size() ? records.get(next[i]) : null;
+                    if (head == null || !OrderingInput.isControl(head)
+                        || !txn.equals(head.get(OrderingInput.TXN).asText())) {
+                        return false;
+                    }
+                }
+                return true;
+            }
+
+            /** Commits or aborts, waits until every marker is in its log at its offset; returns the markers. */
+            private int endTransaction(final List<JsonNode> parts, final int[] next, final JsonNode marker)
+                throws Exception {
+                final String txn = marker.get(OrderingInput.TXN).asText();
+                final KafkaProducer<byte[], byte[]> producer = transaction(txn);
+                if (OrderingInput.ABORT.equals(marker.get(OrderingInput.CONTROL).asText())) {
+                    producer.abortTransaction();
+                } else {
+                    producer.commitTransaction();
+                }
+                final Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+                final Map<TopicPartition, Long> expected = new HashMap<>();
+                int written = 0;
+                for (int i = 0; i < parts.size(); i++) {
+                    final JsonNode records = parts.get(i).get("records");
+                    if (next[i] < records.size() && OrderingInput.isControl(records.get(next[i]))
+                        && txn.equals(records.get(next[i]).get(OrderingInput.TXN).asText())) {
+                        final TopicPartition tp = new TopicPartition(real(parts.get(i).get("topic").asText()),
+                            parts.get(i).get("partition").asInt());
+                        latest.put(tp, OffsetSpec.latest());
+                        expected.put(tp, records.get(next[i]).get("offset").asLong() + 1);
+                        next[i]++;
+                        written++;
+                    }
+                }
+                // The coordinator writes the markers after answering EndTxn; wait for them before the next write.
+                final long deadline = System.currentTimeMillis() + MARKER_TIMEOUT_MS;
+                while (true) {
+                    boolean done = true;
+                    for (final Map.Entry<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> e
+                        : admin.listOffsets(latest).all().get().entrySet()) {
+                        final long end = e.getValue().offset();
+                        if (end > expected.get(e.getKey())) {
+                            throw new IllegalStateException("marker of " + txn + " in " + e.getKey() + " landed at "
+                                + (end - 1) + " but the scenario says " + (expected.get(e.getKey()) - 1));
+                        }
+                        done &= end == expected.get(e.getKey());
+                    }
+                    if (done) {
+                        return written;
+                    }
+                    if (System.currentTimeMillis() > deadline) {
+                        throw new IllegalStateException("markers of " + txn + " not written within "
+                            + MARKER_TIMEOUT_MS + " ms: " + expected);
+                    }
+                    Thread.sleep(POLL_COMMITTED_MS);
+                }
+            }
+
+            @Override
+            public void close() {
+                plain.close();
+                transactional.values().forEach(KafkaProducer::close);
+            }
         }
 
         private void tearDown(final Admin admin, final Set<TopicPartition> partitions) {
@@ -320,7 +477,13 @@ final class AppRunner {
             props.put(StreamsConfig.CLIENT_ID_CONFIG, appId);
             props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
             props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
-            props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.AT_LEAST_ONCE);
+            props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG,
+                config.path("processing_guarantee").asText(StreamsConfig.AT_LEAST_ONCE));
+            if (OrderingInput.readCommitted(config)) {
+                // exactly_once_v2 sets it itself; at_least_once takes the main consumer's override.
+                props.put(StreamsConfig.mainConsumerPrefix(ConsumerConfig.ISOLATION_LEVEL_CONFIG),
+                    OrderingInput.READ_COMMITTED);
+            }
             props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1);
             props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100);
             props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);

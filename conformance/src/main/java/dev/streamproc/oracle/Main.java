@@ -16,7 +16,15 @@ import java.io.File;
  *   java -jar streamproc-oracle.jar app &lt;bootstrap&gt; &lt;ordering scenario.json&gt; [--max-poll-records N]
  *       [--fetch-max-bytes N] [--repeat K]
  *   java -jar streamproc-oracle.jar golden &lt;output directory&gt;
+ *   java -jar streamproc-oracle.jar restore &lt;bootstrap&gt; &lt;restore_plan scenario.json&gt;... [--parallel N]
+ *       [--poll-ms MS]
  * </pre>
+ *
+ * <p>{@code restore} ({@link RestorePlanRunner}) answers {@code restore_plan} scenarios with a real
+ * {@code KafkaStreams} app per scenario on the broker (N at a time, default 2), one JSON line per file in argument
+ * order: {@code {"file", "kind", "id", "result", "observations"}}, {@code {"file", ..., "unsupported"}} or
+ * {@code {"file", ..., "oracle_error"}}; exit 0 unless the usage was wrong. {@code --poll-ms} sets the apps'
+ * {@code poll.ms} (default Kafka Streams' 100 ms), which decides the race of a checkpoint beyond the log end.
  *
  * <p>{@code app} ({@link AppRunner}) runs the scenario K times (default 1) through a real {@code KafkaStreams}
  * instance on the broker and prints {@code {"results": [distinct results], "runs": [...], "not_observable": [...]}}.
@@ -58,6 +66,9 @@ public final class Main {
         }
         if (args.length >= 1 && args[0].equals("batch")) {
             System.exit(batch(java.util.Arrays.copyOfRange(args, 1, args.length)));
+        }
+        if (args.length >= 1 && args[0].equals("restore")) {
+            System.exit(restore(java.util.Arrays.copyOfRange(args, 1, args.length)));
         }
         if (args.length != 2 || !(args[0].equals("task") || args[0].equals("state"))) {
             System.err.println("usage: java -jar streamproc-oracle.jar task|state <scenario.json>"
@@ -123,6 +134,33 @@ public final class Main {
             }
             System.out.flush();
         }
+        return 0;
+    }
+
+    private static int restore(final String[] args) throws Exception {
+        int parallel = 2;
+        final java.util.List<String> positional = new java.util.ArrayList<>();
+        for (int i = 0; i < args.length; i++) {
+            if (args[i].equals("--parallel") && i + 1 < args.length) {
+                parallel = Integer.parseInt(args[++i]);
+            } else if (args[i].equals("--poll-ms") && i + 1 < args.length) {
+                RestorePlanRunner.pollMs = Long.parseLong(args[++i]);
+            } else {
+                positional.add(args[i]);
+            }
+        }
+        if (positional.size() < 2 || parallel < 1) {
+            System.err.println("usage: java -jar streamproc-oracle.jar restore <bootstrap> <scenario.json>..."
+                + " [--parallel N] [--poll-ms MS]");
+            return 2;
+        }
+        RestorePlanRunner.configureLogging();
+        final java.util.List<ObjectNode> lines = RestorePlanRunner.runAll(
+            positional.get(0), positional.subList(1, positional.size()), parallel);
+        for (final ObjectNode line : lines) {
+            System.out.println(MAPPER.writeValueAsString(line));
+        }
+        System.out.flush();
         return 0;
     }
 

@@ -129,6 +129,40 @@ public final class StateResumeApp {
                 "count");
         }
 
+        final AtomicLong restored = new AtomicLong();
+        final KafkaStreams streams = start(topology, streamsProps(bootstrap, applicationId, stateDir, eos), restored);
+        awaitInputCommitted(streams, bootstrap, applicationId, input, inputEnd);
+
+        final Map<String, Object> contents = new TreeMap<>();
+        if (windowed) {
+            final ReadOnlyWindowStore<String, ValueAndTimestamp<Long>> view = streams.store(
+                StoreQueryParameters.fromNameAndType("wcounts", QueryableStoreTypes.timestampedWindowStore()));
+            try (KeyValueIterator<Windowed<String>, ValueAndTimestamp<Long>> all = view.all()) {
+                while (all.hasNext()) {
+                    final KeyValue<Windowed<String>, ValueAndTimestamp<Long>> entry = all.next();
+                    contents.put(entry.key.key() + "@" + entry.key.window().start(),
+                        new long[] {entry.value.value(), entry.value.timestamp()});
+                }
+            }
+        } else {
+            final ReadOnlyKeyValueStore<String, ValueAndTimestamp<Long>> view = streams.store(
+                StoreQueryParameters.fromNameAndType("counts", QueryableStoreTypes.timestampedKeyValueStore()));
+            try (KeyValueIterator<String, ValueAndTimestamp<Long>> all = view.all()) {
+                while (all.hasNext()) {
+                    final KeyValue<String, ValueAndTimestamp<Long>> entry = all.next();
+                    contents.put(entry.key, new long[] {entry.value.value(), entry.value.timestamp()});
+                }
+            }
+        }
+        closeAndEmitResult(streams, restored, contents);
+    }
+
+    // ---------------------------------------------------------------------------------------------------------
+    // The run protocol both resume apps share ({@link StateResumeAppPlainKv} calls these too).
+
+    /** At-least-once or {@code exactly_once_v2}, one thread, commits every 100 ms, no caching, from the earliest. */
+    static Properties streamsProps(final String bootstrap, final String applicationId, final String stateDir,
+                                   final boolean eos) {
         final Properties props = new Properties();
         props.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
         props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
@@ -140,8 +174,11 @@ public final class StateResumeApp {
         props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
         props.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
         props.put("consumer.auto.offset.reset", "earliest");
+        return props;
+    }
 
-        final AtomicLong restored = new AtomicLong();
+    /** Starts the app: restore events on stdout (counted into {@code restored}), SHUTDOWN_CLIENT on a fatal error. */
+    static KafkaStreams start(final Topology topology, final Properties props, final AtomicLong restored) {
         final KafkaStreams streams = new KafkaStreams(topology, props);
         streams.setGlobalStateRestoreListener(new StateRestoreListener() {
             @Override
@@ -169,7 +206,15 @@ public final class StateResumeApp {
                 .SHUTDOWN_CLIENT;
         });
         streams.start();
+        return streams;
+    }
 
+    /**
+     * Returns once the app is RUNNING and the group's committed offset of {@code <input>-0} reached
+     * {@code inputEnd}; emits an error and exits 3 when the app failed, 4 after 120 s.
+     */
+    static void awaitInputCommitted(final KafkaStreams streams, final String bootstrap, final String applicationId,
+                                    final String input, final long inputEnd) throws Exception {
         final Properties adminProps = new Properties();
         adminProps.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         final TopicPartition inputPartition = new TopicPartition(input, 0);
@@ -185,7 +230,7 @@ public final class StateResumeApp {
                     admin.listConsumerGroupOffsets(applicationId).partitionsToOffsetAndMetadata().get();
                 final OffsetAndMetadata offset = committed.get(inputPartition);
                 if (streams.state() == KafkaStreams.State.RUNNING && offset != null && offset.offset() >= inputEnd) {
-                    break;
+                    return;
                 }
                 if (System.currentTimeMillis() > deadline) {
                     emit(Map.of("event", "error", "message", "timed out waiting for committed offset " + inputEnd
@@ -196,29 +241,11 @@ public final class StateResumeApp {
                 Thread.sleep(100);
             }
         }
+    }
 
-        final Map<String, Object> contents = new TreeMap<>();
-        if (windowed) {
-            final ReadOnlyWindowStore<String, ValueAndTimestamp<Long>> view = streams.store(
-                StoreQueryParameters.fromNameAndType("wcounts", QueryableStoreTypes.timestampedWindowStore()));
-            try (KeyValueIterator<Windowed<String>, ValueAndTimestamp<Long>> all = view.all()) {
-                while (all.hasNext()) {
-                    final KeyValue<Windowed<String>, ValueAndTimestamp<Long>> entry = all.next();
-                    contents.put(entry.key.key() + "@" + entry.key.window().start(),
-                        new long[] {entry.value.value(), entry.value.timestamp()});
-                }
-            }
-        } else {
-            final ReadOnlyKeyValueStore<String, ValueAndTimestamp<Long>> view = streams.store(
-                StoreQueryParameters.fromNameAndType("counts", QueryableStoreTypes.timestampedKeyValueStore()));
-            try (KeyValueIterator<String, ValueAndTimestamp<Long>> all = view.all()) {
-                while (all.hasNext()) {
-                    final KeyValue<String, ValueAndTimestamp<Long>> entry = all.next();
-                    contents.put(entry.key, new long[] {entry.value.value(), entry.value.timestamp()});
-                }
-            }
-        }
-        // Leave the group so that the tool may commit offsets right away (the group must be empty).
+    /** Leaves the group (so that the tool may commit offsets right away: it must be empty), then the result line. */
+    static void closeAndEmitResult(final KafkaStreams streams, final AtomicLong restored,
+                                   final Map<String, Object> contents) {
         streams.close(CloseOptions.groupMembershipOperation(CloseOptions.GroupMembershipOperation.LEAVE_GROUP)
             .withTimeout(Duration.ofSeconds(60)));
         emit(Map.of("event", "result", "restored", restored.get(), "store", contents,

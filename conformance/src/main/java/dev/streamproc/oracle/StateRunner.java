@@ -74,6 +74,9 @@ import java.util.TreeMap;
  *   <li>{@code changelog_record}: a real store (RocksDB, logging on, caching off) written by a processor inside
  *       {@link TopologyTestDriver}; the changelog record is what the driver captured from the task's record
  *       collector, the store bytes are read back from the innermost bytes store.</li>
+ *   <li>{@code commit_offsets}, {@code partition_time}, {@code purge_offsets}, {@code register_stores},
+ *       {@code store_layout}: a real {@code StreamTask}, {@code ProcessorStateManager} or store in the scenario's
+ *       state, see {@link StateOpsRunner}.</li>
  * </ul>
  */
 final class StateRunner {
@@ -81,6 +84,9 @@ final class StateRunner {
     private static final String STORE = "s";
     private static final String APP_ID = "oracle";
     private static final String INPUT = "input";
+    /** Operations answered on live objects by {@link StateOpsRunner}. */
+    private static final java.util.Set<String> LIVE_OBJECT_OPERATIONS = java.util.Set.of("commit_offsets",
+        "partition_time", "purge_offsets", "register_stores", "store_layout");
 
     private StateRunner() {
     }
@@ -88,6 +94,11 @@ final class StateRunner {
     static ObjectNode run(final JsonNode scenario) throws Exception {
         final String operation = scenario.path("operation").asText();
         final JsonNode input = scenario.get("input");
+        if (scenario.path("ks_version").asText("4.2").equals("4.3") && LIVE_OBJECT_OPERATIONS.contains(operation)) {
+            // This jar holds Kafka Streams 4.2.2; a 4.2 answer to a 4.3 scenario would be a wrong answer.
+            throw new UnsupportedOperationException("ks_version 4.3 " + operation + " is answered by the Kafka "
+                + "Streams 4.3 oracle (conformance/ks43/runner), not by 4.2.2");
+        }
         try {
             return switch (operation) {
                 case "checkpoint_write" -> checkpointWrite(input);
@@ -96,6 +107,11 @@ final class StateRunner {
                 case "commit_metadata_decode" -> commitMetadataDecode(input);
                 case "internal_topic_name" -> internalTopicName(input);
                 case "changelog_record" -> changelogRecord(input);
+                case "commit_offsets" -> StateOpsRunner.commitOffsets(input);
+                case "partition_time" -> StateOpsRunner.partitionTime(input);
+                case "purge_offsets" -> StateOpsRunner.purgeOffsets(input);
+                case "register_stores" -> registerStores(input);
+                case "store_layout" -> StateOpsRunner.storeLayout(input);
                 default -> throw new UnsupportedOperationException("state operation not supported by the oracle: "
                     + operation);
             };
@@ -109,6 +125,14 @@ final class StateRunner {
                 err.put("type", "CheckpointCorrupt");
             } else if (operation.equals("checkpoint_write") && e instanceof IllegalStateException) {
                 err.put("type", "InvalidCheckpointOffset");
+            } else if (operation.equals("register_stores") && e instanceof IllegalArgumentException) {
+                // ProcessorStateManager#registerStore throws IllegalArgumentException for both; its text tells them
+                // apart (the oracle's LogContext has no prefix, so the message is Kafka's text alone).
+                if (message.startsWith("Illegal store name: ")) {
+                    err.put("type", "IllegalStoreName");
+                } else if (message.endsWith(" has already been registered.")) {
+                    err.put("type", "DuplicateStore");
+                }
             }
             final JsonNode expectedContains = scenario.path("expected").path("error").path("message_contains");
             if (expectedContains.isArray()) {
@@ -123,6 +147,14 @@ final class StateRunner {
             err.put("kafka_exception", e.getClass().getSimpleName());
             err.put("kafka_message_contains", message);
             return out;
+        }
+    }
+
+    private static ObjectNode registerStores(final JsonNode input) throws Exception {
+        try {
+            return StateOpsRunner.registerStores(input);
+        } catch (final StateOpsRunner.RegisterFailure f) {
+            throw new KafkaSideFailure(f.getCause());
         }
     }
 

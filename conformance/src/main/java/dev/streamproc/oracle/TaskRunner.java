@@ -8,8 +8,6 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.MockConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.consumer.internals.AutoOffsetResetStrategy;
-import org.apache.kafka.clients.producer.MockProducer;
-import org.apache.kafka.common.Cluster;
 import org.apache.kafka.common.Metric;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.TopicPartition;
@@ -17,17 +15,13 @@ import org.apache.kafka.common.errors.SerializationException;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.Headers;
 import org.apache.kafka.common.header.internals.RecordHeaders;
-import org.apache.kafka.common.metrics.MetricConfig;
 import org.apache.kafka.common.metrics.Metrics;
-import org.apache.kafka.common.metrics.Sensor;
 import org.apache.kafka.common.record.TimestampType;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.utils.LogContext;
 import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.streams.StreamsConfig;
-import org.apache.kafka.streams.TopologyConfig;
 import org.apache.kafka.streams.errors.DeserializationExceptionHandler;
 import org.apache.kafka.streams.errors.ErrorHandlerContext;
 import org.apache.kafka.streams.errors.LogAndContinueExceptionHandler;
@@ -35,7 +29,6 @@ import org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler;
 import org.apache.kafka.streams.errors.LogAndFailExceptionHandler;
 import org.apache.kafka.streams.errors.LogAndFailProcessingExceptionHandler;
 import org.apache.kafka.streams.errors.ProcessingExceptionHandler;
-import org.apache.kafka.streams.internals.StreamsConfigUtils;
 import org.apache.kafka.streams.processor.FailOnInvalidTimestamp;
 import org.apache.kafka.streams.processor.LogAndSkipOnInvalidTimestamp;
 import org.apache.kafka.streams.processor.PunctuationType;
@@ -47,22 +40,14 @@ import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.processor.api.RecordMetadata;
 import org.apache.kafka.streams.processor.internals.ChangelogRegister;
-import org.apache.kafka.streams.processor.internals.InternalProcessorContext;
-import org.apache.kafka.streams.processor.internals.InternalTopologyBuilder;
 import org.apache.kafka.streams.processor.internals.ProcessorContextImpl;
 import org.apache.kafka.streams.processor.internals.ProcessorMetadata;
 import org.apache.kafka.streams.processor.internals.ProcessorStateManager;
 import org.apache.kafka.streams.processor.internals.ProcessorTopology;
-import org.apache.kafka.streams.processor.internals.RecordCollector;
 import org.apache.kafka.streams.processor.internals.RecordCollectorImpl;
-import org.apache.kafka.streams.processor.internals.StateDirectory;
 import org.apache.kafka.streams.processor.internals.StreamTask;
-import org.apache.kafka.streams.processor.internals.StreamsProducer;
 import org.apache.kafka.streams.processor.internals.Task;
 import org.apache.kafka.streams.processor.internals.TopicPartitionMetadata;
-import org.apache.kafka.streams.processor.internals.metrics.StreamsMetricsImpl;
-import org.apache.kafka.streams.processor.internals.metrics.TaskMetrics;
-import org.apache.kafka.streams.state.internals.ThreadCache;
 
 import java.io.IOException;
 import java.lang.reflect.Field;
@@ -79,7 +64,6 @@ import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
@@ -160,7 +144,8 @@ final class TaskRunner {
                 committedTimes.put(tp, p.get("committed_partition_time").asLong());
             }
             final List<ConsumerRecord<byte[], byte[]>> list = new ArrayList<>();
-            for (final JsonNode r : p.get("records")) {
+            // Only what the consumer returns: no control markers, no aborted records under read_committed.
+            for (final JsonNode r : OrderingInput.delivered(scenario, p)) {
                 list.add(toConsumerRecord(tp, r));
                 if (r.path("fail_processing").asBoolean(false)) {
                     failProcessing.add(key(tp.topic(), tp.partition(), r.get("offset").asLong()));
@@ -182,21 +167,6 @@ final class TaskRunner {
         final StreamsConfig streamsConfig = new StreamsConfig(props);
 
         final LogContext logContext = new LogContext("oracle ");
-        final String threadId = Thread.currentThread().getName();
-        final Metrics metrics = new Metrics(new MetricConfig().recordLevel(Sensor.RecordingLevel.DEBUG), time);
-        final StreamsMetricsImpl streamsMetrics = new StreamsMetricsImpl(metrics, "oracle-client", time);
-        TaskMetrics.droppedRecordsSensor(threadId, TASK_ID.toString(), streamsMetrics);
-
-        final InternalTopologyBuilder builder = new InternalTopologyBuilder(new TopologyConfig(streamsConfig));
-        builder.addSource(null, SOURCE, null, new StringDeserializer(), new RejectingStringDeserializer(),
-            topics.toArray(new String[0]));
-        final org.apache.kafka.streams.processor.api.ProcessorSupplier<String, String, Void, Void> proc =
-            () -> new RecordingProcessor(this);
-        builder.addProcessor(PROC, proc, SOURCE);
-        builder.rewriteTopology(streamsConfig);
-        final ProcessorTopology topology = builder.buildTopology();
-
-        final ThreadCache cache = new ThreadCache(logContext, 0L, streamsMetrics);
         final MockConsumer<byte[], byte[]> consumer = new MockConsumer<>(AutoOffsetResetStrategy.EARLIEST.name());
         consumer.assign(partitions);
         final Map<TopicPartition, Long> beginning = new HashMap<>();
@@ -214,23 +184,20 @@ final class TaskRunner {
             consumer.commitSync(committed);
         }
 
-        final ByteArraySerializer bytes = new ByteArraySerializer();
-        final MockProducer<byte[], byte[]> producer = new MockProducer<>(Cluster.empty(), true, null, bytes, bytes);
-        final StreamsProducer streamsProducer = new StreamsProducer(producer,
-            StreamsConfigUtils.processingMode(streamsConfig), time, logContext);
-        final StateDirectory stateDirectory = new StateDirectory(streamsConfig, time, false, false);
-        final ProcessorStateManager stateManager = new ProcessorStateManager(TASK_ID, Task.TaskType.ACTIVE, false,
-            logContext, stateDirectory, new NoChangelogRegister(), topology.storeToChangelogTopic(),
-            new HashSet<>(partitions), false);
-        final RecordCollector collector = new RecordCollectorImpl(logContext, TASK_ID, streamsProducer,
-            streamsConfig.productionExceptionHandler(), streamsMetrics, topology);
-        final InternalProcessorContext<?, ?> context = new ProcessorContextImpl(TASK_ID, streamsConfig, stateManager,
-            streamsMetrics, cache);
-        final StreamTask task = new StreamTask(TASK_ID, new HashSet<>(partitions), topology, consumer,
-            builder.topologyConfigs().getTaskConfig(), streamsMetrics, stateDirectory, cache, time, stateManager,
-            collector, context, logContext, false);
+        // Source `source` on every topic (String key, corrupt-rejecting String value) -> `proc`.
+        final StreamTaskHarness harness = StreamTaskHarness.build(streamsConfig, TASK_ID, partitions, consumer, time,
+            logContext, false, builder -> {
+                builder.addSource(null, SOURCE, null, new StringDeserializer(), new RejectingStringDeserializer(),
+                    topics.toArray(new String[0]));
+                final org.apache.kafka.streams.processor.api.ProcessorSupplier<String, String, Void, Void> proc =
+                    () -> new RecordingProcessor(this);
+                builder.addProcessor(PROC, proc, SOURCE);
+            });
+        final Metrics metrics = harness.metrics;
+        final StreamTask task = harness.task;
 
         ObjectNode error = null;
+        ArrayNode committedOffsets = null;
         long droppedMetric;
         try {
             // ST-8: restore partition times from the committed metadata, then init the topology (schedules).
@@ -242,6 +209,16 @@ final class TaskRunner {
             for (final TopicPartition tp : partitions) {
                 if (!records.get(tp).isEmpty()) {
                     task.addRecords(tp, records.get(tp));
+                }
+            }
+            if (OrderingInput.wantsCommittedOffsets(scenario)) {
+                // What the poll that returned these records tells the task (StreamThread#pollPhase): the consumer's
+                // position after the whole partition, past trailing markers and aborted records.
+                for (final JsonNode p : scenario.get("partitions")) {
+                    final TopicPartition tp = new TopicPartition(p.get("topic").asText(), p.get("partition").asInt());
+                    final long end = OrderingInput.endPosition(p);
+                    consumer.seek(tp, end);
+                    task.updateNextOffsets(tp, new OffsetAndMetadata(end));
                 }
             }
             final Map<TopicPartition, Long> consumed = consumedOffsets(task);
@@ -266,6 +243,10 @@ final class TaskRunner {
                 }
                 task.maybePunctuateStreamTime();
                 task.maybePunctuateSystemTime();
+            }
+            if (OrderingInput.wantsCommittedOffsets(scenario)) {
+                task.commitNeeded();
+                committedOffsets = OrderingInput.committedOffsets(scenario, task.prepareCommit(true), t -> t);
             }
         } catch (final RuntimeException e) {
             error = describeError(e);
@@ -302,6 +283,10 @@ final class TaskRunner {
         if (error != null) {
             out.set("error", error);
         }
+        if (OrderingInput.wantsCommittedOffsets(scenario)) {
+            out.set(OrderingInput.COMMITTED_OFFSETS, committedOffsets == null ? Main.MAPPER.createArrayNode()
+                : committedOffsets);
+        }
         return out;
     }
 
@@ -320,7 +305,8 @@ final class TaskRunner {
         }
         return new ConsumerRecord<>(tp.topic(), tp.partition(), r.get("offset").asLong(), r.get("timestamp").asLong(),
             TimestampType.CREATE_TIME, key == null ? ConsumerRecord.NULL_SIZE : key.length,
-            value == null ? ConsumerRecord.NULL_SIZE : value.length, key, value, headers, Optional.empty());
+            value == null ? ConsumerRecord.NULL_SIZE : value.length, key, value, headers,
+            OrderingInput.leaderEpoch(r));
     }
 
     @SuppressWarnings("unchecked")
