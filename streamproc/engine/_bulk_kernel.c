@@ -195,6 +195,16 @@ static PyObject *forward_to_children(PyObject *context, PyObject *source, PyObje
     return outcome;
 }
 
+/* context.current_node = node while an exception is pending: the pending one wins, as in a ``finally``. */
+static void set_current_node_keeping_error(PyObject *context, PyObject *node) {
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    if (PyObject_SetAttr(context, s_current_node, node) < 0) {
+        PyErr_Clear();
+    }
+    PyErr_Restore(type, value, traceback);
+}
+
 /* Record the loop's progress for ``_BulkLoop`` whatever happens (an exception may be pending). */
 static void report(PyObject *out, Py_ssize_t steps, Py_ssize_t index) {
     PyObject *type, *value, *traceback;
@@ -565,12 +575,7 @@ static PyObject *steps(PyObject *module, PyObject *const *args, Py_ssize_t nargs
                 Py_DECREF(record);
             } else if (inline_forward) {
                 /* as if set_raw_record had installed the source before Record() failed */
-                PyObject *type, *value, *traceback;
-                PyErr_Fetch(&type, &value, &traceback);
-                if (PyObject_SetAttr(context, s_current_node, st->source) < 0) {
-                    PyErr_Clear();
-                }
-                PyErr_Restore(type, value, traceback);
+                set_current_node_keeping_error(context, st->source);
             }
             if (forwarded == NULL) {
                 if (PyErr_ExceptionMatches(PyExc_Exception)) {
@@ -588,12 +593,7 @@ static PyObject *steps(PyObject *module, PyObject *const *args, Py_ssize_t nargs
                     }
                 }
                 /* finally: context.current_node = None */
-                PyObject *type, *value, *traceback;
-                PyErr_Fetch(&type, &value, &traceback);
-                if (PyObject_SetAttr(context, s_current_node, Py_None) < 0) {
-                    PyErr_Clear();
-                }
-                PyErr_Restore(type, value, traceback);
+                set_current_node_keeping_error(context, Py_None);
                 goto fail_step;
             }
             Py_DECREF(forwarded);
