@@ -38,7 +38,6 @@ import org.apache.kafka.streams.errors.ProcessingExceptionHandler;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
 import org.apache.kafka.streams.processor.FailOnInvalidTimestamp;
 import org.apache.kafka.streams.processor.LogAndSkipOnInvalidTimestamp;
-import org.apache.kafka.streams.processor.PunctuationType;
 import org.apache.kafka.streams.processor.TimestampExtractor;
 import org.apache.kafka.streams.processor.UsePartitionTimeOnInvalidTimestamp;
 import org.apache.kafka.streams.processor.WallclockTimestampExtractor;
@@ -53,7 +52,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -664,24 +662,7 @@ final class AppRunner {
         @Override
         public void init(final ProcessorContext<Void, Void> context) {
             this.context = context;
-            int index = 0;
-            for (final JsonNode p : run.scenario.path("punctuations")) {
-                final PunctuationType type = PunctuationType.valueOf(p.get("type").asText());
-                final Duration interval = Duration.ofMillis(p.get("interval_ms").asLong());
-                final int scheduleIndex = index++;
-                final org.apache.kafka.streams.processor.Punctuator callback = ts -> {
-                    final ObjectNode f = run.punctuationsFired.addObject();
-                    f.put("type", type.name());
-                    f.put("timestamp", ts);
-                    f.put("after_record_index", run.order.size() - 1);
-                    f.put("schedule_index", scheduleIndex);
-                };
-                if (p.hasNonNull("start_ms")) {
-                    context.schedule(Instant.ofEpochMilli(p.get("start_ms").asLong()), interval, type, callback);
-                } else {
-                    context.schedule(interval, type, callback);
-                }
-            }
+            OrderingInput.schedulePunctuations(context, run.scenario, run.punctuationsFired, run.order::size);
         }
 
         @Override

@@ -6,12 +6,18 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.streams.processor.PunctuationType;
+import org.apache.kafka.streams.processor.Punctuator;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
 
+import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.function.IntSupplier;
 
 /**
  * The optional parts of an ordering scenario's input that describe the log rather than the records (format:
@@ -122,5 +128,32 @@ final class OrderingInput {
             }
         }
         return out;
+    }
+
+    /**
+     * {@code proc}'s {@code init()}: one {@code schedule(...)} per {@code punctuations} entry, in array order (the
+     * anchored 4.2 form when {@code start_ms} is given); each call records {@code type}, {@code timestamp},
+     * {@code after_record_index} (from {@code recordsSoFar}, minus one) and {@code schedule_index} in {@code fired}.
+     */
+    static void schedulePunctuations(final ProcessorContext<?, ?> context, final JsonNode scenario,
+                                     final ArrayNode fired, final IntSupplier recordsSoFar) {
+        int index = 0;
+        for (final JsonNode p : scenario.path("punctuations")) {
+            final PunctuationType type = PunctuationType.valueOf(p.get("type").asText());
+            final Duration interval = Duration.ofMillis(p.get("interval_ms").asLong());
+            final int scheduleIndex = index++;
+            final Punctuator callback = ts -> {
+                final ObjectNode f = fired.addObject();
+                f.put("type", type.name());
+                f.put("timestamp", ts);
+                f.put("after_record_index", recordsSoFar.getAsInt() - 1);
+                f.put("schedule_index", scheduleIndex);
+            };
+            if (p.hasNonNull("start_ms")) {
+                context.schedule(Instant.ofEpochMilli(p.get("start_ms").asLong()), interval, type, callback);
+            } else {
+                context.schedule(interval, type, callback);
+            }
+        }
     }
 }

@@ -31,7 +31,6 @@ import org.apache.kafka.streams.errors.LogAndFailProcessingExceptionHandler;
 import org.apache.kafka.streams.errors.ProcessingExceptionHandler;
 import org.apache.kafka.streams.processor.FailOnInvalidTimestamp;
 import org.apache.kafka.streams.processor.LogAndSkipOnInvalidTimestamp;
-import org.apache.kafka.streams.processor.PunctuationType;
 import org.apache.kafka.streams.processor.TaskId;
 import org.apache.kafka.streams.processor.TimestampExtractor;
 import org.apache.kafka.streams.processor.UsePartitionTimeOnInvalidTimestamp;
@@ -54,8 +53,6 @@ import java.lang.reflect.Field;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
@@ -465,25 +462,7 @@ final class TaskRunner {
         @Override
         public void init(final ProcessorContext<Void, Void> context) {
             this.context = context;
-            final JsonNode punctuations = runner.scenario.path("punctuations");
-            int index = 0;
-            for (final JsonNode p : punctuations) {
-                final PunctuationType type = PunctuationType.valueOf(p.get("type").asText());
-                final Duration interval = Duration.ofMillis(p.get("interval_ms").asLong());
-                final int scheduleIndex = index++;
-                final org.apache.kafka.streams.processor.Punctuator callback = ts -> {
-                    final ObjectNode f = runner.punctuationsFired.addObject();
-                    f.put("type", type.name());
-                    f.put("timestamp", ts);
-                    f.put("after_record_index", runner.order.size() - 1);
-                    f.put("schedule_index", scheduleIndex);
-                };
-                if (p.hasNonNull("start_ms")) {
-                    context.schedule(Instant.ofEpochMilli(p.get("start_ms").asLong()), interval, type, callback);
-                } else {
-                    context.schedule(interval, type, callback);
-                }
-            }
+            OrderingInput.schedulePunctuations(context, runner.scenario, runner.punctuationsFired, runner.order::size);
         }
 
         @Override
