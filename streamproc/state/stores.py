@@ -426,10 +426,8 @@ class _SerdeStore(StateStore, Generic[K, V]):
         return None if data is None else self.value_serde.deserializer.deserialize(self.serde_topic, data)
 
 
-class KeyValueStore(_SerdeStore[K, V]):
-    """``state.KeyValueStore`` over a bytes store: ``get``/``put``/``put_if_absent``/``delete``/``range``/``all``."""
-
-    store_type = StoreType.KEY_VALUE
+class _KeyValueBytesBacked(_SerdeStore[K, V]):
+    """A typed key-value store over one :class:`KeyValueBytesStore` (plain or timestamped values)."""
 
     def __init__(
         self,
@@ -445,6 +443,15 @@ class KeyValueStore(_SerdeStore[K, V]):
     @property
     def persistent(self) -> bool:
         return self.bytes_store.persistent
+
+    def _storage(self) -> _Storage:
+        return self.bytes_store
+
+
+class KeyValueStore(_KeyValueBytesBacked[K, V]):
+    """``state.KeyValueStore`` over a bytes store: ``get``/``put``/``put_if_absent``/``delete``/``range``/``all``."""
+
+    store_type = StoreType.KEY_VALUE
 
     def _write(self, key: bytes, value: bytes | None) -> None:
         change = _kv_change(key, value, self.context.record_timestamp())
@@ -497,32 +504,14 @@ class KeyValueStore(_SerdeStore[K, V]):
         for key, value in entries:
             yield self._from_key(key), self._from_value(value)  # type: ignore[misc]
 
-    def _storage(self) -> _Storage:
-        return self.bytes_store
-
     def restore_batch(self, records: Sequence[RawRecord]) -> None:
         self.bytes_store.write_all((r.key, r.value) for r in records)  # type: ignore[misc]
 
 
-class TimestampedKeyValueStore(_SerdeStore[K, V]):
+class TimestampedKeyValueStore(_KeyValueBytesBacked[K, V]):
     """``state.TimestampedKeyValueStore``: values are :class:`ValueAndTimestamp`; stored as ``ts ‖ value``."""
 
     store_type = StoreType.TIMESTAMPED_KEY_VALUE
-
-    def __init__(
-        self,
-        name: str,
-        bytes_store: KeyValueBytesStore,
-        key_serde: Serde[K],
-        value_serde: Serde[V],
-        context: StoreContext | None = None,
-    ) -> None:
-        super().__init__(name, key_serde, value_serde, context)
-        self.bytes_store = bytes_store
-
-    @property
-    def persistent(self) -> bool:
-        return self.bytes_store.persistent
 
     def _decode(self, stored: bytes | None) -> ValueAndTimestamp[V] | None:
         if stored is None:
@@ -570,9 +559,6 @@ class TimestampedKeyValueStore(_SerdeStore[K, V]):
     def _decoded(self, entries: Iterator[tuple[bytes, bytes]]) -> Iterator[tuple[K, ValueAndTimestamp[V]]]:
         for key, stored in entries:
             yield self._from_key(key), self._decode(stored)  # type: ignore[misc]
-
-    def _storage(self) -> _Storage:
-        return self.bytes_store
 
     def restore_batch(self, records: Sequence[RawRecord]) -> None:
         """``RecordConverters.rawValueToTimestampedValue``: prepend the changelog record's timestamp."""
