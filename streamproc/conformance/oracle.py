@@ -45,9 +45,17 @@ class OracleError(RuntimeError):
     """The oracle could not be built or did not produce a result (not a scenario's expected ``error``)."""
 
 
+#: The live restore runner's source: the 4.3 oracle's POM compiles this one file of the 4.2.2 oracle too.
+RESTORE_PLAN_RUNNER_SOURCE = (
+    CONFORMANCE_DIR / "src" / "main" / "java" / "dev" / "streamproc" / "oracle" / ("RestorePlanRunner.java")
+)
+
+
 def _sources_of(pom: Path) -> list[Path]:
-    """The POM and every file under its ``src/``: what a jar must be newer than."""
-    return [pom, *sorted(p for p in (pom.parent / "src").rglob("*") if p.is_file())]
+    """The POM, every file under its ``src/`` and the sources it borrows: what a jar must be newer than."""
+    own = sorted(p for p in (pom.parent / "src").rglob("*") if p.is_file())
+    borrowed = [RESTORE_PLAN_RUNNER_SOURCE] if pom.parent == KS43_RUNNER_DIR else []
+    return [pom, *own, *borrowed]
 
 
 def _jar_is_fresh(jar: Path, pom: Path) -> bool:
@@ -363,18 +371,30 @@ def is_restore_plan(scenario: dict[str, Any]) -> bool:
 def run_oracle_restore(
     bootstrap: str, paths: list[Path] | tuple[Path, ...], *, parallelism: int = DEFAULT_RESTORE_PARALLELISM
 ) -> dict[Path, dict[str, Any]]:
-    """Run ``restore_plan`` scenarios through real Kafka Streams 4.2.2 apps on ``bootstrap``, in one JVM.
+    """Run ``restore_plan`` scenarios through real Kafka Streams apps on ``bootstrap``: one JVM per version.
 
     Per scenario the jar (``RestorePlanRunner``) builds the changelog with exactly the scenario's offsets, writes the
     task directory and ``.checkpoint``, starts a ``KafkaStreams`` until the task is RUNNING and reads what happened
-    from Kafka Streams' log lines and a ``StateRestoreListener``. Returns each path's answer: ``{"result": …,
-    "observations": …}`` (``result`` in the scenario's ``expected`` shape, ``observations`` the evidence: restore
-    callbacks, events, whether a sentinel key planted in the store survived), ``{"unsupported": reason}`` (e.g.
-    ``ks_version`` 4.3) or ``{"oracle_error": …}``. Raises :class:`OracleError` when the JVM itself fails.
+    from Kafka Streams' log lines and a ``StateRestoreListener``. Scenarios of ``ks_version`` 4.3 run in the 4.3.1
+    jar, the others in the 4.2.2 jar. Returns each path's answer: ``{"result": …, "observations": …}`` (``result``
+    in the scenario's ``expected`` shape, ``observations`` the evidence: restore callbacks, events, whether a
+    sentinel key planted in the store survived), ``{"unsupported": reason}`` or ``{"oracle_error": …}``. Raises
+    :class:`OracleError` when a JVM itself fails.
     """
-    if not paths:
-        return {}
-    jar = ensure_oracle_jar()
+    by_jar: dict[bool, list[Path]] = {False: [], True: []}
+    for path in paths:
+        scenario = json.loads(Path(path).read_text(encoding="utf-8"))
+        by_jar[str(scenario.get("ks_version", "4.2")) == "4.3"].append(Path(path))
+    answers: dict[Path, dict[str, Any]] = {}
+    for ks43, batch in by_jar.items():
+        if batch:
+            jar = ensure_ks43_oracle_jar() if ks43 else ensure_oracle_jar()
+            answers.update(_run_restore_jar(jar, bootstrap, batch, parallelism))
+    return {Path(path): answers[Path(path)] for path in paths}
+
+
+def _run_restore_jar(jar: Path, bootstrap: str, paths: list[Path], parallelism: int) -> dict[Path, dict[str, Any]]:
+    """One ``restore`` JVM of ``jar`` over ``paths``; each path's answer (see :func:`run_oracle_restore`)."""
     java = shutil.which("java")
     if java is None:
         raise OracleError("java is not on PATH; install a JDK 17+ to run the oracle")

@@ -489,9 +489,10 @@ def run_restore_oracle(
 ) -> dict[Path, RunnerOutcome]:
     """Kafka Streams' answer to every ``restore_plan`` scenario: real ``KafkaStreams`` apps on ``bootstrap``.
 
-    One JVM for all of them (``run_oracle_restore``, ``RestorePlanRunner``). Only the ``restore_plan`` paths get an
-    outcome (the task-level oracle has no answer for them): ``ran`` with the live result, ``pending`` when the live
-    mode cannot reproduce the scenario (e.g. ``ks_version`` 4.3), ``error`` when it failed on it or could not run.
+    One JVM per Kafka Streams version (``run_oracle_restore``, ``RestorePlanRunner``; ``ks_version`` 4.3 scenarios
+    run in the 4.3.1 jar). Only the ``restore_plan`` paths get an outcome (the task-level oracle has no answer for
+    them): ``ran`` with the live result, ``pending`` when the live mode cannot reproduce the scenario (a layout it
+    refuses to approximate), ``error`` when it failed on it or could not run.
     """
     module = _oracle_module()
     covered = [p for p in paths if module.is_restore_plan(scenarios[p])]

@@ -1,4 +1,4 @@
-"""``restore_plan`` scenarios: real Kafka Streams 4.2.2 apps on a real broker = streamproc's restore plan.
+"""``restore_plan`` scenarios: real Kafka Streams apps (4.2.2, or 4.3.1) on a real broker = streamproc's restore plan.
 
 Every shared (``../shared/spec/scenarios/state/rp*.json``) and own (``conformance/scenarios/state/rp*.json``)
 restore-plan scenario runs through the live restore oracle (``java -jar … restore``, ``RestorePlanRunner``: the
@@ -6,8 +6,8 @@ changelog built with the scenario's exact offsets, the task directory and ``.che
 started until the task is RUNNING), all in one JVM, and through streamproc
 (``streamproc.state.restore_plan.plan_restore``). They must agree. Own scenarios' ``expected`` is what Kafka Streams
 did, so it must equal the live result too; a shared scenario whose ``expected`` differs from Kafka Streams must have
-an own corrected file with the same id. 4.3 scenarios cannot run live (the jar is Kafka Streams 4.2.2) and must be
-reported as unsupported, never answered.
+an own corrected file with the same id. ``ks_version`` 4.3 scenarios run in the Kafka Streams 4.3.1 oracle jar
+(``conformance/ks43/runner``, the same ``RestorePlanRunner`` source); each jar refuses the other version's scenarios.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from streamproc.conformance import run_scenario
+from streamproc.conformance import oracle, run_scenario
 from streamproc.conformance.oracle import compare_to_expected, is_restore_plan, run_oracle_restore
-from streamproc.conformance.report import PENDING, RAN, run_restore_oracle
+from streamproc.conformance.report import RAN, run_restore_oracle
 from tests.conftest import PROJECT_ROOT
 
 pytestmark = pytest.mark.integration
@@ -45,13 +45,13 @@ ALL = SHARED + OWN
 OWN_IDS = {_load(p)["id"] for p in OWN}
 
 
-def _live(scenario: dict[str, Any]) -> bool:
-    return str(scenario.get("ks_version", "4.2")) == "4.2"
+def _ks43(scenario: dict[str, Any]) -> bool:
+    return str(scenario.get("ks_version", "4.2")) == "4.3"
 
 
 @pytest.fixture(scope="module")
 def answers(kafka_broker: str) -> dict[Path, dict[str, Any]]:
-    """The live oracle's answer for every restore-plan scenario, one JVM (about 40 s for 27 scenarios)."""
+    """The live oracle's answer for every restore-plan scenario, one JVM per version (about 45 s for 32 scenarios)."""
     return run_oracle_restore(kafka_broker, ALL)
 
 
@@ -59,17 +59,14 @@ def test_scenarios_found() -> None:
     assert len(SHARED) >= 15, SHARED_DIR
     assert len(OWN) >= 4
     assert all(_load(p)["id"] == p.stem for p in OWN)
+    assert sum(_ks43(_load(p)) for p in ALL) >= 5, "the 4.3 live restore mode needs scenarios"
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.stem)
 def test_kafka_streams_equals_streamproc(answers: dict[Path, dict[str, Any]], path: Path) -> None:
     scenario = _load(path)
     answer = answers[path]
-    if not _live(scenario):
-        assert "unsupported" in answer and "4.3" in answer["unsupported"], answer
-        assert run_scenario(scenario) == scenario["expected"]
-        return
-    assert "result" in answer, answer.get("oracle_error")
+    assert "result" in answer, answer.get("oracle_error") or answer.get("unsupported")
     kafka = answer["result"]
     mine = run_scenario(scenario)
     diffs = compare_to_expected(mine, kafka)
@@ -105,15 +102,25 @@ def test_wipe_observed_in_the_store_itself(answers: dict[Path, dict[str, Any]]) 
 
 
 def test_report_rows_take_the_live_result(answers: dict[Path, dict[str, Any]], monkeypatch: pytest.MonkeyPatch) -> None:
-    """``report.run_restore_oracle`` turns the answers into the Kafka Streams column: ran, or pending for 4.3."""
-    from streamproc.conformance import oracle
-
+    """``report.run_restore_oracle`` turns the answers into the Kafka Streams column, 4.3 scenarios included."""
     monkeypatch.setattr(oracle, "run_oracle_restore", lambda bootstrap, paths: {p: answers[p] for p in paths})
     scenarios = {p: _load(p) for p in ALL}
     outcomes = run_restore_oracle(ALL, scenarios, "unused:0")
     assert set(outcomes) == set(ALL)
     for path, outcome in outcomes.items():
-        if _live(scenarios[path]):
-            assert outcome.status == RAN and outcome.result == answers[path]["result"], path.stem
-        else:
-            assert outcome.status == PENDING and outcome.reason and "4.3" in outcome.reason, path.stem
+        assert outcome.status == RAN and outcome.result == answers[path]["result"], path.stem
+
+
+def test_each_jar_refuses_the_other_version(kafka_broker: str) -> None:
+    """A scenario of the other ``ks_version`` is unsupported by a jar, never answered by the wrong Kafka Streams.
+
+    ``run_oracle_restore`` routes by version; this calls each jar with one scenario of the other version directly.
+    The refusal comes before any topic or app is made.
+    """
+    v42 = next(p for p in ALL if not _ks43(_load(p)))
+    v43 = next(p for p in ALL if _ks43(_load(p)))
+    cases = ((oracle.ensure_oracle_jar(), v43, "4.2.2"), (oracle.ensure_ks43_oracle_jar(), v42, "4.3.1"))
+    for jar, path, runs in cases:
+        answer = oracle._run_restore_jar(jar, kafka_broker, [path], 1)[path]
+        assert "result" not in answer, path.stem
+        assert f"runs Kafka Streams {runs}" in answer["unsupported"], answer

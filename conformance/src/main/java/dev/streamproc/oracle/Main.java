@@ -68,7 +68,7 @@ public final class Main {
             System.exit(batch(java.util.Arrays.copyOfRange(args, 1, args.length)));
         }
         if (args.length >= 1 && args[0].equals("restore")) {
-            System.exit(restore(java.util.Arrays.copyOfRange(args, 1, args.length)));
+            System.exit(RestorePlanRunner.run(java.util.Arrays.copyOfRange(args, 1, args.length)));
         }
         if (args.length != 2 || !(args[0].equals("task") || args[0].equals("state"))) {
             System.err.println("usage: java -jar streamproc-oracle.jar task|state <scenario.json>"
@@ -134,33 +134,6 @@ public final class Main {
             }
             System.out.flush();
         }
-        return 0;
-    }
-
-    private static int restore(final String[] args) throws Exception {
-        int parallel = 2;
-        final java.util.List<String> positional = new java.util.ArrayList<>();
-        for (int i = 0; i < args.length; i++) {
-            if (args[i].equals("--parallel") && i + 1 < args.length) {
-                parallel = Integer.parseInt(args[++i]);
-            } else if (args[i].equals("--poll-ms") && i + 1 < args.length) {
-                RestorePlanRunner.pollMs = Long.parseLong(args[++i]);
-            } else {
-                positional.add(args[i]);
-            }
-        }
-        if (positional.size() < 2 || parallel < 1) {
-            System.err.println("usage: java -jar streamproc-oracle.jar restore <bootstrap> <scenario.json>..."
-                + " [--parallel N] [--poll-ms MS]");
-            return 2;
-        }
-        RestorePlanRunner.configureLogging();
-        final java.util.List<ObjectNode> lines = RestorePlanRunner.runAll(
-            positional.get(0), positional.subList(1, positional.size()), parallel);
-        for (final ObjectNode line : lines) {
-            System.out.println(MAPPER.writeValueAsString(line));
-        }
-        System.out.flush();
         return 0;
     }
 

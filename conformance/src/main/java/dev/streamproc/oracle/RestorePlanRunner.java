@@ -1,6 +1,7 @@
 package dev.streamproc.oracle;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
@@ -47,6 +48,7 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.utils.AppInfoParser;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StoreQueryParameters;
@@ -69,7 +71,12 @@ import org.rocksdb.Options;
 import org.rocksdb.RocksDB;
 
 /**
- * {@code restore_plan} scenarios answered by a real {@code KafkaStreams} 4.2.2 application on a real broker.
+ * {@code restore_plan} scenarios answered by a real {@code KafkaStreams} application on a real broker.
+ *
+ * <p>The same source is compiled into both oracle jars: against Kafka Streams 4.2.2 (this project) and against
+ * 4.3.1 ({@code ks43/runner}, which adds this one file to its sources), so it uses no other class of the project. Each
+ * jar answers the scenarios whose {@code ks_version} is its own {@code major.minor} and calls the others
+ * unsupported.
  *
  * <p>Per scenario (state.md §4-§5, scenarios README {@code restore_plan}):
  * <ol>
@@ -97,13 +104,15 @@ import org.rocksdb.RocksDB;
  * {@code System.err} (slf4j-simple prints there): {@code TaskCorruptedException} = StreamThread's "Detected the
  * states of tasks [..] are corrupted"; wipe = the task's "Wiping state stores for ACTIVE task .." (debug, from
  * {@code StateManagerUtil.closeStateManager}, cross-checked with the sentinel); checkpoint deleted at init = the
- * first initialisation ended normally ("Initialized state stores", logged right after
- * {@code ProcessorStateManager.initializeStoreOffsetsFromCheckpoint} returns) and the file present before the start
- * is gone at that moment. Start, end and records restored are those of the last {@code onRestoreStart} of the
+ * first initialisation ended ("Initialized state stores", logged right after
+ * {@code ProcessorStateManager.initializeStoreOffsetsFromCheckpoint} returns, or the "did not find checkpoint offsets"
+ * warning just before it throws {@code TaskCorruptedException}) and the file present before the start is gone at
+ * that moment. Start, end and records restored are those of the last {@code onRestoreStart} of the
  * changelog partition and the {@code onRestoreEnd} that follows it; the task is RUNNING at its "Restored and ready to run"
  * ({@code StreamTask.completeRestoration}).
  */
-final class RestorePlanRunner {
+public final class RestorePlanRunner {
+    private static final ObjectMapper MAPPER = new ObjectMapper();
     static final String OPERATION = "restore_plan";
     private static final String SENTINEL_KEY = "__streamproc_rp_sentinel__";
     private static final long RUNNING_TIMEOUT_MS = 120_000L;
@@ -115,6 +124,40 @@ final class RestorePlanRunner {
     static volatile Long pollMs;
 
     private RestorePlanRunner() {
+    }
+
+    /**
+     * {@code restore <bootstrap> <scenario.json>... [--parallel N] [--poll-ms MS]}: one JSON line per file, in
+     * argument order; the exit code (2 on a usage error). Both oracle jars' {@code main} hand the sub-command here.
+     */
+    public static int run(final String[] args) throws Exception {
+        int parallel = 2;
+        final List<String> positional = new ArrayList<>();
+        for (int i = 0; i < args.length; i++) {
+            if (args[i].equals("--parallel") && i + 1 < args.length) {
+                parallel = Integer.parseInt(args[++i]);
+            } else if (args[i].equals("--poll-ms") && i + 1 < args.length) {
+                pollMs = Long.parseLong(args[++i]);
+            } else {
+                positional.add(args[i]);
+            }
+        }
+        if (positional.size() < 2 || parallel < 1) {
+            System.err.println("usage: restore <bootstrap> <scenario.json>... [--parallel N] [--poll-ms MS]");
+            return 2;
+        }
+        configureLogging();
+        for (final ObjectNode line : runAll(positional.get(0), positional.subList(1, positional.size()), parallel)) {
+            System.out.println(MAPPER.writeValueAsString(line));
+        }
+        System.out.flush();
+        return 0;
+    }
+
+    /** {@code major.minor} of the Kafka Streams on the classpath: the {@code ks_version} this runner can answer. */
+    static String runningMinorVersion() {
+        final String[] parts = AppInfoParser.getVersion().split("\\.");
+        return parts.length >= 2 ? parts[0] + "." + parts[1] : AppInfoParser.getVersion();
     }
 
     /** Loggers whose lines are the observations; set before any Kafka class creates its logger. */
@@ -148,7 +191,7 @@ final class RestorePlanRunner {
                 try {
                     lines.add(futures.get(i).get());
                 } catch (final java.util.concurrent.ExecutionException e) {
-                    final ObjectNode line = Main.MAPPER.createObjectNode();
+                    final ObjectNode line = MAPPER.createObjectNode();
                     line.put("file", files.get(i));
                     line.put("oracle_error", String.valueOf(e.getCause()));
                     lines.add(line);
@@ -161,10 +204,10 @@ final class RestorePlanRunner {
     }
 
     static ObjectNode runFile(final String bootstrap, final String file) {
-        final ObjectNode line = Main.MAPPER.createObjectNode();
+        final ObjectNode line = MAPPER.createObjectNode();
         line.put("file", file);
         try {
-            final JsonNode scenario = Main.MAPPER.readTree(new File(file));
+            final JsonNode scenario = MAPPER.readTree(new File(file));
             line.put("kind", scenario.path("kind").asText());
             line.put("id", scenario.path("id").asText());
             if (!"state".equals(scenario.path("kind").asText())
@@ -173,9 +216,9 @@ final class RestorePlanRunner {
                 return line;
             }
             final String version = scenario.path("ks_version").asText("4.2");
-            if (!version.equals("4.2")) {
-                line.put("unsupported", "needs Kafka Streams " + version + " (ks_version); the live restore mode runs "
-                    + "Kafka Streams 4.2.2");
+            if (!version.equals(runningMinorVersion())) {
+                line.put("unsupported", "needs Kafka Streams " + version + " (ks_version); this oracle jar runs "
+                    + "Kafka Streams " + AppInfoParser.getVersion());
                 return line;
             }
             final Scenario run = new Scenario(bootstrap, scenario);
@@ -222,9 +265,13 @@ final class RestorePlanRunner {
         void onLogLine(final String line) {
             final String taskTag = "task [" + taskId + "]";
             if (line.contains("did not find checkpoint offsets while stores are not empty") && line.contains(taskTag)) {
-                event("init threw TaskCorruptedException (no checkpoint offset, stores not empty)");
+                final boolean exists = Files.exists(checkpointFile);
+                event("init threw TaskCorruptedException (no checkpoint offset, stores not empty); .checkpoint "
+                    + (exists ? "present" : "absent"));
                 if (firstInit == null) {
                     firstInit = "corrupted";
+                    // 4.2 throws before its EOS delete; 4.3 migrated and deleted the legacy file before this check
+                    deletedAtInit = checkpointPresentAtStart && !exists;
                 }
             } else if (line.contains("Initialized state stores") && line.contains(taskTag)) {
                 final boolean exists = Files.exists(checkpointFile);
@@ -255,7 +302,7 @@ final class RestorePlanRunner {
         }
 
         ObjectNode toJson() {
-            final ObjectNode out = Main.MAPPER.createObjectNode();
+            final ObjectNode out = MAPPER.createObjectNode();
             out.put("application_id", appId);
             out.put("changelog_partition", changelog.toString());
             out.put("task", taskId);
@@ -763,7 +810,7 @@ final class RestorePlanRunner {
         }
 
         private ObjectNode result(final Observations obs) {
-            final ObjectNode out = Main.MAPPER.createObjectNode();
+            final ObjectNode out = MAPPER.createObjectNode();
             out.put("task_corrupted", obs.corrupted);
             out.put("local_state_wiped", obs.wiped);
             out.put("checkpoint_deleted_at_init", obs.deletedAtInit);

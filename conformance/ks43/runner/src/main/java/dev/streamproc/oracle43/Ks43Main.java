@@ -4,6 +4,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
+import dev.streamproc.oracle.RestorePlanRunner;
+
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.utils.LogContext;
 import org.apache.kafka.common.utils.Time;
@@ -35,6 +37,7 @@ import java.util.stream.Stream;
  * <pre>
  *   java -jar streamproc-oracle-ks43.jar state &lt;state scenario.json&gt;
  *   java -jar streamproc-oracle-ks43.jar batch &lt;scenario.json&gt;...
+ *   java -jar streamproc-oracle-ks43.jar restore &lt;bootstrap&gt; &lt;restore_plan scenario.json&gt;... [--parallel N]
  * </pre>
  *
  * <p>Same protocol as the 4.2.2 oracle ({@code dev.streamproc.oracle.Main}): {@code state} prints one JSON object
@@ -68,6 +71,9 @@ public final class Ks43Main {
     }
 
     public static void main(final String[] args) throws Exception {
+        if (args.length >= 1 && args[0].equals("restore")) {
+            System.exit(RestorePlanRunner.run(java.util.Arrays.copyOfRange(args, 1, args.length)));
+        }
         if (args.length >= 2 && args[0].equals("batch")) {
             for (int i = 1; i < args.length; i++) {
                 System.out.println(MAPPER.writeValueAsString(batchLine(args[i])));
@@ -76,7 +82,8 @@ public final class Ks43Main {
             System.exit(0);
         }
         if (args.length != 2 || !args[0].equals("state")) {
-            System.err.println("usage: java -jar streamproc-oracle-ks43.jar state <scenario.json> | batch <file>...");
+            System.err.println("usage: java -jar streamproc-oracle-ks43.jar state <scenario.json> | batch <file>..."
+                + " | restore <bootstrap> <scenario.json>...");
             System.exit(2);
         }
         ObjectNode result;
