@@ -45,16 +45,17 @@ class OracleError(RuntimeError):
     """The oracle could not be built or did not produce a result (not a scenario's expected ``error``)."""
 
 
-#: The live restore runner's source: the 4.3 oracle's POM compiles this one file of the 4.2.2 oracle too.
-RESTORE_PLAN_RUNNER_SOURCE = (
-    CONFORMANCE_DIR / "src" / "main" / "java" / "dev" / "streamproc" / "oracle" / ("RestorePlanRunner.java")
+#: The live restore runner's sources: the 4.3 oracle's POM compiles these files of the 4.2.2 oracle too.
+KS43_BORROWED_SOURCES = tuple(
+    CONFORMANCE_DIR / "src" / "main" / "java" / "dev" / "streamproc" / "oracle" / name
+    for name in ("RestorePlanRunner.java", "LiveBatch.java")
 )
 
 
 def _sources_of(pom: Path) -> list[Path]:
     """The POM, every file under its ``src/`` and the sources it borrows: what a jar must be newer than."""
     own = sorted(p for p in (pom.parent / "src").rglob("*") if p.is_file())
-    borrowed = [RESTORE_PLAN_RUNNER_SOURCE] if pom.parent == KS43_RUNNER_DIR else []
+    borrowed = list(KS43_BORROWED_SOURCES) if pom.parent == KS43_RUNNER_DIR else []
     return [pom, *own, *borrowed]
 
 
@@ -363,6 +364,15 @@ DEFAULT_RESTORE_PARALLELISM = 2
 _RESTORE_TIMEOUT_S = 1800
 
 
+#: The jar's live topology sub-command (``TopologyRunner``): the scenario's program as a real ``KafkaStreams`` app.
+TOPOLOGY_COMMAND = "topology"
+
+
+def is_topology(scenario: dict[str, Any]) -> bool:
+    """True for the scenarios the live topology mode answers."""
+    return scenario.get("kind") == "topology"
+
+
 def is_restore_plan(scenario: dict[str, Any]) -> bool:
     """True for the scenarios the live restore mode answers (``state``/``restore_plan``)."""
     return scenario.get("kind") == "state" and scenario.get("operation") == RESTORE_PLAN_OPERATION
@@ -389,30 +399,49 @@ def run_oracle_restore(
     for ks43, batch in by_jar.items():
         if batch:
             jar = ensure_ks43_oracle_jar() if ks43 else ensure_oracle_jar()
-            answers.update(_run_restore_jar(jar, bootstrap, batch, parallelism))
+            answers.update(_run_live_jar(jar, RESTORE_COMMAND, bootstrap, batch, parallelism))
     return {Path(path): answers[Path(path)] for path in paths}
 
 
-def _run_restore_jar(jar: Path, bootstrap: str, paths: list[Path], parallelism: int) -> dict[Path, dict[str, Any]]:
-    """One ``restore`` JVM of ``jar`` over ``paths``; each path's answer (see :func:`run_oracle_restore`)."""
+def run_oracle_topology(
+    bootstrap: str, paths: list[Path] | tuple[Path, ...], *, parallelism: int = DEFAULT_RESTORE_PARALLELISM
+) -> dict[Path, dict[str, Any]]:
+    """Run ``topology`` scenarios through real Kafka Streams 4.2.2 apps on ``bootstrap``, in one JVM.
+
+    Per scenario the jar (``TopologyRunner``) builds the scenario's program (``TopologyPrograms``, the Java its
+    ``program`` prose stands for), compares its ``describe()`` with the scenario's text, creates the scenario's
+    topics with its partition counts under a unique prefix and runs the app until its task assignment is stable.
+    Returns each path's answer: ``{"result": …, "observations": …}`` (``result`` in the ``expected`` shape read
+    from Kafka Streams, with ``not_observable`` listing what Kafka Streams has no notion of, such as ``stages``;
+    ``observations``: ``describe_identical``, ``describe_same_lines`` and, when the lines differ, Kafka's text),
+    ``{"unsupported": reason}`` (no Java program for the scenario) or ``{"oracle_error": …}``.
+    """
+    paths = [Path(p) for p in paths]
+    return _run_live_jar(ensure_oracle_jar(), TOPOLOGY_COMMAND, bootstrap, paths, parallelism) if paths else {}
+
+
+def _run_live_jar(
+    jar: Path, command_name: str, bootstrap: str, paths: list[Path], parallelism: int
+) -> dict[Path, dict[str, Any]]:
+    """One live JVM (``restore`` or ``topology``) of ``jar`` over ``paths``; each path's answer."""
     java = shutil.which("java")
     if java is None:
         raise OracleError("java is not on PATH; install a JDK 17+ to run the oracle")
-    command = [java, *_JVM_OPTIONS, "-jar", str(jar), RESTORE_COMMAND, bootstrap, *(str(p) for p in paths)]
+    command = [java, *_JVM_OPTIONS, "-jar", str(jar), command_name, bootstrap, *(str(p) for p in paths)]
     command += ["--parallel", str(parallelism)]
     proc = subprocess.run(command, capture_output=True, text=True, timeout=_RESTORE_TIMEOUT_S, check=False)
     lines = [line for line in proc.stdout.splitlines() if line.strip()]
     if proc.returncode != 0 or len(lines) != len(paths):
         raise OracleError(
-            f"oracle restore run failed (exit {proc.returncode}, {len(lines)} of {len(paths)} results):\n"
+            f"oracle {command_name} run failed (exit {proc.returncode}, {len(lines)} of {len(paths)} results):\n"
             f"{proc.stderr[-4000:]}"
         )
     answers: dict[Path, dict[str, Any]] = {}
     for path, line in zip(paths, lines, strict=True):
         answer = json.loads(line)
         if not isinstance(answer, dict) or answer.get("file") != str(path):
-            raise OracleError(f"oracle restore answered {line[:200]!r} where {path} was expected")
+            raise OracleError(f"oracle {command_name} answered {line[:200]!r} where {path} was expected")
         if "oracle_error" in answer:
-            logger.warning("oracle restore failed on %s: %s", path, answer["oracle_error"])
+            logger.warning("oracle %s failed on %s: %s", command_name, path, answer["oracle_error"])
         answers[path] = answer
     return answers

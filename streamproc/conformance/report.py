@@ -16,8 +16,10 @@ judge. The default run starts no broker and stays fast.
 
 With a broker (``--bootstrap``, or ``--broker``, which starts a private one like ``--app``) the ``restore_plan``
 state scenarios also run live (``java -jar … restore``, :func:`run_restore_oracle`): a real ``KafkaStreams`` app per
-scenario on a changelog built with the scenario's offsets; its result fills the Kafka Streams column of those rows,
-which the task-level oracle cannot answer.
+scenario on a changelog built with the scenario's offsets, in the Kafka Streams 4.3.1 jar for ``ks_version`` 4.3),
+and so do the ``topology`` scenarios (``java -jar … topology``, :func:`run_topology_oracle`: the scenario's program
+as a real app on topics with its partition counts; ``stages`` is streamproc's own and not compared). Their results
+fill the Kafka Streams column of those rows, which the task-level oracle cannot answer.
 
 A row's ``status`` is ``pass`` only when streamproc's result equals Kafka Streams' on that scenario. Where Kafka
 Streams did not run (no oracle mode for the kind, an uncovered state operation, no application-level runner yet)
@@ -168,8 +170,32 @@ def compare_to_kafka_streams(kind: str, reference: dict[str, Any], kafka: dict[s
     """
     if kind == "state" and "error" in reference and "error" in kafka:
         return _compare_state_errors(reference["error"], kafka["error"])
+    if kind == "topology":
+        return _compare_topology(reference, kafka)
     diffs: list[str] = _oracle_module().compare_to_expected(reference, kafka)
     return diffs
+
+
+def _compare_topology(reference: dict[str, Any], kafka: dict[str, Any]) -> list[str]:
+    """A topology result against the live app's: what Kafka Streams shows (not ``stages``), by the README's rules.
+
+    A Kafka Streams failure agrees with a refusal of the same exception class whose ``kafka_message_contains``
+    occurs in Kafka's message.
+    """
+    if "error" in kafka:
+        if "error" not in reference:
+            return [f"Kafka Streams failed ({kafka['error']}), the reference has a result"]
+        want, got = reference["error"], kafka["error"]
+        diffs = []
+        if want.get("kafka_exception") != got.get("kafka_exception"):
+            diffs.append(f"error.kafka_exception: {want.get('kafka_exception')!r} vs {got.get('kafka_exception')!r}")
+        quoted = want.get("kafka_message_contains")
+        if not (isinstance(quoted, str) and quoted in str(got.get("kafka_message"))):
+            diffs.append(f"error: {quoted!r} does not occur in Kafka Streams' message {got.get('kafka_message')!r}")
+        return diffs
+    hidden = [*kafka.get("not_observable", []), "not_observable"]
+    shown = {k: v for k, v in kafka.items() if k not in hidden}
+    return compare_topology(shown, {k: v for k, v in reference.items() if k not in hidden})
 
 
 def _compare_state_errors(reference: dict[str, Any], kafka: dict[str, Any]) -> list[str]:
@@ -495,14 +521,38 @@ def run_restore_oracle(
     refuses to approximate), ``error`` when it failed on it or could not run.
     """
     module = _oracle_module()
-    covered = [p for p in paths if module.is_restore_plan(scenarios[p])]
+    return _live_outcomes(paths, scenarios, bootstrap, module.is_restore_plan, module.run_oracle_restore, "restore")
+
+
+def run_topology_oracle(
+    paths: Sequence[Path], scenarios: dict[Path, dict[str, Any]], bootstrap: str
+) -> dict[Path, RunnerOutcome]:
+    """Kafka Streams' answer to every ``topology`` scenario: its program as a real ``KafkaStreams`` app.
+
+    One JVM (``run_oracle_topology``, ``TopologyRunner``); outcomes as :func:`run_restore_oracle`'s (``pending``
+    when the oracle has no Java program for the scenario).
+    """
+    module = _oracle_module()
+    return _live_outcomes(paths, scenarios, bootstrap, module.is_topology, module.run_oracle_topology, "topology")
+
+
+def _live_outcomes(
+    paths: Sequence[Path],
+    scenarios: dict[Path, dict[str, Any]],
+    bootstrap: str,
+    covers: Callable[[dict[str, Any]], bool],
+    run: Callable[[str, list[Path]], dict[Path, dict[str, Any]]],
+    mode: str,
+) -> dict[Path, RunnerOutcome]:
+    """One live oracle mode's answers as outcomes of the paths it ``covers``; a failed JVM fails all of them."""
+    covered = [p for p in paths if covers(scenarios[p])]
     if not covered:
         return {}
     try:
-        answers: dict[Path, dict[str, Any]] = module.run_oracle_restore(bootstrap, covered)
-    except Exception as exc:  # noqa: BLE001 - OracleError or a timeout: every restore_plan row fails
-        logger.warning("live restore oracle failed: %s", exc)
-        failed = RunnerOutcome(ERROR, reason=f"live restore oracle: {type(exc).__name__}: {str(exc)[:2000]}")
+        answers = run(bootstrap, covered)
+    except Exception as exc:  # noqa: BLE001 - OracleError or a timeout: every row of this mode fails
+        logger.warning("live %s oracle failed: %s", mode, exc)
+        failed = RunnerOutcome(ERROR, reason=f"live {mode} oracle: {type(exc).__name__}: {str(exc)[:2000]}")
         return dict.fromkeys(covered, failed)
     outcomes: dict[Path, RunnerOutcome] = {}
     for path in covered:
@@ -510,9 +560,9 @@ def run_restore_oracle(
         if "result" in answer:
             outcomes[path] = RunnerOutcome(RAN, result=answer["result"], reason="live KafkaStreams app")
         elif "unsupported" in answer:
-            outcomes[path] = RunnerOutcome(PENDING, reason=f"live restore mode: {answer['unsupported']}")
+            outcomes[path] = RunnerOutcome(PENDING, reason=f"live {mode} mode: {answer['unsupported']}")
         else:
-            outcomes[path] = RunnerOutcome(ERROR, reason=f"live restore mode: {answer.get('oracle_error')}")
+            outcomes[path] = RunnerOutcome(ERROR, reason=f"live {mode} mode: {answer.get('oracle_error')}")
     return outcomes
 
 
@@ -620,6 +670,7 @@ def run_report(
         task = run_oracle_batch(paths)
         if bootstrap is not None:
             task.update(run_restore_oracle(paths, scenarios, bootstrap))
+            task.update(run_topology_oracle(paths, scenarios, bootstrap))
     else:
         task = {path: RunnerOutcome(PENDING, reason="the oracle was not run (--no-oracle)") for path in paths}
     oracle_s = time.monotonic() - oracle_started

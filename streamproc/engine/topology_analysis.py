@@ -667,8 +667,24 @@ def analyze(
         derived_enforced, advisory = _structural_copartition_groups(ctx, source_topics_of)
         enforced_groups = _merge_groups(derived_enforced)
         advisory = _merge_groups(advisory)
+    # RepartitionTopics#setup runs CopartitionedTopicsEnforcer only when the topology has a repartition topic: a
+    # join of two user topics with different counts runs live (task p reads the topics that have a partition p).
+    # Groups the caller declares are enforced regardless: that is what declaring them asks for.
+    kafka_enforces = bool(repartition_topics) or copartition_groups is not None
     for group in enforced_groups:
-        _enforce_copartitioning(group, counts, explicit, partition_counts)
+        if kafka_enforces:
+            _enforce_copartitioning(group, counts, explicit, partition_counts)
+            continue
+        sizes = {t: partition_counts[t] for t in group if t in partition_counts}
+        if len(set(sizes.values())) > 1:
+            ctx.warnings.append(
+                f"topics {list(group)} are co-partitioned (a join or cogroup reads them together) but have "
+                f"partition counts {_java_map(sizes)}; Kafka Streams 4.2 does not check this when the topology has "
+                "no repartition topic (RepartitionTopics#setup) and runs it, each task reading the topics that have "
+                "its partition, so records with equal keys may never meet. streamproc plans the same tasks; fix "
+                "the topics or declare copartition_groups to refuse"
+            )
+            logger.warning("%s", ctx.warnings[-1])
     for group in advisory:
         sizes = {t: counts.get(t, partition_counts.get(t, 0)) for t in group}
         if len(set(sizes.values())) > 1:

@@ -134,11 +134,22 @@ def test_multi_topic_source_is_not_a_copartition_group() -> None:
     ]
 
 
-def test_join_refuses_unequal_partition_counts() -> None:
-    """Kafka Streams refuses a stream-table join over topics with different counts (copartition enforcement)."""
-    counts = {**PARTITION_COUNTS, "customers": 4}
+def test_join_of_user_topics_with_unequal_counts_runs_as_kafka_streams_runs_it() -> None:
+    """No repartition topic, so Kafka Streams checks no co-partitioning (own t04b, live): tasks, plus a warning.
+
+    Declared as a copartition group, the same topics are refused with Kafka's message.
+    """
+    counts = {**PARTITION_COUNTS, "customers": PARTITION_COUNTS["orders"] + 1}
+    analysis = analyze(parse_description(_text("stream-table-join")), APPLICATION_ID, counts)
+    assert len(analysis.tasks) == counts["customers"]
+    assert any("may never meet" in w for w in analysis.warnings)
     with pytest.raises(NotCopartitioned, match="customers"):
-        analyze(parse_description(_text("stream-table-join")), APPLICATION_ID, counts)
+        analyze(
+            parse_description(_text("stream-table-join")),
+            APPLICATION_ID,
+            counts,
+            copartition_groups=[["customers", "orders"]],
+        )
 
 
 def test_golden_files_are_current(tmp_path: Path) -> None:

@@ -121,6 +121,6 @@ def test_each_jar_refuses_the_other_version(kafka_broker: str) -> None:
     v43 = next(p for p in ALL if _ks43(_load(p)))
     cases = ((oracle.ensure_oracle_jar(), v43, "4.2.2"), (oracle.ensure_ks43_oracle_jar(), v42, "4.3.1"))
     for jar, path, runs in cases:
-        answer = oracle._run_restore_jar(jar, kafka_broker, [path], 1)[path]
+        answer = oracle._run_live_jar(jar, oracle.RESTORE_COMMAND, kafka_broker, [path], 1)[path]
         assert "result" not in answer, path.stem
         assert f"runs Kafka Streams {runs}" in answer["unsupported"], answer

@@ -389,3 +389,45 @@ def test_foreign_key_join_topics_groups_and_the_cycle_it_forms() -> None:
     assert analysis.cycles == ((0, 1),)
     assert analysis.stages == ((0, 1),)
     assert analysis.internal_topics["app-KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-0000000010-changelog"] == 2
+
+
+def _user_topic_join(with_repartition_elsewhere: bool) -> TopologyDescription:
+    """orders joined with the table customers (no repartition); optionally an unrelated re-keyed count beside it."""
+    t = Topology()
+    t.add_source("KSTREAM-SOURCE-0000000001", "customers")
+    t.add_processor("KTABLE-SOURCE-0000000002", _noop, "KSTREAM-SOURCE-0000000001")
+    t.add_state_store(StoreSpec("customers-STATE-STORE-0000000000"), "KTABLE-SOURCE-0000000002")
+    t.add_source("KSTREAM-SOURCE-0000000003", "orders")
+    t.add_processor("KSTREAM-JOIN-0000000004", _noop, "KSTREAM-SOURCE-0000000003")
+    t.connect_processor_and_state_stores("KSTREAM-JOIN-0000000004", "customers-STATE-STORE-0000000000")
+    t.add_sink("KSTREAM-SINK-0000000005", "enriched", "KSTREAM-JOIN-0000000004")
+    if with_repartition_elsewhere:
+        t.add_source("KSTREAM-SOURCE-0000000006", "clicks")
+        t.add_processor("KSTREAM-KEY-SELECT-0000000007", _noop, "KSTREAM-SOURCE-0000000006")
+        t.add_sink(
+            "KSTREAM-SINK-0000000008", "KSTREAM-KEY-SELECT-0000000007-repartition", "KSTREAM-KEY-SELECT-0000000007"
+        )
+        t.add_source("KSTREAM-SOURCE-0000000009", "KSTREAM-KEY-SELECT-0000000007-repartition")
+        t.add_processor("KSTREAM-AGGREGATE-0000000010", _noop, "KSTREAM-SOURCE-0000000009")
+        t.add_state_store(StoreSpec("counts"), "KSTREAM-AGGREGATE-0000000010")
+    return t.describe()
+
+
+def test_user_topics_not_copartitioned_run_when_the_topology_has_no_repartition_topic() -> None:
+    """RepartitionTopics#setup checks co-partitioning only when there is a repartition topic (live: own t04b)."""
+    analysis = analyze(_user_topic_join(False), "app", {"orders": 3, "customers": 2, "enriched": 3})
+    assert analysis.copartition_groups == (("customers", "orders"),)
+    assert analysis.tasks[TaskId(0, 2)] == (("orders", 2),)
+    assert any("may never meet" in w and "{customers=2, orders=3}" in w for w in analysis.warnings)
+    with pytest.raises(NotCopartitioned, match=r"Topics not co-partitioned: \[\{customers=2, orders=3\}\]"):
+        analyze(
+            _user_topic_join(False), "app", {"orders": 3, "customers": 2}, copartition_groups=[["orders", "customers"]]
+        )
+
+
+def test_user_topics_not_copartitioned_are_refused_when_a_repartition_topic_exists_anywhere() -> None:
+    repartition = "app-KSTREAM-KEY-SELECT-0000000007-repartition"
+    cluster = {"orders": 3, "customers": 2, "enriched": 3, "clicks": 4, repartition: 4}
+    with pytest.raises(NotCopartitioned, match=r"Topics not co-partitioned: \[\{customers=2, orders=3\}\]"):
+        analyze(_user_topic_join(True), "app", cluster)
+    assert analyze(_user_topic_join(True), "app", {**cluster, "customers": 3}).tasks

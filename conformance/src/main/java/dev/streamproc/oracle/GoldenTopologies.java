@@ -26,7 +26,6 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.processor.internals.InternalTopologyBuilder;
 
-import java.lang.reflect.Field;
 import java.util.Comparator;
 import java.util.Properties;
 import java.util.Set;
@@ -99,9 +98,7 @@ final class GoldenTopologies {
 
     /** Kafka's copartition groups of a topology, with internal topics prefixed by {@link #APPLICATION_ID}. */
     static List<List<String>> copartitionGroups(final Topology topology) throws ReflectiveOperationException {
-        final Field f = Topology.class.getDeclaredField("internalTopologyBuilder");
-        f.setAccessible(true);
-        final InternalTopologyBuilder builder = (InternalTopologyBuilder) f.get(topology);
+        final InternalTopologyBuilder builder = TopologyRunner.internalBuilder(topology);
         final Properties props = new Properties();
         props.put(StreamsConfig.APPLICATION_ID_CONFIG, APPLICATION_ID);
         props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "dummy:0");

@@ -18,6 +18,7 @@ import java.io.File;
  *   java -jar streamproc-oracle.jar golden &lt;output directory&gt;
  *   java -jar streamproc-oracle.jar restore &lt;bootstrap&gt; &lt;restore_plan scenario.json&gt;... [--parallel N]
  *       [--poll-ms MS]
+ *   java -jar streamproc-oracle.jar topology &lt;bootstrap&gt; &lt;topology scenario.json&gt;... [--parallel N]
  * </pre>
  *
  * <p>{@code restore} ({@link RestorePlanRunner}) answers {@code restore_plan} scenarios with a real
@@ -25,6 +26,8 @@ import java.io.File;
  * order: {@code {"file", "kind", "id", "result", "observations"}}, {@code {"file", ..., "unsupported"}} or
  * {@code {"file", ..., "oracle_error"}}; exit 0 unless the usage was wrong. {@code --poll-ms} sets the apps'
  * {@code poll.ms} (default Kafka Streams' 100 ms), which decides the race of a checkpoint beyond the log end.
+ * {@code topology} ({@link TopologyRunner}) answers {@code topology} scenarios the same way: the scenario's program
+ * as a real app on the broker, its sub-topologies, internal topics and tasks read from Kafka Streams.
  *
  * <p>{@code app} ({@link AppRunner}) runs the scenario K times (default 1) through a real {@code KafkaStreams}
  * instance on the broker and prints {@code {"results": [distinct results], "runs": [...], "not_observable": [...]}}.
@@ -66,6 +69,9 @@ public final class Main {
         }
         if (args.length >= 1 && args[0].equals("batch")) {
             System.exit(batch(java.util.Arrays.copyOfRange(args, 1, args.length)));
+        }
+        if (args.length >= 1 && args[0].equals("topology")) {
+            System.exit(TopologyRunner.run(java.util.Arrays.copyOfRange(args, 1, args.length)));
         }
         if (args.length >= 1 && args[0].equals("restore")) {
             System.exit(RestorePlanRunner.run(java.util.Arrays.copyOfRange(args, 1, args.length)));

@@ -26,9 +26,6 @@ import java.util.TreeSet;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
@@ -128,30 +125,12 @@ public final class RestorePlanRunner {
 
     /**
      * {@code restore <bootstrap> <scenario.json>... [--parallel N] [--poll-ms MS]}: one JSON line per file, in
-     * argument order; the exit code (2 on a usage error). Both oracle jars' {@code main} hand the sub-command here.
+     * argument order ({@link LiveBatch}); the exit code. Both oracle jars' {@code main} hand the sub-command here.
      */
     public static int run(final String[] args) throws Exception {
-        int parallel = 2;
-        final List<String> positional = new ArrayList<>();
-        for (int i = 0; i < args.length; i++) {
-            if (args[i].equals("--parallel") && i + 1 < args.length) {
-                parallel = Integer.parseInt(args[++i]);
-            } else if (args[i].equals("--poll-ms") && i + 1 < args.length) {
-                pollMs = Long.parseLong(args[++i]);
-            } else {
-                positional.add(args[i]);
-            }
-        }
-        if (positional.size() < 2 || parallel < 1) {
-            System.err.println("usage: restore <bootstrap> <scenario.json>... [--parallel N] [--poll-ms MS]");
-            return 2;
-        }
         configureLogging();
-        for (final ObjectNode line : runAll(positional.get(0), positional.subList(1, positional.size()), parallel)) {
-            System.out.println(MAPPER.writeValueAsString(line));
-        }
-        System.out.flush();
-        return 0;
+        return LiveBatch.run("restore", args, Map.of("--poll-ms", value -> pollMs = Long.parseLong(value)),
+            RestorePlanRunner::runFile);
     }
 
     /** {@code major.minor} of the Kafka Streams on the classpath: the {@code ks_version} this runner can answer. */
@@ -174,32 +153,6 @@ public final class RestorePlanRunner {
         if (!teeInstalled) {
             System.setErr(new PrintStream(new LineTee(System.err), true, StandardCharsets.UTF_8));
             teeInstalled = true;
-        }
-    }
-
-    /** Run every file (at most {@code parallelism} apps at a time); one JSON object per file, in argument order. */
-    static List<ObjectNode> runAll(final String bootstrap, final List<String> files, final int parallelism)
-        throws InterruptedException {
-        final ExecutorService pool = Executors.newFixedThreadPool(Math.max(1, parallelism));
-        try {
-            final List<Future<ObjectNode>> futures = new ArrayList<>();
-            for (final String file : files) {
-                futures.add(pool.submit(() -> runFile(bootstrap, file)));
-            }
-            final List<ObjectNode> lines = new ArrayList<>();
-            for (int i = 0; i < files.size(); i++) {
-                try {
-                    lines.add(futures.get(i).get());
-                } catch (final java.util.concurrent.ExecutionException e) {
-                    final ObjectNode line = MAPPER.createObjectNode();
-                    line.put("file", files.get(i));
-                    line.put("oracle_error", String.valueOf(e.getCause()));
-                    lines.add(line);
-                }
-            }
-            return lines;
-        } finally {
-            pool.shutdownNow();
         }
     }
 

@@ -48,4 +48,9 @@ public final class OracleInternals {
     public static boolean isRepartitionTopic(final ProcessorTopology topology, final String topic) {
         return topology.isRepartitionTopic(topic);
     }
+
+    /** {@code TopologyMetadata.Subtopology#nodeGroupId}: the sub-topology id a {@code TopicsInfo} belongs to. */
+    public static int subtopologyId(final TopologyMetadata.Subtopology subtopology) {
+        return subtopology.nodeGroupId;
+    }
 }
