@@ -137,6 +137,9 @@ class TopologyAnalysis:
     subtopologies: tuple[SubtopologyInfo, ...]
     global_stores: tuple[GlobalStoreInfo, ...]
     copartition_groups: tuple[tuple[str, ...], ...]
+    #: the groups whose partition counts Kafka Streams checks: all of them when the topology has a repartition topic
+    #: (or the caller declared them), none otherwise (``RepartitionTopics#setup``); what a plan must refuse on
+    enforced_copartition_groups: tuple[tuple[str, ...], ...]
     #: full name -> partition count, for every repartition/FK topic and every expected changelog topic
     internal_topics: Mapping[str, int]
     repartition_count_derivation: Mapping[str, RepartitionCountDerivation]
@@ -776,6 +779,7 @@ def analyze(
         subtopologies=tuple(infos_out),
         global_stores=tuple(global_infos),
         copartition_groups=tuple(all_groups),
+        enforced_copartition_groups=tuple(enforced_groups) if kafka_enforces else (),
         internal_topics=internal_topics,
         repartition_count_derivation=derivation,
         tasks=dict(sorted(tasks.items())),

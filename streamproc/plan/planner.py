@@ -63,7 +63,7 @@ def application_spec(
         internal_source_topics=frozenset(internal),
         subtopology_of=sources,
         changelog_topics=changelogs,
-        copartition_groups=analysis.copartition_groups,
+        copartition_groups=analysis.enforced_copartition_groups,
         reset_policies=dict(reset_policies or {}),
         auto_offset_reset=auto_offset_reset,
     )

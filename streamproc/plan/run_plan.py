@@ -200,7 +200,7 @@ class RunPlan:
             checkpoint_files=tuple(checkpoint_files),
             purges=purges,
             now_ms=positions.now_ms,
-            warnings=positions.warnings,
+            warnings=(*(analysis.warnings if analysis is not None else ()), *positions.warnings),
             restores=tuple(restores),
         )
 
