@@ -40,12 +40,19 @@ final class TopologyPrograms {
         };
     }
 
-    private static Program streamStreamJoin() {
+    /** t04: {@code left.join(right, joiner, JoinWindows.ofTimeDifferenceWithNoGrace(5 min)).to("joined")}. */
+    private static void leftRightJoin(final StreamsBuilder b, final UnaryOperator<String> t) {
+        final KStream<String, String> left = b.stream(t.apply("left"));
+        final KStream<String, String> right = b.stream(t.apply("right"));
+        left.join(right, (l, r) -> l + r, JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofMinutes(5)))
+            .to(t.apply("joined"));
+    }
+
+    /** t04's join beside an unrelated re-keyed count: the repartition topic makes Kafka check co-partitioning. */
+    private static Program joinWithRepartitionElsewhere() {
         return dsl((b, t) -> {
-            final KStream<String, String> left = b.stream(t.apply("left"));
-            final KStream<String, String> right = b.stream(t.apply("right"));
-            left.join(right, (l, r) -> l + r, JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofMinutes(5)))
-                .to(t.apply("joined"));
+            leftRightJoin(b, t);
+            b.<String, String>stream(t.apply("clicks")).selectKey((k, v) -> v).groupByKey().count();
         });
     }
 
@@ -87,8 +94,8 @@ final class TopologyPrograms {
                 .aggregate(() -> 0L, (k, v, agg) -> agg + 1, Materialized.with(Serdes.String(), Serdes.Long()))
                 .toStream()
                 .to(t.apply("clicks-per-user")))),
-        Map.entry("t04-stream-stream-join", streamStreamJoin()),
-        Map.entry("t04b-stream-stream-join-not-copartitioned", streamStreamJoin()),
+        Map.entry("t04-stream-stream-join", dsl(TopologyPrograms::leftRightJoin)),
+        Map.entry("t04b-stream-stream-join-not-copartitioned", dsl(TopologyPrograms::leftRightJoin)),
         Map.entry("t05-rekey-stream-table-join", rekeyStreamTableJoin(false)),
         Map.entry("t06-two-independent-subtopologies", dsl((b, t) -> {
             b.<String, String>stream(t.apply("payments")).mapValues(v -> v).to(t.apply("payments-clean"));
@@ -103,6 +110,8 @@ final class TopologyPrograms {
                 .to(t.apply("users-per-country")))),
         Map.entry("t11-ids-not-topological", rekeyStreamTableJoin(true)),
         Map.entry("t13-tolerant-parsing", globalTableJoin()),
+        Map.entry("t30-join-unequal-with-repartition-elsewhere", joinWithRepartitionElsewhere()),
+        Map.entry("t31-join-equal-with-repartition-elsewhere", joinWithRepartitionElsewhere()),
         Map.entry("t14-intermediate-user-topic", dsl((b, t) -> {
             b.<String, String>stream(t.apply("raw")).mapValues(v -> v).to(t.apply("clean"));
             b.<String, String>stream(t.apply("clean")).groupByKey().count();
