@@ -38,7 +38,7 @@ ERROR_MESSAGE_CONTAINS = "kafka_message_contains"
 _BUILD_TIMEOUT_S = 1800
 _RUN_TIMEOUT_S = 300
 # Each run is a short-lived JVM: C1 only and the serial GC start faster; they do not change any result.
-_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 
 
 class OracleError(RuntimeError):
@@ -48,7 +48,7 @@ class OracleError(RuntimeError):
 #: The live restore runner's sources: the 4.3 oracle's POM compiles these files of the 4.2.2 oracle too.
 KS43_BORROWED_SOURCES = tuple(
     CONFORMANCE_DIR / "src" / "main" / "java" / "dev" / "streamproc" / "oracle" / name
-    for name in ("RestorePlanRunner.java", "LiveBatch.java")
+    for name in ("RestorePlanRunner.java", "LiveBatch.java", "BrokerTopics.java")
 )
 
 
@@ -148,7 +148,7 @@ def run_oracle(kind: str, scenario_path: Path | str) -> dict[str, Any]:
     if java is None:
         raise OracleError("java is not on PATH; install a JDK 17+ to run the oracle")
     proc = subprocess.run(
-        [java, *_JVM_OPTIONS, "-jar", str(jar), command, str(scenario_path)],
+        [java, *JVM_OPTIONS, "-jar", str(jar), command, str(scenario_path)],
         capture_output=True,
         text=True,
         timeout=_RUN_TIMEOUT_S,
@@ -268,7 +268,7 @@ def run_oracle_app(
     java = shutil.which("java")
     if java is None:
         raise OracleError("java is not on PATH; install a JDK 17+ to run the oracle")
-    command = [java, *_JVM_OPTIONS, "-jar", str(jar), APP_COMMAND, bootstrap, str(scenario_path), "--repeat", str(runs)]
+    command = [java, *JVM_OPTIONS, "-jar", str(jar), APP_COMMAND, bootstrap, str(scenario_path), "--repeat", str(runs)]
     if max_poll_records is not None:
         command += ["--max-poll-records", str(max_poll_records)]
     if fetch_max_bytes is not None:
@@ -427,7 +427,7 @@ def _run_live_jar(
     java = shutil.which("java")
     if java is None:
         raise OracleError("java is not on PATH; install a JDK 17+ to run the oracle")
-    command = [java, *_JVM_OPTIONS, "-jar", str(jar), command_name, bootstrap, *(str(p) for p in paths)]
+    command = [java, *JVM_OPTIONS, "-jar", str(jar), command_name, bootstrap, *(str(p) for p in paths)]
     command += ["--parallel", str(parallelism)]
     proc = subprocess.run(command, capture_output=True, text=True, timeout=_RESTORE_TIMEOUT_S, check=False)
     lines = [line for line in proc.stdout.splitlines() if line.strip()]

@@ -19,7 +19,9 @@ state scenarios also run live (``java -jar … restore``, :func:`run_restore_ora
 scenario on a changelog built with the scenario's offsets, in the Kafka Streams 4.3.1 jar for ``ks_version`` 4.3),
 and so do the ``topology`` scenarios (``java -jar … topology``, :func:`run_topology_oracle`: the scenario's program
 as a real app on topics with its partition counts; ``stages`` is streamproc's own and not compared). Their results
-fill the Kafka Streams column of those rows, which the task-level oracle cannot answer.
+fill the Kafka Streams column of those rows, which the task-level oracle cannot answer. ``planning`` scenarios whose
+start is one of the reset tool's scenarios get Kafka's reset tool as their oracle (:func:`run_reset_tool_oracle`,
+``streamproc.conformance.reset_tool``): the range starts must be the offsets ``StreamsResetter --dry-run`` prints.
 
 A row's ``status`` is ``pass`` only when streamproc's result equals Kafka Streams' on that scenario. Where Kafka
 Streams did not run (no oracle mode for the kind, an uncovered state operation, no application-level runner yet)
@@ -53,7 +55,7 @@ from types import ModuleType
 from typing import Any
 
 from streamproc.conformance import run_scenario as run_streamproc_scenario
-from streamproc.conformance.oracle import READS_WALL_CLOCK
+from streamproc.conformance.oracle import JVM_OPTIONS, READS_WALL_CLOCK
 from streamproc.conformance.topology import compare as compare_topology
 
 logger = logging.getLogger(__name__)
@@ -88,7 +90,6 @@ _PLANNING_INFORMATIONAL = frozenset(
     {"reference_tool_output", "kafka_exception", "kafka_streams_would", "kafka_reference"}
 )
 _ORACLE_TIMEOUT_S = 1800
-_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 
 
 class OracleUnavailable(RuntimeError):
@@ -172,8 +173,22 @@ def compare_to_kafka_streams(kind: str, reference: dict[str, Any], kafka: dict[s
         return _compare_state_errors(reference["error"], kafka["error"])
     if kind == "topology":
         return _compare_topology(reference, kafka)
+    if kind == "planning" and "reset_tool_starts" in kafka:
+        return _compare_reset_tool(reference, kafka["reset_tool_starts"])
     diffs: list[str] = _oracle_module().compare_to_expected(reference, kafka)
     return diffs
+
+
+def _compare_reset_tool(reference: dict[str, Any], starts: dict[str, int]) -> list[str]:
+    """A plan's range starts against the offsets Kafka's reset tool resets the input partitions to."""
+    if reference.get("error") is not None:
+        return [f"the reference refuses ({reference['error'].get('type')}); the reset tool resets to {starts}"]
+    ranges = reference.get("ranges") or {}
+    return [
+        f"{tp}: start {ranges.get(tp, {}).get('start')!r}, the reset tool {offset}"
+        for tp, offset in starts.items()
+        if ranges.get(tp, {}).get("start") != offset
+    ]
 
 
 def _compare_topology(reference: dict[str, Any], kafka: dict[str, Any]) -> list[str]:
@@ -450,7 +465,7 @@ def _run_batch_jar(java: str, jar: Path, covered: Sequence[Path]) -> dict[Path, 
     """One ``java -jar JAR batch FILE…`` run: one outcome per file, in argument order."""
     outcomes: dict[Path, RunnerOutcome] = {}
     proc = subprocess.run(
-        [java, *_JVM_OPTIONS, "-jar", str(jar), "batch", *(str(p) for p in covered)],
+        [java, *JVM_OPTIONS, "-jar", str(jar), "batch", *(str(p) for p in covered)],
         capture_output=True,
         text=True,
         timeout=_ORACLE_TIMEOUT_S,
@@ -534,6 +549,22 @@ def run_topology_oracle(
     """
     module = _oracle_module()
     return _live_outcomes(paths, scenarios, bootstrap, module.is_topology, module.run_oracle_topology, "topology")
+
+
+def run_reset_tool_oracle(
+    paths: Sequence[Path], scenarios: dict[Path, dict[str, Any]], bootstrap: str
+) -> dict[Path, RunnerOutcome]:
+    """Kafka's reset tool's answer to the start positions of the ``planning`` scenarios it can rebuild.
+
+    ``streamproc.conformance.reset_tool``: the scenario's topics, log starts and committed offsets on the broker,
+    then ``StreamsResetter --dry-run``. The others are ``pending`` with the reason (a refusal, no reset mode, a log
+    layout it cannot build).
+    """
+    from streamproc.conformance import reset_tool
+
+    return _live_outcomes(
+        paths, scenarios, bootstrap, lambda s: s.get("kind") == "planning", reset_tool.run_reset_tool, "reset tool"
+    )
 
 
 def _live_outcomes(
@@ -671,6 +702,7 @@ def run_report(
         if bootstrap is not None:
             task.update(run_restore_oracle(paths, scenarios, bootstrap))
             task.update(run_topology_oracle(paths, scenarios, bootstrap))
+            task.update(run_reset_tool_oracle(paths, scenarios, bootstrap))
     else:
         task = {path: RunnerOutcome(PENDING, reason="the oracle was not run (--no-oracle)") for path in paths}
     oracle_s = time.monotonic() - oracle_started

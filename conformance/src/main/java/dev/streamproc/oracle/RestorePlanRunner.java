@@ -414,6 +414,7 @@ public final class RestorePlanRunner {
                 topics.add(new NewTopic(inputTopic, partition + 1, (short) 1));
             }
             admin.createTopics(topics).all().get(30, TimeUnit.SECONDS);
+            BrokerTopics.awaitReady(admin, topics.stream().map(NewTopic::name).toList(), Duration.ofSeconds(30));
         }
 
         // ------------------------------------------------------------------------------------------- the log

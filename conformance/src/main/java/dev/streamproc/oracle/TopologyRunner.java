@@ -194,6 +194,7 @@ final class TopologyRunner {
                 }
             });
             admin.createTopics(topics).all().get(30, TimeUnit.SECONDS);
+            BrokerTopics.awaitReady(admin, topics.stream().map(NewTopic::name).toList(), Duration.ofSeconds(30));
         }
 
         private ObjectNode runStreams(final Admin admin, final Path stateDir) throws Exception {
