@@ -40,14 +40,21 @@ Topologies:
 """
 
 
+def _join_topics(
+    admin: AdminClient, unique: Callable[[str], str], left_count: int, right_count: int
+) -> tuple[str, str, str]:
+    """Fresh ``left``, ``right`` and ``joined`` topics (``joined`` as wide as ``left``) and the join's describe()."""
+    left = create_topic(admin, unique("left"), partitions=left_count)
+    right = create_topic(admin, unique("right"), partitions=right_count)
+    joined = create_topic(admin, unique("joined"), partitions=left_count)
+    return left, right, STREAM_STREAM_JOIN.format(left=left, right=right, joined=joined)
+
+
 def test_join_without_repartition_topic_is_planned_as_kafka_streams_runs_it(
     kafka_broker: str, admin: AdminClient, unique: Callable[[str], str]
 ) -> None:
     """3 and 2 partitions: Kafka Streams runs it (task 0_2 reads left-2 alone); the plan has its tasks and says why."""
-    left = create_topic(admin, unique("left"), partitions=3)
-    right = create_topic(admin, unique("right"), partitions=2)
-    joined = create_topic(admin, unique("joined"), partitions=3)
-    topology = STREAM_STREAM_JOIN.format(left=left, right=right, joined=joined)
+    left, right, topology = _join_topics(admin, unique, 3, 2)
 
     plan = plan_run({"bootstrap.servers": kafka_broker}, unique("join"), PlanRequest(), topology=topology)
 
@@ -63,10 +70,7 @@ def test_join_without_repartition_topic_is_planned_as_kafka_streams_runs_it(
 def test_equal_counts_plan_without_a_warning(
     kafka_broker: str, admin: AdminClient, unique: Callable[[str], str]
 ) -> None:
-    left = create_topic(admin, unique("left"), partitions=2)
-    right = create_topic(admin, unique("right"), partitions=2)
-    joined = create_topic(admin, unique("joined"), partitions=2)
-    topology = STREAM_STREAM_JOIN.format(left=left, right=right, joined=joined)
+    left, right, topology = _join_topics(admin, unique, 2, 2)
     plan = plan_run({"bootstrap.servers": kafka_broker}, unique("join"), PlanRequest(), topology=topology)
     assert len(plan.tasks) == 2 and not any("may never meet" in w for w in plan.warnings)
     with pytest.raises(NotCopartitioned):  # declared, the same topics with unequal counts are refused
