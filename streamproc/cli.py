@@ -125,6 +125,12 @@ _client_setting_option = click.option(
     default="at_least_once",
     show_default=True,
 )
+@click.option(
+    "--isolation-level",
+    type=click.Choice(["read_uncommitted", "read_committed"]),
+    help="The consumer's isolation.level (default: what --processing-guarantee implies; exactly_once_v2 forces "
+    "read_committed).",
+)
 @click.option("--auto-offset-reset", type=click.Choice(["earliest", "latest", "none"]), default="earliest")
 @click.option(
     "--state-dir",
@@ -154,6 +160,7 @@ def plan_command(
     end_by_duration: str | None,
     on_data_loss: str,
     processing_guarantee: str,
+    isolation_level: str | None,
     auto_offset_reset: str,
     state_dir: Path | None,
     out: Path | None,
@@ -204,6 +211,7 @@ def plan_command(
         processing_guarantee=processing_guarantee,
         auto_offset_reset=auto_offset_reset,
         state_dir=state_dir,
+        isolation_level=isolation_level,
     )
     if out is not None and not dry_run:
         run_plan.write(out)
@@ -211,6 +219,27 @@ def plan_command(
         emit(ctx, run_plan.to_dict(), run_plan.report())
     else:
         emit(ctx, {"plan": str(out)}, f"Plan written to {out}\n\n{run_plan.report()}")
+
+
+def _s3_options(func: Callable[P, R]) -> Callable[P, R]:
+    """``--s3-connect-timeout``, ``--s3-read-timeout``, ``--s3-max-attempts`` (env ``STREAMPROC_S3_*``)."""
+    for name, kind, what in (
+        ("max-attempts", int, "Attempts per S3 call, the first included"),
+        ("read-timeout", float, "Seconds an S3 call may wait for an answer"),
+        ("connect-timeout", float, "Seconds to connect to the S3 endpoint"),
+    ):
+        env = "STREAMPROC_S3_" + name.upper().replace("-", "_")
+        func = click.option(f"--s3-{name}", type=kind, envvar=env, help=f"{what} (env {env}).")(func)
+    return func
+
+
+def _store_options(s3_connect_timeout: float | None, s3_read_timeout: float | None, s3_max_attempts: int | None,
+                   store_uri: str) -> dict[str, Any]:  # fmt: skip
+    """The ``load_store`` options the S3 flags give (none for a local store)."""
+    if not store_uri.lower().startswith(("s3://", "s3a://")):
+        return {}
+    options = {"connect_timeout": s3_connect_timeout, "read_timeout": s3_read_timeout, "max_attempts": s3_max_attempts}
+    return {key: value for key, value in options.items() if value is not None}
 
 
 @main.command("fetch")
@@ -227,6 +256,7 @@ def plan_command(
     default=0,
     help="Worker processes (0: one per core for fetches of 500 000 records or more, else 1).",
 )
+@_s3_options
 @click.pass_context
 @catch_errors
 def fetch_command(
@@ -237,35 +267,30 @@ def fetch_command(
     store_uri: str,
     parallelism: int,
     processes: int,
+    s3_connect_timeout: float | None,
+    s3_read_timeout: float | None,
+    s3_max_attempts: int | None,
 ) -> None:
     """Copy every planned range to the staging store as proved segments (idempotent, resumable)."""
-    from streamproc.fetch import FetchRange, fetch_ranges
+    from streamproc.fetch import fetch_ranges, planned_ranges
     from streamproc.plan.cluster_snapshot import IsolationLevel
     from streamproc.plan.run_plan import RunPlan
     from streamproc.storage import load_store
 
     run_plan = RunPlan.read(plan_file)
-    ranges = [
-        FetchRange(r.topic, r.partition, r.start, r.end, r.compacted, r.topic_id)
-        for r in run_plan.ranges
-        if not r.empty
-    ]
-    # Changelogs are compacted topics (Kafka Streams creates them so): a gap is a marker or a compacted offset.
-    ranges += [
-        FetchRange(r.changelog_topic, r.changelog_partition, r.start, r.end, compacted=True)
-        for r in run_plan.restores
-        if r.end > r.start
-    ]
+    ranges = planned_ranges(run_plan)
+    store_options = _store_options(s3_connect_timeout, s3_read_timeout, s3_max_attempts, store_uri)
     if processes == 0:
         large = sum(r.end - r.start for r in ranges) >= 500_000
         processes = min(os.cpu_count() or 1, len(ranges)) if large else 1
     results = fetch_ranges(
         _client_config(bootstrap, client_settings),
-        load_store(store_uri),
+        load_store(store_uri, **store_options),
         ranges,
         isolation=IsolationLevel(run_plan.isolation_level),
         parallelism=parallelism,
         processes=max(processes, 1),
+        store_options=store_options,
     )
     rows = [
         {
@@ -289,23 +314,46 @@ def fetch_command(
 
 @main.command("verify")
 @click.option("--store", "store_uri", required=True, help="Staging location to re-check against its manifests.")
+@click.option(
+    "--plan",
+    "plan_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Also prove that every range of this plan is staged (without it, an empty store fails).",
+)
+@_s3_options
 @click.pass_context
 @catch_errors
-def verify_command(ctx: click.Context, store_uri: str) -> None:
-    """Re-check every staged segment against its manifest; exit 1 when anything is wrong."""
+def verify_command(
+    ctx: click.Context,
+    store_uri: str,
+    plan_file: Path | None,
+    s3_connect_timeout: float | None,
+    s3_read_timeout: float | None,
+    s3_max_attempts: int | None,
+) -> None:
+    """Re-check every staged segment against its manifest (and the plan's ranges); exit 1 when anything is wrong."""
+    from streamproc.fetch import planned_ranges
+    from streamproc.plan.run_plan import RunPlan
     from streamproc.storage import load_store
-    from streamproc.storage.manifest import verify
+    from streamproc.storage.verify import verify
 
-    report = verify(load_store(store_uri))
+    planned = planned_ranges(RunPlan.read(plan_file)) if plan_file is not None else None
+    store_options = _store_options(s3_connect_timeout, s3_read_timeout, s3_max_attempts, store_uri)
+    report = verify(load_store(store_uri, **store_options), planned=planned)
     problems = [{"object": p.name, "problem": p.message} for p in report.problems]
     text = f"{report.segments_ok} of {report.segments_checked} segment(s) verified"
+    if planned is not None:
+        text += f"; {report.ranges_covered} of {report.ranges_checked} planned range(s) staged"
     if problems:
         text += "\n" + "\n".join(f"  {p['object']}: {p['problem']}" for p in problems)
-    emit(
-        ctx,
-        {"segments_checked": report.segments_checked, "segments_ok": report.segments_ok, "problems": problems},
-        text,
-    )
+    payload: dict[str, Any] = {
+        "segments_checked": report.segments_checked,
+        "segments_ok": report.segments_ok,
+        "problems": problems,
+    }
+    if planned is not None:
+        payload.update(ranges_checked=report.ranges_checked, ranges_covered=report.ranges_covered)
+    emit(ctx, payload, text)
     if problems:
         sys.exit(1)
 

@@ -32,6 +32,10 @@ class FetchError(StreamprocError):
     """A planned range could not be copied to staging, e.g. its offsets were lost to retention."""
 
 
+class StorageError(StreamprocError):
+    """The staging store (a directory or an S3 endpoint) could not be reached or answered with an error."""
+
+
 class ManifestError(StreamprocError):
     """Staged data does not match its manifest, or a manifest does not prove its range."""
 

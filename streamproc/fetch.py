@@ -17,24 +17,33 @@ the GIL while it waits), each logging progress and a summary.
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import multiprocessing
+import os
+import signal
+import sys
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streamproc.engine.records import TimestampType
 from streamproc.errors import FetchError
+from streamproc.intervals import first_overlap
 from streamproc.kafka.cluster import topic_ids
-from streamproc.kafka.range_reader import READ_COMMITTED, READ_UNCOMMITTED, RangeReader
+from streamproc.kafka.range_reader import READ_COMMITTED, READ_UNCOMMITTED, RangeReader, refuse_isolation_setting
 from streamproc.plan.cluster_snapshot import IsolationLevel, TopicPartition
 from streamproc.plan.completeness import CompletenessProof, prove_two_pass
 from streamproc.storage.manifest import Manifest, SegmentProof, write_manifest
 from streamproc.storage.object_store import ObjectStore, load_store
 from streamproc.storage.segments import RECORD_OVERHEAD_BYTES, SegmentColumns, SegmentKey
 from streamproc.storage.staging import SegmentLimits, range_status
+
+if TYPE_CHECKING:
+    from streamproc.plan.run_plan import RunPlan
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +75,36 @@ class FetchRange:
 
     def __str__(self) -> str:
         return f"{self.topic}-{self.partition} [{self.start}, {self.end})"
+
+
+def planned_ranges(run_plan: RunPlan) -> list[FetchRange]:
+    """The non-empty ranges a plan stages: its input ranges, then its stores' changelog restore ranges.
+
+    Changelogs are compacted topics (Kafka Streams creates them so): a gap there is a marker or a compacted offset.
+    ``fetch`` stages exactly these and ``verify --plan`` proves exactly these are covered.
+    """
+    ranges = [
+        FetchRange(r.topic, r.partition, r.start, r.end, r.compacted, r.topic_id)
+        for r in run_plan.ranges
+        if not r.empty
+    ]
+    ranges += [
+        FetchRange(r.changelog_topic, r.changelog_partition, r.start, r.end, compacted=True)
+        for r in run_plan.restores
+        if r.end > r.start
+    ]
+    return ranges
+
+
+def check_disjoint(ranges: Sequence[FetchRange]) -> None:
+    """Two ranges of one partition that share offsets would stage the same segments twice, at once: refuse them."""
+    pair = first_overlap((f"{r.topic}-{r.partition}", r.start, r.end) for r in ranges)
+    if pair is not None:
+        (name, a, b), (_, c, d) = pair
+        raise FetchError(
+            f"{name} [{a}, {b}) and [{c}, {d}) overlap: the same offsets would be fetched twice at once; the plan "
+            f"is inconsistent (edited by hand?), re-plan"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,11 +276,18 @@ def fetch_range(
     isolation: IsolationLevel = IsolationLevel.READ_COMMITTED,
     limits: SegmentLimits = FETCH_LIMITS,
 ) -> RangeFetchResult:
-    """Stage one range: skip what is already complete, fetch and prove the rest."""
+    """Stage one range: skip what is already complete, fetch and prove the rest.
+
+    A segment counts as staged only when its bytes match its manifest (hash, schema, offsets), not merely its
+    size: a segment corrupted in place is fetched again, to the same bytes.
+    """
     started = time.monotonic()
+    refuse_isolation_setting(client_config, isolation.value)
     if rng.topic_id is not None:
         _check_topic_id(client_config, rng)
-    status = range_status(store, rng.topic, rng.partition, rng.start, rng.end, topic_id=rng.topic_id)
+    status = range_status(
+        store, rng.topic, rng.partition, rng.start, rng.end, check_content=True, topic_id=rng.topic_id
+    )
     progress = _Progress(str(rng))
     written = 0
     for start, end in status.missing:
@@ -263,6 +309,34 @@ def fetch_range(
             rng, result.records, result.bytes / 1e6, written, len(status.complete), result.seconds,
         )  # fmt: skip
     return result
+
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Worker initializer: a worker never outlives the fetch that started it, even one killed with ``kill -9``.
+
+    On Linux the kernel sends the worker SIGKILL when its parent dies (``prctl(PR_SET_PDEATHSIG)``); elsewhere a
+    daemon thread watches the parent pid. A parent that died before this ran is caught by the pid check.
+    """
+    armed = False
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            armed = libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+        except (OSError, AttributeError):
+            armed = False
+    if os.getppid() != parent_pid:
+        os._exit(1)
+    if not armed:
+
+        def watch() -> None:
+            while os.getppid() == parent_pid:
+                time.sleep(1.0)
+            os._exit(1)
+
+        threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 def _fetch_range_in_process(
@@ -290,6 +364,9 @@ def fetch_ranges(
 ) -> list[RangeFetchResult]:
     """Stage every range, ``parallelism`` partitions at a time; the first failure is raised after the others end.
 
+    Ranges of one partition must not overlap (:func:`check_disjoint`), and the isolation level is the plan's:
+    an ``isolation.level`` in ``client_config`` is refused rather than silently overridden.
+
     With ``processes`` > 1 the partitions are spread over that many worker processes (each running ``parallelism``
     threads' worth of ranges one after the other): the per-record work is Python and holds the GIL, so threads
     alone use one core. Workers open the store from ``store.uri`` and ``store_options`` (e.g. explicit S3
@@ -298,9 +375,13 @@ def fetch_ranges(
     """
     if parallelism < 1 or processes < 1:
         raise FetchError(f"parallelism and processes must be at least 1, not {parallelism} and {processes}")
+    refuse_isolation_setting(client_config, isolation.value)
+    check_disjoint(ranges)
     if processes > 1:
         context = multiprocessing.get_context("spawn")  # fresh interpreters: no librdkafka threads forked
-        with ProcessPoolExecutor(max_workers=processes, mp_context=context) as process_pool:
+        with ProcessPoolExecutor(
+            max_workers=processes, mp_context=context, initializer=_die_with_parent, initargs=(os.getpid(),)
+        ) as process_pool:
             futures = [
                 process_pool.submit(
                     _fetch_range_in_process,

@@ -25,3 +25,23 @@ def to_intervals(offsets: Iterable[int]) -> tuple[Interval, ...]:
 def count(intervals: Iterable[Interval]) -> int:
     """How many offsets the runs hold."""
     return sum(last - first + 1 for first, last in intervals)
+
+
+Span = tuple[str, int, int]
+"""A half-open ``[start, end)`` range of one partition, named by ``"<topic>-<partition>"``."""
+
+
+def first_overlap(spans: Iterable[Span]) -> tuple[Span, Span] | None:
+    """Two ranges of one partition that share an offset, or are the same range twice; ``None`` if there are none.
+
+    Plans and fetches both refuse such a pair: its segments would be staged twice, by two writers at once.
+    """
+    by_partition: dict[str, list[Span]] = {}
+    for span in spans:
+        by_partition.setdefault(span[0], []).append(span)
+    for group in by_partition.values():
+        group.sort(key=lambda s: (s[1], s[2]))
+        for before, after in zip(group, group[1:], strict=False):
+            if after[1] < before[2] or before == after:
+                return before, after
+    return None

@@ -85,11 +85,11 @@ APPLICATION_ID = "demo-order-totals"
 
 def run_pipeline(bootstrap: str) -> None:
     """Plan and fetch the demo application's run, then verify the staged segments (the steps that have landed)."""
-    from streamproc.fetch import FetchRange, fetch_ranges
+    from streamproc.fetch import fetch_ranges, planned_ranges
     from streamproc.plan.cluster_snapshot import IsolationLevel, PlanRequest
     from streamproc.plan.planner import plan_run
     from streamproc.storage import load_store
-    from streamproc.storage.manifest import verify
+    from streamproc.storage.verify import verify
 
     workdir = cache_dir() / "run" / "demo"
     workdir.mkdir(parents=True, exist_ok=True)
@@ -104,17 +104,18 @@ def run_pipeline(bootstrap: str) -> None:
     # The demo re-creates its topic on every run: the plan's topic id differs from the one in the manifests the
     # previous run staged, so those segments are fetched again rather than taken for this topic's.
     store = load_store(str(staging))
-    ranges = [
-        FetchRange(r.topic, r.partition, r.start, r.end, r.compacted, r.topic_id) for r in plan.ranges if not r.empty
-    ]
+    ranges = planned_ranges(plan)
     results = fetch_ranges(client, store, ranges, isolation=IsolationLevel(plan.isolation_level))
     print()
     print(f"2. Fetch into {staging}:")
     for result in results:
         state = "already staged" if result.skipped else f"{result.segments_written} segment(s) written"
         print(f"   {result.range}: {result.records} records, {state}")
-    report = verify(store)
-    print(f"   verify: {report.segments_ok} of {report.segments_checked} segment(s) match their manifests")
+    report = verify(store, planned=ranges)
+    print(
+        f"   verify: {report.segments_ok} of {report.segments_checked} segment(s) match their manifests; "
+        f"{report.ranges_covered} of {report.ranges_checked} planned range(s) staged"
+    )
     print()
     print("Process (Spark) and hand-off join the demo as they land.")
 

@@ -17,12 +17,35 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streamproc.engine.records import ConsumerRecord, TimestampType
-from streamproc.errors import FetchError
+from streamproc.errors import ConfigError, FetchError
 
 log = logging.getLogger(__name__)
 
 READ_COMMITTED = "read_committed"
 READ_UNCOMMITTED = "read_uncommitted"
+
+#: The consumer setting the run's isolation level owns; a client setting of it is refused, never silently overridden.
+ISOLATION_LEVEL_SETTING = "isolation.level"
+
+
+def refuse_isolation_setting(client_config: Mapping[str, object], plan_isolation: str | None = None) -> None:
+    """Refuse ``isolation.level`` among the client settings: the plan decides the isolation level of a run.
+
+    Kafka Streams derives it from ``processing.guarantee`` (``exactly_once_v2`` forces ``read_committed``; under
+    ``at_least_once`` the consumer's own setting applies), so streamproc takes it from the plan's
+    ``--processing-guarantee`` / ``--isolation-level``; a client setting beside them would be ignored by one step
+    and not another.
+    """
+    value = client_config.get(ISOLATION_LEVEL_SETTING)
+    if value is None:
+        return
+    now = f"this plan reads {plan_isolation}; " if plan_isolation else ""
+    raise ConfigError(
+        f"client setting {ISOLATION_LEVEL_SETTING}={value} is not used: the plan decides the isolation level "
+        f"({now}--processing-guarantee exactly_once_v2 reads read_committed, or `streamproc plan --isolation-level "
+        f"{value}`); drop -X {ISOLATION_LEVEL_SETTING} and set it when planning"
+    )
+
 
 # librdkafka's codes for the events the reader must tell apart from real errors.
 _PARTITION_EOF = -191

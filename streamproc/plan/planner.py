@@ -16,6 +16,7 @@ from streamproc.engine.topology_analysis import TopologyAnalysis, analyze
 from streamproc.engine.topology_description import TopologyDescription, parse_description
 from streamproc.errors import PlanError
 from streamproc.kafka.cluster import partition_counts, read_log_offsets, read_snapshot, topic_ids
+from streamproc.kafka.range_reader import refuse_isolation_setting
 from streamproc.plan.cluster_snapshot import ApplicationSpec, IsolationLevel, PlanRequest
 from streamproc.plan.positions import plan_ranges
 from streamproc.plan.run_plan import PlannedRestore, RunPlan
@@ -28,14 +29,32 @@ PROCESSING_GUARANTEES = {
 }
 
 
-def isolation_for(processing_guarantee: str) -> IsolationLevel:
-    """``processing.guarantee`` decides the consumer's isolation level, as in ``StreamsConfig``."""
+def isolation_for(processing_guarantee: str, isolation_level: str | None = None) -> IsolationLevel:
+    """``processing.guarantee`` decides the consumer's isolation level, as in ``StreamsConfig``.
+
+    ``isolation_level`` is the consumer's own ``isolation.level``: Kafka Streams honours it under
+    ``at_least_once`` and overrides it under ``exactly_once_v2`` (``NON_CONFIGURABLE_CONSUMER_EOS_CONFIGS``, with a
+    warning); streamproc refuses that contradiction instead of ignoring half the request.
+    """
     try:
-        return PROCESSING_GUARANTEES[processing_guarantee]
+        guaranteed = PROCESSING_GUARANTEES[processing_guarantee]
     except KeyError:
         raise PlanError(
             f"processing.guarantee must be one of {', '.join(PROCESSING_GUARANTEES)}, not '{processing_guarantee}'"
         ) from None
+    if isolation_level is None:
+        return guaranteed
+    try:
+        requested = IsolationLevel(isolation_level)
+    except ValueError:
+        levels = ", ".join(level.value for level in IsolationLevel)
+        raise PlanError(f"isolation.level must be one of {levels}, not '{isolation_level}'") from None
+    if processing_guarantee != "at_least_once" and requested is not guaranteed:
+        raise PlanError(
+            f"--processing-guarantee {processing_guarantee} reads {guaranteed.value}; --isolation-level "
+            f"{requested.value} contradicts it (Kafka Streams would ignore it): drop one of them"
+        )
+    return requested
 
 
 def application_spec(
@@ -80,13 +99,17 @@ def plan_run(
     auto_offset_reset: str = "earliest",
     now_ms: int | None = None,
     state_dir: Path | None = None,
+    isolation_level: str | None = None,
 ) -> RunPlan:
     """Resolve a full ``RunPlan``; with no topology, ``source_topics`` are planned as one sub-topology's inputs.
 
     ``state_dir`` is the application's ``state.dir`` as the batch will use it: each task's ``.checkpoint`` there
     decides where its stores' changelog restore starts (no directory: from the changelog's log start).
+    ``isolation_level`` is the consumer's ``isolation.level`` where the guarantee leaves it open; an
+    ``isolation.level`` among the client settings is refused (the plan records the level every later step reads).
     """
-    isolation = isolation_for(processing_guarantee)
+    refuse_isolation_setting(client_config)
+    isolation = isolation_for(processing_guarantee, isolation_level)
     analysis: TopologyAnalysis | None = None
     if topology is not None:
         description = parse_description(topology) if isinstance(topology, str) else topology

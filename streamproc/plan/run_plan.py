@@ -11,6 +11,7 @@ naming the field, never a half-understood run.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,10 +19,13 @@ from typing import Any
 
 from streamproc.engine.topology_analysis import TopologyAnalysis
 from streamproc.errors import PlanError
+from streamproc.intervals import first_overlap
+from streamproc.plan.cluster_snapshot import IsolationLevel
 from streamproc.plan.positions import ResolvedRanges
 
 FORMAT = "streamproc-run-plan"
 VERSION = 1
+ISOLATION_LEVELS = tuple(level.value for level in IsolationLevel)
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,7 +324,7 @@ class RunPlan:
                     committed_offset=r.optional_integer("committed_offset"),
                     partition_time=r.integer("partition_time"),
                     notes=tuple(r.items("notes")),
-                    topic_id=r.optional_text("topic_id"),
+                    topic_id=r.topic_id("topic_id"),
                 )
             )
         tasks = []
@@ -364,9 +368,13 @@ class RunPlan:
             PurgePreview(p.text("partition"), p.integer("before_offset"))
             for p in (_Validator(x, f"delete_records[{i}]") for i, x in enumerate(preview.items("delete_records")))
         )
+        isolation_level = v.text("isolation_level")
+        if isolation_level not in ISOLATION_LEVELS:
+            raise PlanError(f"'isolation_level' must be one of {', '.join(ISOLATION_LEVELS)}, not '{isolation_level}'")
+        _check_ranges_disjoint(ranges, restores)
         return cls(
             application_id=v.text("application_id"),
-            isolation_level=v.text("isolation_level"),
+            isolation_level=isolation_level,
             start_mode=v.text("start_mode"),
             end_mode=v.text("end_mode"),
             start_policy=v.text("start_policy"),
@@ -418,6 +426,25 @@ class RunPlan:
         return "\n".join(lines)
 
 
+def _check_ranges_disjoint(ranges: Sequence[PlannedRange], restores: Sequence[PlannedRestore]) -> None:
+    """One partition is planned once; a changelog restore never shares offsets with another planned range."""
+    seen: set[str] = set()
+    for r in ranges:
+        if r.name in seen:
+            raise PlanError(f"ranges: {r.name} is planned twice; each partition has one range (re-plan)")
+        seen.add(r.name)
+    spans = [(r.name, r.start, r.end) for r in ranges if not r.empty]
+    spans += [(r.name, r.start, r.end) for r in restores if r.end > r.start]
+    pair = first_overlap(spans)
+    if pair is not None:
+        (name, a, b), (_, c, d) = pair
+        raise PlanError(f"{name} [{a}, {b}) and [{c}, {d}) overlap: they would be fetched twice at once (re-plan)")
+
+
+#: Kafka's topic id (``Uuid``) as text: 16 bytes in base64 without padding.
+_TOPIC_ID = re.compile(r"[A-Za-z0-9+/_-]{22}")
+
+
 class _Validator:
     """Typed access to one JSON object of a plan, with errors that name the field."""
 
@@ -444,9 +471,17 @@ class _Validator:
             raise PlanError(f"{self._where}.{key} must be an integer, not {value!r}")
         return value
 
-    def optional_text(self, key: str) -> str | None:
-        """An optional string field: absent or null → ``None`` (fields added after version 1 are optional)."""
-        return None if self._data.get(key) is None else self.text(key)
+    def topic_id(self, key: str) -> str:
+        """A topic id is required: without it a topic deleted and re-created since the plan goes unnoticed."""
+        value = self._data.get(key)
+        if value is None:
+            raise PlanError(
+                f"{self._where}.{key} is missing or null; the plan records each topic's id so that fetch notices "
+                "a topic re-created since planning: re-run `streamproc plan`"
+            )
+        if not isinstance(value, str) or not _TOPIC_ID.fullmatch(value):
+            raise PlanError(f"{self._where}.{key} must be a Kafka topic id (22 base64 characters), not {value!r}")
+        return value
 
     def optional_integer(self, key: str) -> int | None:
         return None if self._get(key) is None else self.integer(key)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -20,20 +19,15 @@ from typing import Any
 
 from streamproc.errors import ConfigError, ManifestError
 from streamproc.intervals import Interval, count, to_intervals
-from streamproc.storage.object_store import ObjectNotFoundError, ObjectStore
+from streamproc.storage.object_store import ObjectStore
 from streamproc.storage.segments import (
-    MANIFEST_SUFFIX,
     SEGMENT_SCHEMA_FINGERPRINT,
-    SEGMENT_SUFFIX,
-    TOPICS_PREFIX,
     SegmentKey,
     WrittenSegment,
     decode_segment,
     parse_object_name,
     schema_fingerprint,
 )
-
-logger = logging.getLogger(__name__)
 
 MANIFEST_VERSION = 1
 MANIFEST_FORMAT = "streamproc.segment-manifest"
@@ -373,45 +367,11 @@ def write_manifest(store: ObjectStore, manifest: Manifest) -> None:
 
 
 def read_manifest(store: ObjectStore, name: str) -> Manifest:
-    """Read and validate manifest ``name`` (:class:`ObjectNotFoundError` if absent, :class:`ManifestError` if bad)."""
+    """Read and validate manifest ``name``: ``ObjectNotFoundError`` if absent, :class:`ManifestError` if bad."""
     return Manifest.from_json(store.get(name), name=name)
 
 
-# -------------------------------------------------------------------------------------------------------- verify
-@dataclass(frozen=True, slots=True)
-class Problem:
-    """One defect found by :func:`verify`: the object concerned and what is wrong with it."""
-
-    name: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.name}: {self.message}"
-
-
-@dataclass(frozen=True, slots=True)
-class VerifyReport:
-    """What :func:`verify` checked and found."""
-
-    store_uri: str
-    prefix: str
-    segments_checked: int
-    segments_ok: int
-    problems: tuple[Problem, ...]
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
-    def raise_for_problems(self) -> None:
-        if self.problems:
-            listed = "\n".join(f"  {p}" for p in self.problems)
-            raise ManifestError(
-                f"{len(self.problems)} problem(s) in staged segments under {self.store_uri}{self.prefix}:\n{listed}\n"
-                f"delete the segments concerned and fetch their ranges again"
-            )
-
-
+# ------------------------------------------------------------------------------------------------------- checks
 def check_segment(manifest: Manifest, data: bytes) -> list[str]:
     """Problems of a segment's bytes against its (valid) manifest: size, hash, schema, count, offsets, timestamps."""
     problems: list[str] = []
@@ -448,50 +408,3 @@ def check_segment(manifest: Manifest, data: bytes) -> list[str]:
             f"{manifest.min_timestamp}..{manifest.max_timestamp}"
         )
     return problems
-
-
-def verify(store: ObjectStore, prefix: str = TOPICS_PREFIX) -> VerifyReport:
-    """Re-check every staged segment under ``prefix`` against its manifest and report each problem.
-
-    Checks: every manifest parses and proves its range; its segment exists and has the recorded size, hash,
-    schema, record count, offsets (exactly the delivered ones) and timestamps; every segment has a manifest;
-    every object under ``topics/`` is a segment or a manifest. Objects outside ``topics/`` are not staged
-    segments and are ignored.
-    """
-    names = store.list(prefix)
-    present = set(names)
-    problems: list[Problem] = []
-    checked = ok = 0
-    for name in names:
-        if not name.startswith(TOPICS_PREFIX):
-            continue
-        parsed = parse_object_name(name)
-        if parsed is None:
-            problems.append(Problem(name, "not a segment or manifest name; a foreign object in the staging area"))
-            continue
-        key, suffix = parsed
-        if suffix == SEGMENT_SUFFIX:
-            if key.manifest_name not in present:
-                problems.append(Problem(name, "segment without a manifest (an interrupted fetch?); fetch it again"))
-            continue
-        assert suffix == MANIFEST_SUFFIX
-        checked += 1
-        try:
-            manifest = read_manifest(store, name)
-        except ManifestError as e:
-            problems.append(Problem(name, str(e)))
-            continue
-        try:
-            data = store.get(key.segment_name)
-        except ObjectNotFoundError:
-            problems.append(Problem(key.segment_name, f"missing; its manifest {name} exists; fetch {key} again"))
-            continue
-        segment_problems = check_segment(manifest, data)
-        problems.extend(Problem(key.segment_name, p) for p in segment_problems)
-        if not segment_problems:
-            ok += 1
-    report = VerifyReport(store.uri, prefix, checked, ok, tuple(problems))
-    logger.info(
-        "Verified %s segment(s) under %s%s: %s ok, %s problem(s)", checked, store.uri, prefix, ok, len(problems)
-    )
-    return report

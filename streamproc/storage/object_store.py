@@ -15,24 +15,36 @@ import logging
 import os
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlparse
 
-from streamproc.errors import ConfigError, StreamprocError
+from streamproc.errors import ConfigError, StorageError
 
 logger = logging.getLogger(__name__)
+
+_T = TypeVar("_T", int, float)
 
 #: Objects at least this large go to S3 as a multipart upload (boto3's own default threshold).
 DEFAULT_MULTIPART_THRESHOLD = 8 * 1024 * 1024
 #: Part size of a multipart upload (S3's minimum part is 5 MiB).
 DEFAULT_MULTIPART_CHUNKSIZE = 8 * 1024 * 1024
 
+#: S3 timeouts and attempts (boto's own defaults, 60 s + 60 s and 5 attempts, let a silent endpoint hang a step for
+#: three minutes). Each can be changed per store (``load_store`` options) or by the environment variable named.
+DEFAULT_S3_CONNECT_TIMEOUT_S = 10.0
+DEFAULT_S3_READ_TIMEOUT_S = 30.0
+DEFAULT_S3_MAX_ATTEMPTS = 3
+S3_CONNECT_TIMEOUT_ENV = "STREAMPROC_S3_CONNECT_TIMEOUT"
+S3_READ_TIMEOUT_ENV = "STREAMPROC_S3_READ_TIMEOUT"
+S3_MAX_ATTEMPTS_ENV = "STREAMPROC_S3_MAX_ATTEMPTS"
+
 #: Local temp files are named ``.<name>.tmp-<random>`` beside their target; listings never show them.
 _TEMP_MARKER = ".tmp-"
 
 
-class ObjectNotFoundError(StreamprocError, FileNotFoundError):
+class ObjectNotFoundError(StorageError, FileNotFoundError):
     """A named object does not exist in the store (also a ``FileNotFoundError``, as PyIceberg's ``InputFile``)."""
 
     def __init__(self, store_uri: str, name: str) -> None:
@@ -185,7 +197,53 @@ def _fsync_dir(directory: Path) -> None:
 _CONFIG_ERROR_CODES = frozenset(
     {"NoSuchBucket", "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "AllAccessDisabled"}
 )
-_NOT_FOUND_CODES = frozenset({"404", "NoSuchKey", "NotFound"})
+#: Error codes of a missing object. A HEAD answer has no body, so S3 reports a missing object as a bare "404";
+#: that only counts when the answer carries S3's request id (any HTTP server can answer 404).
+_NOT_FOUND_CODES = frozenset({"NoSuchKey", "NotFound"})
+_BARE_NOT_FOUND = "404"
+_S3_RESPONSE_HEADERS = ("x-amz-request-id", "x-amz-id-2")
+
+
+@dataclass(frozen=True, slots=True)
+class S3Timeouts:
+    """How long an S3 call may wait and how often it is tried: seconds to connect, seconds per read, attempts in
+    all (botocore's ``standard`` retry mode). ``from_env`` fills what is not given from ``STREAMPROC_S3_*``."""
+
+    connect_timeout: float = DEFAULT_S3_CONNECT_TIMEOUT_S
+    read_timeout: float = DEFAULT_S3_READ_TIMEOUT_S
+    max_attempts: int = DEFAULT_S3_MAX_ATTEMPTS
+
+    def __post_init__(self) -> None:
+        if not (self.connect_timeout > 0 and self.read_timeout > 0 and self.max_attempts >= 1):
+            raise ConfigError(
+                f"S3 timeouts must be positive and attempts at least 1, not connect {self.connect_timeout}s, "
+                f"read {self.read_timeout}s, {self.max_attempts} attempt(s)"
+            )
+
+    @classmethod
+    def from_env(
+        cls,
+        connect_timeout: float | None = None,
+        read_timeout: float | None = None,
+        max_attempts: int | None = None,
+    ) -> S3Timeouts:
+        return cls(
+            connect_timeout=_setting(connect_timeout, S3_CONNECT_TIMEOUT_ENV, float, DEFAULT_S3_CONNECT_TIMEOUT_S),
+            read_timeout=_setting(read_timeout, S3_READ_TIMEOUT_ENV, float, DEFAULT_S3_READ_TIMEOUT_S),
+            max_attempts=_setting(max_attempts, S3_MAX_ATTEMPTS_ENV, int, DEFAULT_S3_MAX_ATTEMPTS),
+        )
+
+
+def _setting(given: _T | None, env: str, parse: Callable[[str], _T], default: _T) -> _T:
+    if given is not None:
+        return given
+    text = os.environ.get(env)
+    if text is None or not text.strip():
+        return default
+    try:
+        return parse(text.strip())
+    except ValueError:
+        raise ConfigError(f"{env}={text!r} is not a {parse.__name__}; unset it or give a number") from None
 
 
 class S3ObjectStore(ObjectStore):
@@ -195,7 +253,8 @@ class S3ObjectStore(ObjectStore):
     ``AWS_REGION``, ``~/.aws/config`` …) unless given explicitly, so that an Airflow connection can supply them.
     A single ``PutObject`` is atomic; objects of ``multipart_threshold`` bytes or more go through boto3's transfer
     manager as a multipart upload, which S3 makes visible only when ``CompleteMultipartUpload`` succeeds (the
-    transfer manager aborts the upload on failure), so both paths are all-or-nothing.
+    transfer manager aborts the upload on failure), so both paths are all-or-nothing. Every failure of a call is a
+    one-line :class:`~streamproc.errors.StreamprocError` naming the endpoint and object, never a botocore traceback.
     """
 
     def __init__(
@@ -212,6 +271,9 @@ class S3ObjectStore(ObjectStore):
         addressing_style: str | None = None,
         multipart_threshold: int = DEFAULT_MULTIPART_THRESHOLD,
         multipart_chunksize: int = DEFAULT_MULTIPART_CHUNKSIZE,
+        connect_timeout: float | None = None,
+        read_timeout: float | None = None,
+        max_attempts: int | None = None,
         client: Any = None,
     ) -> None:
         if not bucket:
@@ -220,6 +282,7 @@ class S3ObjectStore(ObjectStore):
         self._prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
         self._multipart_threshold = multipart_threshold
         self._multipart_chunksize = multipart_chunksize
+        self.timeouts = S3Timeouts.from_env(connect_timeout, read_timeout, max_attempts)
         if client is None:
             client = _make_client(
                 endpoint_url=endpoint_url,
@@ -229,6 +292,7 @@ class S3ObjectStore(ObjectStore):
                 region=region,
                 profile=profile,
                 addressing_style=addressing_style,
+                timeouts=self.timeouts,
             )
         self._client = client
 
@@ -240,24 +304,71 @@ class S3ObjectStore(ObjectStore):
     def uri(self) -> str:
         return f"s3://{self._bucket}/{self._prefix}"
 
+    @property
+    def endpoint_url(self) -> str:
+        return str(self._client.meta.endpoint_url)
+
     def _key(self, name: str) -> str:
         return self._prefix + check_name(name)
 
     def _call(self, name: str, operation: Callable[[], Any]) -> Any:
-        from botocore.exceptions import ClientError
+        from boto3.exceptions import S3UploadFailedError
+        from botocore.exceptions import (
+            BotoCoreError,
+            ClientError,
+            ConnectTimeoutError,
+            EndpointConnectionError,
+            NoCredentialsError,
+            PartialCredentialsError,
+            ReadTimeoutError,
+        )
 
+        where = f"'{name}' in {self.uri} (endpoint {self.endpoint_url})"
         try:
             return operation()
         except ClientError as e:
-            code = str(e.response.get("Error", {}).get("Code", ""))
-            if code in _NOT_FOUND_CODES:
-                raise ObjectNotFoundError(self.uri, name) from None
-            if code in _CONFIG_ERROR_CODES:
-                raise ConfigError(
-                    f"S3 refused access to '{name}' in {self.uri} ({code}: {e}); check that the bucket exists and "
-                    f"the credentials (AWS_ACCESS_KEY_ID, AWS_PROFILE or the Airflow connection) may use it"
-                ) from e
-            raise
+            raise self._client_error(name, where, e) from None
+        except (ConnectTimeoutError, ReadTimeoutError) as e:
+            t = self.timeouts
+            raise StorageError(
+                f"S3 did not answer for {where}: {e} (connect timeout {t.connect_timeout:g}s, read timeout "
+                f"{t.read_timeout:g}s, {t.max_attempts} attempt(s)); check that the endpoint is an S3 server that "
+                f"runs, or raise {S3_READ_TIMEOUT_ENV} / {S3_MAX_ATTEMPTS_ENV}"
+            ) from None
+        except EndpointConnectionError as e:
+            raise StorageError(
+                f"cannot connect to S3 for {where}: {e}; check the endpoint (AWS_ENDPOINT_URL, the Airflow "
+                f"connection's endpoint_url) and that the server runs"
+            ) from None
+        except (NoCredentialsError, PartialCredentialsError) as e:
+            raise ConfigError(
+                f"no usable S3 credentials for {where}: {e}; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
+                f"AWS_PROFILE, or use an Airflow AWS connection"
+            ) from None
+        except S3UploadFailedError as e:
+            raise StorageError(f"uploading {where} failed: {e}; fetch again (finished segments are kept)") from None
+        except BotoCoreError as e:
+            raise StorageError(f"S3 call for {where} failed: {e}") from None
+
+    def _client_error(self, name: str, where: str, e: Any) -> Exception:
+        error = e.response.get("Error", {})
+        code = str(error.get("Code", ""))
+        meta = e.response.get("ResponseMetadata", {})
+        status = meta.get("HTTPStatusCode")
+        headers = {k.lower() for k in meta.get("HTTPHeaders", {})}
+        if code in _NOT_FOUND_CODES or (code == _BARE_NOT_FOUND and any(h in headers for h in _S3_RESPONSE_HEADERS)):
+            return ObjectNotFoundError(self.uri, name)
+        if code in _CONFIG_ERROR_CODES:
+            return ConfigError(
+                f"S3 refused access to '{name}' in {self.uri} ({code}: {e}); check that the bucket exists and "
+                f"the credentials (AWS_ACCESS_KEY_ID, AWS_PROFILE or the Airflow connection) may use it"
+            )
+        if code.isdigit():  # no S3 error code in the answer: whatever answered is not speaking S3
+            return StorageError(
+                f"the endpoint answered HTTP {status or code} without an S3 error code for {where}; it is not an "
+                f"S3 server or the endpoint URL is wrong (AWS_ENDPOINT_URL, the Airflow connection's endpoint_url)"
+            )
+        return StorageError(f"S3 answered {code} (HTTP {status}) for {where}: {error.get('Message', e)}")
 
     def put(self, name: str, data: bytes) -> None:
         key = self._key(name)
@@ -276,12 +387,17 @@ class S3ObjectStore(ObjectStore):
 
     def get(self, name: str) -> bytes:
         key = self._key(name)
-        response = self._call(name, lambda: self._client.get_object(Bucket=self._bucket, Key=key))
-        body = response["Body"]
-        try:
-            data: bytes = body.read()
-        finally:
-            body.close()
+
+        def read() -> bytes:
+            response = self._client.get_object(Bucket=self._bucket, Key=key)
+            body = response["Body"]
+            try:
+                data: bytes = body.read()
+            finally:
+                body.close()
+            return data
+
+        data: bytes = self._call(name, read)
         return data
 
     def exists(self, name: str) -> bool:
@@ -299,7 +415,7 @@ class S3ObjectStore(ObjectStore):
             for page in paginator.paginate(Bucket=self._bucket, Prefix=self._prefix + prefix):
                 names.extend(item["Key"][len(self._prefix) :] for item in page.get("Contents", ()))
 
-        self._call(prefix, collect)
+        self._call(prefix or "/", collect)
         return sorted(names)
 
     def delete(self, name: str) -> None:
@@ -321,6 +437,7 @@ def _make_client(
     region: str | None,
     profile: str | None,
     addressing_style: str | None,
+    timeouts: S3Timeouts,
 ) -> Any:
     try:
         import boto3
@@ -330,8 +447,18 @@ def _make_client(
             "s3:// storage needs boto3, which is not installed; install it (pip install boto3) or stage to a "
             "local directory"
         ) from e
-    session = boto3.session.Session(profile_name=profile) if profile else boto3.session.Session()
-    config = Config(s3={"addressing_style": addressing_style}) if addressing_style else None
+    from botocore.exceptions import BotoCoreError
+
+    try:
+        session = boto3.session.Session(profile_name=profile) if profile else boto3.session.Session()
+    except BotoCoreError as e:
+        raise ConfigError(f"cannot set up S3 access: {e}; check AWS_PROFILE and ~/.aws/config") from None
+    config = Config(
+        connect_timeout=timeouts.connect_timeout,
+        read_timeout=timeouts.read_timeout,
+        retries={"total_max_attempts": timeouts.max_attempts, "mode": "standard"},
+        s3={"addressing_style": addressing_style} if addressing_style else None,
+    )
     return session.client(
         "s3",
         endpoint_url=endpoint_url,

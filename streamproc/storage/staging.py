@@ -174,10 +174,10 @@ def range_status(
     """Which segments of ``[start, end)`` are already complete, and which sub-ranges a retry must still fetch.
 
     A segment counts when it lies inside the range, its manifest is valid (an invalid one is logged and ignored)
-    and its object exists with the recorded size (with ``check_content``, also the hash, schema and offsets).
-    Overlapping segments (left by fetches with other limits) are resolved by taking, from the lowest offset up,
-    the segment that starts first and reaches furthest. With ``topic_id``, segments staged from another topic id
-    (an earlier topic of the same name) do not count.
+    and its object exists with the recorded size (with ``check_content``, also the hash, schema and offsets: what
+    the fetch step asks, so that a corrupt segment is fetched again rather than counted). Overlaps are resolved
+    by :func:`tile`. With ``topic_id``, segments staged from another topic id (an earlier topic of the same name)
+    do not count.
     """
     if not 0 <= start <= end:
         raise ConfigError(f"[{start}, {end}) is not a valid offset range")
@@ -199,7 +199,27 @@ def range_status(
                 continue
             if manifest is not None:
                 candidates.append(manifest)
-    candidates.sort(key=lambda m: (m.start, -m.end))
+    complete, missing = tile(candidates, start, end)
+    logger.info(
+        "%s-%s [%s, %s): %s complete segment(s), %s missing sub-range(s) %s",
+        topic,
+        partition,
+        start,
+        end,
+        len(complete),
+        len(missing),
+        missing,
+    )
+    return RangeStatus(topic, partition, start, end, tuple(complete), tuple(missing))
+
+
+def tile(manifests: Iterable[Manifest], start: int, end: int) -> tuple[list[Manifest], list[tuple[int, int]]]:
+    """The segments that tile ``[start, end)`` and the half-open sub-ranges they leave uncovered.
+
+    Overlapping segments (left by fetches with other limits) are resolved by taking, from the lowest offset up,
+    the segment that starts first and reaches furthest; segments outside the range are ignored.
+    """
+    candidates = sorted((m for m in manifests if start <= m.start < m.end <= end), key=lambda m: (m.start, -m.end))
     complete: list[Manifest] = []
     missing: list[tuple[int, int]] = []
     position = start
@@ -212,17 +232,7 @@ def range_status(
         position = manifest.end
     if position < end:
         missing.append((position, end))
-    logger.info(
-        "%s-%s [%s, %s): %s complete segment(s), %s missing sub-range(s) %s",
-        topic,
-        partition,
-        start,
-        end,
-        len(complete),
-        len(missing),
-        missing,
-    )
-    return RangeStatus(topic, partition, start, end, tuple(complete), tuple(missing))
+    return complete, missing
 
 
 def _complete_manifest(store: ObjectStore, name: str, check_content: bool) -> Manifest | None:

@@ -21,9 +21,10 @@ from streamproc.errors import FetchError
 from streamproc.fetch import FetchRange, fetch_range, fetch_ranges
 from streamproc.plan.cluster_snapshot import IsolationLevel
 from streamproc.storage import load_store
-from streamproc.storage.manifest import read_manifest, verify
+from streamproc.storage.manifest import read_manifest
 from streamproc.storage.object_store import ObjectStore
 from streamproc.storage.staging import SegmentLimits, read_range
+from streamproc.storage.verify import verify
 from tests.conftest import PROJECT_ROOT, S3Server
 from tests.integration.conftest import create_topic
 

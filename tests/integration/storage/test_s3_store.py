@@ -15,8 +15,8 @@ import pytest
 
 from streamproc.errors import ConfigError
 from streamproc.storage import LocalObjectStore, ObjectStore, S3ObjectStore, load_store
-from streamproc.storage.manifest import verify
 from streamproc.storage.staging import range_status, stage_range
+from streamproc.storage.verify import verify
 from tests.unit.storage.store_contract import DELIVERED, PROOF, StoreContract, records
 
 MIB = 1024 * 1024

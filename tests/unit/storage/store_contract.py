@@ -11,9 +11,10 @@ import pytest
 from streamproc.engine.records import ConsumerRecord, RawRecord, TimestampType
 from streamproc.errors import ConfigError
 from streamproc.storage import ObjectNotFoundError, ObjectStore
-from streamproc.storage.manifest import SegmentProof, read_manifest, verify
+from streamproc.storage.manifest import SegmentProof, read_manifest
 from streamproc.storage.segments import manifest_name, segment_name
 from streamproc.storage.staging import SegmentLimits, range_status, read_range, stage_range
+from streamproc.storage.verify import verify
 
 
 def records(topic: str, partition: int, offsets: list[int]) -> list[RawRecord]:

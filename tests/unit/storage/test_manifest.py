@@ -17,7 +17,6 @@ from streamproc.storage.manifest import (
     SegmentProof,
     read_manifest,
     to_intervals,
-    verify,
 )
 from streamproc.storage.segments import (
     SEGMENT_SCHEMA_FINGERPRINT,
@@ -27,6 +26,7 @@ from streamproc.storage.segments import (
     segment_name,
 )
 from streamproc.storage.staging import SegmentLimits, stage_range
+from streamproc.storage.verify import verify
 from tests.unit.storage.store_contract import DELIVERED, PROOF, records
 
 NAME = manifest_name("orders", 0, 0, 10)
