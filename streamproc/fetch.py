@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from streamproc.engine.records import TimestampType
-from streamproc.errors import FetchError
+from streamproc.errors import FetchError, StreamprocError
 from streamproc.intervals import first_overlap
 from streamproc.kafka.cluster import topic_ids
 from streamproc.kafka.range_reader import READ_COMMITTED, READ_UNCOMMITTED, RangeReader, refuse_isolation_setting
@@ -412,7 +412,7 @@ def fetch_ranges(
         failed = "; ".join(f"{rng}: {error}" for rng, error in errors)
         log.error("Fetch failed for %d of %d range(s): %s", len(errors), len(ranges), failed)
         first = errors[0][1]
-        if isinstance(first, FetchError):
+        if isinstance(first, StreamprocError):  # already one line naming what failed and what to do
             raise first
         raise FetchError(f"fetching {errors[0][0]} failed: {first}") from first
     total = sum(r.records for r in results)
