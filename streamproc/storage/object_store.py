@@ -243,7 +243,7 @@ def _setting(given: _T | None, env: str, parse: Callable[[str], _T], default: _T
     try:
         return parse(text.strip())
     except ValueError:
-        raise ConfigError(f"{env}={text!r} is not a {parse.__name__}; unset it or give a number") from None
+        raise ConfigError(f"{env}={text!r} is not a number; unset it or give one") from None
 
 
 class S3ObjectStore(ObjectStore):

@@ -140,3 +140,31 @@ def test_list_never_leaves_the_root(tmp_path: Path) -> None:
     assert store.list("../") == []
     assert store.list("in/../") == []
     assert store.list("in/") == ["in/side"]
+
+
+# -------------------------------------------------------------------------------------------- S3 timeouts
+def test_s3_calls_have_bounded_timeouts_and_attempts_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    from streamproc.storage.object_store import S3Timeouts
+
+    for var in ("STREAMPROC_S3_CONNECT_TIMEOUT", "STREAMPROC_S3_READ_TIMEOUT", "STREAMPROC_S3_MAX_ATTEMPTS"):
+        monkeypatch.delenv(var, raising=False)
+    store = S3ObjectStore("b", endpoint_url="http://127.0.0.1:9", access_key_id="k", secret_access_key="s",
+                          region="us-east-1")  # fmt: skip
+    config = store._client.meta.config
+
+    assert store.timeouts == S3Timeouts(connect_timeout=10.0, read_timeout=30.0, max_attempts=3)
+    assert (config.connect_timeout, config.read_timeout) == (10.0, 30.0)
+    assert config.retries == {"total_max_attempts": 3, "mode": "standard"}
+
+
+def test_s3_timeouts_come_from_options_then_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from streamproc.storage.object_store import S3Timeouts
+
+    monkeypatch.setenv("STREAMPROC_S3_READ_TIMEOUT", "2.5")
+    monkeypatch.setenv("STREAMPROC_S3_MAX_ATTEMPTS", "7")
+    assert S3Timeouts.from_env(max_attempts=1) == S3Timeouts(connect_timeout=10.0, read_timeout=2.5, max_attempts=1)
+    monkeypatch.setenv("STREAMPROC_S3_MAX_ATTEMPTS", "many")
+    with pytest.raises(ConfigError, match="STREAMPROC_S3_MAX_ATTEMPTS='many' is not a number"):
+        S3Timeouts.from_env()
+    with pytest.raises(ConfigError, match="must be positive"):
+        S3Timeouts(read_timeout=0)
