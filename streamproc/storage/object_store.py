@@ -34,7 +34,7 @@ DEFAULT_MULTIPART_CHUNKSIZE = 8 * 1024 * 1024
 #: S3 timeouts and attempts (boto's own defaults, 60 s + 60 s and 5 attempts, let a silent endpoint hang a step for
 #: three minutes). Each can be changed per store (``load_store`` options) or by the environment variable named.
 DEFAULT_S3_CONNECT_TIMEOUT_S = 10.0
-DEFAULT_S3_READ_TIMEOUT_S = 30.0
+DEFAULT_S3_READ_TIMEOUT_S = 20.0
 DEFAULT_S3_MAX_ATTEMPTS = 3
 S3_CONNECT_TIMEOUT_ENV = "STREAMPROC_S3_CONNECT_TIMEOUT"
 S3_READ_TIMEOUT_ENV = "STREAMPROC_S3_READ_TIMEOUT"

@@ -152,8 +152,8 @@ def test_s3_calls_have_bounded_timeouts_and_attempts_by_default(monkeypatch: pyt
                           region="us-east-1")  # fmt: skip
     config = store._client.meta.config
 
-    assert store.timeouts == S3Timeouts(connect_timeout=10.0, read_timeout=30.0, max_attempts=3)
-    assert (config.connect_timeout, config.read_timeout) == (10.0, 30.0)
+    assert store.timeouts == S3Timeouts(connect_timeout=10.0, read_timeout=20.0, max_attempts=3)
+    assert (config.connect_timeout, config.read_timeout) == (10.0, 20.0)
     assert config.retries == {"total_max_attempts": 3, "mode": "standard"}
 
 
