@@ -222,14 +222,14 @@ def plan_command(
 
 
 def _s3_options(func: Callable[P, R]) -> Callable[P, R]:
-    """``--s3-connect-timeout``, ``--s3-read-timeout``, ``--s3-max-attempts`` (env ``STREAMPROC_S3_*``)."""
+    """``--s3-connect-timeout``, ``--s3-read-timeout``, ``--s3-max-attempts`` (unset: ``STREAMPROC_S3_*``)."""
     for name, kind, what in (
         ("max-attempts", int, "Attempts per S3 call, the first included"),
         ("read-timeout", float, "Seconds an S3 call may wait for an answer"),
         ("connect-timeout", float, "Seconds to connect to the S3 endpoint"),
     ):
         env = "STREAMPROC_S3_" + name.upper().replace("-", "_")
-        func = click.option(f"--s3-{name}", type=kind, envvar=env, help=f"{what} (env {env}).")(func)
+        func = click.option(f"--s3-{name}", type=kind, help=f"{what} (default: env {env}, else built in).")(func)
     return func
 
 
