@@ -1,7 +1,11 @@
 """The ``streamproc`` command line: one click group, text or JSON output, one-line errors.
 
-Every ``StreamprocError`` becomes a single line on stderr and exit code 1, so scripts and Airflow logs show the
-message the error was written to give (what failed, where, what to do) rather than a traceback.
+It behaves like its peers (PyIceberg's ``pyiceberg``, Kafka's ``kafka-*`` tools): ``--version``, help on every
+option, ``--output json`` for every command, and every error a user can cause (a ``StreamprocError``, a Kafka
+cluster that cannot be reached, a file that cannot be read or written) as one line and exit code 1: ``error: …`` on
+stderr, or with ``--output json`` a JSON object ``{"error": <class>, "message": …}`` on stdout, where the command's
+other JSON goes (as PyIceberg prints its ``{"type", "message"}``). Usage errors stay click's (exit code 2).
+librdkafka's own log goes through the ``streamproc.librdkafka`` logger and shows only with ``-v``.
 """
 
 from __future__ import annotations
@@ -13,8 +17,9 @@ import os
 import shutil
 import sys
 from collections.abc import Callable
+from importlib import metadata
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, NoReturn, ParamSpec, TypeVar
 
 import click
 
@@ -23,17 +28,55 @@ from streamproc.errors import ConfigError, StreamprocError
 P = ParamSpec("P")
 R = TypeVar("R")
 
+log = logging.getLogger(__name__)
+
+
+def _json_output() -> bool:
+    ctx = click.get_current_context(silent=True)
+    return ctx is not None and ctx.find_root().params.get("output") == "json"
+
+
+def _fail(error: str, message: str) -> NoReturn:
+    """Report one error the way the chosen output asks for, and exit 1."""
+    if _json_output():
+        click.echo(json.dumps({"error": error, "message": message}, sort_keys=True))
+    else:
+        click.echo(f"error: {message}", err=True)
+    sys.exit(1)
+
+
+def _os_error_message(exc: OSError) -> str:
+    """``No such file or directory: '/x/plan.json'``: what the system said and the file it said it about."""
+    if exc.strerror and exc.filename is not None:
+        return f"{exc.strerror}: '{exc.filename}'"
+    return str(exc) or type(exc).__name__
+
 
 def catch_errors(func: Callable[P, R]) -> Callable[P, R]:
-    """Turn a ``StreamprocError`` into ``Error: <message>`` and exit code 1."""
+    """Turn the errors a user can cause into one line (or a JSON object) and exit code 1, never a traceback.
+
+    ``-v`` logs the traceback as well, for a bug report.
+    """
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        from confluent_kafka import KafkaException
+
+        from streamproc.kafka import clients
+
         try:
             return func(*args, **kwargs)
         except StreamprocError as exc:
-            click.echo(f"Error: {exc}", err=True)
-            sys.exit(1)
+            log.debug("%s failed", func.__name__, exc_info=True)
+            _fail(type(exc).__name__, str(exc))
+        except KafkaException as exc:
+            log.debug("%s failed", func.__name__, exc_info=True)
+            bootstrap = kwargs.get("bootstrap")
+            error = clients.translate(exc, {"bootstrap.servers": bootstrap}) if bootstrap else exc
+            _fail(type(error).__name__, str(error) if error is not exc else f"Kafka: {exc.args[0].str()}")
+        except OSError as exc:
+            log.debug("%s failed", func.__name__, exc_info=True)
+            _fail(type(exc).__name__, _os_error_message(exc))
 
     return wrapper
 
@@ -46,13 +89,58 @@ def emit(ctx: click.Context, payload: dict[str, Any], text: str) -> None:
         click.echo(text)
 
 
-@click.group()
-@click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("-v", "--verbose", count=True, help="-v for INFO logs, -vv for DEBUG.")
+def _version_text() -> str:
+    import confluent_kafka
+
+    return (
+        f"streamproc {metadata.version('streamproc')} (confluent-kafka {metadata.version('confluent-kafka')}, "
+        f"librdkafka {confluent_kafka.libversion()[0]})"
+    )
+
+
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        click.echo(_version_text())
+        ctx.exit()
+
+
+def _configure_logging(verbose: int) -> None:
+    """WARNING and up by default; ``-v``: streamproc's DEBUG lines and librdkafka's log; ``-vv``: every library's."""
+    from streamproc.kafka.clients import LIBRDKAFKA_LOG
+
+    logging.basicConfig(
+        level=logging.DEBUG if verbose >= 2 else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    logging.getLogger("streamproc").setLevel(logging.DEBUG if verbose else logging.WARNING)
+    # librdkafka reports every failed connection attempt at ERROR: useful when asked for, noise otherwise, since
+    # the error that ends the command already names the address and the cause.
+    LIBRDKAFKA_LOG.setLevel(logging.DEBUG if verbose else logging.CRITICAL + 1)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Print the versions of streamproc, confluent-kafka and librdkafka, and exit.",
+)
+@click.option(
+    "--output",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text for people; json for scripts (results and errors as JSON objects on stdout).",
+)
+@click.option(
+    "-v", "--verbose", count=True, help="Debug logs and librdkafka's own log on stderr; -vv adds other libraries'."
+)
 def main(output: str, verbose: int) -> None:
     """streamproc: Kafka Streams semantics as bounded batch jobs."""
-    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    _configure_logging(verbose)
 
 
 # ---------------------------------------------------------------------------------------------------- conformance
@@ -75,23 +163,30 @@ def conformance_run(scenario_file: Path) -> None:
 # ----------------------------------------------------------------------------------------------- plan / fetch
 def _client_config(bootstrap: str, settings: tuple[str, ...]) -> dict[str, object]:
     """``bootstrap.servers`` plus ``-X key=value`` client settings (security, timeouts), as librdkafka names them."""
-    config: dict[str, object] = {"bootstrap.servers": bootstrap}
+    from streamproc.kafka import clients
+
+    parsed: dict[str, object] = {}
     for item in settings:
         key, sep, value = item.partition("=")
-        if not sep or not key:
+        if not sep or not key.strip():
             raise ConfigError(f"-X takes key=value (a librdkafka setting), not '{item}'")
-        config[key.strip()] = value.strip()
-    return config
+        parsed[key.strip()] = value.strip()
+    return clients.client_config(bootstrap, parsed)
 
 
 _bootstrap_option = click.option(
     "--bootstrap",
     envvar="STREAMPROC_BOOTSTRAP",
     required=True,
+    metavar="HOST:PORT[,…]",
     help="Kafka bootstrap servers (env STREAMPROC_BOOTSTRAP).",
 )
 _client_setting_option = click.option(
-    "-X", "client_settings", multiple=True, metavar="KEY=VALUE", help="Extra Kafka client setting; repeatable."
+    "-X",
+    "client_settings",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A librdkafka client setting (security.protocol=SSL, sasl.mechanism=…); repeatable.",
 )
 
 
@@ -118,21 +213,36 @@ _client_setting_option = click.option(
 @click.option("--end-offset", type=int, help="End every partition at this offset (default: latest).")
 @click.option("--end-datetime", help="End before the first record at or after this instant.")
 @click.option("--end-by-duration", help="End this ISO-8601 duration before now.")
-@click.option("--on-data-loss", type=click.Choice(["fail", "clamp"]), default="fail", show_default=True)
+@click.option(
+    "--on-data-loss",
+    type=click.Choice(["fail", "clamp"]),
+    default="fail",
+    show_default=True,
+    help="A start before the log start: fail (name the lost offsets) or clamp to the log start, as the reset tool.",
+)
 @click.option(
     "--processing-guarantee",
     type=click.Choice(["at_least_once", "exactly_once_v2"]),
     default="at_least_once",
     show_default=True,
+    help="The application's processing.guarantee: exactly_once_v2 reads read_committed.",
 )
-@click.option("--auto-offset-reset", type=click.Choice(["earliest", "latest", "none"]), default="earliest")
+@click.option(
+    "--auto-offset-reset",
+    type=click.Choice(["earliest", "latest", "none"]),
+    default="earliest",
+    show_default=True,
+    help="The application's auto.offset.reset, for partitions without a committed offset.",
+)
 @click.option(
     "--state-dir",
     type=click.Path(file_okay=False, path_type=Path),
     help="The application's state.dir for the batch: task checkpoints there decide where restores start.",
 )
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the plan JSON here.")
-@click.option("--dry-run", is_flag=True, help="Print the plan as a table and stop.")
+@click.option(
+    "--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the plan JSON here (also with --dry-run)."
+)
+@click.option("--dry-run", is_flag=True, help="Print the plan (a table, or JSON with --output json) and stop.")
 @click.pass_context
 @catch_errors
 def plan_command(
@@ -205,10 +315,11 @@ def plan_command(
         auto_offset_reset=auto_offset_reset,
         state_dir=state_dir,
     )
-    if out is not None and not dry_run:
+    if out is not None:
         run_plan.write(out)
     if dry_run or out is None:
-        emit(ctx, run_plan.to_dict(), run_plan.report())
+        written = f"\n\nPlan written to {out}" if out is not None else ""
+        emit(ctx, run_plan.to_dict(), run_plan.report() + written)
     else:
         emit(ctx, {"plan": str(out)}, f"Plan written to {out}\n\n{run_plan.report()}")
 
@@ -216,7 +327,13 @@ def plan_command(
 @main.command("fetch")
 @_bootstrap_option
 @_client_setting_option
-@click.option("--plan", "plan_file", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--plan",
+    "plan_file",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The plan JSON written by `streamproc plan --out`.",
+)
 @click.option(
     "--store", "store_uri", required=True, help="Staging location: a directory, file://… or s3://bucket/prefix."
 )
@@ -326,7 +443,7 @@ _workdir_option = click.option(
     "--workdir",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Where the service keeps its data, log and PID (default: ~/.cache/streamproc/run/<service>).",
+    help="Where the service keeps its data, log and PID [default: ~/.cache/streamproc/run/<service>].",
 )
 
 
@@ -336,12 +453,14 @@ def broker() -> None:
 
 
 @broker.command("fetch")
+@click.pass_context
 @catch_errors
-def broker_fetch() -> None:
+def broker_fetch(ctx: click.Context) -> None:
     """Copy the broker jars into the cache (once)."""
     from streamproc.dev import broker as kafka_broker
 
-    click.echo(f"Kafka jars in {kafka_broker.fetch()}")
+    libs = kafka_broker.fetch()
+    emit(ctx, {"libs": str(libs)}, f"Kafka jars in {libs}")
 
 
 @broker.command("start")
@@ -367,23 +486,32 @@ def broker_start(ctx: click.Context, workdir: Path | None, fresh: bool) -> None:
 
 @broker.command("stop")
 @_workdir_option
+@click.pass_context
 @catch_errors
-def broker_stop(workdir: Path | None) -> None:
+def broker_stop(ctx: click.Context, workdir: Path | None) -> None:
     """Stop the broker started from the work directory, by its PID."""
     from streamproc.dev import broker as kafka_broker
 
     workdir = workdir or _default_workdir("broker")
-    click.echo("Stopped" if kafka_broker.stop(workdir) else f"No broker running from {workdir}")
+    stopped = kafka_broker.stop(workdir)
+    emit(
+        ctx,
+        {"workdir": str(workdir), "stopped": stopped},
+        "Stopped" if stopped else f"No broker running from {workdir}",
+    )
 
 
 @broker.command("status")
 @_workdir_option
+@click.pass_context
 @catch_errors
-def broker_status(workdir: Path | None) -> None:
+def broker_status(ctx: click.Context, workdir: Path | None) -> None:
     """Say whether the broker runs and answers."""
     from streamproc.dev import broker as kafka_broker
 
-    click.echo(kafka_broker.status(workdir or _default_workdir("broker")))
+    workdir = workdir or _default_workdir("broker")
+    status = kafka_broker.status(workdir)
+    emit(ctx, {"workdir": str(workdir), "status": status}, status)
 
 
 @dev.group()
@@ -392,12 +520,14 @@ def s3() -> None:
 
 
 @s3.command("fetch")
+@click.pass_context
 @catch_errors
-def s3_fetch() -> None:
+def s3_fetch(ctx: click.Context) -> None:
     """Build the MinIO binary into the cache (once)."""
     from streamproc.dev import s3 as minio
 
-    click.echo(f"MinIO at {minio.fetch()}")
+    binary = minio.fetch()
+    emit(ctx, {"binary": str(binary)}, f"MinIO at {binary}")
 
 
 @s3.command("start")
@@ -418,23 +548,30 @@ def s3_start(ctx: click.Context, workdir: Path | None) -> None:
 
 @s3.command("stop")
 @_workdir_option
+@click.pass_context
 @catch_errors
-def s3_stop(workdir: Path | None) -> None:
+def s3_stop(ctx: click.Context, workdir: Path | None) -> None:
     """Stop MinIO by its PID."""
     from streamproc.dev import s3 as minio
 
     workdir = workdir or _default_workdir("s3")
-    click.echo("Stopped" if minio.stop(workdir) else f"No MinIO running from {workdir}")
+    stopped = minio.stop(workdir)
+    emit(
+        ctx, {"workdir": str(workdir), "stopped": stopped}, "Stopped" if stopped else f"No MinIO running from {workdir}"
+    )
 
 
 @s3.command("status")
 @_workdir_option
+@click.pass_context
 @catch_errors
-def s3_status(workdir: Path | None) -> None:
+def s3_status(ctx: click.Context, workdir: Path | None) -> None:
     """Say whether MinIO runs and is live."""
     from streamproc.dev import s3 as minio
 
-    click.echo(minio.status(workdir or _default_workdir("s3")))
+    workdir = workdir or _default_workdir("s3")
+    status = minio.status(workdir)
+    emit(ctx, {"workdir": str(workdir), "status": status}, status)
 
 
 if __name__ == "__main__":
