@@ -49,7 +49,7 @@ def _os_error_message(exc: OSError) -> str:
     """``No such file or directory: '/x/plan.json'``: what the system said and the file it said it about."""
     if exc.strerror and exc.filename is not None:
         return f"{exc.strerror}: '{exc.filename}'"
-    return str(exc) or type(exc).__name__
+    return exc.strerror or str(exc) or type(exc).__name__
 
 
 def catch_errors(func: Callable[P, R]) -> Callable[P, R]:
@@ -174,6 +174,16 @@ def _client_config(bootstrap: str, settings: tuple[str, ...]) -> dict[str, objec
     return clients.client_config(bootstrap, parsed)
 
 
+def _read_text(path: Path, option: str) -> str:
+    """An input file's text; one that is not UTF-8 is named with the option that gave it."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{option} {path}: not UTF-8 text (byte {exc.start}); give a text file") from exc
+    except OSError as exc:  # an error while reading (EIO) carries no file name; the one-line error needs it
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
+
+
 _bootstrap_option = click.option(
     "--bootstrap",
     envvar="STREAMPROC_BOOTSTRAP",
@@ -287,7 +297,7 @@ def plan_command(
     if shift_by is not None:
         starts.append(cs.ShiftByStart(shift_by))
     if from_file is not None:
-        starts.append(cs.FromFileStart(from_file.read_text(encoding="utf-8"), file_name=str(from_file)))
+        starts.append(cs.FromFileStart(_read_text(from_file, "--from-file"), file_name=str(from_file)))
     ends: list[cs.EndSpec] = []
     if end_offset is not None:
         ends.append(cs.ToOffsetEnd(offset=end_offset))
@@ -304,7 +314,7 @@ def plan_command(
         end=ends[0] if ends else cs.LatestEnd(),
         start_policy=cs.StartPolicy.from_on_data_loss(on_data_loss),
     )
-    topology = topology_file.read_text(encoding="utf-8") if topology_file else None
+    topology = _read_text(topology_file, "--topology") if topology_file else None
     run_plan = plan_run(
         _client_config(bootstrap, client_settings),
         application_id,
@@ -396,8 +406,9 @@ def fetch_command(
         }
         for r in results
     ]
+    width = max([40, *(len(str(row["partition"])) for row in rows)])
     text = "\n".join(
-        f"{row['partition']:<40} [{row['start']}, {row['end']}): {row['records']} records, "
+        f"{row['partition']:<{width}} [{row['start']}, {row['end']}): {row['records']} records, "
         f"{row['segments_written']} segment(s) written, {row['segments_already_complete']} already staged"
         for row in rows
     )

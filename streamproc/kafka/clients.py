@@ -147,6 +147,7 @@ def admin(client_config: Mapping[str, object]) -> Any:
             client = AdminClient(_full_config(client_config, errors))
             _await_cluster(client, client_config, errors)  # a client that never connected is not kept
             _admins[key] = client
+    client.poll(0)  # hands queued log lines to the logger: nothing else polls a shared Admin client
     return client
 
 
