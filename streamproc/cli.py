@@ -367,11 +367,14 @@ def fetch_command(
 ) -> None:
     """Copy every planned range to the staging store as proved segments (idempotent, resumable)."""
     from streamproc.fetch import FetchRange, fetch_ranges
+    from streamproc.kafka import clients
     from streamproc.plan.cluster_snapshot import IsolationLevel
     from streamproc.plan.run_plan import RunPlan
     from streamproc.storage import load_store
 
     run_plan = RunPlan.read(plan_file)
+    client_config = _client_config(bootstrap, client_settings)
+    clients.admin(client_config)  # an unreachable cluster is one error now, not one per range after their timeouts
     ranges = [
         FetchRange(r.topic, r.partition, r.start, r.end, r.compacted, r.topic_id)
         for r in run_plan.ranges
@@ -387,7 +390,7 @@ def fetch_command(
         large = sum(r.end - r.start for r in ranges) >= 500_000
         processes = min(os.cpu_count() or 1, len(ranges)) if large else 1
     results = fetch_ranges(
-        _client_config(bootstrap, client_settings),
+        client_config,
         load_store(store_uri),
         ranges,
         isolation=IsolationLevel(run_plan.isolation_level),
