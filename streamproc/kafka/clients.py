@@ -106,10 +106,14 @@ def translate(exc: BaseException, client_config: Mapping[str, object]) -> BaseEx
     return exc
 
 
-def _await_cluster(client: Any, client_config: Mapping[str, object], errors: ConnectionErrors) -> None:
+def _await_cluster(
+    client: Any, client_config: Mapping[str, object], errors: ConnectionErrors, topic: str | None = None
+) -> None:
     """Return once the cluster answered a metadata request; after ``CONNECT_TIMEOUT_S`` raise with the cause.
 
-    Polling serves the client's ``error_cb`` and log queue, so the cause of a failure is known when it is raised.
+    With ``topic`` the request asks for that topic only (a consumer's probe need not list a large cluster's every
+    topic). Polling serves the client's ``error_cb`` and log queue, so the cause of a failure is known when it is
+    raised.
     """
     from confluent_kafka import KafkaException
 
@@ -117,7 +121,7 @@ def _await_cluster(client: Any, client_config: Mapping[str, object], errors: Con
     while True:
         remaining = deadline - time.monotonic()
         try:
-            metadata = client.list_topics(timeout=max(min(remaining, 1.0), 0.1))
+            metadata = client.list_topics(topic, timeout=max(min(remaining, 1.0), 0.1))
             if metadata.brokers:
                 return
         except KafkaException as exc:
@@ -151,17 +155,18 @@ def admin(client_config: Mapping[str, object]) -> Any:
     return client
 
 
-def consumer(client_config: Mapping[str, object], **settings: object) -> Any:
+def consumer(client_config: Mapping[str, object], *, topic: str | None = None, **settings: object) -> Any:
     """A new Consumer with ``settings`` over the caller's, connected (or a ``KafkaUnavailableError``).
 
-    The caller closes it. Consumers are not shared: each reads its own assignment.
+    ``topic`` is the one the consumer will read: its metadata is the connection probe. The caller closes the
+    consumer. Consumers are not shared: each reads its own assignment.
     """
     from confluent_kafka import Consumer
 
     errors = ConnectionErrors()
     client = Consumer({**_full_config(client_config, errors), **settings})
     try:
-        _await_cluster(client, client_config, errors)
+        _await_cluster(client, client_config, errors, topic)
     except BaseException:
         client.close()
         raise

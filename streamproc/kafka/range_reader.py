@@ -120,6 +120,7 @@ class RangeReader:
         }
         return kafka_clients.consumer(
             config,
+            topic=self.evidence.topic,
             **{
                 "enable.auto.commit": False,
                 "enable.auto.offset.store": False,
