@@ -25,6 +25,7 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import re
 import threading
 import time
 from collections.abc import Mapping
@@ -34,6 +35,44 @@ from streamproc.errors import ConfigError, KafkaUnavailableError
 
 #: Where librdkafka's own log lines go (``logger`` client setting); the CLI shows them with ``-v``.
 LIBRDKAFKA_LOG = logging.getLogger("streamproc.librdkafka")
+
+#: A librdkafka line that repeats (a refused connection is retried about 20 times a second) is logged once per
+#: this many seconds.
+REPEAT_QUIET_S = 10.0
+
+_MILLIS = re.compile(r"\d+ ?ms\b")
+
+
+class RepeatedLineFilter(logging.Filter):
+    """Drops a librdkafka line that repeats one logged less than ``REPEAT_QUIET_S`` ago (timings aside).
+
+    A broker that is down makes librdkafka log the same ``FAIL … Connection refused`` line on every retry; Airflow's
+    task log should show it once, with how often it was repeated when it shows again.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._last: dict[str, tuple[float, int]] = {}
+        self._lock = threading.Lock()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = _MILLIS.sub("", record.getMessage())
+        now = time.monotonic()
+        with self._lock:
+            logged_at, dropped = self._last.get(key, (float("-inf"), 0))
+            if now - logged_at < REPEAT_QUIET_S:
+                self._last[key] = (logged_at, dropped + 1)
+                return False
+            self._last[key] = (now, 0)
+            if len(self._last) > 1_000:  # bounded: only recent lines matter
+                self._last = {k: v for k, v in self._last.items() if now - v[0] < REPEAT_QUIET_S}
+        if dropped:
+            record.msg = f"{record.getMessage()} (and {dropped} more like it)"
+            record.args = ()
+        return True
+
+
+LIBRDKAFKA_LOG.addFilter(RepeatedLineFilter())
 
 #: How long a new Admin client or consumer waits for the cluster's first metadata before giving up.
 CONNECT_TIMEOUT_S = 10.0

@@ -43,3 +43,21 @@ def test_the_cause_is_the_last_connection_error_not_the_summary() -> None:
     errors(KafkaError(KafkaError._ALL_BROKERS_DOWN, "1/1 brokers are down"))
     assert errors.cause() == "h:1/bootstrap: Connect to ipv4#127.0.0.1:1 failed: Connection refused"
     assert clients.ConnectionErrors().cause() == f"no answer within {clients.CONNECT_TIMEOUT_S:.0f} s"
+
+
+def test_a_repeated_librdkafka_line_is_logged_once_then_with_its_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [100.0]
+    monkeypatch.setattr(clients.time, "monotonic", lambda: now[0])
+    repeated = clients.RepeatedLineFilter()
+
+    def passes(message: str) -> logging.LogRecord | None:
+        record = logging.LogRecord("streamproc.librdkafka", logging.ERROR, __file__, 1, message, (), None)
+        return record if repeated.filter(record) else None
+
+    fail = "FAIL h:1/bootstrap: Connect failed: Connection refused (after {}ms in state CONNECT)"
+    assert passes(fail.format(0)) is not None
+    assert [passes(fail.format(ms)) for ms in (0, 1, 12)] == [None, None, None]  # timings aside, the same line
+    assert passes("another line") is not None
+    now[0] += clients.REPEAT_QUIET_S
+    again = passes(fail.format(3))
+    assert again is not None and again.getMessage() == fail.format(3) + " (and 3 more like it)"
