@@ -73,7 +73,10 @@ def catch_errors(func: Callable[P, R]) -> Callable[P, R]:
             log.debug("%s failed", func.__name__, exc_info=True)
             bootstrap = kwargs.get("bootstrap")
             error = clients.translate(exc, {"bootstrap.servers": bootstrap}) if bootstrap else exc
-            _fail(type(error).__name__, str(error) if error is not exc else f"Kafka: {exc.args[0].str()}")
+            if error is exc:  # a request the cluster refused: librdkafka's text says which and why
+                kafka_error: Any = exc.args[0] if exc.args else None
+                _fail(type(exc).__name__, f"Kafka: {kafka_error.str() if hasattr(kafka_error, 'str') else exc}")
+            _fail(type(error).__name__, str(error))
         except OSError as exc:
             log.debug("%s failed", func.__name__, exc_info=True)
             _fail(type(exc).__name__, _os_error_message(exc))

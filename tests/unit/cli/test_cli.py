@@ -179,3 +179,9 @@ def test_verbose_shows_debug_logs_and_quiet_hides_librdkafka() -> None:
     run("verify", "--store", "ftp://host/x")
     assert not logging.getLogger("streamproc.librdkafka").isEnabledFor(logging.CRITICAL)
     assert logging.getLogger("streamproc").getEffectiveLevel() == logging.WARNING
+
+
+def test_a_setting_librdkafka_rejects_is_one_line_in_its_words() -> None:
+    args = ("plan", "--bootstrap", REFUSED, "-X", "no.such.setting=1", "--application-id", "app", "--input-topic", "t")
+    assert one_error_line(run(*args)) == 'error: Kafka: No such configuration property: "no.such.setting"'
+    assert json_error(run("--output", "json", *args))["error"] == "KafkaException"
