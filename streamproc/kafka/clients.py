@@ -14,7 +14,8 @@ Three things every client needs and none got when each call site built its own:
   right after its last answer races the queue's thread, which then reports its own wake-up as "BGQUEUE Purging 1
   unserved events". A new Admin client per helper call (five per plan) hit that race on most runs; one shared
   client per cluster and process (as Kafka's own tools keep one ``Admin``) is destroyed once, at exit, when its
-  queue is idle, and connects once instead of five times.
+  queue is idle, and connects once instead of five times. (A cluster that goes away after the first connection is
+  then met by each operation's own timeout, as before.)
 
 A client without ``bootstrap.servers`` is refused here (librdkafka would only warn ``CONFWARN No bootstrap.servers``
 and never connect).
