@@ -1,7 +1,11 @@
 """The ``streamproc`` command line: one click group, text or JSON output, one-line errors.
 
-Every ``StreamprocError`` becomes a single line on stderr and exit code 1, so scripts and Airflow logs show the
-message the error was written to give (what failed, where, what to do) rather than a traceback.
+It behaves like its peers (PyIceberg's ``pyiceberg``, Kafka's ``kafka-*`` tools): ``--version``, help on every
+option, ``--output json`` for every command, and every error a user can cause (a ``StreamprocError``, a Kafka
+cluster that cannot be reached, a file that cannot be read or written) as one line and exit code 1: ``error: …`` on
+stderr, or with ``--output json`` a JSON object ``{"error": <class>, "message": …}`` on stdout, where the command's
+other JSON goes (as PyIceberg prints its ``{"type", "message"}``). Usage errors stay click's (exit code 2).
+librdkafka's own log goes through the ``streamproc.librdkafka`` logger and shows only with ``-v``.
 """
 
 from __future__ import annotations
@@ -13,8 +17,9 @@ import os
 import shutil
 import sys
 from collections.abc import Callable
+from importlib import metadata
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, NoReturn, ParamSpec, TypeVar
 
 import click
 
@@ -23,17 +28,58 @@ from streamproc.errors import ConfigError, StreamprocError
 P = ParamSpec("P")
 R = TypeVar("R")
 
+log = logging.getLogger(__name__)
+
+
+def _json_output() -> bool:
+    ctx = click.get_current_context(silent=True)
+    return ctx is not None and ctx.find_root().params.get("output") == "json"
+
+
+def _fail(error: str, message: str) -> NoReturn:
+    """Report one error the way the chosen output asks for, and exit 1."""
+    if _json_output():
+        click.echo(json.dumps({"error": error, "message": message}, sort_keys=True))
+    else:
+        click.echo(f"error: {message}", err=True)
+    sys.exit(1)
+
+
+def _os_error_message(exc: OSError) -> str:
+    """``No such file or directory: '/x/plan.json'``: what the system said and the file it said it about."""
+    if exc.strerror and exc.filename is not None:
+        return f"{exc.strerror}: '{exc.filename}'"
+    return exc.strerror or str(exc) or type(exc).__name__
+
 
 def catch_errors(func: Callable[P, R]) -> Callable[P, R]:
-    """Turn a ``StreamprocError`` into ``Error: <message>`` and exit code 1."""
+    """Turn the errors a user can cause into one line (or a JSON object) and exit code 1, never a traceback.
+
+    ``-v`` logs the traceback as well, for a bug report.
+    """
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        from confluent_kafka import KafkaException
+
+        from streamproc.kafka import clients
+
         try:
             return func(*args, **kwargs)
         except StreamprocError as exc:
-            click.echo(f"Error: {exc}", err=True)
-            sys.exit(1)
+            log.debug("%s failed", func.__name__, exc_info=True)
+            _fail(type(exc).__name__, str(exc))
+        except KafkaException as exc:
+            log.debug("%s failed", func.__name__, exc_info=True)
+            bootstrap = kwargs.get("bootstrap")
+            error = clients.translate(exc, {"bootstrap.servers": bootstrap}) if bootstrap else exc
+            if error is exc:  # a request the cluster refused: librdkafka's text says which and why
+                kafka_error: Any = exc.args[0] if exc.args else None
+                _fail(type(exc).__name__, f"Kafka: {kafka_error.str() if hasattr(kafka_error, 'str') else exc}")
+            _fail(type(error).__name__, str(error))
+        except OSError as exc:
+            log.debug("%s failed", func.__name__, exc_info=True)
+            _fail(type(exc).__name__, _os_error_message(exc))
 
     return wrapper
 
@@ -46,13 +92,58 @@ def emit(ctx: click.Context, payload: dict[str, Any], text: str) -> None:
         click.echo(text)
 
 
-@click.group()
-@click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("-v", "--verbose", count=True, help="-v for INFO logs, -vv for DEBUG.")
+def _version_text() -> str:
+    import confluent_kafka
+
+    return (
+        f"streamproc {metadata.version('streamproc')} (confluent-kafka {metadata.version('confluent-kafka')}, "
+        f"librdkafka {confluent_kafka.libversion()[0]})"
+    )
+
+
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        click.echo(_version_text())
+        ctx.exit()
+
+
+def _configure_logging(verbose: int) -> None:
+    """WARNING and up by default; ``-v``: streamproc's DEBUG lines and librdkafka's log; ``-vv``: every library's."""
+    from streamproc.kafka.clients import LIBRDKAFKA_LOG
+
+    logging.basicConfig(
+        level=logging.DEBUG if verbose >= 2 else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    logging.getLogger("streamproc").setLevel(logging.DEBUG if verbose else logging.WARNING)
+    # librdkafka reports every failed connection attempt at ERROR: useful when asked for, noise otherwise, since
+    # the error that ends the command already names the address and the cause.
+    LIBRDKAFKA_LOG.setLevel(logging.DEBUG if verbose else logging.CRITICAL + 1)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Print the versions of streamproc, confluent-kafka and librdkafka, and exit.",
+)
+@click.option(
+    "--output",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text for people; json for scripts (results and errors as JSON objects on stdout).",
+)
+@click.option(
+    "-v", "--verbose", count=True, help="Debug logs and librdkafka's own log on stderr; -vv adds other libraries'."
+)
 def main(output: str, verbose: int) -> None:
     """streamproc: Kafka Streams semantics as bounded batch jobs."""
-    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    _configure_logging(verbose)
 
 
 # ---------------------------------------------------------------------------------------------------- conformance
@@ -75,23 +166,40 @@ def conformance_run(scenario_file: Path) -> None:
 # ----------------------------------------------------------------------------------------------- plan / fetch
 def _client_config(bootstrap: str, settings: tuple[str, ...]) -> dict[str, object]:
     """``bootstrap.servers`` plus ``-X key=value`` client settings (security, timeouts), as librdkafka names them."""
-    config: dict[str, object] = {"bootstrap.servers": bootstrap}
+    from streamproc.kafka import clients
+
+    parsed: dict[str, object] = {}
     for item in settings:
         key, sep, value = item.partition("=")
-        if not sep or not key:
+        if not sep or not key.strip():
             raise ConfigError(f"-X takes key=value (a librdkafka setting), not '{item}'")
-        config[key.strip()] = value.strip()
-    return config
+        parsed[key.strip()] = value.strip()
+    return clients.client_config(bootstrap, parsed)
+
+
+def _read_text(path: Path, option: str) -> str:
+    """An input file's text; one that is not UTF-8 is named with the option that gave it."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{option} {path}: not UTF-8 text (byte {exc.start}); give a text file") from exc
+    except OSError as exc:  # an error while reading (EIO) carries no file name; the one-line error needs it
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
 
 
 _bootstrap_option = click.option(
     "--bootstrap",
     envvar="STREAMPROC_BOOTSTRAP",
     required=True,
+    metavar="HOST:PORT[,…]",
     help="Kafka bootstrap servers (env STREAMPROC_BOOTSTRAP).",
 )
 _client_setting_option = click.option(
-    "-X", "client_settings", multiple=True, metavar="KEY=VALUE", help="Extra Kafka client setting; repeatable."
+    "-X",
+    "client_settings",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A librdkafka client setting (security.protocol=SSL, sasl.mechanism=…); repeatable.",
 )
 
 
@@ -118,12 +226,26 @@ _client_setting_option = click.option(
 @click.option("--end-offset", type=int, help="End every partition at this offset (default: latest).")
 @click.option("--end-datetime", help="End before the first record at or after this instant.")
 @click.option("--end-by-duration", help="End this ISO-8601 duration before now.")
-@click.option("--on-data-loss", type=click.Choice(["fail", "clamp"]), default="fail", show_default=True)
+@click.option(
+    "--on-data-loss",
+    type=click.Choice(["fail", "clamp"]),
+    default="fail",
+    show_default=True,
+    help="A start before the log start: fail (name the lost offsets) or clamp to the log start, as the reset tool.",
+)
 @click.option(
     "--processing-guarantee",
     type=click.Choice(["at_least_once", "exactly_once_v2"]),
     default="at_least_once",
     show_default=True,
+    help="The application's processing.guarantee: exactly_once_v2 reads read_committed.",
+)
+@click.option(
+    "--auto-offset-reset",
+    type=click.Choice(["earliest", "latest", "none"]),
+    default="earliest",
+    show_default=True,
+    help="The application's auto.offset.reset, for partitions without a committed offset.",
 )
 @click.option(
     "--isolation-level",
@@ -131,14 +253,15 @@ _client_setting_option = click.option(
     help="The consumer's isolation.level (default: what --processing-guarantee implies; exactly_once_v2 forces "
     "read_committed).",
 )
-@click.option("--auto-offset-reset", type=click.Choice(["earliest", "latest", "none"]), default="earliest")
 @click.option(
     "--state-dir",
     type=click.Path(file_okay=False, path_type=Path),
     help="The application's state.dir for the batch: task checkpoints there decide where restores start.",
 )
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the plan JSON here.")
-@click.option("--dry-run", is_flag=True, help="Print the plan as a table and stop.")
+@click.option(
+    "--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the plan JSON here (also with --dry-run)."
+)
+@click.option("--dry-run", is_flag=True, help="Print the plan (a table, or JSON with --output json) and stop.")
 @click.pass_context
 @catch_errors
 def plan_command(
@@ -184,7 +307,7 @@ def plan_command(
     if shift_by is not None:
         starts.append(cs.ShiftByStart(shift_by))
     if from_file is not None:
-        starts.append(cs.FromFileStart(from_file.read_text(encoding="utf-8"), file_name=str(from_file)))
+        starts.append(cs.FromFileStart(_read_text(from_file, "--from-file"), file_name=str(from_file)))
     ends: list[cs.EndSpec] = []
     if end_offset is not None:
         ends.append(cs.ToOffsetEnd(offset=end_offset))
@@ -201,7 +324,7 @@ def plan_command(
         end=ends[0] if ends else cs.LatestEnd(),
         start_policy=cs.StartPolicy.from_on_data_loss(on_data_loss),
     )
-    topology = topology_file.read_text(encoding="utf-8") if topology_file else None
+    topology = _read_text(topology_file, "--topology") if topology_file else None
     run_plan = plan_run(
         _client_config(bootstrap, client_settings),
         application_id,
@@ -213,10 +336,11 @@ def plan_command(
         state_dir=state_dir,
         isolation_level=isolation_level,
     )
-    if out is not None and not dry_run:
+    if out is not None:
         run_plan.write(out)
     if dry_run or out is None:
-        emit(ctx, run_plan.to_dict(), run_plan.report())
+        written = f"\n\nPlan written to {out}" if out is not None else ""
+        emit(ctx, run_plan.to_dict(), run_plan.report() + written)
     else:
         emit(ctx, {"plan": str(out)}, f"Plan written to {out}\n\n{run_plan.report()}")
 
@@ -245,7 +369,13 @@ def _store_options(s3_connect_timeout: float | None, s3_read_timeout: float | No
 @main.command("fetch")
 @_bootstrap_option
 @_client_setting_option
-@click.option("--plan", "plan_file", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--plan",
+    "plan_file",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The plan JSON written by `streamproc plan --out`.",
+)
 @click.option(
     "--store", "store_uri", required=True, help="Staging location: a directory, file://… or s3://bucket/prefix."
 )
@@ -273,6 +403,7 @@ def fetch_command(
 ) -> None:
     """Copy every planned range to the staging store as proved segments (idempotent, resumable)."""
     from streamproc.fetch import fetch_ranges, planned_ranges
+    from streamproc.kafka import clients
     from streamproc.plan.cluster_snapshot import IsolationLevel
     from streamproc.plan.run_plan import RunPlan
     from streamproc.storage import load_store
@@ -280,11 +411,13 @@ def fetch_command(
     run_plan = RunPlan.read(plan_file)
     ranges = planned_ranges(run_plan)
     store_options = _store_options(s3_connect_timeout, s3_read_timeout, s3_max_attempts, store_uri)
+    client_config = _client_config(bootstrap, client_settings)
+    clients.admin(client_config)  # an unreachable cluster is one error now, not one per range after their timeouts
     if processes == 0:
         large = sum(r.end - r.start for r in ranges) >= 500_000
         processes = min(os.cpu_count() or 1, len(ranges)) if large else 1
     results = fetch_ranges(
-        _client_config(bootstrap, client_settings),
+        client_config,
         load_store(store_uri, **store_options),
         ranges,
         isolation=IsolationLevel(run_plan.isolation_level),
@@ -304,8 +437,9 @@ def fetch_command(
         }
         for r in results
     ]
+    width = max([40, *(len(str(row["partition"])) for row in rows)])
     text = "\n".join(
-        f"{row['partition']:<40} [{row['start']}, {row['end']}): {row['records']} records, "
+        f"{row['partition']:<{width}} [{row['start']}, {row['end']}): {row['records']} records, "
         f"{row['segments_written']} segment(s) written, {row['segments_already_complete']} already staged"
         for row in rows
     )
@@ -374,7 +508,7 @@ _workdir_option = click.option(
     "--workdir",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Where the service keeps its data, log and PID (default: ~/.cache/streamproc/run/<service>).",
+    help="Where the service keeps its data, log and PID [default: ~/.cache/streamproc/run/<service>].",
 )
 
 
@@ -384,12 +518,14 @@ def broker() -> None:
 
 
 @broker.command("fetch")
+@click.pass_context
 @catch_errors
-def broker_fetch() -> None:
+def broker_fetch(ctx: click.Context) -> None:
     """Copy the broker jars into the cache (once)."""
     from streamproc.dev import broker as kafka_broker
 
-    click.echo(f"Kafka jars in {kafka_broker.fetch()}")
+    libs = kafka_broker.fetch()
+    emit(ctx, {"libs": str(libs)}, f"Kafka jars in {libs}")
 
 
 @broker.command("start")
@@ -415,23 +551,32 @@ def broker_start(ctx: click.Context, workdir: Path | None, fresh: bool) -> None:
 
 @broker.command("stop")
 @_workdir_option
+@click.pass_context
 @catch_errors
-def broker_stop(workdir: Path | None) -> None:
+def broker_stop(ctx: click.Context, workdir: Path | None) -> None:
     """Stop the broker started from the work directory, by its PID."""
     from streamproc.dev import broker as kafka_broker
 
     workdir = workdir or _default_workdir("broker")
-    click.echo("Stopped" if kafka_broker.stop(workdir) else f"No broker running from {workdir}")
+    stopped = kafka_broker.stop(workdir)
+    emit(
+        ctx,
+        {"workdir": str(workdir), "stopped": stopped},
+        "Stopped" if stopped else f"No broker running from {workdir}",
+    )
 
 
 @broker.command("status")
 @_workdir_option
+@click.pass_context
 @catch_errors
-def broker_status(workdir: Path | None) -> None:
+def broker_status(ctx: click.Context, workdir: Path | None) -> None:
     """Say whether the broker runs and answers."""
     from streamproc.dev import broker as kafka_broker
 
-    click.echo(kafka_broker.status(workdir or _default_workdir("broker")))
+    workdir = workdir or _default_workdir("broker")
+    status = kafka_broker.status(workdir)
+    emit(ctx, {"workdir": str(workdir), "status": status}, status)
 
 
 @dev.group()
@@ -440,12 +585,14 @@ def s3() -> None:
 
 
 @s3.command("fetch")
+@click.pass_context
 @catch_errors
-def s3_fetch() -> None:
+def s3_fetch(ctx: click.Context) -> None:
     """Build the MinIO binary into the cache (once)."""
     from streamproc.dev import s3 as minio
 
-    click.echo(f"MinIO at {minio.fetch()}")
+    binary = minio.fetch()
+    emit(ctx, {"binary": str(binary)}, f"MinIO at {binary}")
 
 
 @s3.command("start")
@@ -466,23 +613,30 @@ def s3_start(ctx: click.Context, workdir: Path | None) -> None:
 
 @s3.command("stop")
 @_workdir_option
+@click.pass_context
 @catch_errors
-def s3_stop(workdir: Path | None) -> None:
+def s3_stop(ctx: click.Context, workdir: Path | None) -> None:
     """Stop MinIO by its PID."""
     from streamproc.dev import s3 as minio
 
     workdir = workdir or _default_workdir("s3")
-    click.echo("Stopped" if minio.stop(workdir) else f"No MinIO running from {workdir}")
+    stopped = minio.stop(workdir)
+    emit(
+        ctx, {"workdir": str(workdir), "stopped": stopped}, "Stopped" if stopped else f"No MinIO running from {workdir}"
+    )
 
 
 @s3.command("status")
 @_workdir_option
+@click.pass_context
 @catch_errors
-def s3_status(workdir: Path | None) -> None:
+def s3_status(ctx: click.Context, workdir: Path | None) -> None:
     """Say whether MinIO runs and is live."""
     from streamproc.dev import s3 as minio
 
-    click.echo(minio.status(workdir or _default_workdir("s3")))
+    workdir = workdir or _default_workdir("s3")
+    status = minio.status(workdir)
+    emit(ctx, {"workdir": str(workdir), "status": status}, status)
 
 
 if __name__ == "__main__":

@@ -113,3 +113,15 @@ class PunctuationError(ProcessingError):
         self.kafka_exception = kafka_exception
         self.processor = processor
         super().__init__(kafka_message, task_id=task_id)
+
+
+class KafkaUnavailableError(StreamprocError):
+    """The Kafka cluster at the bootstrap address cannot be reached (refused, unresolvable, silent, TLS/SASL)."""
+
+    def __init__(self, bootstrap: str, cause: str) -> None:
+        self.bootstrap = bootstrap
+        self.cause = cause
+        super().__init__(
+            f"cannot reach the Kafka cluster at {bootstrap}: {cause}; check --bootstrap (and -X security "
+            "settings) and that the brokers are up"
+        )

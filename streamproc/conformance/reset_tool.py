@@ -140,9 +140,9 @@ class _Run:
         self.prefix = f"rt-{uuid.uuid4().hex[:12]}-"
 
     def answer(self) -> dict[str, Any]:
-        from confluent_kafka.admin import AdminClient
+        from streamproc.kafka import clients
 
-        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        admin = clients.admin({"bootstrap.servers": self.bootstrap})
         topics = [self.prefix + name for name in self.spec["topics"]]
         try:
             self._build(admin)
@@ -167,13 +167,15 @@ class _Run:
         }
 
     def _build(self, admin: Any) -> None:
-        from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
         from confluent_kafka.admin import NewTopic
+
+        from streamproc.kafka import clients
 
         new = [NewTopic(self.prefix + n, len(t["partitions"]), 1) for n, t in self.spec["topics"].items()]
         for future in admin.create_topics(new).values():
             future.result(timeout=30)
-        producer = Producer({"bootstrap.servers": self.bootstrap, "enable.idempotence": True})
+        producer = clients.producer({"bootstrap.servers": self.bootstrap}, **{"enable.idempotence": True})
         cuts = []
         for name, topic in self.spec["topics"].items():
             for p, part in topic["partitions"].items():

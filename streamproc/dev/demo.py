@@ -34,11 +34,11 @@ def ensure_broker(workdir: Path) -> ServiceHandle:
 
 def seed(bootstrap: str) -> Counter[int]:
     """Create ``demo-orders`` afresh and produce keyed records with slightly out-of-order timestamps."""
-    from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient
     from confluent_kafka.cimpl import NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    from streamproc.kafka import clients
+
+    admin = clients.admin({"bootstrap.servers": bootstrap})
     if TOPIC in admin.list_topics(timeout=10).topics:
         for future in admin.delete_topics([TOPIC]).values():
             future.result(timeout=30)
@@ -57,8 +57,9 @@ def seed(bootstrap: str) -> Counter[int]:
     rng = random.Random(42)
     # murmur2_random is the Java client's partitioner; librdkafka's default (crc32) would place keys differently
     # from a Kafka Streams producer and break co-partitioning with anything Java wrote.
-    producer = Producer(
-        {"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 20, "partitioner": "murmur2_random"}
+    producer = clients.producer(
+        {"bootstrap.servers": bootstrap},
+        **{"enable.idempotence": True, "linger.ms": 20, "partitioner": "murmur2_random"},
     )
     per_partition: Counter[int] = Counter()
 

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from streamproc.errors import PlanError
+from streamproc.kafka import clients as kafka_clients
 from streamproc.plan.cluster_snapshot import (
     ApplicationSpec,
     ClusterSnapshot,
@@ -51,9 +52,7 @@ _GROUP_STATES = {
 
 
 def _admin(client_config: Mapping[str, object]) -> Any:
-    from confluent_kafka.admin import AdminClient
-
-    return AdminClient(dict(client_config))
+    return kafka_clients.admin(client_config)
 
 
 def _result(future: Any, what: str) -> Any:

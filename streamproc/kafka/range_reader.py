@@ -18,6 +18,7 @@ from typing import Any
 
 from streamproc.engine.records import ConsumerRecord, TimestampType
 from streamproc.errors import ConfigError, FetchError
+from streamproc.kafka import clients as kafka_clients
 
 log = logging.getLogger(__name__)
 
@@ -136,18 +137,21 @@ class RangeReader:
         self.evidence = RangeEvidence(topic, partition, start, end, isolation_level)
 
     def _consumer(self) -> Any:
-        from confluent_kafka import Consumer
-
         config = {
             "group.id": "streamproc-range-reader",  # required by the client; never joined: we assign(), never commit
             **self._config,
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-            "enable.partition.eof": True,
-            "auto.offset.reset": "error",
-            "isolation.level": self.evidence.isolation_level,
         }
-        return Consumer(config)
+        return kafka_clients.consumer(
+            config,
+            topic=self.evidence.topic,
+            **{
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "enable.partition.eof": True,
+                "auto.offset.reset": "error",
+                "isolation.level": self.evidence.isolation_level,
+            },
+        )
 
     def records(self) -> Iterator[RawRecord]:
         """Yield the range's records in offset order; on return, ``evidence`` says how ``end`` was reached."""

@@ -394,10 +394,12 @@ class RunPlan:
         """The ``--dry-run`` table: ranges, tasks and every hand-off action the run would take."""
         lines = [f"Plan for application '{self.application_id}' ({self.isolation_level}; start {self.start_mode}, "
                  f"end {self.end_mode}, start policy {self.start_policy})", ""]  # fmt: skip
-        lines.append(f"{'PARTITION':<40} {'START':>12} {'END':>12} {'MAX-RECORDS':>12}  NOTES")
+        # As wide as the longest name: a DSL app's internal topics run past 70 characters.
+        width = max([40, *(len(r.name) for r in self.ranges)])
+        lines.append(f"{'PARTITION':<{width}} {'START':>12} {'END':>12} {'MAX-RECORDS':>12}  NOTES")
         for r in self.ranges:
             notes = ", ".join(str(n.get("code")) for n in r.notes)
-            lines.append(f"{r.name:<40} {r.start:>12} {r.end:>12} {r.end - r.start:>12}  {notes}".rstrip())
+            lines.append(f"{r.name:<{width}} {r.start:>12} {r.end:>12} {r.end - r.start:>12}  {notes}".rstrip())
         lines.append(f"{len(self.ranges)} partition(s), at most {sum(r.end - r.start for r in self.ranges)} records")
         if self.tasks:
             lines += ["", f"{'TASK':<8} SOURCE PARTITIONS / STORES"]

@@ -111,7 +111,7 @@ def test_plan_refuses_a_bad_request_and_an_unreadable_plan_with_one_line(
 
     code, text = run("plan", "--bootstrap", kafka_broker, "--application-id", unique("app"), "--input-topic", topic,
                      "--by-duration", "six hours")  # fmt: skip
-    assert code == 1 and text.startswith("Error: ") and "six hours" in text
+    assert code == 1 and text.startswith("error: ") and "six hours" in text
 
     bad = tmp_path / "plan.json"
     bad.write_text('{"format": "streamproc-run-plan", "version": 1}')
