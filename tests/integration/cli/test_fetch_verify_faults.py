@@ -48,9 +48,9 @@ def invoke(*args: str) -> tuple[int, str]:
 
 
 def one_error_line(stderr: str) -> str:
-    """The whole of stderr is one ``Error: …`` line (no traceback, no retry chatter)."""
+    """The whole of stderr is one ``error: …`` line (no traceback, no retry chatter)."""
     lines = [line for line in stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("Error: "), stderr
+    assert len(lines) == 1 and lines[0].startswith("error: "), stderr
     return lines[0]
 
 

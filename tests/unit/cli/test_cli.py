@@ -123,11 +123,16 @@ def test_a_plan_that_is_not_a_plan_is_one_line(tmp_path: Path) -> None:
     assert error["error"] == "PlanError" and "missing field 'ranges'" in error["message"]
 
 
-def test_verify_an_empty_store_in_text_and_json(tmp_path: Path) -> None:
+def test_verify_an_empty_store_fails_in_text_and_json(tmp_path: Path) -> None:
     result = run("verify", "--store", str(tmp_path))
-    assert result.exit_code == 0 and result.stdout == "0 of 0 segment(s) verified\n"
+    assert result.exit_code == 1 and result.stdout.startswith("0 of 0 segment(s) verified\n")
+    assert "no staged segment here" in result.stdout
     result = run("--output", "json", "verify", "--store", str(tmp_path))
-    assert json.loads(result.stdout) == {"problems": [], "segments_checked": 0, "segments_ok": 0}
+    report = json.loads(result.stdout)
+    assert result.exit_code == 1 and report["segments_checked"] == 0 and report["segments_ok"] == 0
+    assert [p["problem"] for p in report["problems"]] == [
+        "no staged segment here: nothing was fetched to this store, or the URI is wrong"
+    ]
 
 
 def test_verify_refuses_an_unknown_storage_scheme() -> None:
