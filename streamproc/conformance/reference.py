@@ -2,10 +2,11 @@
 
 streamproc copies three things from Kafka bit for bit: ``java.util.PriorityQueue``'s heap (tie order, PG-4),
 Kafka's ``murmur2`` and default partitioner, and ``TopologyTestDriver``'s outputs. Their reference values are not
-literals pasted into the tests: the tests generate inputs from fixed seeds (:func:`reference_request`), ask the oracle project
-(``java -jar conformance/target/streamproc-oracle.jar reference REQUEST.json``, ``ReferenceRunner``: a real
-``java.util.PriorityQueue``, ``Utils.murmur2``/``BuiltInPartitioner.partitionForKey`` of kafka-clients 4.2.2, the
-``TopologyTestDriver`` of kafka-streams-test-utils 4.2.2) and compare streamproc's answers with Java's
+literals pasted into the tests: the tests generate inputs from fixed seeds (:func:`reference_request`), ask the
+oracle project (``java -jar conformance/target/streamproc-oracle.jar reference REQUEST.json``,
+``ReferenceRunner``: a real ``java.util.PriorityQueue``, ``Utils.murmur2``/``BuiltInPartitioner.partitionForKey``
+of kafka-clients 4.2.2, the ``TopologyTestDriver`` of kafka-streams-test-utils 4.2.2) and compare streamproc's
+answers with Java's
 (``tests/integration/conformance/test_reference_*.py``). A different seed list gives different cases; the same seeds
 always give the same ones.
 """
@@ -176,7 +177,9 @@ def run_reference(body: dict[str, Any]) -> dict[str, Any]:
     try:
         answer = json.loads(proc.stdout)
     except json.JSONDecodeError as exc:
-        raise OracleError(f"oracle reference: no JSON on stdout (exit {proc.returncode}):\n{proc.stderr[-4000:]}") from exc
+        raise OracleError(
+            f"oracle reference: no JSON on stdout (exit {proc.returncode}):\n{proc.stderr[-4000:]}"
+        ) from exc
     if proc.returncode != 0 or not isinstance(answer, dict) or "oracle_error" in answer:
         raise OracleError(f"oracle reference failed (exit {proc.returncode}): {answer!r:.2000}\n{proc.stderr[-4000:]}")
     return answer
