@@ -1,7 +1,8 @@
 """Reference values for streamproc's reproductions of Java and Kafka classes, computed by those classes at test time.
 
-streamproc copies three things from Kafka bit for bit: ``java.util.PriorityQueue``'s heap (tie order, PG-4),
-Kafka's ``murmur2`` and default partitioner, and ``TopologyTestDriver``'s outputs. Their reference values are not
+streamproc copies these from Java and Kafka bit for bit: ``java.util.PriorityQueue``'s heap (tie order, PG-4),
+Kafka's ``murmur2`` and default partitioner, the String serdes on malformed text, and ``TopologyTestDriver``'s
+outputs. Their reference values are not
 literals pasted into the tests: the tests generate inputs from fixed seeds (:func:`reference_request`), ask the
 oracle project (``java -jar conformance/target/streamproc-oracle.jar reference REQUEST.json``,
 ``ReferenceRunner``: a real ``java.util.PriorityQueue``, ``Utils.murmur2``/``BuiltInPartitioner.partitionForKey``
@@ -13,6 +14,7 @@ always give the same ones.
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import shutil
@@ -25,6 +27,7 @@ from streamproc.conformance.oracle import JVM_OPTIONS, OracleError, ensure_oracl
 
 PRIORITY_QUEUE_SEEDS = range(1, 61)
 MURMUR2_SEED = 2026
+STRINGS_SEED = 4242
 TEST_DRIVER_SEEDS = range(1, 9)
 #: Partition counts every key is placed for: small, prime, even, large, and ``Integer.MAX_VALUE``.
 PARTITION_COUNTS = (1, 2, 3, 5, 6, 7, 12, 100, 2**31 - 1)
@@ -87,6 +90,24 @@ def murmur2_keys(seed: int = MURMUR2_SEED) -> list[dict[str, Any]]:
         specials = [bounds[0], bounds[1], 0, 1, -1, 42]
         keys.extend({"type": kind, "value": v} for v in [*specials, *(rng.randint(*bounds) for _ in range(30))])
     return keys
+
+
+def string_inputs(seed: int = STRINGS_SEED) -> dict[str, list[Any]]:
+    """Byte sequences for ``StringDeserializer`` (valid and malformed UTF-8: stray continuation bytes, truncated and
+    overlong sequences, encoded surrogates, code points past U+10FFFF; random ones drawn from ``seed``, then every
+    sequence of up to three edge bytes) and strings for ``StringSerializer`` as UTF-16 code units (unpaired
+    surrogates included)."""
+    rng = random.Random(seed)
+    pieces = [b"a", b"\xc3\xa4", b"\xe2\x82\xac", b"\xf0\x9f\x98\x80", b"\xff", b"\x80", b"\xc0\xaf", b"\xe2\x82",
+              b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xf0\x9f\x98", b"\xc3", b"\xf8\x88\x80\x80\x80"]  # fmt: skip
+    decode = [b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 6))).hex() for _ in range(200)]
+    decode += [rng.randbytes(rng.randint(1, 12)).hex() for _ in range(100)]
+    # every 1-3 byte sequence over the bytes where decoders disagree (leads, continuation bounds, ASCII)
+    edges = [0x41, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC2, 0xE0, 0xED, 0xEF, 0xF0, 0xF4, 0xF5, 0xFF]
+    decode += [bytes(c).hex() for n in (1, 2, 3) for c in itertools.product(edges, repeat=n)]
+    units = [0x61, 0xE4, 0x20AC, 0xD83D, 0xDE00, 0xD800, 0xDFFF, 0x0, 0xFFFF]
+    encode = [[rng.choice(units) for _ in range(rng.randint(0, 6))] for _ in range(200)]
+    return {"decode": decode, "encode": encode}
 
 
 def driver_program_inputs(seed: int) -> dict[str, Any]:
@@ -154,6 +175,7 @@ def reference_request() -> dict[str, Any]:
     return {
         "priority_queue": priority_queue_traces(),
         "murmur2": {"partition_counts": list(PARTITION_COUNTS), "keys": murmur2_keys()},
+        "strings": string_inputs(),
         "test_driver": [driver_program_inputs(seed) for seed in TEST_DRIVER_SEEDS],
     }
 

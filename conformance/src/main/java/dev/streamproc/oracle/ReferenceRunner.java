@@ -15,6 +15,7 @@ import java.util.PriorityQueue;
 import org.apache.kafka.clients.producer.internals.BuiltInPartitioner;
 import org.apache.kafka.common.serialization.IntegerSerializer;
 import org.apache.kafka.common.serialization.LongSerializer;
+import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.common.utils.Utils;
 
@@ -38,6 +39,10 @@ import org.apache.kafka.common.utils.Utils;
  *   "value": ...}]}}: each key serialized by Kafka's serializer ({@code bytes}: hex, as is), then
  *   {@code Utils.murmur2} and {@code BuiltInPartitioner.partitionForKey} for each count. Answer per key:
  *   {@code serialized} (hex), {@code murmur2}, {@code partitions}.</li>
+ *   <li>{@code strings}: {@code {"decode": [hex...], "encode": [[UTF-16 code units]...]}}: Kafka's
+ *   {@code StringDeserializer} on each byte sequence (malformed UTF-8 included) and {@code StringSerializer} on each
+ *   string (unpaired surrogates included). Answer: {@code decoded} (the UTF-16 code units of each result) and
+ *   {@code encoded} (hex).</li>
  *   <li>{@code test_driver}: a list of inputs (one per seed) for the programs of {@link TestDriverRunner} on Kafka's
  *   own {@code TopologyTestDriver}; answer: the list of their outputs.</li>
  * </ul>
@@ -63,6 +68,9 @@ final class ReferenceRunner {
             }
             if (request.has("murmur2")) {
                 out.set("murmur2", murmur2(request.get("murmur2")));
+            }
+            if (request.has("strings")) {
+                out.set("strings", strings(request.get("strings")));
             }
             if (request.has("test_driver")) {
                 out.set("test_driver", TestDriverRunner.runAll(request.get("test_driver")));
@@ -151,6 +159,28 @@ final class ReferenceRunner {
             }
         }
         return answers;
+    }
+
+    static ObjectNode strings(final JsonNode request) {
+        final ObjectNode answer = Main.MAPPER.createObjectNode();
+        try (StringSerializer serializer = new StringSerializer();
+             StringDeserializer deserializer = new StringDeserializer()) {
+            final ArrayNode decoded = answer.putArray("decoded");
+            for (final JsonNode hex : request.get("decode")) {
+                final String text = deserializer.deserialize("t", HexFormat.of().parseHex(hex.asText()));
+                final ArrayNode units = decoded.addArray();
+                text.chars().forEach(units::add);
+            }
+            final ArrayNode encoded = answer.putArray("encoded");
+            for (final JsonNode units : request.get("encode")) {
+                final char[] chars = new char[units.size()];
+                for (int i = 0; i < chars.length; i++) {
+                    chars[i] = (char) units.get(i).asInt();
+                }
+                encoded.add(HexFormat.of().formatHex(serializer.serialize("t", new String(chars))));
+            }
+        }
+        return answer;
     }
 
     static String utf8(final byte[] bytes) {
