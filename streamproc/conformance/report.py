@@ -23,11 +23,15 @@ fill the Kafka Streams column of those rows, which the task-level oracle cannot 
 start is one of the reset tool's scenarios get Kafka's reset tool as their oracle (:func:`run_reset_tool_oracle`,
 ``streamproc.conformance.reset_tool``): the range starts must be the offsets ``StreamsResetter --dry-run`` prints.
 
-A row's ``status`` is ``pass`` only when streamproc's result equals Kafka Streams' on that scenario. Where Kafka
-Streams did not run (no oracle mode for the kind, an uncovered state operation, no application-level runner yet)
-the row is ``pending`` with a reason, never ``pass``, even when streamproc agrees with the scenario's ``expected``;
-a disagreement with ``expected`` there is a ``fail``. The exit status is 1 when any row failed, 2 when the oracle
-itself could not run, 0 otherwise.
+A row's ``status`` is ``pass`` only when streamproc's result equals Kafka Streams' on the whole scenario. Where
+Kafka Streams answered only part of it (the reset tool: a plan's starts; a live topology: everything but
+``stages``; :mod:`streamproc.conformance.coverage`) the row is ``partial``: equal to Kafka on what Kafka answered,
+equal to ``expected`` on the rest, and the row lists both. Where Kafka Streams did not run (no oracle mode for the
+kind, an uncovered state operation, no application-level runner yet) the row is ``pending`` with a reason, never
+``pass``, even when streamproc agrees with the scenario's ``expected``. Any disagreement anywhere is a ``fail``.
+Scenarios whose ``expected`` holds parts written from streamproc's own output (``expected_source``) are labelled
+``snapshot``. The totals count partial and snapshot rows apart. The exit status is 1 when any row failed, 2 when
+the oracle itself could not run, 0 otherwise.
 
 The comparison rules for Kafka Streams' results (prefix and simple-class-name rules of ``error`` blocks) live with
 the oracle wrapper, ``streamproc/conformance/oracle.py``:
@@ -55,8 +59,17 @@ from types import ModuleType
 from typing import Any
 
 from streamproc.conformance import run_scenario as run_streamproc_scenario
+from streamproc.conformance.coverage import (
+    PLANNING_INFORMATIONAL,
+    Snapshot,
+    kafka_answered,
+    only_expected_differences,
+    result_parts,
+    snapshot_of,
+)
 from streamproc.conformance.oracle import JVM_OPTIONS, READS_WALL_CLOCK
 from streamproc.conformance.topology import compare as compare_topology
+from streamproc.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +85,7 @@ PENDING = "pending"
 ERROR = "error"
 # Row statuses.
 STATUS_PASS = "pass"
+STATUS_PARTIAL = "partial"
 STATUS_FAIL = "fail"
 STATUS_PENDING = "pending"
 
@@ -86,9 +100,7 @@ DEFAULT_APP_WORKERS = 4
 # Kinds the task-level oracle answers (``Main#commandForKind`` in conformance/).
 ORACLE_KINDS = frozenset({"ordering", "state"})
 # Informational fields of planning expectations (not compared; see tests/unit/conformance/test_planning_scenarios).
-_PLANNING_INFORMATIONAL = frozenset(
-    {"reference_tool_output", "kafka_exception", "kafka_streams_would", "kafka_reference"}
-)
+_PLANNING_INFORMATIONAL = PLANNING_INFORMATIONAL
 _ORACLE_TIMEOUT_S = 1800
 
 
@@ -131,6 +143,12 @@ class Row:
     differences: tuple[str, ...]
     #: streamproc's result is one of the application-level results (``None``: not run or not comparable)
     streamproc_in_kafka_streams_app_set: bool | None = None
+    #: the parts of ``expected`` Kafka Streams answered (and streamproc was compared with Kafka on)
+    answered_by_kafka_streams: tuple[str, ...] = ()
+    #: the parts of ``expected`` no oracle answered: streamproc was compared with ``expected`` there
+    only_expected: tuple[str, ...] = ()
+    #: the parts of ``expected`` written from streamproc's own output (``expected_source``), if any
+    snapshot: Snapshot | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -147,6 +165,9 @@ class Row:
             "status": self.status,
             "differences": list(self.differences),
             "streamproc_in_kafka_streams_app_set": self.streamproc_in_kafka_streams_app_set,
+            "answered_by_kafka_streams": list(self.answered_by_kafka_streams),
+            "only_expected": list(self.only_expected),
+            "snapshot": None if self.snapshot is None else self.snapshot.to_json(),
         }
 
 
@@ -303,15 +324,18 @@ def build_row(
     compare_kafka: Callable[[str, dict[str, Any], dict[str, Any]], list[str]] = compare_to_kafka_streams,
     compare_spec: Callable[[str, dict[str, Any], dict[str, Any]], list[str]] = compare_to_spec,
 ) -> Row:
-    """Decide one row: ``pass`` only when streamproc ran and equals a Kafka Streams result.
+    """Decide one row: ``pass`` only when streamproc ran and equals Kafka Streams on the whole result.
 
     - streamproc failed to run, or the oracle failed on a scenario it covers: ``fail`` (nothing was compared);
-    - Kafka Streams ran: ``pass`` when streamproc equals it, else ``fail``;
+    - Kafka Streams ran: ``fail`` when streamproc differs from it; where it answered only part of the result
+      (:mod:`streamproc.conformance.coverage`), the other parts are compared with ``expected``: ``fail`` on a
+      difference there, else ``partial``; ``pass`` when Kafka answered everything and streamproc equals it;
     - Kafka Streams did not run (pending): ``fail`` when streamproc differs from ``expected``, else ``pending``.
 
     ``spec_matches_kafka_streams`` is informational (a difference there is a finding for FINDINGS.md, not a
     failure of streamproc). When the application-level oracle ran (and the scenario does not read the real wall
-    clock), streamproc's result must also be a member of its set of results, else the row fails.
+    clock), streamproc's result must also be a member of its set of results, else the row fails. A scenario's
+    ``expected_source`` labels the row ``snapshot`` (its status is decided the same way).
     """
     kind = str(scenario.get("kind"))
     expected = scenario.get("expected") if isinstance(scenario.get("expected"), dict) else None
@@ -319,8 +343,20 @@ def build_row(
     sp_ks: bool | None = None
     spec_ks: bool | None = None
     sp_spec: bool | None = None
+    snapshot: Snapshot | None = None
+    try:
+        snapshot = snapshot_of(scenario)
+    except ConfigError as exc:
+        differences.append(str(exc))
     kafka = kafka_streams_task.result if kafka_streams_task.status == RAN else None
+    expected_parts = result_parts(kind, expected)
+    answered: tuple[str, ...] = ()
+    only_expected: tuple[str, ...] = ()
+    if kafka is not None:
+        answered = kafka_answered(kind, kafka, expected_parts)
+        only_expected = tuple(p for p in expected_parts if p not in answered)
     if streamproc.status == RAN and streamproc.result is not None:
+        spec_diffs: list[str] = []
         if expected is not None:
             spec_diffs = compare_spec(kind, expected, streamproc.result)
             sp_spec = not spec_diffs
@@ -330,6 +366,13 @@ def build_row(
             ks_diffs = compare_kafka(kind, streamproc.result, kafka)
             sp_ks = not ks_diffs
             differences.extend(f"streamproc vs Kafka Streams: {d}" for d in ks_diffs)
+            if expected is not None and only_expected:
+                rest = (
+                    spec_diffs
+                    if not answered
+                    else only_expected_differences(kind, expected, streamproc.result, only_expected)
+                )
+                differences.extend(f"streamproc vs expected (Kafka Streams did not answer it): {d}" for d in rest)
     if kafka is not None and expected is not None:
         spec_ks = not compare_kafka(kind, expected, kafka)
     in_app_set: bool | None = None
@@ -350,12 +393,10 @@ def build_row(
     elif kafka_streams_app.status == ERROR:
         status = STATUS_FAIL
         differences.insert(0, f"the application-level Kafka Streams oracle failed: {kafka_streams_app.reason}")
-    elif in_app_set is False:
+    elif differences:
         status = STATUS_FAIL
     elif sp_ks is not None:
-        status = STATUS_PASS if sp_ks else STATUS_FAIL
-    elif sp_spec is False:
-        status = STATUS_FAIL
+        status = STATUS_PARTIAL if only_expected else STATUS_PASS
     else:
         status = STATUS_PENDING
     return Row(
@@ -372,6 +413,9 @@ def build_row(
         status=status,
         differences=tuple(differences),
         streamproc_in_kafka_streams_app_set=in_app_set,
+        answered_by_kafka_streams=answered,
+        only_expected=only_expected,
+        snapshot=snapshot,
     )
 
 
@@ -381,13 +425,15 @@ def exit_code(rows: Iterable[Row]) -> int:
 
 
 def totals(rows: Sequence[Row]) -> dict[str, int]:
-    """Counts for the summary: statuses, and how many scenarios each runner really covered."""
+    """Counts for the summary: statuses (partial apart from pass), snapshot rows, what each runner really covered."""
     by_status = Counter(row.status for row in rows)
     return {
         "scenarios": len(rows),
         "pass": by_status[STATUS_PASS],
+        "partial": by_status[STATUS_PARTIAL],
         "fail": by_status[STATUS_FAIL],
         "pending": by_status[STATUS_PENDING],
+        "snapshot": sum(row.snapshot is not None for row in rows),
         "kafka_streams_task_ran": sum(row.kafka_streams_task.status == RAN for row in rows),
         "kafka_streams_app_ran": sum(row.kafka_streams_app.status == RAN for row in rows),
         "streamproc_in_app_set": sum(row.streamproc_in_kafka_streams_app_set is True for row in rows),
@@ -621,6 +667,29 @@ def _cell(outcome: RunnerOutcome) -> str:
     return outcome.status if outcome.reason is None or outcome.status == RAN else f"{outcome.status}: {outcome.reason}"
 
 
+def summary_line(counts: dict[str, int]) -> str:
+    """``238 scenarios: 200 pass, 21 partial, 0 fail, 17 pending; 9 snapshot`` (``latest.md`` and the console)."""
+    return (
+        f"{counts['scenarios']} scenarios: {counts['pass']} pass, {counts['partial']} partial, {counts['fail']} fail, "
+        f"{counts['pending']} pending; {counts['snapshot']} snapshot"
+    )
+
+
+def _status_cell(row: Row) -> str:
+    status = f"**{row.status}**" if row.status == STATUS_FAIL else row.status
+    return status + (" (snapshot)" if row.snapshot is not None else "")
+
+
+def _compared_cell(row: Row) -> str:
+    """What streamproc was compared with: Kafka's parts, and the parts only ``expected`` answered."""
+    if row.kafka_streams_task.status != RAN:
+        return "expected" if row.streamproc_matches_spec is not None else "—"
+    if not row.only_expected:
+        return "Kafka Streams: all"
+    kafka = ", ".join(row.answered_by_kafka_streams) or "nothing"
+    return f"Kafka Streams: {kafka}; expected only: {', '.join(row.only_expected)}"
+
+
 def _flag(value: bool | None) -> str:
     return "—" if value is None else ("yes" if value else "**no**")
 
@@ -635,18 +704,21 @@ def render_markdown(rows: Sequence[Row], summary: dict[str, Any]) -> str:
         f"{summary['duration_s']:.1f} s (Kafka Streams oracle {summary['oracle_duration_s']:.1f} s, one JVM; "
         f"streamproc {summary['streamproc_duration_s']:.1f} s).",
         "",
-        f"**{counts['scenarios']} scenarios: {counts['pass']} pass (streamproc = Kafka Streams), {counts['fail']} "
-        f"fail, {counts['pending']} pending** (Kafka Streams did not run them; streamproc agrees with `expected`, "
-        "which is not counted as passing).",
+        f"**{summary_line(counts)}**",
         "",
+        "- pass: streamproc = Kafka Streams on the whole result. partial: Kafka Streams answered only some parts "
+        "(streamproc = Kafka there); streamproc = `expected` on the others (column *compared*). pending: Kafka "
+        "Streams did not run; streamproc = `expected`, not counted as passing. fail: any difference anywhere.",
+        "- snapshot: parts of the scenario's `expected` were written from streamproc's own output "
+        "(`expected_source`); they pin streamproc's behaviour, no oracle checked them.",
         f"- Kafka Streams task-level oracle ran {counts['kafka_streams_task_ran']}; application-level runner ran "
         f"{counts['kafka_streams_app_ran']}; streamproc ran {counts['streamproc_ran']}.",
         f"- streamproc = `expected`: {counts['streamproc_matches_spec']}; `expected` ≠ Kafka Streams: "
         f"{counts['spec_differs_from_kafka_streams']} (see conformance/FINDINGS.md).",
         "",
         "| scenario | kind | Kafka Streams (task) | Kafka Streams (app) | streamproc | streamproc = KS | spec = KS "
-        "| status |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| compared | status |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in rows:
         cells = [
@@ -657,7 +729,8 @@ def render_markdown(rows: Sequence[Row], summary: dict[str, Any]) -> str:
             _cell(row.streamproc),
             _flag(row.streamproc_matches_kafka_streams),
             _flag(row.spec_matches_kafka_streams),
-            f"**{row.status}**" if row.status == STATUS_FAIL else row.status,
+            _compared_cell(row),
+            _status_cell(row),
         ]
         lines.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
     failures = [row for row in rows if row.status == STATUS_FAIL]
@@ -666,6 +739,23 @@ def render_markdown(rows: Sequence[Row], summary: dict[str, Any]) -> str:
         for row in failures:
             lines.append(f"- `{row.scenario}`:")
             lines.extend(f"  - {d}".replace("\n", " ") for d in row.differences[:20])
+    partial = [row for row in rows if row.status == STATUS_PARTIAL]
+    if partial:
+        lines += ["", "## Partial rows", ""]
+        for row in partial:
+            lines.append(
+                f"- `{row.scenario}`: Kafka Streams answered {', '.join(row.answered_by_kafka_streams) or 'nothing'}; "
+                f"only `expected` answered {', '.join(row.only_expected)}"
+                + ("" if row.snapshot is None else f" (snapshot of streamproc: {', '.join(row.snapshot.parts)})")
+            )
+    snapshots = [row for row in rows if row.snapshot is not None]
+    if snapshots:
+        lines += ["", "## Snapshot scenarios", ""]
+        lines.extend(
+            f"- `{row.scenario}` ({row.status}): `expected` {', '.join(row.snapshot.parts)} from streamproc"
+            for row in snapshots
+            if row.snapshot is not None
+        )
     if counts["kafka_streams_app_ran"]:
         lines += [
             "",
@@ -788,10 +878,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             broker.stop(broker_dir)
             shutil.rmtree(broker_dir, ignore_errors=True)
     counts = totals(rows)
-    print(
-        f"{counts['scenarios']} scenarios: {counts['pass']} pass, {counts['fail']} fail, {counts['pending']} pending; "
-        f"results in {args.results / 'latest.md'}"
-    )
+    print(f"{summary_line(counts)}; results in {args.results / 'latest.md'}")
     for row in rows:
         if row.status == STATUS_FAIL:
             print(f"FAIL {row.scenario}: " + "; ".join(row.differences[:3]), file=sys.stderr)

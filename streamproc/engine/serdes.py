@@ -45,17 +45,16 @@ _JAVA_REPLACE = "streamproc.java-replace"
 
 def _java_replace(error: UnicodeError) -> tuple[str, int]:
     """Decode errors as ``new String(bytes, UTF_8)`` does: one U+FFFD per maximal malformed subpart, except that
-    an encoded surrogate (``ED A0..BF 80..BF``) is one malformed sequence in Java and three in Python."""
+    Java takes ``ED A0..BF`` (the start of an encoded surrogate) as one malformed sequence with its next byte when
+    that is a continuation byte (``ED A0..BF 80..BF``: one U+FFFD, Python gives three) and as one of two bytes
+    otherwise (Python gives two U+FFFD); checked against kafka-clients' ``StringDeserializer`` on seeded inputs by
+    ``tests/integration/conformance/test_reference_strings.py``."""
     if not isinstance(error, UnicodeDecodeError):
         raise error
     data, start = error.object, error.start
-    if (
-        start + 2 < len(data)
-        and data[start] == 0xED
-        and 0xA0 <= data[start + 1] <= 0xBF
-        and 0x80 <= data[start + 2] <= 0xBF
-    ):
-        return "\ufffd", start + 3
+    if start + 1 < len(data) and data[start] == 0xED and 0xA0 <= data[start + 1] <= 0xBF:
+        continued = start + 2 < len(data) and 0x80 <= data[start + 2] <= 0xBF
+        return "\ufffd", start + (3 if continued else 2)
     return "\ufffd", error.end
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from streamproc.conformance import report
+from streamproc.conformance.coverage import result_parts, snapshot_of
 from streamproc.conformance.report import (
     ERROR,
     EXIT_MISMATCH,
@@ -17,6 +18,7 @@ from streamproc.conformance.report import (
     PENDING,
     RAN,
     STATUS_FAIL,
+    STATUS_PARTIAL,
     STATUS_PASS,
     STATUS_PENDING,
     RunnerOutcome,
@@ -26,6 +28,8 @@ from streamproc.conformance.report import (
     exit_code,
     totals,
 )
+from streamproc.conformance.reset_tool import NOT_OBSERVABLE as RESET_TOOL_NOT_OBSERVABLE
+from streamproc.errors import ConfigError
 from tests.conftest import PROJECT_ROOT, SCENARIOS_DIR
 
 OWN = PROJECT_ROOT / "conformance" / "scenarios"
@@ -227,3 +231,198 @@ def test_report_exits_non_zero_when_streamproc_differs_from_expected(tmp_path: P
     document = json.loads((results / "latest.json").read_text(encoding="utf-8"))
     assert document["rows"][0]["status"] == STATUS_FAIL
     assert "## Failures" in (results / "latest.md").read_text(encoding="utf-8")
+
+
+# ----------------------------------------------------------------------------------- partial rows and snapshots
+
+PLANNING_OWN = OWN / "planning"
+TOPOLOGY_OWN = OWN / "topology"
+
+
+def reset_tool_answer(expected: dict[str, Any]) -> dict[str, Any]:
+    """What ``reset_tool.run_reset_tool`` answers for a plan: its starts only."""
+    starts = {tp: r["start"] for tp, r in expected["ranges"].items()}
+    return {"reset_tool_starts": starts, "not_observable": list(RESET_TOOL_NOT_OBSERVABLE)}
+
+
+def planning_own(name: str = "p36-earliest-two-topics") -> dict[str, Any]:
+    return load(PLANNING_OWN / f"{name}.json")
+
+
+def test_a_row_kafka_answered_only_in_part_is_partial_and_says_what_each_side_answered() -> None:
+    scenario = planning_own()
+    expected = scenario["expected"]
+    row = row_for(scenario, RunnerOutcome(RAN, expected), RunnerOutcome(RAN, reset_tool_answer(expected)))
+    assert row.status == STATUS_PARTIAL
+    assert row.answered_by_kafka_streams == ("starts",)
+    assert row.only_expected == ("ends", "notes", "partition_times", "max_records_total")
+    assert row.differences == ()
+    assert exit_code([row]) == EXIT_OK
+    document = row.to_json()
+    assert document["answered_by_kafka_streams"] == ["starts"]
+    assert document["only_expected"] == ["ends", "notes", "partition_times", "max_records_total"]
+
+
+def test_a_partial_row_fails_on_a_difference_kafka_did_not_answer() -> None:
+    """The reset tool agrees on every start; streamproc's end differs from ``expected``: the row fails."""
+    scenario = planning_own()
+    expected = scenario["expected"]
+    wrong = copy.deepcopy(expected)
+    tp = sorted(wrong["ranges"])[0]
+    wrong["ranges"][tp]["end"] += 1
+    row = row_for(scenario, RunnerOutcome(RAN, wrong), RunnerOutcome(RAN, reset_tool_answer(expected)))
+    assert row.status == STATUS_FAIL
+    assert row.streamproc_matches_kafka_streams is True
+    assert [d for d in row.differences if tp in d and "did not answer" in d]
+    assert exit_code([row]) == EXIT_MISMATCH
+
+
+def test_a_partial_row_fails_where_kafka_answered_and_differs() -> None:
+    scenario = planning_own()
+    expected = scenario["expected"]
+    kafka = reset_tool_answer(expected)
+    tp = sorted(kafka["reset_tool_starts"])[0]
+    kafka["reset_tool_starts"][tp] += 1
+    row = row_for(scenario, RunnerOutcome(RAN, expected), RunnerOutcome(RAN, kafka))
+    assert row.status == STATUS_FAIL
+    assert row.streamproc_matches_kafka_streams is False
+    assert row.spec_matches_kafka_streams is False
+
+
+def test_an_answered_list_from_a_live_oracle_decides_the_parts() -> None:
+    """A live planning mode that shows starts only says ``answered: ["starts"]``; one that shows all is a pass."""
+    scenario = planning_own()
+    expected = scenario["expected"]
+    starts_only = {
+        "answered": ["starts"],
+        "ranges": {tp: {"start": r["start"]} for tp, r in expected["ranges"].items()},
+    }
+
+    def compare_starts(kind: str, reference: dict[str, Any], kafka: dict[str, Any]) -> list[str]:
+        return [tp for tp, r in kafka["ranges"].items() if reference["ranges"].get(tp, {}).get("start") != r["start"]]
+
+    row = build_row(scenario, "p.json", RunnerOutcome(RAN, expected), RunnerOutcome(RAN, starts_only), APP,
+                    compare_kafka=compare_starts)  # fmt: skip
+    assert (row.status, row.answered_by_kafka_streams) == (STATUS_PARTIAL, ("starts",))
+    everything = {**starts_only, "answered": ["starts", "ends", "notes", "partition_times", "max_records_total"]}
+    row = build_row(scenario, "p.json", RunnerOutcome(RAN, expected), RunnerOutcome(RAN, everything), APP,
+                    compare_kafka=compare_starts)  # fmt: skip
+    assert (row.status, row.only_expected) == (STATUS_PASS, ())
+
+
+def test_a_refusal_kafka_did_not_answer_is_compared_with_expected_by_the_error_rules() -> None:
+    """A live app that shows only what it started from, on a scenario whose ``expected`` is a refusal: the
+    refusal is ``expected``'s part alone, compared by type and quoted texts, not by equality."""
+    planning = load(SCENARIOS_DIR / "planning" / "p04-no-committed-offset-policy-none.json")
+    want = planning["expected"]["error"]
+    error = {
+        "type": want["type"],
+        "message": " ".join([*want.get("message_contains", []), str(want.get("kafka_message_contains", ""))]),
+        **{k: v for k, v in want.items() if k not in {"type", "message_contains", "kafka_message_contains"}},
+    }
+    kafka = {"answered": ["starts"], "ranges": {}}
+    row = build_row(planning, "p.json", RunnerOutcome(RAN, {"error": error}), RunnerOutcome(RAN, kafka), APP,
+                    compare_kafka=lambda *_: [])  # fmt: skip
+    assert (row.status, row.answered_by_kafka_streams, row.only_expected) == (STATUS_PARTIAL, (), ("error",))
+    other = {"error": {**error, "type": "Other"}}
+    row = build_row(planning, "p.json", RunnerOutcome(RAN, other), RunnerOutcome(RAN, kafka), APP,
+                    compare_kafka=lambda *_: [])  # fmt: skip
+    assert row.status == STATUS_FAIL
+
+
+def test_a_live_topology_answer_without_stages_is_partial_and_stages_are_still_compared() -> None:
+    scenario = load(TOPOLOGY_OWN / "t31-join-equal-with-repartition-elsewhere.json")
+    expected = scenario["expected"]
+    kafka = {k: v for k, v in expected.items() if k != "stages"} | {"not_observable": ["stages"]}
+    row = row_for(scenario, RunnerOutcome(RAN, expected), RunnerOutcome(RAN, kafka))
+    assert (row.status, row.only_expected) == (STATUS_PARTIAL, ("stages",))
+    assert "stages" not in row.answered_by_kafka_streams and "tasks" in row.answered_by_kafka_streams
+    other = {**expected, "stages": list(reversed(expected["stages"]))}
+    row = row_for(scenario, RunnerOutcome(RAN, other), RunnerOutcome(RAN, kafka))
+    assert row.status == STATUS_FAIL
+    assert any(
+        d.startswith("streamproc vs expected (Kafka Streams did not answer it): stages") for d in row.differences
+    )
+
+
+def test_a_full_answer_is_pass_not_partial() -> None:
+    scenario = ordering()
+    row = row_for(scenario, RunnerOutcome(RAN, scenario["expected"]), RunnerOutcome(RAN, scenario["expected"]))
+    assert (row.status, row.only_expected, row.snapshot) == (STATUS_PASS, (), None)
+    assert row.answered_by_kafka_streams == tuple(scenario["expected"])
+
+
+@pytest.mark.parametrize("path", sorted(PLANNING_OWN.glob("p3*.json")), ids=lambda p: p.stem)
+def test_own_plans_kafka_confirmed_only_in_part_are_snapshots_of_everything_else(path: Path) -> None:
+    """p30–p38: ``expected`` is streamproc's plan; the reset tool confirmed the starts; the rest is a snapshot."""
+    scenario = load(path)
+    snapshot = snapshot_of(scenario)
+    assert snapshot is not None and snapshot.source == "streamproc"
+    assert "starts" not in snapshot.parts
+    assert set(snapshot.parts) | {"starts"} == set(result_parts("planning", scenario["expected"]))
+    row = row_for(scenario, RunnerOutcome(RAN, scenario["expected"]),
+                  RunnerOutcome(RAN, reset_tool_answer(scenario["expected"])))  # fmt: skip
+    assert row.status == STATUS_PARTIAL and row.snapshot == snapshot
+    assert row.only_expected == snapshot.parts
+
+
+def test_own_topology_stages_from_streamproc_are_snapshots() -> None:
+    labelled = {p.stem.split("-")[0]: snapshot_of(load(p)) for p in sorted(TOPOLOGY_OWN.glob("*.json"))}
+    assert {k for k, v in labelled.items() if v is not None} == {"t04b", "t31"}
+    assert all(v.parts == ("stages",) for v in labelled.values() if v is not None)
+
+
+def test_a_malformed_expected_source_fails_the_row_with_a_clear_line() -> None:
+    scenario = planning_own()
+    scenario["expected_source"] = {"streamproc": ["ends", "nonsense"]}
+    with pytest.raises(ConfigError, match=r"expected_source names \['nonsense'\]"):
+        snapshot_of(scenario)
+    row = row_for(scenario, RunnerOutcome(RAN, scenario["expected"]), RunnerOutcome(PENDING, reason="no mode"))
+    assert row.status == STATUS_FAIL and "expected_source" in row.differences[0]
+    scenario["expected_source"] = "streamproc"
+    with pytest.raises(ConfigError, match="expected_source must be"):
+        snapshot_of(scenario)
+
+
+def test_totals_and_files_count_partial_and_snapshot_apart(tmp_path: Path) -> None:
+    planning = planning_own()
+    plain = ordering()
+    rows = [
+        row_for(
+            planning,
+            RunnerOutcome(RAN, planning["expected"]),
+            RunnerOutcome(RAN, reset_tool_answer(planning["expected"])),
+        ),  # fmt: skip
+        row_for(plain, RunnerOutcome(RAN, plain["expected"]), RunnerOutcome(RAN, plain["expected"])),
+        row_for(plain, RunnerOutcome(RAN, plain["expected"]), RunnerOutcome(PENDING, reason="no mode")),
+    ]
+    counts = totals(rows)
+    assert {k: counts[k] for k in ("scenarios", "pass", "partial", "fail", "pending", "snapshot")} == {
+        "scenarios": 3, "pass": 1, "partial": 1, "fail": 0, "pending": 1, "snapshot": 1,
+    }  # fmt: skip
+    summary = {"generated_at": "now", "duration_s": 0.0, "oracle_duration_s": 0.0, "streamproc_duration_s": 0.0,
+               "totals": counts}  # fmt: skip
+    markdown = report.render_markdown(rows, summary)
+    assert "**3 scenarios: 1 pass, 1 partial, 0 fail, 1 pending; 1 snapshot**" in markdown
+    assert "## Partial rows" in markdown and "## Snapshot scenarios" in markdown
+    line = next(li for li in markdown.splitlines() if li.startswith(f"| `{planning['id']}`"))
+    assert "Kafka Streams: starts; expected only: ends, notes, partition_times, max_records_total" in line
+    assert line.endswith("| partial (snapshot) |")
+
+
+def test_report_file_holds_the_new_fields(tmp_path: Path) -> None:
+    scenarios = tmp_path / "scenarios"
+    scenarios.mkdir()
+    name = "p36-earliest-two-topics"
+    (scenarios / f"{name}.json").write_text((PLANNING_OWN / f"{name}.json").read_text(encoding="utf-8"), "utf-8")
+    results = tmp_path / "results"
+    assert report.main(["--scenarios", str(scenarios), "--results", str(results), "--no-oracle"]) == EXIT_OK
+    document = json.loads((results / "latest.json").read_text(encoding="utf-8"))
+    assert document["totals"]["snapshot"] == 1 and document["totals"]["partial"] == 0
+    row = document["rows"][0]
+    assert row["status"] == STATUS_PENDING
+    assert row["snapshot"] == {
+        "source": "streamproc",
+        "parts": ["ends", "notes", "partition_times", "max_records_total"],
+    }
+    assert row["answered_by_kafka_streams"] == [] and row["only_expected"] == []

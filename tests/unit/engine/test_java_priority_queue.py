@@ -1,13 +1,14 @@
-"""``JavaPriorityQueue`` against traces recorded from ``java.util.PriorityQueue`` and PG-4's worked examples."""
+"""``JavaPriorityQueue`` on PG-4's worked examples and its own rules.
+
+Every op and heap layout is compared with a real ``java.util.PriorityQueue`` on seeded traces at test time:
+``tests/integration/conformance/test_reference_priority_queue.py``.
+"""
 
 from __future__ import annotations
 
 import heapq
 
-import pytest
-
 from streamproc.engine.java_priority_queue import JavaPriorityQueue
-from tests.unit.engine.java_priority_queue_traces import JAVA_TRACES
 
 
 class Element:
@@ -20,27 +21,6 @@ class Element:
 
 def _key(element: Element) -> int:
     return element.key
-
-
-@pytest.mark.parametrize("ops, results", JAVA_TRACES)
-def test_matches_java_priority_queue_trace(ops: str, results: str) -> None:
-    pq: JavaPriorityQueue[Element] = JavaPriorityQueue(_key)
-    elements: list[Element] = []
-    got: list[str] = []
-    for op in ops.split(","):
-        if op.startswith("o"):
-            element = Element(len(elements), int(op[1:]))
-            elements.append(element)
-            pq.offer(element)
-        elif op == "p":
-            polled = pq.poll()
-            assert polled is not None
-            got.append(str(polled.ident))
-        else:
-            assert pq.remove(elements[int(op[1:])])
-            got.append("x")
-    assert got == results.split(",")
-    assert len(pq) == 0
 
 
 def _drain_like_partition_group(records_per_queue: list[int]) -> list[int]:

@@ -19,7 +19,12 @@ import java.io.File;
  *   java -jar streamproc-oracle.jar restore &lt;bootstrap&gt; &lt;restore_plan scenario.json&gt;... [--parallel N]
  *       [--poll-ms MS]
  *   java -jar streamproc-oracle.jar topology &lt;bootstrap&gt; &lt;topology scenario.json&gt;... [--parallel N]
+ *   java -jar streamproc-oracle.jar reference &lt;request.json&gt;
  * </pre>
+ *
+ * <p>{@code reference} ({@link ReferenceRunner}) answers the reference values of streamproc's unit-level
+ * reproductions (java.util.PriorityQueue traces, murmur2 and the default partitioner, TopologyTestDriver outputs)
+ * for the inputs a request gives.
  *
  * <p>{@code restore} ({@link RestorePlanRunner}) answers {@code restore_plan} scenarios with a real
  * {@code KafkaStreams} app per scenario on the broker (N at a time, default 2), one JSON line per file in argument
@@ -72,6 +77,9 @@ public final class Main {
         }
         if (args.length >= 1 && args[0].equals("topology")) {
             System.exit(TopologyRunner.run(java.util.Arrays.copyOfRange(args, 1, args.length)));
+        }
+        if (args.length >= 1 && args[0].equals("reference")) {
+            System.exit(ReferenceRunner.run(java.util.Arrays.copyOfRange(args, 1, args.length)));
         }
         if (args.length >= 1 && args[0].equals("restore")) {
             System.exit(RestorePlanRunner.run(java.util.Arrays.copyOfRange(args, 1, args.length)));

@@ -1,11 +1,14 @@
 package dev.streamproc.oracle;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Properties;
+import java.util.TreeSet;
 
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeaders;
@@ -30,14 +33,14 @@ import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.test.TestRecord;
 
 /**
- * The programs of {@code tests/unit/test_testing.py} on the real {@link TopologyTestDriver} (kafka-streams-test-utils
- * 4.2.2). Prints one line per output record, {@code <case> <topic> <key> <value> <timestamp> <headers>}, so that
- * the Python driver's expected outputs can be checked against Kafka's.
+ * The programs of {@code tests/unit/driver_programs.py} on Kafka's own {@link TopologyTestDriver}
+ * (kafka-streams-test-utils 4.2.2), for the {@code test_driver} section of {@code reference} ({@link
+ * ReferenceRunner}): the request gives each program's inputs (generated from fixed seeds by
+ * {@code streamproc.conformance.reference}), the answer is what Kafka's driver produced, so that
+ * {@code tests/integration/conformance/test_reference_test_driver.py} checks streamproc's driver against it.
  *
- * <pre>
- * javac -cp conformance/target/streamproc-oracle.jar -d /tmp/oracle conformance/src/main/java/dev/streamproc/oracle/TestDriverRunner.java
- * java -cp conformance/target/streamproc-oracle.jar:/tmp/oracle dev.streamproc.oracle.TestDriverRunner
- * </pre>
+ * <p>Output records are {@code {"key", "value", "timestamp", "headers": [[key, utf-8 value]]}}, in the order the
+ * output topic returns them.
  */
 public final class TestDriverRunner {
 
@@ -54,19 +57,36 @@ public final class TestDriverRunner {
         return props;
     }
 
-    private static String headers(final org.apache.kafka.common.header.Headers headers) {
-        final List<String> parts = new ArrayList<>();
-        for (final Header header : headers) {
-            parts.add(header.key() + "=" + (header.value() == null ? "null" : new String(header.value(), StandardCharsets.UTF_8)));
+    private static <K, V> ArrayNode records(final TestOutputTopic<K, V> output) {
+        final ArrayNode out = Main.MAPPER.createArrayNode();
+        for (final TestRecord<K, V> record : output.readRecordsToList()) {
+            final ObjectNode node = out.addObject();
+            node.set("key", Main.MAPPER.valueToTree(record.key()));
+            node.set("value", Main.MAPPER.valueToTree(record.value()));
+            node.put("timestamp", record.timestamp());
+            final ArrayNode headers = node.putArray("headers");
+            for (final Header header : record.headers()) {
+                headers.addArray().add(header.key()).add(ReferenceRunner.utf8(header.value()));
+            }
         }
-        return "[" + String.join(",", parts) + "]";
+        return out;
     }
 
-    private static <K, V> void print(final String name, final String topic, final TestOutputTopic<K, V> output) {
-        for (final TestRecord<K, V> record : output.readRecordsToList()) {
-            System.out.println(name + " " + topic + " " + record.key() + " " + record.value() + " " + record.timestamp()
-                + " " + headers(record.headers()));
+    private static String text(final JsonNode node) {
+        return node == null || node.isNull() ? null : node.asText();
+    }
+
+    /** {@code [key, value, timestamp]} of a request: key may be null, timestamp may be null (the topic's clock). */
+    private static TestRecord<String, String> record(final JsonNode entry) {
+        final RecordHeaders headers = new RecordHeaders();
+        if (entry.size() > 3) {
+            for (final JsonNode header : entry.get(3)) {
+                headers.add(header.get(0).asText(), header.get(1).asText().getBytes(StandardCharsets.UTF_8));
+            }
         }
+        final JsonNode timestamp = entry.get(2);
+        return new TestRecord<>(text(entry.get(0)), text(entry.get(1)), headers,
+            timestamp == null || timestamp.isNull() ? null : timestamp.asLong());
     }
 
     /** Forwards every record whose value is not "drop". */
@@ -200,92 +220,6 @@ public final class TestDriverRunner {
         }
     }
 
-    static void passThroughAndFilter() {
-        final Topology topology = new Topology();
-        topology.addSource("src", STRING_DE, STRING_DE, "in");
-        topology.addProcessor("filter", Filter::new, "src");
-        topology.addSink("sink", "out", STRING_SER, STRING_SER, "filter");
-        try (TopologyTestDriver driver = new TopologyTestDriver(topology, props(), Instant.ofEpochMilli(0))) {
-            final TestInputTopic<String, String> in = driver.createInputTopic("in", STRING_SER, STRING_SER,
-                Instant.ofEpochMilli(100), Duration.ofMillis(5));
-            final TestOutputTopic<String, String> out = driver.createOutputTopic("out", STRING_DE, STRING_DE);
-            in.pipeInput("a", "1");
-            in.pipeInput("b", "drop");
-            final RecordHeaders headers = new RecordHeaders();
-            headers.add("h", "x".getBytes(StandardCharsets.UTF_8));
-            in.pipeInput(new TestRecord<>("c", "3", headers, 7L));
-            in.pipeInput(null, "4");
-            print("filter", "out", out);
-        }
-    }
-
-    static void counter() {
-        final Topology topology = new Topology();
-        topology.addSource("src", STRING_DE, STRING_DE, "words");
-        topology.addProcessor("count", Counter::new, "src");
-        topology.addStateStore(Stores.keyValueStoreBuilder(Stores.inMemoryKeyValueStore("counts"), Serdes.String(),
-            Serdes.Long()).withLoggingDisabled(), "count");
-        topology.addSink("sink", "counts", STRING_SER, new LongSerializer(), "count");
-        try (TopologyTestDriver driver = new TopologyTestDriver(topology, props(), Instant.ofEpochMilli(0))) {
-            final TestInputTopic<String, String> in = driver.createInputTopic("words", STRING_SER, STRING_SER);
-            final TestOutputTopic<String, Long> out = driver.createOutputTopic("counts", STRING_DE, new LongDeserializer());
-            in.pipeInput("a", "x", 0L);
-            in.pipeInput("b", "x", 3L);
-            in.pipeInput("a", "x", 9L);
-            in.pipeInput("c", "x", 10L);
-            in.pipeInput("a", "x", 4L);
-            in.pipeInput("b", "x", 25L);
-            driver.advanceWallClockTime(Duration.ofMillis(999));
-            driver.advanceWallClockTime(Duration.ofMillis(1));
-            driver.advanceWallClockTime(Duration.ofMillis(2500));
-            print("counter", "counts", out);
-            final KeyValueStore<String, Long> store = driver.getKeyValueStore("counts");
-            System.out.println("counter store a=" + store.get("a") + " b=" + store.get("b") + " c=" + store.get("c"));
-        }
-    }
-
-    static void rekey() {
-        final Topology topology = new Topology();
-        topology.addSource("orders-src", STRING_DE, STRING_DE, "orders");
-        topology.addProcessor("rekey", Rekey::new, "orders-src");
-        topology.addSink("by-customer-sink", "orders-by-customer", STRING_SER, STRING_SER, "rekey");
-        topology.addSource("by-customer-src", STRING_DE, STRING_DE, "orders-by-customer");
-        topology.addProcessor("total", Total::new, "by-customer-src");
-        topology.addStateStore(Stores.keyValueStoreBuilder(Stores.inMemoryKeyValueStore("totals"), Serdes.String(),
-            Serdes.Long()).withLoggingDisabled(), "total");
-        topology.addSink("totals-sink", "totals", STRING_SER, new LongSerializer(), "total");
-        System.out.println("rekey describe " + topology.describe().toString().replace("\n", "|"));
-        try (TopologyTestDriver driver = new TopologyTestDriver(topology, props(), Instant.ofEpochMilli(0))) {
-            final TestInputTopic<String, String> in = driver.createInputTopic("orders", STRING_SER, STRING_SER);
-            in.pipeInput("o1", "alice:10", 1L);
-            in.pipeInput("o2", "bob:5", 2L);
-            in.pipeInput("o3", "alice:7", 3L);
-            print("rekey", "orders-by-customer",
-                driver.createOutputTopic("orders-by-customer", STRING_DE, STRING_DE));
-            print("rekey", "totals", driver.createOutputTopic("totals", STRING_DE, new LongDeserializer()));
-        }
-    }
-
-    static void fanOut() {
-        final Topology topology = new Topology();
-        topology.addSource("in-src", STRING_DE, STRING_DE, "in");
-        topology.addProcessor("split", Split::new, "in-src");
-        topology.addSink("mid-sink", "mid", STRING_SER, STRING_SER, "split");
-        topology.addSource("mid-src", STRING_DE, STRING_DE, "mid");
-        topology.addProcessor("b", () -> new Tag("B"), "mid-src");
-        topology.addSink("mid2-sink", "mid2", STRING_SER, STRING_SER, "b");
-        topology.addSink("trace-b", "trace", STRING_SER, STRING_SER, "b");
-        topology.addSource("mid2-src", STRING_DE, STRING_DE, "mid2");
-        topology.addProcessor("c", () -> new Tag("C"), "mid2-src");
-        topology.addSink("trace-c", "trace", STRING_SER, STRING_SER, "c");
-        try (TopologyTestDriver driver = new TopologyTestDriver(topology, props(), Instant.ofEpochMilli(0))) {
-            final TestInputTopic<String, String> in = driver.createInputTopic("in", STRING_SER, STRING_SER);
-            in.pipeInput("k", "x,y", 5L);
-            in.pipeInput("k", "z", 1L);
-            print("fanout", "trace", driver.createOutputTopic("trace", STRING_DE, STRING_DE));
-        }
-    }
-
     /** Forwards "topic/offset" of the record being processed. */
     static final class Where implements Processor<String, String, String, String> {
         private ProcessorContext<String, String> context;
@@ -302,47 +236,183 @@ public final class TestDriverRunner {
         }
     }
 
-    static void pattern() {
+    /** Each request of the list (one per seed) answered in order. */
+    static ArrayNode runAll(final JsonNode requests) {
+        final ArrayNode out = Main.MAPPER.createArrayNode();
+        requests.forEach(request -> out.add(run(request)));
+        return out;
+    }
+
+    static ObjectNode run(final JsonNode request) {
+        final ObjectNode out = Main.MAPPER.createObjectNode();
+        if (request.has("filter")) {
+            out.set("filter", filter(request.get("filter")));
+        }
+        if (request.has("counter")) {
+            out.set("counter", counter(request.get("counter")));
+        }
+        if (request.has("rekey")) {
+            out.set("rekey", rekey(request.get("rekey")));
+        }
+        if (request.has("fanout")) {
+            out.set("fanout", fanOut(request.get("fanout")));
+        }
+        if (request.has("pattern")) {
+            out.set("pattern", pattern(request.get("pattern")));
+        }
+        if (request.has("idle")) {
+            out.set("idle", idle(request.get("idle")));
+        }
+        return out;
+    }
+
+    /** in -> filter (drops value "drop") -> out, on an input topic whose clock starts and advances as asked. */
+    static ObjectNode filter(final JsonNode request) {
+        final Topology topology = new Topology();
+        topology.addSource("src", STRING_DE, STRING_DE, "in");
+        topology.addProcessor("filter", Filter::new, "src");
+        topology.addSink("sink", "out", STRING_SER, STRING_SER, "filter");
+        final ObjectNode answer = Main.MAPPER.createObjectNode();
+        try (TopologyTestDriver driver = new TopologyTestDriver(topology, props(), Instant.ofEpochMilli(0))) {
+            final TestInputTopic<String, String> in = driver.createInputTopic("in", STRING_SER, STRING_SER,
+                Instant.ofEpochMilli(request.get("start_timestamp_ms").asLong()),
+                Duration.ofMillis(request.get("auto_advance_ms").asLong()));
+            final TestOutputTopic<String, String> out = driver.createOutputTopic("out", STRING_DE, STRING_DE);
+            for (final JsonNode entry : request.get("records")) {
+                in.pipeInput(record(entry));
+            }
+            answer.set("out", records(out));
+        }
+        return answer;
+    }
+
+    /** words -> count (store "counts", STREAM_TIME 10 ms emits every count, WALL_CLOCK_TIME 1000 ms the key count). */
+    static ObjectNode counter(final JsonNode request) {
+        final Topology topology = new Topology();
+        topology.addSource("src", STRING_DE, STRING_DE, "words");
+        topology.addProcessor("count", Counter::new, "src");
+        topology.addStateStore(Stores.keyValueStoreBuilder(Stores.inMemoryKeyValueStore("counts"), Serdes.String(),
+            Serdes.Long()).withLoggingDisabled(), "count");
+        topology.addSink("sink", "counts", STRING_SER, new LongSerializer(), "count");
+        final ObjectNode answer = Main.MAPPER.createObjectNode();
+        try (TopologyTestDriver driver = new TopologyTestDriver(topology, props(), Instant.ofEpochMilli(0))) {
+            final TestInputTopic<String, String> in = driver.createInputTopic("words", STRING_SER, STRING_SER);
+            final TestOutputTopic<String, Long> out = driver.createOutputTopic("counts", STRING_DE,
+                new LongDeserializer());
+            final TreeSet<String> keys = new TreeSet<>();
+            for (final JsonNode entry : request.get("words")) {
+                in.pipeInput(entry.get(0).asText(), "x", entry.get(1).asLong());
+                keys.add(entry.get(0).asText());
+            }
+            answer.set("after_records", records(out));
+            final ArrayNode advances = answer.putArray("after_each_advance");
+            for (final JsonNode advance : request.get("wall_clock_advances")) {
+                driver.advanceWallClockTime(Duration.ofMillis(advance.asLong()));
+                advances.add(records(out));
+            }
+            final KeyValueStore<String, Long> store = driver.getKeyValueStore("counts");
+            final ObjectNode contents = answer.putObject("store");
+            keys.forEach(key -> contents.put(key, store.get(key)));
+        }
+        return answer;
+    }
+
+    /** orders -> rekey -> orders-by-customer (a topic the topology reads) -> total (store "totals") -> totals. */
+    static ObjectNode rekey(final JsonNode request) {
+        final Topology topology = new Topology();
+        topology.addSource("orders-src", STRING_DE, STRING_DE, "orders");
+        topology.addProcessor("rekey", Rekey::new, "orders-src");
+        topology.addSink("by-customer-sink", "orders-by-customer", STRING_SER, STRING_SER, "rekey");
+        topology.addSource("by-customer-src", STRING_DE, STRING_DE, "orders-by-customer");
+        topology.addProcessor("total", Total::new, "by-customer-src");
+        topology.addStateStore(Stores.keyValueStoreBuilder(Stores.inMemoryKeyValueStore("totals"), Serdes.String(),
+            Serdes.Long()).withLoggingDisabled(), "total");
+        topology.addSink("totals-sink", "totals", STRING_SER, new LongSerializer(), "total");
+        final ObjectNode answer = Main.MAPPER.createObjectNode();
+        answer.put("describe", topology.describe().toString());
+        try (TopologyTestDriver driver = new TopologyTestDriver(topology, props(), Instant.ofEpochMilli(0))) {
+            final TestInputTopic<String, String> in = driver.createInputTopic("orders", STRING_SER, STRING_SER);
+            for (final JsonNode entry : request.get("orders")) {
+                in.pipeInput(record(entry));
+            }
+            answer.set("orders-by-customer",
+                records(driver.createOutputTopic("orders-by-customer", STRING_DE, STRING_DE)));
+            answer.set("totals", records(driver.createOutputTopic("totals", STRING_DE, new LongDeserializer())));
+            answer.set("produced_topic_names", Main.MAPPER.valueToTree(new TreeSet<>(driver.producedTopicNames())));
+        }
+        return answer;
+    }
+
+    /** in -> split -> mid -> b (tag B) -> [mid2, trace]; mid2 -> c (tag C) -> trace: the order records are sent. */
+    static ObjectNode fanOut(final JsonNode request) {
+        final Topology topology = new Topology();
+        topology.addSource("in-src", STRING_DE, STRING_DE, "in");
+        topology.addProcessor("split", Split::new, "in-src");
+        topology.addSink("mid-sink", "mid", STRING_SER, STRING_SER, "split");
+        topology.addSource("mid-src", STRING_DE, STRING_DE, "mid");
+        topology.addProcessor("b", () -> new Tag("B"), "mid-src");
+        topology.addSink("mid2-sink", "mid2", STRING_SER, STRING_SER, "b");
+        topology.addSink("trace-b", "trace", STRING_SER, STRING_SER, "b");
+        topology.addSource("mid2-src", STRING_DE, STRING_DE, "mid2");
+        topology.addProcessor("c", () -> new Tag("C"), "mid2-src");
+        topology.addSink("trace-c", "trace", STRING_SER, STRING_SER, "c");
+        final ObjectNode answer = Main.MAPPER.createObjectNode();
+        try (TopologyTestDriver driver = new TopologyTestDriver(topology, props(), Instant.ofEpochMilli(0))) {
+            final TestInputTopic<String, String> in = driver.createInputTopic("in", STRING_SER, STRING_SER);
+            for (final JsonNode entry : request.get("inputs")) {
+                in.pipeInput(record(entry));
+            }
+            answer.set("trace", records(driver.createOutputTopic("trace", STRING_DE, STRING_DE)));
+        }
+        return answer;
+    }
+
+    /** A pattern source "events-.*" -> where (value "topic/offset") -> out; other topics are refused. */
+    static ObjectNode pattern(final JsonNode request) {
         final Topology topology = new Topology();
         topology.addSource("src", STRING_DE, STRING_DE, java.util.regex.Pattern.compile("events-.*"));
         topology.addProcessor("where", Where::new, "src");
         topology.addSink("sink", "out", STRING_SER, STRING_SER, "where");
+        final ObjectNode answer = Main.MAPPER.createObjectNode();
         try (TopologyTestDriver driver = new TopologyTestDriver(topology, props(), Instant.ofEpochMilli(0))) {
-            driver.createInputTopic("events-eu", STRING_SER, STRING_SER).pipeInput("k", "v", 1L);
-            driver.createInputTopic("events-us", STRING_SER, STRING_SER).pipeInput("k", "v", 2L);
-            try {
-                driver.createInputTopic("other", STRING_SER, STRING_SER).pipeInput("k", "v", 3L);
-            } catch (final IllegalArgumentException e) {
-                System.out.println("pattern error " + e.getMessage());
+            final ArrayNode errors = answer.putArray("errors");
+            for (final JsonNode entry : request.get("records")) {
+                try {
+                    driver.createInputTopic(entry.get(0).asText(), STRING_SER, STRING_SER)
+                        .pipeInput(entry.get(1).asText(), entry.get(2).asText(), entry.get(3).asLong());
+                    errors.addNull();
+                } catch (final IllegalArgumentException e) {
+                    errors.add(e.getMessage());
+                }
             }
-            print("pattern", "out", driver.createOutputTopic("out", STRING_DE, STRING_DE));
+            answer.set("out", records(driver.createOutputTopic("out", STRING_DE, STRING_DE)));
         }
+        return answer;
     }
 
-    static void idle() {
+    /** One task reads left and right with max.task.idle.ms: a record on left waits for the wall clock. */
+    static ObjectNode idle(final JsonNode request) {
         final Topology topology = new Topology();
         topology.addSource("src", STRING_DE, STRING_DE, "left", "right");
         topology.addProcessor("filter", Filter::new, "src");
         topology.addSink("sink", "out", STRING_SER, STRING_SER, "filter");
         final Properties props = props();
-        props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 100L);
+        props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, request.get("max_task_idle_ms").asLong());
+        final ObjectNode answer = Main.MAPPER.createObjectNode();
         try (TopologyTestDriver driver = new TopologyTestDriver(topology, props, Instant.ofEpochMilli(0))) {
             final TestOutputTopic<String, String> out = driver.createOutputTopic("out", STRING_DE, STRING_DE);
-            driver.createInputTopic("left", STRING_SER, STRING_SER).pipeInput("k", "v", 3L);
-            System.out.println("idle after-pipe size=" + out.getQueueSize());
-            driver.advanceWallClockTime(Duration.ofMillis(99));
-            System.out.println("idle after-99 size=" + out.getQueueSize());
-            driver.advanceWallClockTime(Duration.ofMillis(1));
-            System.out.println("idle after-100 size=" + out.getQueueSize());
+            final TestInputTopic<String, String> left = driver.createInputTopic("left", STRING_SER, STRING_SER);
+            for (final JsonNode entry : request.get("left")) {
+                left.pipeInput(record(entry));
+            }
+            answer.put("after_pipe", out.getQueueSize());
+            final ArrayNode sizes = answer.putArray("after_each_advance");
+            for (final JsonNode advance : request.get("wall_clock_advances")) {
+                driver.advanceWallClockTime(Duration.ofMillis(advance.asLong()));
+                sizes.add(out.getQueueSize());
+            }
+            answer.set("out", records(out));
         }
-    }
-
-    public static void main(final String[] args) {
-        idle();
-        pattern();
-        passThroughAndFilter();
-        counter();
-        rekey();
-        fanOut();
+        return answer;
     }
 }

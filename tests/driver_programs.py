@@ -1,0 +1,211 @@
+"""The processor programs of ``TestDriverRunner`` (``conformance/src/.../TestDriverRunner.java``) in streamproc.
+
+Each class mirrors the Java processor of the same name; the topologies are built the same way on both sides so that
+``tests/integration/conformance/test_reference_test_driver.py`` can compare streamproc's ``TopologyTestDriver`` with
+Kafka's on the same generated inputs. ``tests/unit/test_testing.py`` uses them for the driver's own rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from streamproc.engine.processor import Processor, ProcessorContext
+from streamproc.engine.punctuation_queue import PunctuationType
+from streamproc.engine.records import Record
+from streamproc.engine.serdes import LongDeserializer, LongSerializer, Serde, serde_for
+from streamproc.engine.stream_task import TaskConfig
+from streamproc.engine.topology import Topology
+
+STRING: Serde[Any] = serde_for("String")
+LONG: Serde[Any] = Serde(LongSerializer(), LongDeserializer())
+APP = "driver-app"
+
+
+class KeyValueStore:
+    """A minimal in-memory key-value store: ``all()`` in key order, as Kafka's in-memory store iterates."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.data: dict[Any, Any] = {}
+
+    def get(self, key: Any) -> Any:
+        return self.data.get(key)
+
+    def put(self, key: Any, value: Any) -> None:
+        self.data[key] = value
+
+    def all(self) -> Iterator[tuple[Any, Any]]:
+        return iter(sorted(self.data.items()))
+
+
+@dataclass
+class KeyValueStoreBuilder:
+    """``StoreBuilder``: a new store per ``build()``; counts builds to show one store per task."""
+
+    name: str
+    logging_enabled: bool = False
+    built: list[KeyValueStore] = field(default_factory=list)
+
+    def build(self) -> KeyValueStore:
+        store = KeyValueStore(self.name)
+        self.built.append(store)
+        return store
+
+
+class Filter(Processor):
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+
+    def process(self, record: Record[Any, Any]) -> None:
+        if record.value != "drop":
+            self.context.forward(record)
+
+
+class Counter(Processor):
+    """Counts per key; every 10 ms of stream time emits every count, every 1000 ms of wall clock the key count."""
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+        store = context.get_state_store("counts")
+        assert isinstance(store, KeyValueStore)
+        self.store = store
+        context.schedule(10, PunctuationType.STREAM_TIME, self.emit)
+        context.schedule(
+            1000,
+            PunctuationType.WALL_CLOCK_TIME,
+            lambda timestamp: context.forward(Record("wall", len(self.store.data), timestamp)),
+        )
+
+    def emit(self, timestamp: int) -> None:
+        for key, count in self.store.all():
+            self.context.forward(Record(key, count, timestamp))
+
+    def process(self, record: Record[Any, Any]) -> None:
+        self.store.put(record.key, (self.store.get(record.key) or 0) + 1)
+
+
+class Rekey(Processor):
+    """``selectKey``: ``cust:amount`` becomes key ``cust``, value ``amount``."""
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+
+    def process(self, record: Record[Any, Any]) -> None:
+        customer, amount = record.value.split(":")
+        self.context.forward(record.with_key(customer).with_value(amount))
+
+
+class Total(Processor):
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+        store = context.get_state_store("totals")
+        assert isinstance(store, KeyValueStore)
+        self.store = store
+
+    def process(self, record: Record[Any, Any]) -> None:
+        total = (self.store.get(record.key) or 0) + int(record.value)
+        self.store.put(record.key, total)
+        self.context.forward(record.with_value(total))
+
+
+class Split(Processor):
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+
+    def process(self, record: Record[Any, Any]) -> None:
+        for item in record.value.split(","):
+            self.context.forward(record.with_key(item).with_value(item))
+
+
+class Tag(Processor):
+    def __init__(self, tag: str) -> None:
+        self.tag = tag
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+
+    def process(self, record: Record[Any, Any]) -> None:
+        self.context.forward(record.with_value(f"{record.value}@{self.tag}"))
+
+
+def strings(t: Topology, name: str, *topics: str) -> None:
+    t.add_source(name, *topics, key_deserializer=STRING.deserializer, value_deserializer=STRING.deserializer)
+
+
+def config() -> TaskConfig:
+    return TaskConfig(application_id=APP)
+
+
+class Where(Processor):
+    """Forwards ``<topic>/<offset>`` of the record being processed."""
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+
+    def process(self, record: Record[Any, Any]) -> None:
+        metadata = self.context.record_metadata()
+        assert metadata is not None
+        self.context.forward(record.with_value(f"{metadata.topic}/{metadata.offset}"))
+
+
+def counter_topology() -> tuple[Topology, KeyValueStoreBuilder]:
+    t = Topology()
+    builder = KeyValueStoreBuilder("counts")
+    strings(t, "src", "words")
+    t.add_processor("count", Counter, "src")
+    t.add_state_store(builder, "count")
+    t.add_sink("sink", "counts", "count", key_serializer=STRING.serializer, value_serializer=LONG.serializer)
+    return t, builder
+
+
+def rekey_topology(*, internal: bool = False) -> tuple[Topology, KeyValueStoreBuilder]:
+    """orders -> rekey -> (repartition topic) -> total(store totals) -> totals."""
+    t = Topology()
+    builder = KeyValueStoreBuilder("totals")
+    topic = "orders-by-customer-repartition" if internal else "orders-by-customer"
+    if internal:
+        t.add_internal_topic(topic)
+    strings(t, "orders-src", "orders")
+    t.add_processor("rekey", Rekey, "orders-src")
+    t.add_sink("by-customer-sink", topic, "rekey", key_serializer=STRING.serializer, value_serializer=STRING.serializer)
+    strings(t, "by-customer-src", topic)
+    t.add_processor("total", Total, "by-customer-src")
+    t.add_state_store(builder, "total")
+    t.add_sink("totals-sink", "totals", "total", key_serializer=STRING.serializer, value_serializer=LONG.serializer)
+    return t, builder
+
+
+def filter_topology(*topics: str) -> Topology:
+    """``topics`` (default ``in``) -> filter -> out."""
+    t = Topology()
+    strings(t, "src", *(topics or ("in",)))
+    t.add_processor("filter", Filter, "src")
+    t.add_sink("sink", "out", "filter", key_serializer=STRING.serializer, value_serializer=STRING.serializer)
+    return t
+
+
+def fanout_topology() -> Topology:
+    """in -> split -> mid -> b (tag B) -> [mid2, trace]; mid2 -> c (tag C) -> trace."""
+    t = Topology()
+    strings(t, "in-src", "in")
+    t.add_processor("split", Split, "in-src")
+    t.add_sink("mid-sink", "mid", "split", key_serializer=STRING.serializer, value_serializer=STRING.serializer)
+    strings(t, "mid-src", "mid")
+    t.add_processor("b", lambda: Tag("B"), "mid-src")
+    t.add_sink("mid2-sink", "mid2", "b", key_serializer=STRING.serializer, value_serializer=STRING.serializer)
+    t.add_sink("trace-b", "trace", "b", key_serializer=STRING.serializer, value_serializer=STRING.serializer)
+    strings(t, "mid2-src", "mid2")
+    t.add_processor("c", lambda: Tag("C"), "mid2-src")
+    t.add_sink("trace-c", "trace", "c", key_serializer=STRING.serializer, value_serializer=STRING.serializer)
+    return t
+
+
+def pattern_topology() -> Topology:
+    """A pattern source ``events-.*`` -> where -> out."""
+    t = Topology()
+    t.add_source("src", pattern="events-.*", key_deserializer=STRING, value_deserializer=STRING)
+    t.add_processor("where", Where, "src")
+    t.add_sink("sink", "out", "where", key_serializer=STRING.serializer, value_serializer=STRING.serializer)
+    return t
