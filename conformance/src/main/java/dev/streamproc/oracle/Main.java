@@ -19,6 +19,7 @@ import java.io.File;
  *   java -jar streamproc-oracle.jar restore &lt;bootstrap&gt; &lt;restore_plan scenario.json&gt;... [--parallel N]
  *       [--poll-ms MS]
  *   java -jar streamproc-oracle.jar topology &lt;bootstrap&gt; &lt;topology scenario.json&gt;... [--parallel N]
+ *   java -jar streamproc-oracle.jar startpos &lt;bootstrap&gt; &lt;planning scenario.json&gt;... [--parallel N]
  * </pre>
  *
  * <p>{@code restore} ({@link RestorePlanRunner}) answers {@code restore_plan} scenarios with a real
@@ -72,6 +73,9 @@ public final class Main {
         }
         if (args.length >= 1 && args[0].equals("topology")) {
             System.exit(TopologyRunner.run(java.util.Arrays.copyOfRange(args, 1, args.length)));
+        }
+        if (args.length >= 1 && args[0].equals("startpos")) {
+            System.exit(StartPositionRunner.run(java.util.Arrays.copyOfRange(args, 1, args.length)));
         }
         if (args.length >= 1 && args[0].equals("restore")) {
             System.exit(RestorePlanRunner.run(java.util.Arrays.copyOfRange(args, 1, args.length)));
