@@ -28,6 +28,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 import uuid
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -36,6 +37,7 @@ from typing import Any
 
 from streamproc.conformance.oracle import JVM_OPTIONS, OracleError
 from streamproc.dev.versions import KAFKA_VERSION, cache_dir
+from streamproc.errors import StreamprocError
 from streamproc.plan.positions import instant_minus, parse_duration
 
 logger = logging.getLogger(__name__)
@@ -53,6 +55,9 @@ RESET_MODES = {
     "latest": "--to-latest",
 }
 NOT_OBSERVABLE = ("ranges", "resolved_timestamp_ms", "partition_times", "manifest", "stages", "max_records_total")
+#: Refusals of a plan's end or of its completeness proof: the reset tool only positions starts.
+NOT_THE_TOOLS_REFUSALS = frozenset({"EndBeyondHighWatermark", "EndBeforeStart", "IncompleteRange"})
+_TOOL_ERROR = re.compile(r"ERROR|Error|Exception|not following|Cannot|still active")
 _TOOL_LINE = re.compile(r"^Topic: (?P<topic>\S+) Partition: (?P<partition>\d+) Offset: (?P<offset>-?\d+)$")
 _TIMEOUT_S = 120
 
@@ -86,10 +91,10 @@ def unsupported_reason(scenario: Mapping[str, Any]) -> str | None:
     spec = scenario["input"]
     expected = scenario.get("expected") or {}
     mode = spec["request"]["start"]["mode"]
-    if mode not in RESET_MODES:
+    if mode not in RESET_MODES and not group_is_active(scenario):
         return f"start mode {mode!r} is not one of the reset tool's scenarios"
-    if expected.get("error") is not None:
-        return "a refusal is streamproc's decision (planning.md §5); the reset tool is asked for positions only"
+    if expected.get("error") is not None and expected["error"].get("type") in NOT_THE_TOOLS_REFUSALS:
+        return f"{expected['error']['type']} is not a reset tool question"
     for name, topic in spec["topics"].items():
         for p, part in topic["partitions"].items():
             where = f"{name}-{p}"
@@ -101,9 +106,52 @@ def unsupported_reason(scenario: Mapping[str, Any]) -> str | None:
                     return f"{where}: transactional records are not built by this oracle"
                 if [o for o, _, _ in records] != list(range(part["log_start"], part["log_end"])):
                     return f"{where}: compacted-away offsets cannot be built"
-            elif mode in ("to_datetime", "by_duration"):
+            elif mode == "to_datetime" or (mode == "by_duration" and _duration_parses(spec)):
                 return f"{where}: a timestamp look-up needs the scenario's records"
     return None
+
+
+def _duration_parses(spec: Mapping[str, Any]) -> bool:
+    """streamproc reads the duration (planning.md §3); one it refuses goes to the tool's own ``--by-duration``."""
+    try:
+        parse_duration(str(spec["request"]["start"]["duration"]))
+    except StreamprocError:
+        return False
+    return True
+
+
+def compare(reference: Mapping[str, Any], kafka: Mapping[str, Any]) -> list[str]:
+    """A plan's starts, or a refusal, against what the reset tool does on the same cluster.
+
+    A plan agrees when its range starts are the tool's offsets. A refusal agrees when the tool refuses too, or
+    when it goes ahead past offsets the application has not processed (``skips_unprocessed``) on exactly the refused
+    partitions: streamproc refuses where Kafka's tool would lose data.
+    """
+    failure = kafka.get("reset_tool_failure")
+    starts: Mapping[str, int] = kafka.get("reset_tool_starts") or {}
+    refusal = reference.get("error")
+    if refusal is not None:
+        if failure is not None:
+            return []
+        skips = sorted(kafka.get("skips_unprocessed") or {})
+        refused = sorted(refusal.get("partitions") or [])
+        if skips and skips == refused:
+            return []
+        return [f"the reference refuses ({refusal.get('type')} on {refused}); the reset tool resets to {dict(starts)}"
+                f" and skips unprocessed offsets on {skips}"]  # fmt: skip
+    if failure is not None:
+        return [f"the reference plans; the reset tool refuses: {failure.get('message')}"]
+    ranges = reference.get("ranges") or {}
+    return [
+        f"{tp}: start {ranges.get(tp, {}).get('start')!r}, the reset tool {offset}"
+        for tp, offset in starts.items()
+        if ranges.get(tp, {}).get("start") != offset
+    ]
+
+
+def group_is_active(scenario: Mapping[str, Any]) -> bool:
+    """The scenario's group has members: a running application that the tool is asked to reset under."""
+    return bool((scenario["input"].get("group") or {}).get("members"))
 
 
 def run_reset_tool(
@@ -144,27 +192,99 @@ class _Run:
 
         admin = AdminClient({"bootstrap.servers": self.bootstrap})
         topics = [self.prefix + name for name in self.spec["topics"]]
+        members: list[Any] = []
         try:
             self._build(admin)
-            output = self._dry_run()
+            if self.spec.get("group", {}).get("members"):
+                members = self._hold_group(admin, len(self.spec["group"]["members"]))
+            returncode, output = self._dry_run()
         finally:
+            for member in members:
+                member.close()
             for future in admin.delete_topics(topics).values():
                 try:
                     future.result(timeout=30)
                 except Exception:  # noqa: BLE001 - best effort: the topics have unique names
                     logger.debug("could not delete a topic of %s", self.prefix)
+        output = output.replace(self.prefix, "")
+        if returncode != 0:
+            message = [line.strip()[:300] for line in output.splitlines() if _TOOL_ERROR.search(line)]
+            failure = {"exit": returncode, "message": " / ".join(message[:3]) or output.strip()[-500:]}
+            return {
+                "result": {
+                    "reset_tool_failure": failure,
+                    "kafka_behaviour": f"the reset tool refuses (exit {returncode}): {failure['message']}",
+                    "answered": ["refusal"],
+                    "not_observable": list(NOT_OBSERVABLE),
+                },
+                "observations": {"tool_output": output},
+            }
         starts = {}
         for line in output.splitlines():
             match = _TOOL_LINE.match(line.strip())
             if match:
-                topic = match["topic"].removeprefix(self.prefix)
-                starts[f"{topic}-{match['partition']}"] = int(match["offset"])
+                starts[f"{match['topic']}-{match['partition']}"] = int(match["offset"])
         if not starts:
             raise OracleError(f"the reset tool printed no offsets:\n{output[-3000:]}")
-        return {
-            "result": {"reset_tool_starts": dict(sorted(starts.items())), "not_observable": list(NOT_OBSERVABLE)},
-            "observations": {"tool_output": output},
+        skips = self._skips(starts)
+        result: dict[str, Any] = {
+            "reset_tool_starts": dict(sorted(starts.items())),
+            "answered": ["starts"],
+            "not_observable": list(NOT_OBSERVABLE),
         }
+        result["kafka_behaviour"] = f"the reset tool resets to {result['reset_tool_starts']}"
+        if skips:
+            result["skips_unprocessed"] = skips
+            result["kafka_behaviour"] += ", past offsets not processed yet: " + "; ".join(
+                f"{tp} [{lo}, {hi})" for tp, (lo, hi) in skips.items()
+            )
+        return {"result": result, "observations": {"tool_output": output}}
+
+    def _skips(self, starts: Mapping[str, int]) -> dict[str, list[int]]:
+        """Partitions the tool moves past offsets the app has not processed: ``[first unprocessed, tool's offset)``.
+
+        The first unprocessed offset is the committed one, or, without a commit, where the app's reset policy
+        would start (the log start for ``earliest``, the log end for ``latest``)."""
+        skips: dict[str, list[int]] = {}
+        committed = self.spec.get("committed") or {}
+        policies = self.spec.get("reset_policies") or {}
+        for tp, offset in starts.items():
+            topic, _, partition = tp.rpartition("-")
+            part = self.spec["topics"][topic]["partitions"][partition]
+            if tp in committed:
+                first = int(committed[tp]["offset"])
+            elif policies.get(topic, self.spec.get("auto_offset_reset", "earliest")) == "latest":
+                first = int(part["log_end"])
+            else:
+                first = int(part["log_start"])
+            if offset > first:
+                skips[tp] = [first, offset]
+        return skips
+
+    def _hold_group(self, admin: Any, count: int) -> list[Any]:
+        """``count`` real consumers in the application's group, subscribed to its inputs: a running application."""
+        from confluent_kafka import Consumer
+
+        group = self.prefix + self.spec["application_id"]
+        inputs = [self.prefix + t for t in self.spec["source_topics"] if t in self.spec["topics"]]
+        members = []
+        for i in range(count):
+            member = Consumer({
+                "bootstrap.servers": self.bootstrap, "group.id": group, "client.id": f"{group}-member-{i}",
+                "enable.auto.commit": False, "session.timeout.ms": 10000,
+            })  # fmt: skip
+            member.subscribe(inputs)
+            members.append(member)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            for member in members:
+                member.poll(0.1)
+            described = admin.describe_consumer_groups([group])[group].result(timeout=30)
+            if str(described.state).endswith("STABLE") and len(described.members) == count:
+                return members
+        for member in members:
+            member.close()
+        raise OracleError(f"the group {group} did not become Stable with {count} members in 60 s")
 
     def _build(self, admin: Any) -> None:
         from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
@@ -212,17 +332,21 @@ class _Run:
             return ["--from-file", str(workdir / "reset.csv")]
         if mode == "to_datetime":
             return ["--to-datetime", str(start["datetime"])]
+        if mode == "by_duration" and not _duration_parses(self.spec):
+            return ["--by-duration", str(start["duration"])]
         if mode == "by_duration":
             at = instant_minus(int(self.spec["now_ms"]), parse_duration(start["duration"]))
             text = datetime.datetime.fromtimestamp(at / 1000, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
             return ["--to-datetime", text]
         if mode == "shift_by":
             return ["--shift-by", str(start["shift"])]
+        if mode not in RESET_MODES:  # a committed start under an active group: the tool's default scenario
+            return []
         option = RESET_MODES[mode]
         assert option is not None
         return [option]
 
-    def _dry_run(self) -> str:
+    def _dry_run(self) -> tuple[int, str]:
         internal = set(self.spec.get("internal_source_topics") or ())
         inputs = [self.prefix + t for t in self.spec["source_topics"] if t not in internal]
         with tempfile.TemporaryDirectory(prefix="streamproc-reset-") as tmp:
@@ -233,8 +357,4 @@ class _Run:
                 "--input-topics", ",".join(inputs), "--dry-run", *self._mode_args(Path(tmp)),
             ]  # fmt: skip
             proc = subprocess.run(command, capture_output=True, text=True, timeout=_TIMEOUT_S, check=False)
-        if proc.returncode != 0:
-            raise OracleError(
-                f"the reset tool failed (exit {proc.returncode}):\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}"
-            )
-        return proc.stdout
+        return proc.returncode, proc.stdout + ("" if proc.returncode == 0 else proc.stderr)
