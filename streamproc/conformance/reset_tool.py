@@ -1,19 +1,23 @@
 """Kafka's own reset tool as the oracle of a plan's start positions (``planning`` scenarios, live).
 
 A planning scenario whose start is one of the reset tool's scenarios (``to_offset``, ``to_datetime``,
-``by_duration``, ``shift_by``, ``from_file``, ``earliest``, ``latest``) and whose ``expected`` is a plan (not a
-refusal) is rebuilt on a real broker: every topic under a unique prefix with the scenario's partitions, each
-partition filled to its log end and cut at its log start with ``DeleteRecords`` (records at their timestamps where
-the scenario lists them), the group's committed offsets set. Then ``kafka-streams-application-reset``
-(``org.apache.kafka.tools.StreamsResetter``) runs with ``--dry-run`` on the external input topics and prints the
-offset it would reset each partition to: that is Kafka's answer to the ``start`` of each range.
+``by_duration``, ``shift_by``, ``from_file``, ``earliest``, ``latest``), or whose group still has members, is
+rebuilt on a real broker: every topic under a unique prefix with the scenario's partitions, each partition filled to
+its log end and cut at its log start with ``DeleteRecords`` (records at their timestamps where the scenario lists
+them), the group's committed offsets set, and, for an active group, that many real consumers holding the group.
+Then ``kafka-streams-application-reset`` (``org.apache.kafka.tools.StreamsResetter``) runs with ``--dry-run`` on
+the external input topics and prints the offset it would reset each partition to: that is Kafka's answer to the
+``start`` of each range; or it fails (``reset_tool_failure``: exit code and error lines).
 
-Only starts are compared (``reset_tool_starts``): ends, notes, stages and partition times are streamproc's own.
-Refusals are streamproc's decisions (planning.md §5): where the tool would go ahead (``shift_by`` with no committed
-offset shifts from the log end), the scenario's notes say so, and the oracle does not answer them. ``by_duration``
-is asked as ``--to-datetime`` of the plan's ``now_ms`` minus the duration, because the tool reads the real clock;
-the duration parsing itself was checked against Kafka's (FINDINGS.md). Log layouts the broker cannot be made to
-hold here (transactions, compacted-away offsets) are unsupported.
+Only starts are compared (``reset_tool_starts``, ``answered: ["starts"]``): ends, notes, stages and partition times
+are streamproc's own. A refusal (planning.md §5) agrees with the tool (:func:`compare`) when the tool fails too, or
+when it goes ahead past offsets the application has not processed (``skips_unprocessed``: from the committed
+offset, or without one from where the application's reset policy would start) on exactly the refused partitions:
+``shift_by`` with no committed offset shifts from the log end. Refusals of a plan's end or of its completeness
+proof are not the tool's question. ``by_duration`` is asked as ``--to-datetime`` of the plan's ``now_ms`` minus the
+duration, because the tool reads the real clock; a duration streamproc cannot read goes to the tool's own
+``--by-duration`` as written. Log layouts the broker cannot be made to hold here (transactions, compacted-away
+offsets) are unsupported.
 
 The tool comes from ``org.apache.kafka:kafka-tools`` **4.2.0**: Maven Central has no 4.2.2 build of that artifact.
 It runs on the broker's 4.2.2 jars (``streamproc.dev.broker``), with ``-Duser.timezone=UTC``.
@@ -190,7 +194,8 @@ class _Run:
     def answer(self) -> dict[str, Any]:
         from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        # log_level 4: no notice about unserved background events when the client goes away
+        admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 4})
         topics = [self.prefix + name for name in self.spec["topics"]]
         members: list[Any] = []
         try:
