@@ -72,7 +72,8 @@ import java.util.stream.Stream;
  *   (a {@link KafkaConsumer} from this runner's client supplier) records each assigned partition's position after
  *   every poll.</li>
  * </ol>
- * The app runs until the positions stop moving ({@link #QUIET_MS}) or it dies. The answer per partition:
+ * The app runs until every position has reached what it can read (the last stable offset under
+ * {@code read_committed}, else the log end) and nothing moved for {@link #QUIET_MS}, or until it dies. The answer per partition:
  * {@code live_starts} = the first offset it received, or, where it received none, its first position (an empty
  * range: the consumer's position after the first poll that knew it); {@code delivered} (inclusive intervals) and
  * {@code end_positions}; {@code resets}: each partition with a committed offset where the app started elsewhere
@@ -83,7 +84,7 @@ final class StartPositionRunner {
     static final String KIND = "planning";
     private static final long RUNNING_TIMEOUT_MS = 60_000L;
     private static final long SETTLE_TIMEOUT_MS = 40_000L;
-    private static final long QUIET_MS = 1_500L;
+    private static final long QUIET_MS = 1_000L;
 
     private StartPositionRunner() {
     }
@@ -472,24 +473,29 @@ final class StartPositionRunner {
                     }
                 });
                 streams.start();
-                final Set<TopicPartition> expected = new TreeSet<>(Comparator.comparing(TopicPartition::toString));
-                input.path("topics").fields().forEachRemaining(t -> {
-                    for (int p = 0; p < t.getValue().path("partitions").size(); p++) {
-                        expected.add(new TopicPartition(prefix + t.getKey(), p));
-                    }
-                });
+                // every position must reach what the app can read (the LSO under read_committed, else the log
+                // end) and stay there: a slow poll on a loaded machine must not end the run early
+                final boolean readCommitted = !guarantee.equals("at_least_once")
+                    || input.path("isolation_level").asText().equals("read_committed");
+                final Map<TopicPartition, Long> ends = new HashMap<>();
+                input.path("topics").fields().forEachRemaining(t -> t.getValue().path("partitions").fields()
+                    .forEachRemaining(p -> ends.put(new TopicPartition(prefix + t.getKey(),
+                        Integer.parseInt(p.getKey())), readCommitted
+                        ? p.getValue().path("last_stable_offset").asLong(p.getValue().path("log_end").asLong())
+                        : p.getValue().path("log_end").asLong())));
                 while (observed.fatal == null && streams.state() != KafkaStreams.State.ERROR
                     && streams.state() != KafkaStreams.State.PENDING_ERROR) {
                     final long now = System.currentTimeMillis();
                     final boolean settled = observed.running
-                        && observed.position.keySet().containsAll(expected)
+                        && ends.entrySet().stream().allMatch(e -> observed.position.getOrDefault(e.getKey(), -1L)
+                            >= e.getValue())
                         && now - observed.lastChange >= QUIET_MS;
                     if (settled) {
                         break;
                     }
                     if (now - started > (observed.running ? SETTLE_TIMEOUT_MS : RUNNING_TIMEOUT_MS)) {
                         throw new IllegalStateException("the app did not settle in time: state " + streams.state()
-                            + ", positions " + observed.position + " of " + expected);
+                            + ", positions " + observed.position + ", ends " + ends);
                     }
                     Thread.sleep(100);
                 }
