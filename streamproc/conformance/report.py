@@ -21,7 +21,10 @@ and so do the ``topology`` scenarios (``java -jar … topology``, :func:`run_top
 as a real app on topics with its partition counts; ``stages`` is streamproc's own and not compared). Their results
 fill the Kafka Streams column of those rows, which the task-level oracle cannot answer. ``planning`` scenarios whose
 start is one of the reset tool's scenarios get Kafka's reset tool as their oracle (:func:`run_reset_tool_oracle`,
-``streamproc.conformance.reset_tool``): the range starts must be the offsets ``StreamsResetter --dry-run`` prints.
+``streamproc.conformance.reset_tool``): the range starts must be the offsets ``StreamsResetter --dry-run`` prints,
+and a refusal must be where the tool refuses too or would skip unprocessed offsets. Those that start from committed
+offsets get a real ``KafkaStreams`` app (:func:`run_start_position_oracle`, ``streamproc.conformance.start_positions``):
+the ranges must start where the app starts, and a refusal must be where the app dies or silently loses data.
 
 A row's ``status`` is ``pass`` only when streamproc's result equals Kafka Streams' on the whole scenario. Where
 Kafka Streams answered only part of it (the reset tool: a plan's starts; a live topology: everything but
@@ -58,6 +61,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from streamproc.conformance import reset_tool, start_positions
 from streamproc.conformance import run_scenario as run_streamproc_scenario
 from streamproc.conformance.coverage import (
     PLANNING_INFORMATIONAL,
@@ -194,22 +198,12 @@ def compare_to_kafka_streams(kind: str, reference: dict[str, Any], kafka: dict[s
         return _compare_state_errors(reference["error"], kafka["error"])
     if kind == "topology":
         return _compare_topology(reference, kafka)
-    if kind == "planning" and "reset_tool_starts" in kafka:
-        return _compare_reset_tool(reference, kafka["reset_tool_starts"])
+    if kind == "planning" and ("reset_tool_starts" in kafka or "reset_tool_failure" in kafka):
+        return reset_tool.compare(reference, kafka)
+    if kind == "planning" and "live_starts" in kafka:
+        return start_positions.compare(reference, kafka)
     diffs: list[str] = _oracle_module().compare_to_expected(reference, kafka)
     return diffs
-
-
-def _compare_reset_tool(reference: dict[str, Any], starts: dict[str, int]) -> list[str]:
-    """A plan's range starts against the offsets Kafka's reset tool resets the input partitions to."""
-    if reference.get("error") is not None:
-        return [f"the reference refuses ({reference['error'].get('type')}); the reset tool resets to {starts}"]
-    ranges = reference.get("ranges") or {}
-    return [
-        f"{tp}: start {ranges.get(tp, {}).get('start')!r}, the reset tool {offset}"
-        for tp, offset in starts.items()
-        if ranges.get(tp, {}).get("start") != offset
-    ]
 
 
 def _compare_topology(reference: dict[str, Any], kafka: dict[str, Any]) -> list[str]:
@@ -613,6 +607,20 @@ def run_reset_tool_oracle(
     )
 
 
+def run_start_position_oracle(
+    paths: Sequence[Path], scenarios: dict[Path, dict[str, Any]], bootstrap: str
+) -> dict[Path, RunnerOutcome]:
+    """A real ``KafkaStreams`` app's start positions for the ``planning`` scenarios that start from committed offsets.
+
+    ``streamproc.conformance.start_positions`` (the jar's ``startpos`` mode): the scenario's topics, logs and commits
+    on the broker, then the app; where it starts per partition, or how it fails. Refusals of a requested end stay
+    ``pending`` with the app's starts in the reason.
+    """
+    return _live_outcomes(
+        paths, scenarios, bootstrap, start_positions.covers, start_positions.run_start_positions, "startpos"
+    )
+
+
 def _live_outcomes(
     paths: Sequence[Path],
     scenarios: dict[Path, dict[str, Any]],
@@ -793,6 +801,7 @@ def run_report(
             task.update(run_restore_oracle(paths, scenarios, bootstrap))
             task.update(run_topology_oracle(paths, scenarios, bootstrap))
             task.update(run_reset_tool_oracle(paths, scenarios, bootstrap))
+            task.update(run_start_position_oracle(paths, scenarios, bootstrap))
     else:
         task = {path: RunnerOutcome(PENDING, reason="the oracle was not run (--no-oracle)") for path in paths}
     oracle_s = time.monotonic() - oracle_started

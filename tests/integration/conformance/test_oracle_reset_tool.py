@@ -1,8 +1,9 @@
 """``planning`` scenarios: Kafka's reset tool (``StreamsResetter --dry-run``) on a real broker = the plan's starts.
 
 Every shared and own planning scenario goes to the reset-tool oracle (``streamproc.conformance.reset_tool``); the
-ones it can rebuild (a reset-tool start mode, a plan rather than a refusal, a log without transactions) are laid out
-on the broker and the tool's offsets must equal the starts of streamproc's plan, and of the scenario's ``expected``.
+ones it can rebuild (a reset-tool start mode or an active group, a log without transactions) are laid out on the
+broker and the tool's offsets must equal the starts of streamproc's plan, and of the scenario's ``expected``; where
+streamproc refuses, the tool must refuse too or reset past offsets the application has not processed.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def test_plan_starts_equal_the_reset_tool(answers: dict[Path, dict[str, Any]], p
         return
     scenario = _load(path)
     kafka = answer["result"]
-    assert kafka["reset_tool_starts"], answer["observations"]
+    assert kafka.get("reset_tool_starts") or kafka.get("reset_tool_failure"), answer["observations"]
     assert compare_to_kafka_streams("planning", run_scenario(scenario), kafka) == []
     assert compare_to_kafka_streams("planning", scenario["expected"], kafka) == []
 
@@ -64,3 +65,19 @@ def test_a_wrong_start_is_a_difference(answers: dict[Path, dict[str, Any]]) -> N
     assert compare_to_kafka_streams("planning", plan, answers[path]["result"]) == [
         "orders-1: start 50, the reset tool 60"
     ]
+
+
+def test_the_tool_refuses_or_skips_where_streamproc_refuses(answers: dict[Path, dict[str, Any]]) -> None:
+    """Kafka's tool on the refusals: a parse failure, a missing partition (NPE), an active group; a shift from no
+    committed offset goes ahead from the log end and skips offsets the app never processed."""
+    by_stem = {p.stem: a["result"] for p, a in answers.items() if "result" in a}
+    failures = {stem: r["reset_tool_failure"]["message"] for stem, r in by_stem.items() if "reset_tool_failure" in r}
+    assert "Text cannot be parsed to a Duration" in failures["p08b-by-duration-bad-format"]
+    assert "not following the format `TOPIC,PARTITION,OFFSET`" in failures["p10b-from-file-malformed"]
+    assert "NullPointerException" in failures["p10c-from-file-missing-partition"]
+    assert "is still active" in failures["p11-group-active"]
+    assert by_stem["p09b-shift-by-without-committed-offset"]["skips_unprocessed"] == {"orders-1": [10, 20]}
+    refusal = run_scenario(_load(next(p for p in SHARED if p.stem.startswith("p09b-"))))
+    shifted = by_stem["p09b-shift-by-without-committed-offset"]
+    assert compare_to_kafka_streams("planning", refusal, shifted) == []
+    assert compare_to_kafka_streams("planning", {"error": {"type": "X", "partitions": ["orders-0"]}}, shifted) != []
