@@ -26,14 +26,14 @@ from streamproc.state.committable_offsets import (
 from streamproc.state.internal_topics import repartition_topic, store_changelog_topic
 from streamproc.state.offset_checkpoint import OffsetCheckpoint
 from streamproc.state.offsets_column_family import changelog_offset_entry, status_entry
-from streamproc.state.processor_state_manager import (
+from streamproc.state.restore_plan import ChangelogState, ProcessingGuarantee, plan_restore
+from streamproc.state.store_layout import store_layout
+from streamproc.state.store_registration import (
     KS_VERSION_4_2,
     StateStoreMetadata,
     StoreSpec,
     register_stores,
 )
-from streamproc.state.restore_plan import ChangelogState, ProcessingGuarantee, plan_restore
-from streamproc.state.store_layout import store_layout
 from streamproc.state.store_type import StoreType
 
 Scenario = dict[str, Any]

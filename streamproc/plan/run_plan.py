@@ -18,7 +18,7 @@ from typing import Any
 
 from streamproc.engine.topology_analysis import TopologyAnalysis
 from streamproc.errors import PlanError
-from streamproc.plan.positions import ResolvedRanges
+from streamproc.plan.resolved_ranges import ResolvedRanges
 
 FORMAT = "streamproc-run-plan"
 VERSION = 1

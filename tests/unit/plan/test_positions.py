@@ -40,7 +40,8 @@ from streamproc.plan.cluster_snapshot import (
     TopicPartition,
     TopicState,
 )
-from streamproc.plan.positions import (
+from streamproc.plan.positions import decode_partition_time, offset_for_timestamp, plan_ranges, timestamps_needed
+from streamproc.plan.refusals import (
     BadRequest,
     BadResetFile,
     CommittedBeyondEnd,
@@ -52,22 +53,14 @@ from streamproc.plan.positions import (
     NoCommittedOffsetToShift,
     NoResetPolicy,
     NotCopartitioned,
-    Note,
     OffsetOutOfRange,
     OutOfRangeRequest,
     PartitionCountChanged,
     ResetFileMismatch,
-    ResolvedRanges,
     UnstableOffsets,
-    decode_partition_time,
-    instant_minus,
-    offset_for_timestamp,
-    parse_datetime,
-    parse_duration,
-    parse_reset_file,
-    plan_ranges,
-    timestamps_needed,
 )
+from streamproc.plan.reset_formats import instant_minus, parse_datetime, parse_duration, parse_reset_file
+from streamproc.plan.resolved_ranges import Note, ResolvedRanges
 
 O0 = TopicPartition("orders", 0)
 O1 = TopicPartition("orders", 1)

@@ -141,9 +141,9 @@ def plan_restores(
     from streamproc.engine.records import TopicPartition as EngineTopicPartition
     from streamproc.engine.task_id import TaskId
     from streamproc.state.offset_checkpoint import OffsetCheckpoint
-    from streamproc.state.processor_state_manager import StateStoreMetadata
     from streamproc.state.restore_plan import ChangelogState, ProcessingGuarantee, plan_restore
     from streamproc.state.store_layout import task_dir_is_empty, task_directory
+    from streamproc.state.store_registration import StateStoreMetadata
 
     changelog_topics = sorted({s.changelog_topic for sub in analysis.subtopologies for s in sub.stores})
     offsets = read_log_offsets(client_config, changelog_topics) if changelog_topics else {}
@@ -209,7 +209,7 @@ def plan_global_restores(
     from streamproc.engine.records import TopicPartition as EngineTopicPartition
     from streamproc.plan.cluster_snapshot import StartPolicy
     from streamproc.plan.cluster_snapshot import TopicPartition as PlanTopicPartition
-    from streamproc.plan.positions import MissingTopic, OffsetOutOfRange
+    from streamproc.plan.refusals import MissingTopic, OffsetOutOfRange
     from streamproc.state.offset_checkpoint import OffsetCheckpoint
     from streamproc.state.store_layout import GLOBAL_STATE_DIR, application_directory
 
