@@ -8,8 +8,9 @@ This is the pure core of the plan step (planning.md §2–§7, §9). It mirrors:
   :mod:`streamproc.plan.reset_formats`;
 - the broker's ListOffsets by timestamp (``UnifiedLog#fetchOffsetByTimestamp``, ``Partition#fetchOffsetForTimestamp``):
   the first offset whose timestamp is ≥ t, ``UNKNOWN_OFFSET`` at or beyond the last fetchable offset;
-- Kafka Streams' own reset for partitions without a committed offset (``StreamThread#resetOffsets``) and its commit
-  metadata (``TopicPartitionMetadata#decode``).
+- Kafka Streams' own reset for partitions without a committed offset (``StreamThread#resetOffsets``); the partition
+  time a task resumes with is read from the commit metadata by the one decoder checked against Kafka Streams,
+  :meth:`streamproc.state.commit_metadata.TopicPartitionMetadata.decode`.
 
 Where Kafka would silently lose or skip data, streamproc refuses with a
 :class:`~streamproc.plan.refusals.PlanRefusal` that names the partitions and offsets and says what to do; the
@@ -18,10 +19,7 @@ preconditions are :mod:`streamproc.plan.preconditions`, the result values :mod:`
 
 from __future__ import annotations
 
-import base64
-import binascii
 import logging
-import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
@@ -77,38 +75,16 @@ from streamproc.plan.reset_formats import (
     parse_reset_file,
 )
 from streamproc.plan.resolved_ranges import Note, PartitionRange, ResolvedRanges
+from streamproc.state.commit_metadata import TopicPartitionMetadata
 
 logger = logging.getLogger(__name__)
 
-# ``TopicPartitionMetadata.LATEST_MAGIC_BYTE`` and the older version without processor metadata.
-_METADATA_V1: Final = 1
-_METADATA_V2: Final = 2
 _KAFKA_NO_RESET_POLICY: Final = (
     "No valid committed offset found for input [{topics}] and no valid reset policy configured. You need to set "
     'configuration parameter "auto.offset.reset" or specify a topic specific reset policy via '
     "StreamsBuilder#stream(..., Consumed.with(Topology.AutoOffsetReset)) or "
     "StreamsBuilder#table(..., Consumed.with(Topology.AutoOffsetReset))"
 )
-
-
-def decode_partition_time(metadata: str) -> int:
-    """Partition time from Kafka Streams' commit metadata (``TopicPartitionMetadata#decode``), else ``-1``.
-
-    ``base64(version | int64 partition time | processor metadata)``; version 1 has no processor metadata.
-    Empty, undecodable or unknown-version metadata means unknown (Kafka Streams only logs a warning).
-    """
-    if not metadata:
-        return UNKNOWN_PARTITION_TIME
-    try:
-        raw = base64.b64decode(metadata + "=" * (-len(metadata) % 4), validate=True)
-    except (binascii.Error, ValueError):
-        logger.warning("Unsupported offset metadata found: %r", metadata)
-        return UNKNOWN_PARTITION_TIME
-    if len(raw) < 9 or raw[0] not in (_METADATA_V1, _METADATA_V2):
-        logger.warning("Unsupported offset metadata found: %r", metadata)
-        return UNKNOWN_PARTITION_TIME
-    partition_time: int = struct.unpack(">q", raw[1:9])[0]
-    return partition_time
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -451,7 +427,11 @@ def _resolve_start(
     latest = state.latest(isolation)
     committed = snapshot.committed.get(tp)
     internal = tp.topic in app.internal_source_topics
-    partition_time = decode_partition_time(committed.metadata) if committed is not None else UNKNOWN_PARTITION_TIME
+    partition_time = (
+        TopicPartitionMetadata.decode(committed.metadata).partition_time
+        if committed is not None
+        else UNKNOWN_PARTITION_TIME
+    )
     spec = request.start
     if tp in explicit:
         clamped = _clamp_explicit(tp, state, explicit[tp], request.start_policy, isolation, failures)
