@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from streamproc.engine.internal_topics import repartition_topic, store_changelog_topic
 from streamproc.engine.records import TopicPartition
 from streamproc.engine.task_id import TaskId
 from streamproc.errors import ConfigError, StateError
@@ -23,7 +24,6 @@ from streamproc.state.committable_offsets import (
     partition_time,
     purge_offsets,
 )
-from streamproc.state.internal_topics import repartition_topic, store_changelog_topic
 from streamproc.state.offset_checkpoint import OffsetCheckpoint
 from streamproc.state.offsets_column_family import changelog_offset_entry, status_entry
 from streamproc.state.restore_plan import ChangelogState, ProcessingGuarantee, plan_restore

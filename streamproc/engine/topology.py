@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from streamproc.engine.topology_analysis import internal_topic_prefix
+from streamproc.engine.internal_topics import decorate_topic
 from streamproc.engine.topology_description import (
     GlobalStore,
     Node,
@@ -444,14 +444,16 @@ class Topology:
 
     def copartition_groups(self, application_id: str) -> list[tuple[str, ...]]:
         """``InternalTopologyBuilder#copartitionGroups``: DSL-declared groups as full topic names, closed."""
-        prefix = internal_topic_prefix(application_id, self._topology_name)
         merged: list[set[str]] = []
         for sources in self._copartition_sources:
             topics: set[str] = set()
             for source in sources:
                 node = self._nodes.get(source)
                 if isinstance(node, SourceNodeSpec):
-                    topics.update(f"{prefix}-{t}" if t in self._internal_topics else t for t in node.topics)
+                    topics.update(
+                        decorate_topic(application_id, t, self._topology_name) if t in self._internal_topics else t
+                        for t in node.topics
+                    )
             overlapping = [g for g in merged if g & topics]
             for group in overlapping:
                 topics |= group

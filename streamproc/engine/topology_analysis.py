@@ -16,6 +16,13 @@ import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from streamproc.engine.internal_topics import (
+    REPARTITION_TOPIC_SUFFIX,
+    STATE_CHANGELOG_TOPIC_SUFFIX,
+    decorate_topic,
+    is_internal_topic_name,
+    store_changelog_topic,
+)
 from streamproc.engine.task_id import TaskId
 from streamproc.engine.topology_description import Processor, Source, Subtopology, TopologyDescription
 from streamproc.errors import TopologyError
@@ -28,13 +35,6 @@ OPTIMIZE = "all"
 REUSE_KTABLE_SOURCE_TOPICS = "reuse.ktable.source.topics"
 NO_OPTIMIZATION = "none"
 
-REPARTITION_TOPIC_SUFFIX = "-repartition"
-CHANGELOG_TOPIC_SUFFIX = "-changelog"
-#: ``StreamsResetter#matchesInternalTopicFormat``: FK-join subscription topics are internal like repartition topics.
-_FK_TOPIC = re.compile(
-    r"(.*-subscription-registration-topic|.*-subscription-response-topic"
-    r"|.*KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-\d+-topic|.*KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-\d+-topic)"
-)
 #: Processor-name prefixes the DSL generates (``KStreamImpl``, ``KTableImpl``, ``CogroupedKStreamImpl``).
 _DSL_PREFIXES = ("KSTREAM-", "KTABLE-", "COGROUPKSTREAM-")
 _TABLE_SOURCE_PREFIX = "KTABLE-SOURCE-"
@@ -158,21 +158,6 @@ class TopologyAnalysis:
         raise KeyError(subtopology_id)
 
 
-def internal_topic_prefix(application_id: str, topology_name: str | None = None) -> str:
-    """``InternalTopologyBuilder#decorateTopic``'s prefix: ``<app>`` or ``<app>-<topologyName>``."""
-    return application_id if topology_name is None else f"{application_id}-{topology_name}"
-
-
-def changelog_topic_name(application_id: str, store_name: str, topology_name: str | None = None) -> str:
-    """``ProcessorStateManager.storeChangelogTopic``: ``<prefix>-<store>-changelog``."""
-    return f"{internal_topic_prefix(application_id, topology_name)}-{store_name}{CHANGELOG_TOPIC_SUFFIX}"
-
-
-def is_internal_topic_name(raw_topic: str) -> bool:
-    """A raw (unprefixed) name of the shape Kafka Streams gives repartition and FK-join topics (topology.md §6.6)."""
-    return raw_topic.endswith(REPARTITION_TOPIC_SUFFIX) or _FK_TOPIC.fullmatch(raw_topic) is not None
-
-
 def _reuses_source_topics(config: Mapping[str, str]) -> bool:
     value = str(config.get(TOPOLOGY_OPTIMIZATION_CONFIG, NO_OPTIMIZATION))
     parts = {part.strip() for part in value.split(",")}
@@ -206,13 +191,14 @@ class _Context:
     application_id: str
     description: TopologyDescription
     partition_counts: Mapping[str, int]
-    prefix: str
     internal_raw: set[str] = field(default_factory=set)
     patterns: Mapping[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
     def full(self, raw_topic: str) -> str:
-        return f"{self.prefix}-{raw_topic}" if raw_topic in self.internal_raw else raw_topic
+        if raw_topic not in self.internal_raw:
+            return raw_topic
+        return decorate_topic(self.application_id, raw_topic, self.description.topology_name)
 
 
 def _detect_internal_topics(ctx: _Context) -> None:
@@ -222,7 +208,7 @@ def _detect_internal_topics(ctx: _Context) -> None:
     for topic in sink_topics & source_topics:
         if not is_internal_topic_name(topic):
             continue
-        prefixed = f"{ctx.prefix}-{topic}"
+        prefixed = decorate_topic(ctx.application_id, topic, ctx.description.topology_name)
         if prefixed in ctx.partition_counts or topic not in ctx.partition_counts:
             ctx.internal_raw.add(topic)
         else:
@@ -237,7 +223,7 @@ def _resolve_patterns(
 ) -> dict[str, tuple[str, ...]]:
     """Full-match every pattern source against the cluster's non-internal topics (topology.md §5.4)."""
     candidates = sorted(t for t in ctx.partition_counts if not t.startswith("__"))
-    suffixes = "|".join((CHANGELOG_TOPIC_SUFFIX, REPARTITION_TOPIC_SUFFIX, "-topic"))
+    suffixes = "|".join((STATE_CHANGELOG_TOPIC_SUFFIX, REPARTITION_TOPIC_SUFFIX, "-topic"))
     own_internal = re.compile(re.escape(ctx.application_id) + r"-.*(" + suffixes + ")")
     matched_by: dict[str, str] = {}
     resolved: dict[str, tuple[str, ...]] = {}
@@ -598,9 +584,7 @@ def analyze(
     config = config or {}
     explicit_raw = explicit_repartition_counts or {}
     dynamic_cfg = dynamic_sink_topics or {}
-    ctx = _Context(
-        application_id, description, partition_counts, internal_topic_prefix(application_id, description.topology_name)
-    )
+    ctx = _Context(application_id, description, partition_counts)
     _detect_internal_topics(ctx)
     patterns = {s.name: s.pattern for sub in description.subtopologies for s in sub.sources if s.pattern is not None}
     patterns.update(source_patterns or {})
@@ -826,7 +810,7 @@ def _stores_of(ctx: _Context, sub: Subtopology, partitions: int) -> tuple[StoreI
     return tuple(
         StoreInfo(
             name,
-            changelog_topic_name(ctx.application_id, name, ctx.description.topology_name),
+            store_changelog_topic(ctx.application_id, name, ctx.description.topology_name),
             partitions,
             reuse_topic.get(name),
         )

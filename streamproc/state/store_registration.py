@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from streamproc.engine.internal_topics import store_changelog_topic
 from streamproc.engine.records import TopicPartition
 from streamproc.engine.task_id import TaskId
 from streamproc.errors import StateError
-from streamproc.state.internal_topics import store_changelog_topic
 from streamproc.state.offset_checkpoint import OFFSET_UNKNOWN
 from streamproc.state.store_layout import CHECKPOINT_FILE_NAME
 
