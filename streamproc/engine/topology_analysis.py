@@ -25,7 +25,7 @@ from streamproc.engine.internal_topics import (
 )
 from streamproc.engine.task_id import TaskId
 from streamproc.engine.topology_description import Processor, Source, Subtopology, TopologyDescription
-from streamproc.errors import TopologyError
+from streamproc.errors import MissingTopic, NotCopartitioned, PartitionCountChanged, TopologyError
 
 logger = logging.getLogger(__name__)
 
@@ -41,36 +41,6 @@ _TABLE_SOURCE_PREFIX = "KTABLE-SOURCE-"
 _NAMED_TABLE_SOURCE_SUFFIX = "-table-source"
 #: Java regex syntax Python's ``re`` lacks or reads differently (topology.md §5.4).
 _JAVA_ONLY_REGEX = re.compile(r"\\[pP]\{|\\Q|\\E|\(\?<[A-Za-z]|\[[^\]]*\[|&&")
-
-
-class MissingTopic(TopologyError):
-    """A source, global or internal topic is absent, or a pattern matches nothing (``MissingSourceTopicException``)."""
-
-    def __init__(self, message: str, *, topics: Sequence[str], kafka_exception: str, kafka_message: str) -> None:
-        self.topics = tuple(topics)
-        self.kafka_exception = kafka_exception
-        self.kafka_message = kafka_message
-        super().__init__(message)
-
-
-class NotCopartitioned(TopologyError):
-    """Topics that must be co-partitioned have different partition counts (``CopartitionedTopicsEnforcer``)."""
-
-    def __init__(self, message: str, *, topics: Mapping[str, int], kafka_exception: str, kafka_message: str) -> None:
-        self.topics = dict(topics)
-        self.kafka_exception = kafka_exception
-        self.kafka_message = kafka_message
-        super().__init__(message)
-
-
-class PartitionCountChanged(TopologyError):
-    """An existing internal topic has a different partition count than Kafka Streams requires for it."""
-
-    def __init__(self, message: str, *, topics: Mapping[str, int], kafka_exception: str, kafka_message: str) -> None:
-        self.topics = dict(topics)
-        self.kafka_exception = kafka_exception
-        self.kafka_message = kafka_message
-        super().__init__(message)
 
 
 def _java_map(counts: Mapping[str, int]) -> str:
@@ -405,7 +375,7 @@ def _compute_repartition_counts(
             )
 
 
-def _enforce_copartitioning(
+def enforce_copartitioning(
     group: Sequence[str], counts: dict[str, int], explicit: Mapping[str, int], cluster: Mapping[str, int]
 ) -> None:
     """``CopartitionedTopicsEnforcer#enforce``: decide the group's count and force it onto repartition topics."""
@@ -435,6 +405,7 @@ def _enforce_copartitioning(
                     f"differ; make Repartitioned#withNumberOfPartitions agree. Kafka Streams: TopologyException: "
                     f"{message}",
                     topics=shown,
+                    details={"partition_counts": dict(shown)},
                     kafka_exception="TopologyException",
                     kafka_message=message,
                 )
@@ -449,6 +420,7 @@ def _enforce_copartitioning(
                 f"together) but have partition counts {_java_map(external)}; repartition one side or fix the topics. "
                 f"Kafka Streams: TopologyException: {message}",
                 topics=external,
+                details={"partition_counts": dict(external)},
                 kafka_exception="TopologyException",
                 kafka_message=message,
             )
@@ -463,25 +435,32 @@ def _enforce_copartitioning(
             )
             raise NotCopartitioned(
                 f"NotCopartitioned: {message}",
-                topics={topic: counts[topic]},
+                topics=[topic],
+                details={"partition_counts": {topic: counts[topic]}},
                 kafka_exception="TopologyException",
                 kafka_message=message,
             )
 
 
-def _check_existing_internal_topic(topic: str, expected: int, cluster: Mapping[str, int]) -> None:
-    """``InternalTopicManager#validateTopics``: an existing internal topic must have the required count."""
+def check_existing_internal_topic(
+    topic: str, expected: int, cluster: Mapping[str, int], *, reason: str | None = None
+) -> None:
+    """``InternalTopicManager#validateTopics``: an existing internal topic must have the required count.
+
+    ``reason`` replaces the first part of the message when the caller knows why the counts differ.
+    """
     actual = cluster.get(topic)
     if actual is None or actual == expected:
         return
+    why = reason if reason is not None else f"{topic} has {actual} partitions but Kafka Streams requires {expected}"
     message = (
         f"Existing internal topic {topic} has invalid partitions: expected: {expected}; actual: {actual}. "
         "Use 'org.apache.kafka.tools.StreamsResetter' tool to clean up invalid topics before processing."
     )
     raise PartitionCountChanged(
-        f"PartitionCountChanged: {topic} has {actual} partitions but Kafka Streams requires {expected}; "
-        f"the live application would fail with StreamsException: {message}",
-        topics={topic: actual},
+        f"PartitionCountChanged: {why}; the live application would fail with StreamsException: {message}",
+        topics=[topic],
+        details={"partition_counts": {topic: actual}},
         kafka_exception="StreamsException",
         kafka_message=message,
     )
@@ -660,7 +639,7 @@ def analyze(
     kafka_enforces = bool(repartition_topics) or copartition_groups is not None
     for group in enforced_groups:
         if kafka_enforces:
-            _enforce_copartitioning(group, counts, explicit, partition_counts)
+            enforce_copartitioning(group, counts, explicit, partition_counts)
             continue
         sizes = {t: partition_counts[t] for t in group if t in partition_counts}
         if len(set(sizes.values())) > 1:
@@ -683,7 +662,7 @@ def analyze(
             logger.warning("%s", ctx.warnings[-1])
 
     for topic in sorted(repartition_topics):
-        _check_existing_internal_topic(topic, counts[topic], partition_counts)
+        check_existing_internal_topic(topic, counts[topic], partition_counts)
 
     all_counts = {**partition_counts, **counts}
     reuse = _reuses_source_topics(config)
@@ -702,7 +681,7 @@ def analyze(
         for store in stores:
             if reuse and store.source_topic_changelog is not None:
                 continue
-            _check_existing_internal_topic(store.changelog_topic, n, partition_counts)
+            check_existing_internal_topic(store.changelog_topic, n, partition_counts)
             internal_topics[store.changelog_topic] = n
         infos_out.append(
             SubtopologyInfo(

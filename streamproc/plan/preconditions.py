@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Final
 
+from streamproc.engine.topology_analysis import check_existing_internal_topic, enforce_copartitioning
 from streamproc.plan.cluster_snapshot import ApplicationSpec, ClusterSnapshot, GroupState
-from streamproc.plan.refusals import GroupActive, MissingTopic, NotCopartitioned, PartitionCountChanged
+from streamproc.plan.refusals import GroupActive, MissingTopic, PartitionCountChanged
 
 _INACTIVE_GROUP_STATES: Final = frozenset({"Empty", "Dead"})
 
@@ -54,19 +55,15 @@ def check_topics(snapshot: ClusterSnapshot, app: ApplicationSpec) -> None:
 
 
 def check_partition_counts(snapshot: ClusterSnapshot, app: ApplicationSpec) -> None:
-    """Co-partitioned topics must agree; sources must match their changelogs, a previous plan and the commits."""
+    """Co-partitioned topics must agree; sources must match their changelogs, a previous plan and the commits.
+
+    The first two are Kafka Streams' own rules, checked by the topology analysis' functions (one definition each).
+    """
     counts = {name: len(topic.partitions) for name, topic in snapshot.topics.items()}
     for group in app.copartition_groups:
-        present = {t: counts[t] for t in group if t in counts}
-        if len(set(present.values())) > 1:
-            shown = ", ".join(f"{t}={n}" for t, n in sorted(present.items()))
-            raise NotCopartitioned(
-                f"co-partitioned topics {sorted(present)} have different partition counts ({shown}); Kafka Streams "
-                f'would fail with "Topics not co-partitioned: [{{{shown}}}]"; repartition or recreate the topics so '
-                f"that they have the same number of partitions",
-                topics=present,
-                details={"partition_counts": present},
-            )
+        present = [t for t in group if t in counts]
+        if len(present) > 1:
+            enforce_copartitioning(present, {}, {}, counts)
     for changelog, sub in sorted(app.changelog_topics.items()):
         if changelog not in counts:
             continue
@@ -74,18 +71,13 @@ def check_partition_counts(snapshot: ClusterSnapshot, app: ApplicationSpec) -> N
         if not sources:
             continue
         expected = max(counts[t] for t in sources)
-        if expected != counts[changelog]:
-            grown = max(sources, key=lambda t: (counts[t], t))
-            kafka = (
-                f"Existing internal topic {changelog} has invalid partitions: expected: {expected}; actual: "
-                f"{counts[changelog]}. Use 'org.apache.kafka.tools.StreamsResetter' tool to clean up invalid topics "
-                f"before processing."
-            )
-            raise PartitionCountChanged(
-                f"{grown} now has {expected} partitions, {counts[changelog]} when changelog {changelog} was created; "
-                f'Kafka Streams would fail with "{kafka}"',
-                topics=[grown, changelog],
-            )
+        grown = max(sources, key=lambda t: (counts[t], t))
+        check_existing_internal_topic(
+            changelog,
+            expected,
+            counts,
+            reason=f"{grown} now has {expected} partitions, {counts[changelog]} when changelog {changelog} was created",
+        )
     for topic, previous in sorted(app.previous_partition_counts.items()):
         if topic in counts and counts[topic] != previous and topic in app.source_topics:
             raise PartitionCountChanged(

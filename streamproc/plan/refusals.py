@@ -2,48 +2,38 @@
 
 Where Kafka (the reset tools, or Kafka Streams at its next start) would silently lose or skip data, or fail later,
 the plan step refuses with a :class:`PlanRefusal` that names the partitions and offsets and says what to do. Each
-class names the Kafka behaviour it stands for, so a scenario can expect the refusal by its name.
+class names the Kafka behaviour it stands for, so a scenario can expect the refusal by its name. The base class and
+the three refusals about topics (``MissingTopic``, ``NotCopartitioned``, ``PartitionCountChanged``) are defined in
+:mod:`streamproc.errors`, because the topology analysis raises them too; they are re-exported here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from streamproc.errors import MissingTopic, NotCopartitioned, PartitionCountChanged, PlanRefusal
 
-from streamproc.errors import PlanError
-from streamproc.plan.cluster_snapshot import TopicPartition
-
-
-class PlanRefusal(PlanError):
-    """A plan streamproc will not make; carries the partitions/topics it concerns and structured details."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        partitions: Iterable[TopicPartition] = (),
-        topics: Iterable[str] = (),
-        details: Mapping[str, object] | None = None,
-    ) -> None:
-        self.partitions: tuple[TopicPartition, ...] = tuple(sorted(set(partitions)))
-        self.topics: tuple[str, ...] = tuple(sorted(set(topics)))
-        self.details: dict[str, object] = dict(details or {})
-        super().__init__(message)
+__all__ = [
+    "BadRequest",
+    "BadResetFile",
+    "CommittedBeyondEnd",
+    "EndBeforeStart",
+    "EndBeyondHighWatermark",
+    "EndBeyondLastStableOffset",
+    "GroupActive",
+    "MissingTopic",
+    "NoCommittedOffsetToShift",
+    "NoResetPolicy",
+    "NotCopartitioned",
+    "OffsetOutOfRange",
+    "OutOfRangeRequest",
+    "PartitionCountChanged",
+    "PlanRefusal",
+    "ResetFileMismatch",
+    "UnstableOffsets",
+]
 
 
 class GroupActive(PlanRefusal):
     """The application's group still has members (the reset tools refuse too)."""
-
-
-class MissingTopic(PlanRefusal):
-    """A source or internal topic does not exist (Kafka Streams: ``MissingSourceTopicException``)."""
-
-
-class PartitionCountChanged(PlanRefusal):
-    """A topic's partition count differs from what its changelogs or a previous plan prove."""
-
-
-class NotCopartitioned(PlanRefusal):
-    """Co-partitioned topics differ in partition count (Kafka Streams: ``TopologyException``)."""
 
 
 class UnstableOffsets(PlanRefusal):

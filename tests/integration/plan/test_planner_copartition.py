@@ -7,8 +7,9 @@ from collections.abc import Callable
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from streamproc.engine.topology_analysis import NotCopartitioned, analyze
+from streamproc.engine.topology_analysis import analyze
 from streamproc.engine.topology_description import parse_description
+from streamproc.errors import NotCopartitioned
 from streamproc.kafka.planner import plan_run
 from streamproc.plan.cluster_snapshot import PlanRequest
 from tests.integration.conftest import create_topic

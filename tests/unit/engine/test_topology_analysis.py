@@ -7,14 +7,9 @@ import pytest
 from streamproc.engine.internal_topics import is_internal_topic_name, store_changelog_topic
 from streamproc.engine.task_id import TaskId
 from streamproc.engine.topology import StoreSpec, Topology
-from streamproc.engine.topology_analysis import (
-    MissingTopic,
-    NotCopartitioned,
-    PartitionCountChanged,
-    analyze,
-)
+from streamproc.engine.topology_analysis import analyze
 from streamproc.engine.topology_description import TopologyDescription, parse_description
-from streamproc.errors import TopologyError
+from streamproc.errors import MissingTopic, NotCopartitioned, PartitionCountChanged, TopologyError
 
 
 def _noop() -> object:

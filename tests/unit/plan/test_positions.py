@@ -712,8 +712,10 @@ def test_missing_internal_topic_says_kafka_streams_would_create_it() -> None:
 def test_not_copartitioned_quotes_the_topology_exception() -> None:
     extra = {"payments": TopicState({0: part(0, 5), 1: part(0, 5)})}
     application = app(source_topics=("orders", "payments"), copartition_groups=(("orders", "payments"),))
-    with pytest.raises(NotCopartitioned, match=r"Topics not co-partitioned: \[\{orders=1, payments=2\}\]"):
+    with pytest.raises(NotCopartitioned, match=r"Topics not co-partitioned: \[\{orders=1, payments=2\}\]") as info:
         plan(snapshot({0: part(0, 5)}, extra_topics=extra), application=application)
+    assert info.value.kafka_exception == "TopologyException"
+    assert info.value.details == {"partition_counts": {"orders": 1, "payments": 2}}
 
 
 def test_partition_count_changed_against_the_changelog() -> None:
@@ -726,7 +728,9 @@ def test_partition_count_changed_against_the_changelog() -> None:
         "Existing internal topic app-store-changelog has invalid partitions: expected: 2; actual: 1. Use "
         "'org.apache.kafka.tools.StreamsResetter' tool to clean up invalid topics before processing."
     ) in str(info.value)
-    assert str(info.value).startswith("orders now has 2 partitions, 1 when changelog")
+    assert str(info.value).startswith("PartitionCountChanged: orders now has 2 partitions, 1 when changelog")
+    assert info.value.kafka_exception == "StreamsException"
+    assert info.value.details == {"partition_counts": {changelog: 1}}
 
 
 def test_partition_count_changed_against_a_previous_plan_and_vanished_commits() -> None:
