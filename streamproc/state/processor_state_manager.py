@@ -24,7 +24,7 @@ source topic reused as changelog is fatal there (``MissingSourceTopicException``
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, MutableMapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -32,6 +32,7 @@ from typing import Any, Protocol
 from streamproc.engine.records import ConsumerRecord, ProcessorRecordContext, TopicPartition
 from streamproc.engine.serdes import Serde
 from streamproc.engine.task_id import TaskId
+from streamproc.engine.task_log import STREAM_TASK, TaskLoggerAdapter
 from streamproc.errors import StateError
 from streamproc.state.offset_checkpoint import OFFSET_UNKNOWN, CheckpointCorrupt, OffsetCheckpoint
 from streamproc.state.restore_plan import (
@@ -77,11 +78,6 @@ logger = logging.getLogger(__name__)
 DEFAULT_RESTORE_BATCH_SIZE = 1000
 
 RawRecord = ConsumerRecord[bytes | None, bytes | None]
-
-
-class _TaskLog(logging.LoggerAdapter[logging.Logger]):
-    def process(self, msg: Any, kwargs: MutableMapping[str, Any]) -> tuple[Any, MutableMapping[str, Any]]:
-        return f"stream-task [{self.extra['task_id'] if self.extra else '?'}] {msg}", kwargs
 
 
 class MissingSourceTopicChangelog(StateError):
@@ -156,7 +152,7 @@ class ProcessorStateManager:
         self.guarantee = guarantee
         self.ks_version = ks_version
         self.collector = collector
-        self.log = _TaskLog(logger, {"task_id": str(task_id)})
+        self.log = TaskLoggerAdapter(logger, task_id, STREAM_TASK)
         self.definitions = {d.name: d for d in definitions}
         self.registered: RegisteredStores = register_stores(
             application_id,
