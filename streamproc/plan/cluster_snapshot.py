@@ -144,9 +144,13 @@ class GroupState:
 class ClusterSnapshot:
     """Everything the planner reads from the cluster, read once at plan time.
 
-    ``group`` is ``None`` when the group does not exist (``GroupIdNotFoundException``: inactive, nothing
-    committed). ``now_ms`` is the plan's clock, read once per plan (planning.md §3 (d)). ``unstable_offsets`` is
-    set by the adapter when OffsetFetch with ``require_stable`` kept answering ``UNSTABLE_OFFSET_COMMIT``.
+    ``topics`` holds the application's source topics and, for a live plan, the changelog and global-store topics
+    whose offsets the restores need; topics that do not exist are absent. ``partition_counts`` is every topic of the
+    cluster (what the topology analysis resolves patterns and internal topics against) and ``topic_ids`` Kafka's
+    topic id per topic read, both from the same metadata. ``group`` is ``None`` when the group does not exist
+    (``GroupIdNotFoundException``: inactive, nothing committed). ``now_ms`` is the plan's clock, read once per plan
+    (planning.md §3 (d)). ``unstable_offsets`` is set by the adapter when OffsetFetch with ``require_stable`` kept
+    answering ``UNSTABLE_OFFSET_COMMIT``.
     """
 
     topics: Mapping[str, TopicState]
@@ -154,6 +158,8 @@ class ClusterSnapshot:
     group: GroupState | None = None
     now_ms: int | None = None
     unstable_offsets: bool = False
+    partition_counts: Mapping[str, int] = field(default_factory=dict)
+    topic_ids: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

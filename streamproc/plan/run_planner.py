@@ -1,0 +1,247 @@
+"""The plan step, pure: topology analysis + cluster snapshot + local checkpoints + request → ``RunPlan``.
+
+Everything here is a function of values read before (``streamproc.kafka.planner`` reads the one
+``ClusterSnapshot`` and the checkpoints, then calls :func:`build_run_plan`), so the same inputs give the same plan
+bytes and every rule can be tested without a broker.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import replace
+
+from streamproc.engine.records import TopicPartition as EngineTopicPartition
+from streamproc.engine.task_id import TaskId
+from streamproc.engine.topology_analysis import TopologyAnalysis
+from streamproc.errors import PlanError
+from streamproc.plan.cluster_snapshot import (
+    ApplicationSpec,
+    ByDurationEnd,
+    ByDurationStart,
+    ClusterSnapshot,
+    IsolationLevel,
+    PlanRequest,
+    StartPolicy,
+)
+from streamproc.plan.cluster_snapshot import TopicPartition as PlanTopicPartition
+from streamproc.plan.positions import plan_ranges
+from streamproc.plan.refusals import MissingTopic, OffsetOutOfRange
+from streamproc.plan.run_plan import PlannedRestore, RunPlan
+from streamproc.state.local_checkpoints import LocalCheckpoints
+from streamproc.state.restore_plan import ChangelogState, ProcessingGuarantee, plan_restore
+from streamproc.state.store_registration import StateStoreMetadata
+
+log = logging.getLogger(__name__)
+
+PROCESSING_GUARANTEES = {
+    "at_least_once": IsolationLevel.READ_UNCOMMITTED,
+    "exactly_once_v2": IsolationLevel.READ_COMMITTED,
+}
+GLOBAL_TASK = "global"
+
+
+def isolation_for(processing_guarantee: str) -> IsolationLevel:
+    """``processing.guarantee`` decides the consumer's isolation level, as in ``StreamsConfig``."""
+    try:
+        return PROCESSING_GUARANTEES[processing_guarantee]
+    except KeyError:
+        raise PlanError(
+            f"processing.guarantee must be one of {', '.join(PROCESSING_GUARANTEES)}, not '{processing_guarantee}'"
+        ) from None
+
+
+def application_spec(
+    application_id: str,
+    analysis: TopologyAnalysis,
+    *,
+    isolation_level: IsolationLevel,
+    auto_offset_reset: str = "earliest",
+    reset_policies: Mapping[str, str] | None = None,
+) -> ApplicationSpec:
+    """What the position rules need from the analysed topology."""
+    sources: dict[str, int] = {}
+    internal: set[str] = set()
+    changelogs: dict[str, int] = {}
+    for sub in analysis.subtopologies:
+        for topic in sub.source_topics:
+            sources.setdefault(topic, sub.id)
+        internal.update(sub.repartition_source_topics)
+        for store in sub.stores:
+            changelogs[store.changelog_topic] = sub.id
+    return ApplicationSpec(
+        application_id=application_id,
+        source_topics=tuple(sorted(sources)),
+        isolation_level=isolation_level,
+        internal_source_topics=frozenset(internal),
+        subtopology_of=sources,
+        changelog_topics=changelogs,
+        copartition_groups=analysis.enforced_copartition_groups,
+        reset_policies=dict(reset_policies or {}),
+        auto_offset_reset=auto_offset_reset,
+    )
+
+
+def topics_to_read(analysis: TopologyAnalysis | None, app: ApplicationSpec) -> tuple[str, ...]:
+    """The topics whose offsets a plan needs: the sources, the changelogs (restores) and the global-store topics."""
+    topics = set(app.source_topics)
+    if analysis is not None:
+        topics.update(s.changelog_topic for sub in analysis.subtopologies for s in sub.stores)
+        topics.update(g.topic for g in analysis.global_stores)
+    return tuple(sorted(topics))
+
+
+def build_run_plan(
+    app: ApplicationSpec,
+    request: PlanRequest,
+    snapshot: ClusterSnapshot,
+    *,
+    analysis: TopologyAnalysis | None = None,
+    processing_guarantee: str = "at_least_once",
+    local: LocalCheckpoints | None = None,
+    clock_given: bool = False,
+) -> RunPlan:
+    """Resolve a full ``RunPlan`` from values only.
+
+    ``local`` holds the checkpoints of the application's ``state.dir`` (``None``: no directory, every restore
+    starts at the changelog's log start). ``clock_given`` says the caller fixed ``now_ms``; otherwise the plan
+    keeps it only when a mode needs the clock, so that its bytes do not depend on when it was made.
+    """
+    local = local or LocalCheckpoints()
+    positions = plan_ranges(snapshot, app, request)
+    if not clock_given and not _uses_clock(request):
+        positions = replace(positions, now_ms=None)
+    sources = set(app.source_topics)
+    compacted = [name for name, topic in snapshot.topics.items() if name in sources and topic.compacted]
+    restores: list[PlannedRestore] = []
+    if analysis is not None:
+        restores = plan_restores(analysis, processing_guarantee, snapshot, local)
+        restores += plan_global_restores(analysis, snapshot, local, request)
+    ids = {name: snapshot.topic_ids[name] for name in sorted(sources) if name in snapshot.topic_ids}
+    plan = RunPlan.build(positions, compacted_topics=compacted, analysis=analysis, restores=restores, topic_ids=ids)
+    log.info(
+        "Planned %d range(s) over %d task(s), at most %d records",
+        len(plan.ranges), len(plan.tasks), sum(r.end - r.start for r in plan.ranges),
+    )  # fmt: skip
+    return plan
+
+
+def _uses_clock(request: PlanRequest) -> bool:
+    return isinstance(request.start, ByDurationStart) or isinstance(request.end, ByDurationEnd)
+
+
+def _log_offsets(snapshot: ClusterSnapshot, topic: str) -> dict[int, tuple[int, int]]:
+    """(log start, high watermark) per partition of a topic in the snapshot; empty when it does not exist."""
+    state = snapshot.topics.get(topic)
+    if state is None:
+        return {}
+    return {p: (s.log_start, s.high_watermark) for p, s in state.partitions.items()}
+
+
+def plan_restores(
+    analysis: TopologyAnalysis,
+    processing_guarantee: str,
+    snapshot: ClusterSnapshot,
+    local: LocalCheckpoints,
+) -> list[PlannedRestore]:
+    """Per task and store, the changelog range Kafka Streams would restore from, after the task's checkpoint.
+
+    Stores are taken as persistent (``describe()`` does not say; an in-memory store restores its whole changelog
+    on every start, which the plan then under-states). A changelog topic that does not exist yet (the application
+    never ran) restores nothing.
+    """
+    restores: list[PlannedRestore] = []
+    for task_id, _sources in sorted(analysis.tasks.items()):
+        stores = sorted(analysis.subtopology(task_id.subtopology).stores, key=lambda s: s.name)
+        if not stores:
+            continue
+        metadata = [
+            StateStoreMetadata(s.name, True, EngineTopicPartition(s.changelog_topic, task_id.partition)) for s in stores
+        ]
+        changelogs = {}
+        for m in metadata:
+            assert m.changelog_partition is not None
+            offsets = _log_offsets(snapshot, m.changelog_partition.topic)
+            start, end = offsets.get(m.changelog_partition.partition, (0, 0))
+            changelogs[m.changelog_partition] = ChangelogState(start, end)
+        on_disk = local.task(TaskId(task_id.subtopology, task_id.partition))
+        checkpoint = None if on_disk.checkpoint is None else dict(on_disk.checkpoint)
+        decision = plan_restore(
+            ProcessingGuarantee(processing_guarantee),
+            metadata,
+            checkpoint,
+            changelogs,
+            task_dir_empty=on_disk.task_dir_empty,
+        )
+        for restore in decision.restores:
+            entry = checkpoint.get(restore.changelog_partition) if checkpoint else None
+            restores.append(
+                PlannedRestore(
+                    task_id=str(task_id),
+                    store=restore.store_name,
+                    changelog_topic=restore.changelog_partition.topic,
+                    changelog_partition=restore.changelog_partition.partition,
+                    start=restore.start_offset,
+                    end=restore.restore_end_offset,
+                    checkpoint_offset=entry,
+                    task_corrupted=decision.task_corrupted,
+                    local_state_wiped=decision.local_state_wiped,
+                )
+            )
+    return restores
+
+
+def plan_global_restores(
+    analysis: TopologyAnalysis,
+    snapshot: ClusterSnapshot,
+    local: LocalCheckpoints,
+    request: PlanRequest,
+) -> list[PlannedRestore]:
+    """Per global store partition: ``[global checkpoint or log start, latest)`` (planning.md §10).
+
+    The global checkpoint (``<state.dir>/<application.id>/global/.checkpoint``) holds the global consumer's
+    position, so the range starts there. A checkpoint below the log start is data lost to retention: refused, or
+    with ``start_policy=clamp`` the store is rebuilt from the log start, which is where Kafka Streams ends up after
+    it fails with "Bootstrapping global state failed" and is restarted. Latest is the high watermark.
+    """
+    if not analysis.global_stores:
+        return []
+    topics = sorted({g.topic for g in analysis.global_stores})
+    missing = [t for t in topics if not _log_offsets(snapshot, t)]
+    if missing:
+        raise MissingTopic(
+            f"global store topic(s) {missing} do not exist; create them or fix the topology", topics=missing
+        )
+    restores = []
+    for store in sorted(analysis.global_stores, key=lambda g: g.store):
+        for partition, (log_start, latest) in sorted(_log_offsets(snapshot, store.topic).items()):
+            topic = store.topic
+            position = local.global_checkpoint.get(EngineTopicPartition(topic, partition))
+            start = log_start if position is None else position
+            if position is not None and position < log_start:
+                tp = PlanTopicPartition(topic, partition)
+                if request.start_policy is not StartPolicy.CLAMP:
+                    raise OffsetOutOfRange(
+                        f"{tp}: the global checkpoint {position} is below the log start {log_start}: offsets "
+                        f"{position}..{log_start - 1} of global store {store.store} were deleted by retention; Kafka "
+                        "Streams would fail with 'Bootstrapping global state failed' and rebuild the store from the "
+                        "log start; re-plan with --on-data-loss=clamp to do the same",
+                        partitions=[tp],
+                    )
+                log.warning(
+                    "%s: global checkpoint %d below log start %d; rebuilding %s", tp, position, log_start, store.store
+                )
+                start = log_start
+            restores.append(
+                PlannedRestore(
+                    task_id=GLOBAL_TASK,
+                    store=store.store,
+                    changelog_topic=topic,
+                    changelog_partition=partition,
+                    start=min(start, latest),
+                    end=latest,
+                    checkpoint_offset=position,
+                    local_state_wiped=position is not None and position < log_start,
+                )
+            )
+    return restores
