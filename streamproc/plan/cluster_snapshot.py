@@ -13,29 +13,13 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from streamproc.engine.record_queue import UNKNOWN
+from streamproc.engine.records import TopicPartition as TopicPartition
+
 # ``org.apache.kafka.common.requests.ListOffsetsResponse.UNKNOWN_OFFSET``: "no offset for that timestamp".
 UNKNOWN_OFFSET = -1
-# ``org.apache.kafka.streams.processor.internals.RecordQueue.UNKNOWN``: partition time not known.
-UNKNOWN_PARTITION_TIME = -1
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class TopicPartition:
-    """``org.apache.kafka.common.TopicPartition``; printed ``<topic>-<partition>`` as Kafka prints it."""
-
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
-
-    @classmethod
-    def parse(cls, text: str) -> TopicPartition:
-        """Parse ``<topic>-<p>``, splitting at the last ``-`` (topic names may contain ``-``)."""
-        topic, sep, partition = text.rpartition("-")
-        if not sep or not topic or not partition.isdigit():
-            raise ValueError(f"'{text}' is not a partition written as <topic>-<partition>")
-        return cls(topic, int(partition))
+#: ``RecordQueue.UNKNOWN``: partition time not known (the engine's constant, one definition).
+UNKNOWN_PARTITION_TIME = UNKNOWN
 
 
 class IsolationLevel(enum.Enum):
@@ -181,6 +165,8 @@ class ApplicationSpec:
     changelog_topics: Mapping[str, int] = field(default_factory=dict)
     copartition_groups: tuple[tuple[str, ...], ...] = ()
     previous_partition_counts: Mapping[str, int] = field(default_factory=dict)
+    #: the run's stages (sub-topology ids), as the topology analysis orders them; empty: derived from the sources
+    stages: tuple[tuple[int, ...], ...] = ()
     reset_policies: Mapping[str, str] = field(default_factory=dict)
     auto_offset_reset: str = "earliest"
 

@@ -339,7 +339,13 @@ def _warnings(request: PlanRequest, isolation: IsolationLevel) -> list[str]:
 
 
 def _stages(app: ApplicationSpec) -> tuple[tuple[tuple[int, ...], ...], dict[int, int]]:
-    """Sub-topologies reading only external topics run first; each one reading internal topics follows, by id."""
+    """The analysis' stages when the spec has them (a plan from a topology), so notes and the plan agree.
+
+    A spec without a topology (planning scenarios) knows only which sub-topologies read internal topics: those
+    reading only external topics run first, each one reading internal topics follows, by id.
+    """
+    if app.stages:
+        return app.stages, {s: i for i, stage in enumerate(app.stages) for s in stage}
     subs = sorted(set(app.subtopology_of.values()))
     if not subs:
         return (), {}

@@ -11,7 +11,6 @@ import logging
 from collections.abc import Mapping
 from dataclasses import replace
 
-from streamproc.engine.records import TopicPartition as EngineTopicPartition
 from streamproc.engine.task_id import TaskId
 from streamproc.engine.topology_analysis import TopologyAnalysis
 from streamproc.errors import PlanError
@@ -23,8 +22,8 @@ from streamproc.plan.cluster_snapshot import (
     IsolationLevel,
     PlanRequest,
     StartPolicy,
+    TopicPartition,
 )
-from streamproc.plan.cluster_snapshot import TopicPartition as PlanTopicPartition
 from streamproc.plan.positions import plan_ranges
 from streamproc.plan.refusals import MissingTopic, OffsetOutOfRange
 from streamproc.plan.run_plan import PlannedRestore, RunPlan
@@ -34,21 +33,17 @@ from streamproc.state.store_registration import StateStoreMetadata
 
 log = logging.getLogger(__name__)
 
-PROCESSING_GUARANTEES = {
-    "at_least_once": IsolationLevel.READ_UNCOMMITTED,
-    "exactly_once_v2": IsolationLevel.READ_COMMITTED,
-}
 GLOBAL_TASK = "global"
 
 
 def isolation_for(processing_guarantee: str) -> IsolationLevel:
-    """``processing.guarantee`` decides the consumer's isolation level, as in ``StreamsConfig``."""
+    """``processing.guarantee`` decides the consumer's isolation level, as in ``StreamsConfig`` (EOS: committed)."""
     try:
-        return PROCESSING_GUARANTEES[processing_guarantee]
-    except KeyError:
-        raise PlanError(
-            f"processing.guarantee must be one of {', '.join(PROCESSING_GUARANTEES)}, not '{processing_guarantee}'"
-        ) from None
+        guarantee = ProcessingGuarantee(processing_guarantee)
+    except ValueError:
+        names = ", ".join(g.value for g in ProcessingGuarantee)
+        raise PlanError(f"processing.guarantee must be one of {names}, not '{processing_guarantee}'") from None
+    return IsolationLevel.READ_COMMITTED if guarantee.eos else IsolationLevel.READ_UNCOMMITTED
 
 
 def application_spec(
@@ -77,6 +72,7 @@ def application_spec(
         subtopology_of=sources,
         changelog_topics=changelogs,
         copartition_groups=analysis.enforced_copartition_groups,
+        stages=analysis.stages,
         reset_policies=dict(reset_policies or {}),
         auto_offset_reset=auto_offset_reset,
     )
@@ -156,7 +152,7 @@ def plan_restores(
         if not stores:
             continue
         metadata = [
-            StateStoreMetadata(s.name, True, EngineTopicPartition(s.changelog_topic, task_id.partition)) for s in stores
+            StateStoreMetadata(s.name, True, TopicPartition(s.changelog_topic, task_id.partition)) for s in stores
         ]
         changelogs = {}
         for m in metadata:
@@ -216,10 +212,10 @@ def plan_global_restores(
     for store in sorted(analysis.global_stores, key=lambda g: g.store):
         for partition, (log_start, latest) in sorted(_log_offsets(snapshot, store.topic).items()):
             topic = store.topic
-            position = local.global_checkpoint.get(EngineTopicPartition(topic, partition))
+            position = local.global_checkpoint.get(TopicPartition(topic, partition))
             start = log_start if position is None else position
             if position is not None and position < log_start:
-                tp = PlanTopicPartition(topic, partition)
+                tp = TopicPartition(topic, partition)
                 if request.start_policy is not StartPolicy.CLAMP:
                     raise OffsetOutOfRange(
                         f"{tp}: the global checkpoint {position} is below the log start {log_start}: offsets "

@@ -8,6 +8,7 @@ from streamproc.engine.records import TopicPartition as EngineTP
 from streamproc.engine.task_id import TaskId
 from streamproc.engine.topology_analysis import analyze
 from streamproc.engine.topology_description import parse_description
+from streamproc.errors import PlanError
 from streamproc.plan.cluster_snapshot import (
     ClusterSnapshot,
     CommittedOffset,
@@ -18,7 +19,7 @@ from streamproc.plan.cluster_snapshot import (
     TopicState,
 )
 from streamproc.plan.refusals import MissingTopic
-from streamproc.plan.run_planner import application_spec, build_run_plan, topics_to_read
+from streamproc.plan.run_planner import application_spec, build_run_plan, isolation_for, topics_to_read
 from streamproc.state.local_checkpoints import LocalCheckpoints, TaskCheckpoint
 
 TOPOLOGY = """\
@@ -90,3 +91,45 @@ def test_a_changelog_absent_from_the_snapshot_restores_nothing_and_a_global_topi
     assert [(r.task_id, r.start, r.end) for r in plan.restores] == [("1_0", 0, 0), ("global", 0, 0)]
     with pytest.raises(MissingTopic, match="global store topic"):
         build_run_plan(app, PlanRequest(), _snapshot({"words": _topic((0, 5))}), analysis=analysis)
+
+
+FAN_OUT = """\
+Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000000 (topics: [orders])
+      --> KSTREAM-SINK-0000000001, KSTREAM-SINK-0000000002
+    Sink: KSTREAM-SINK-0000000001 (topic: a-repartition)
+      <-- KSTREAM-SOURCE-0000000000
+    Sink: KSTREAM-SINK-0000000002 (topic: b-repartition)
+      <-- KSTREAM-SOURCE-0000000000
+  Sub-topology: 1
+    Source: KSTREAM-SOURCE-0000000003 (topics: [a-repartition])
+      --> none
+  Sub-topology: 2
+    Source: KSTREAM-SOURCE-0000000004 (topics: [b-repartition])
+      --> none
+"""
+
+
+def test_the_backlog_notes_name_the_stages_of_the_plan() -> None:
+    topics = {"orders": _topic((0, 3)), "app-a-repartition": _topic((0, 1)), "app-b-repartition": _topic((0, 1))}
+    analysis = analyze(parse_description(FAN_OUT), "app", dict.fromkeys(topics, 1))
+    app = application_spec("app", analysis, isolation_level=IsolationLevel.READ_UNCOMMITTED)
+    plan = build_run_plan(app, PlanRequest(), _snapshot(topics), analysis=analysis)
+    assert plan.stages == analysis.stages == ((0,), (1, 2))
+    notes = {r.topic: [dict(n) for n in r.notes if n["code"] == "repartition_backlog"] for r in plan.ranges}
+    backlog = {"code": "repartition_backlog", "followed_by": "records written by stage 0 of this run"}
+    # b's upstream is stage 0 too (the fallback rule without a topology would have said stage 1)
+    assert notes == {"orders": [], "app-a-repartition": [backlog], "app-b-repartition": [backlog]}
+
+
+def test_isolation_follows_the_processing_guarantee() -> None:
+    assert isolation_for("at_least_once") is IsolationLevel.READ_UNCOMMITTED
+    assert isolation_for("exactly_once_v2") is IsolationLevel.READ_COMMITTED
+    with pytest.raises(PlanError, match="one of at_least_once, exactly_once_v2, not 'exactly_once'"):
+        isolation_for("exactly_once")
+
+
+def test_one_topic_partition_class() -> None:
+    assert TopicPartition is EngineTP
+    assert TopicPartition.parse("my-topic-12") == EngineTP("my-topic", 12)
