@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from streamproc.engine.internal_topics import decorate_topic
+from streamproc.engine.store_names import is_illegal_store_name
 from streamproc.engine.topology_description import (
     GlobalStore,
     Node,
@@ -39,8 +40,6 @@ if TYPE_CHECKING:
     from streamproc.engine.task_id import TaskId
     from streamproc.engine.topology_analysis import TopologyAnalysis
 
-#: ``StateManagerUtil.CHECKPOINT_FILE_NAME``: a store may not take the checkpoint file's name.
-CHECKPOINT_FILE_NAME = ".checkpoint"
 
 ProcessorSupplier = Callable[[], object]
 
@@ -288,7 +287,7 @@ class Topology:
         if store is None:
             raise TopologyError("storeBuilder cannot be null")
         name = _store_name(store)
-        if name == CHECKPOINT_FILE_NAME:
+        if is_illegal_store_name(name):
             raise TopologyError(
                 f"Illegal store name: {name}, which collides with the pre-defined checkpoint file name "
                 "(Kafka Streams fails with IllegalArgumentException when the task registers it); rename the store"

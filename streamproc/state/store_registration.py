@@ -13,14 +13,12 @@ from dataclasses import dataclass
 
 from streamproc.engine.internal_topics import store_changelog_topic
 from streamproc.engine.records import TopicPartition
+from streamproc.engine.store_names import KS_VERSION_4_2 as KS_VERSION_4_2
+from streamproc.engine.store_names import KS_VERSION_4_3 as KS_VERSION_4_3
+from streamproc.engine.store_names import is_illegal_store_name
 from streamproc.engine.task_id import TaskId
 from streamproc.errors import StateError
 from streamproc.state.offset_checkpoint import OFFSET_UNKNOWN
-from streamproc.state.store_layout import CHECKPOINT_FILE_NAME
-
-#: The reference Kafka Streams version; ``"4.3"`` selects KIP-1035's rules where they differ.
-KS_VERSION_4_2 = "4.2"
-KS_VERSION_4_3 = "4.3"
 
 
 class IllegalStoreName(StateError):
@@ -86,13 +84,6 @@ class StateStoreMetadata:
     def checkpointed(self) -> bool:
         """Has an entry in ``.checkpoint`` (logged and persistent)."""
         return self.changelog_partition is not None and self.persistent
-
-
-def is_illegal_store_name(name: str, ks_version: str = KS_VERSION_4_2) -> bool:
-    """4.2: the name is ``.checkpoint``; 4.3: ``".checkpoint".startsWith(name)``."""
-    if ks_version == KS_VERSION_4_3:
-        return CHECKPOINT_FILE_NAME.startswith(name)
-    return name == CHECKPOINT_FILE_NAME
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,13 +5,16 @@ from __future__ import annotations
 import pytest
 
 from streamproc.engine.records import TopicPartition
+from streamproc.engine.store_names import is_illegal_store_name
 from streamproc.engine.task_id import TaskId
+from streamproc.engine.topology import StoreSpec as TopologyStoreSpec
+from streamproc.engine.topology import Topology
+from streamproc.errors import TopologyError
 from streamproc.state.offset_checkpoint import OFFSET_UNKNOWN
 from streamproc.state.store_registration import (
     DuplicateStore,
     IllegalStoreName,
     StoreSpec,
-    is_illegal_store_name,
     register_stores,
 )
 
@@ -56,6 +59,22 @@ def test_prefixes_of_checkpoint_only_rejected_in_4_3() -> None:
     register_stores("app", TaskId(0, 0), [StoreSpec(".")])
     with pytest.raises(IllegalStoreName):
         register_stores("app", TaskId(0, 0), [StoreSpec(".")], ks_version="4.3")
+
+
+def test_the_topology_and_the_state_manager_refuse_the_same_store_names() -> None:
+    """One rule (``engine/store_names``): ``Topology#addStateStore`` and ``registerStore`` agree on 4.2."""
+    for name in (".checkpoint", ".check", "counts", ".checkpoints"):
+        try:
+            Topology().add_state_store(TopologyStoreSpec(name))
+            topology_refuses = False
+        except TopologyError as exc:
+            topology_refuses = "Illegal store name" in str(exc)
+        try:
+            register_stores("app", TaskId(0, 0), [StoreSpec(name)])
+            registration_refuses = False
+        except IllegalStoreName:
+            registration_refuses = True
+        assert topology_refuses == registration_refuses == is_illegal_store_name(name), name
 
 
 def test_duplicate_store_rejected() -> None:
