@@ -6,14 +6,22 @@ streamproc error class as ``type``, its message, and the Java exception Kafka St
 
 from __future__ import annotations
 
+import logging
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from streamproc.engine.deserialization_handler import LogAndFailExceptionHandler
+from streamproc.engine.dropped_records import DroppedRecordsSensor
 from streamproc.engine.internal_topics import repartition_topic, store_changelog_topic
-from streamproc.engine.records import TopicPartition
+from streamproc.engine.processor_topology import SourceNode
+from streamproc.engine.record_deserializer import RecordDeserializer
+from streamproc.engine.record_queue import RecordQueue
+from streamproc.engine.records import ConsumerRecord, TopicPartition
+from streamproc.engine.serdes import ByteArrayDeserializer
 from streamproc.engine.task_id import TaskId
+from streamproc.engine.timestamp_extractor import LogAndSkipOnInvalidTimestamp
 from streamproc.errors import ConfigError, StateError
 from streamproc.state import changelog as changelog_mod
 from streamproc.state.commit_metadata import ProcessorMetadata, TopicPartitionMetadata
@@ -21,7 +29,6 @@ from streamproc.state.committable_offsets import (
     PartitionCommitState,
     TaskState,
     commit_offsets,
-    partition_time,
     purge_offsets,
 )
 from streamproc.state.offset_checkpoint import OffsetCheckpoint
@@ -160,7 +167,21 @@ def _commit_offsets(inp: Scenario) -> dict[str, Any]:
 
 
 def _partition_time(inp: Scenario) -> dict[str, Any]:
-    return {"partition_time": partition_time(int(inp["committed_partition_time"]), inp["processed_record_timestamps"])}
+    """Through the engine's own ``RecordQueue`` (the one rule): the restored time, then the dropped records
+    (negative timestamps, skipped by ``LogAndSkipOnInvalidTimestamp``) and the processed ones, each polled."""
+    log = logging.LoggerAdapter(logging.getLogger(__name__), {})
+    dropped = DroppedRecordsSensor(lambda: 0)
+    source = SourceNode("source", ["t"], ByteArrayDeserializer(), ByteArrayDeserializer())
+    deserializer = RecordDeserializer(source, LogAndFailExceptionHandler(), "0_0", dropped, log)
+    queue = RecordQueue(TopicPartition("t", 0), deserializer, LogAndSkipOnInvalidTimestamp(), dropped, log)
+    queue.set_partition_time(int(inp["committed_partition_time"]))
+    timestamps = [*inp["dropped_record_timestamps"], *inp["processed_record_timestamps"]]
+    queue.add_raw_records(
+        ConsumerRecord.raw("t", 0, offset, int(ts), b"k", b"v") for offset, ts in enumerate(timestamps)
+    )
+    while not queue.is_empty():
+        queue.poll()
+    return {"partition_time": queue.partition_time}
 
 
 def _purge_offsets(inp: Scenario) -> dict[str, Any]:
