@@ -48,10 +48,10 @@ Scenario = dict[str, Any]
 
 def parse_partition(text: str) -> TopicPartition:
     """``"<topic>-<p>"``, split at the last ``-`` (scenarios README)."""
-    topic, sep, partition = text.rpartition("-")
-    if not sep or not topic:
-        raise ConfigError(f"partition {text!r} is not '<topic>-<partition>'")
-    return TopicPartition(topic, int(partition))
+    try:
+        return TopicPartition.parse(text)
+    except ValueError:
+        raise ConfigError(f"partition {text!r} is not '<topic>-<partition>'") from None
 
 
 def _hex(data: bytes | None) -> str | None:
