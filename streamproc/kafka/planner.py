@@ -33,13 +33,15 @@ def plan_run(
     auto_offset_reset: str = "earliest",
     now_ms: int | None = None,
     state_dir: Path | None = None,
+    isolation_level: str | None = None,
 ) -> RunPlan:
     """Resolve a full ``RunPlan``; with no topology, ``source_topics`` are planned as one sub-topology's inputs.
 
     ``state_dir`` is the application's ``state.dir`` as the batch will use it: each task's ``.checkpoint`` there
     decides where its stores' changelog restore starts (no directory: from the changelog's log start).
+    ``isolation_level`` is the consumer's ``isolation.level`` where the guarantee leaves it open.
     """
-    isolation = isolation_for(processing_guarantee)
+    isolation = isolation_for(processing_guarantee, isolation_level)
     if topology is None and not source_topics:
         raise PlanError("give the application's topology (describe() text) or its source topics")
     reader = ClusterReader(client_config)

@@ -36,14 +36,32 @@ log = logging.getLogger(__name__)
 GLOBAL_TASK = "global"
 
 
-def isolation_for(processing_guarantee: str) -> IsolationLevel:
-    """``processing.guarantee`` decides the consumer's isolation level, as in ``StreamsConfig`` (EOS: committed)."""
+def isolation_for(processing_guarantee: str, isolation_level: str | None = None) -> IsolationLevel:
+    """``processing.guarantee`` decides the consumer's isolation level, as in ``StreamsConfig`` (EOS: committed).
+
+    ``isolation_level`` is the consumer's own ``isolation.level``: Kafka Streams honours it under
+    ``at_least_once`` and overrides it under ``exactly_once_v2`` (``NON_CONFIGURABLE_CONSUMER_EOS_CONFIGS``, with a
+    warning); streamproc refuses that contradiction instead of ignoring half the request.
+    """
     try:
         guarantee = ProcessingGuarantee(processing_guarantee)
     except ValueError:
         names = ", ".join(g.value for g in ProcessingGuarantee)
         raise PlanError(f"processing.guarantee must be one of {names}, not '{processing_guarantee}'") from None
-    return IsolationLevel.READ_COMMITTED if guarantee.eos else IsolationLevel.READ_UNCOMMITTED
+    guaranteed = IsolationLevel.READ_COMMITTED if guarantee.eos else IsolationLevel.READ_UNCOMMITTED
+    if isolation_level is None:
+        return guaranteed
+    try:
+        requested = IsolationLevel(isolation_level)
+    except ValueError:
+        levels = ", ".join(level.value for level in IsolationLevel)
+        raise PlanError(f"isolation.level must be one of {levels}, not '{isolation_level}'") from None
+    if guarantee.eos and requested is not guaranteed:
+        raise PlanError(
+            f"--processing-guarantee {processing_guarantee} reads {guaranteed.value}; --isolation-level "
+            f"{requested.value} contradicts it (Kafka Streams would ignore it): drop one of them"
+        )
+    return requested
 
 
 def application_spec(

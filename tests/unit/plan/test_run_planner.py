@@ -128,6 +128,12 @@ def test_isolation_follows_the_processing_guarantee() -> None:
     assert isolation_for("exactly_once_v2") is IsolationLevel.READ_COMMITTED
     with pytest.raises(PlanError, match="one of at_least_once, exactly_once_v2, not 'exactly_once'"):
         isolation_for("exactly_once")
+    assert isolation_for("at_least_once", "read_committed") is IsolationLevel.READ_COMMITTED  # StreamsConfig honours it
+    assert isolation_for("exactly_once_v2", "read_committed") is IsolationLevel.READ_COMMITTED
+    with pytest.raises(PlanError, match="contradicts"):
+        isolation_for("exactly_once_v2", "read_uncommitted")
+    with pytest.raises(PlanError, match="isolation.level must be one of"):
+        isolation_for("at_least_once", "read_maybe")
 
 
 def test_one_topic_partition_class() -> None:
