@@ -40,10 +40,10 @@ from streamproc.engine.serdes import serde_for  # noqa: E402
 from streamproc.engine.stream_task import StreamTask  # noqa: E402
 from streamproc.engine.task_id import TaskId  # noqa: E402
 from streamproc.state.changelog_collector import ChangelogCollector  # noqa: E402
+from streamproc.state.processor_state_manager import ProcessorStateManager, StoreDefinition  # noqa: E402
 from streamproc.state.restore_plan import ChangelogState  # noqa: E402
 from streamproc.state.rocksdb_store import kafka_streams_options, write_options  # noqa: E402
 from streamproc.state.state_directory import StateDirectory  # noqa: E402
-from streamproc.state.state_manager import ProcessorStateManager, StoreDefinition  # noqa: E402
 from streamproc.state.store_type import StoreType  # noqa: E402
 
 RECORDS = 300_000

@@ -290,8 +290,8 @@ def plan_command(
     dry_run: bool,
 ) -> None:
     """Resolve the offset ranges and tasks of a run (the reset tool's scenarios) into a RunPlan."""
+    from streamproc.kafka.planner import plan_run
     from streamproc.plan import cluster_snapshot as cs
-    from streamproc.plan.planner import plan_run
 
     starts: list[cs.StartSpec] = []
     if to_earliest:

@@ -7,6 +7,12 @@ and offset, both as attributes and in ``str()``, in the spirit of Kafka Streams'
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from streamproc.plan.cluster_snapshot import TopicPartition
+
 
 class StreamprocError(Exception):
     """Root of every error streamproc raises on purpose."""
@@ -26,6 +32,55 @@ class TopologyError(StreamprocError):
 
 class PlanError(StreamprocError):
     """Offsets or timestamps cannot be resolved into a plan: a missing topic, an active group, lost data."""
+
+
+class PlanRefusal(PlanError):
+    """A plan streamproc will not make; carries the partitions/topics it concerns and structured details.
+
+    Where the live application would fail too, ``kafka_exception`` and ``kafka_message`` say how (the simple class
+    name and the message Kafka Streams would throw), so a scenario can compare the refusal with Kafka Streams.
+    The refusals of the position rules are in :mod:`streamproc.plan.refusals`; the three about topics are here
+    because the topology analysis (``engine``, which must not import ``plan``) raises them as well.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        partitions: Iterable[TopicPartition] = (),
+        topics: Iterable[str] = (),
+        details: Mapping[str, object] | None = None,
+        kafka_exception: str | None = None,
+        kafka_message: str | None = None,
+    ) -> None:
+        self.partitions: tuple[TopicPartition, ...] = tuple(sorted(set(partitions)))
+        self.topics: tuple[str, ...] = tuple(sorted(set(topics)))
+        self.details: dict[str, object] = dict(details or {})
+        self.kafka_exception = kafka_exception
+        self.kafka_message = kafka_message
+        super().__init__(message)
+
+
+class MissingTopic(PlanRefusal, TopologyError):
+    """A source, global or internal topic is absent, or a pattern matches nothing (``MissingSourceTopicException``).
+
+    This and the next two are a :class:`TopologyError` as well: the topology cannot run on this cluster, and code
+    that analyses a topology catches that one class.
+    """
+
+
+class NotCopartitioned(PlanRefusal, TopologyError):
+    """Co-partitioned topics differ in partition count (Kafka Streams: ``TopologyException``).
+
+    ``details["partition_counts"]`` holds the counts that differ.
+    """
+
+
+class PartitionCountChanged(PlanRefusal, TopologyError):
+    """A topic's partition count differs from what its changelogs, Kafka Streams or a previous plan require.
+
+    ``details["partition_counts"]`` holds the actual counts when an existing internal topic is wrong.
+    """
 
 
 class FetchError(StreamprocError):

@@ -50,7 +50,9 @@ from streamproc.plan.completeness import (
     prove_from_batch_headers,
     prove_two_pass,
 )
-from streamproc.plan.positions import BadRequest, PlanRefusal, ResolvedRanges, plan_ranges
+from streamproc.plan.positions import plan_ranges
+from streamproc.plan.refusals import BadRequest, PlanRefusal
+from streamproc.plan.resolved_ranges import ResolvedRanges
 
 _EXACTLY_ONCE_V2 = "exactly_once_v2"
 

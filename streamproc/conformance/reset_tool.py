@@ -42,7 +42,7 @@ from typing import Any
 from streamproc.conformance.oracle import JVM_OPTIONS, OracleError
 from streamproc.dev.versions import KAFKA_VERSION, cache_dir
 from streamproc.errors import StreamprocError
-from streamproc.plan.positions import instant_minus, parse_duration
+from streamproc.plan.reset_formats import instant_minus, parse_duration
 
 logger = logging.getLogger(__name__)
 

@@ -6,13 +6,22 @@ streamproc error class as ``type``, its message, and the Java exception Kafka St
 
 from __future__ import annotations
 
+import logging
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from streamproc.engine.records import TopicPartition
+from streamproc.engine.deserialization_handler import LogAndFailExceptionHandler
+from streamproc.engine.dropped_records import DroppedRecordsSensor
+from streamproc.engine.internal_topics import repartition_topic, store_changelog_topic
+from streamproc.engine.processor_topology import SourceNode
+from streamproc.engine.record_deserializer import RecordDeserializer
+from streamproc.engine.record_queue import RecordQueue
+from streamproc.engine.records import ConsumerRecord, TopicPartition
+from streamproc.engine.serdes import ByteArrayDeserializer
 from streamproc.engine.task_id import TaskId
+from streamproc.engine.timestamp_extractor import LogAndSkipOnInvalidTimestamp
 from streamproc.errors import ConfigError, StateError
 from streamproc.state import changelog as changelog_mod
 from streamproc.state.commit_metadata import ProcessorMetadata, TopicPartitionMetadata
@@ -20,20 +29,18 @@ from streamproc.state.committable_offsets import (
     PartitionCommitState,
     TaskState,
     commit_offsets,
-    partition_time,
     purge_offsets,
 )
-from streamproc.state.internal_topics import repartition_topic, store_changelog_topic
 from streamproc.state.offset_checkpoint import OffsetCheckpoint
 from streamproc.state.offsets_column_family import changelog_offset_entry, status_entry
-from streamproc.state.processor_state_manager import (
+from streamproc.state.restore_plan import ChangelogState, ProcessingGuarantee, plan_restore
+from streamproc.state.store_layout import store_layout
+from streamproc.state.store_registration import (
     KS_VERSION_4_2,
     StateStoreMetadata,
     StoreSpec,
     register_stores,
 )
-from streamproc.state.restore_plan import ChangelogState, ProcessingGuarantee, plan_restore
-from streamproc.state.store_layout import store_layout
 from streamproc.state.store_type import StoreType
 
 Scenario = dict[str, Any]
@@ -41,10 +48,10 @@ Scenario = dict[str, Any]
 
 def parse_partition(text: str) -> TopicPartition:
     """``"<topic>-<p>"``, split at the last ``-`` (scenarios README)."""
-    topic, sep, partition = text.rpartition("-")
-    if not sep or not topic:
-        raise ConfigError(f"partition {text!r} is not '<topic>-<partition>'")
-    return TopicPartition(topic, int(partition))
+    try:
+        return TopicPartition.parse(text)
+    except ValueError:
+        raise ConfigError(f"partition {text!r} is not '<topic>-<partition>'") from None
 
 
 def _hex(data: bytes | None) -> str | None:
@@ -160,7 +167,21 @@ def _commit_offsets(inp: Scenario) -> dict[str, Any]:
 
 
 def _partition_time(inp: Scenario) -> dict[str, Any]:
-    return {"partition_time": partition_time(int(inp["committed_partition_time"]), inp["processed_record_timestamps"])}
+    """Through the engine's own ``RecordQueue`` (the one rule): the restored time, then the dropped records
+    (negative timestamps, skipped by ``LogAndSkipOnInvalidTimestamp``) and the processed ones, each polled."""
+    log = logging.LoggerAdapter(logging.getLogger(__name__), {})
+    dropped = DroppedRecordsSensor(lambda: 0)
+    source = SourceNode("source", ["t"], ByteArrayDeserializer(), ByteArrayDeserializer())
+    deserializer = RecordDeserializer(source, LogAndFailExceptionHandler(), "0_0", dropped, log)
+    queue = RecordQueue(TopicPartition("t", 0), deserializer, LogAndSkipOnInvalidTimestamp(), dropped, log)
+    queue.set_partition_time(int(inp["committed_partition_time"]))
+    timestamps = [*inp["dropped_record_timestamps"], *inp["processed_record_timestamps"]]
+    queue.add_raw_records(
+        ConsumerRecord.raw("t", 0, offset, int(ts), b"k", b"v") for offset, ts in enumerate(timestamps)
+    )
+    while not queue.is_empty():
+        queue.poll()
+    return {"partition_time": queue.partition_time}
 
 
 def _purge_offsets(inp: Scenario) -> dict[str, Any]:

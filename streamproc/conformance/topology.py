@@ -10,15 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamproc.engine.topology_analysis import (
-    MissingTopic,
-    NotCopartitioned,
-    PartitionCountChanged,
-    TopologyAnalysis,
-    analyze,
-)
+from streamproc.engine.topology_analysis import TopologyAnalysis, analyze
 from streamproc.engine.topology_description import parse_description
-from streamproc.errors import TopologyError
+from streamproc.errors import MissingTopic, NotCopartitioned, PartitionCountChanged, TopologyError
 
 #: Keys the README marks optional: present in a result, compared only when the scenario lists them.
 OPTIONAL_TOP_LEVEL = ("repartition_count_derivation", "intermediate_user_topics")
@@ -92,7 +86,7 @@ def to_expected_shape(analysis: TopologyAnalysis) -> dict[str, Any]:
 def _error_shape(exc: TopologyError) -> dict[str, Any]:
     error: dict[str, Any] = {"type": type(exc).__name__, "message": str(exc)}
     if isinstance(exc, (NotCopartitioned, PartitionCountChanged)):
-        error["topics"] = exc.topics
+        error["topics"] = exc.details["partition_counts"]
         error["kafka_exception"] = exc.kafka_exception
         error["kafka_message_contains"] = exc.kafka_message
     elif isinstance(exc, MissingTopic):

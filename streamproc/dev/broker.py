@@ -18,8 +18,8 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from streamproc.dev import process
-from streamproc.dev.process import ServiceHandle
+from streamproc.dev import service_process
+from streamproc.dev.service_process import ServiceHandle
 from streamproc.dev.versions import KAFKA_VERSION, cache_dir
 from streamproc.errors import DevServiceError
 
@@ -134,7 +134,7 @@ def _metadata_answers(bootstrap: str) -> bool:
     from confluent_kafka.admin import AdminClient
 
     host, port = bootstrap.rsplit(":", 1)
-    if not process.port_open(host, int(port)):
+    if not service_process.port_open(host, int(port)):
         return False
     admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 2000, "log_level": 0})
     metadata = admin.list_topics(timeout=2)
@@ -164,7 +164,7 @@ def start(
     workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="streamproc-kafka-"))
     workdir.mkdir(parents=True, exist_ok=True)
     previous = ServiceHandle.load(workdir)
-    if previous is not None and process.is_alive(previous.pid):
+    if previous is not None and service_process.is_alive(previous.pid):
         raise DevServiceError(f"a broker is already running from {workdir} (pid {previous.pid}, {previous.address})")
     config = workdir / "server.properties"
     log_dir = workdir / "kraft-logs"
@@ -176,7 +176,7 @@ def start(
         controller_port = int(previous.extra["controller_port"])
         log.info("Restarting Kafka broker from %s on 127.0.0.1:%d", workdir, port)
     else:
-        port, controller_port = process.free_port(), process.free_port()
+        port, controller_port = service_process.free_port(), service_process.free_port()
     # Always the current settings, so that a restart of an old work directory picks up changes.
     config.write_text(
         _SERVER_PROPERTIES.format(port=port, controller_port=controller_port, log_dir=log_dir), encoding="utf-8"
@@ -196,11 +196,13 @@ def start(
         f"-Dlog4j2.configurationFile={workdir / 'log4j2.properties'}",
         f"-Dkafka.logs.dir={workdir}", "-cp", classpath, "kafka.Kafka", str(config),
     ]  # fmt: skip
-    pid = process.spawn(args, log_path=log_path, cwd=workdir)
+    pid = service_process.spawn(args, log_path=log_path, cwd=workdir)
     bootstrap = f"127.0.0.1:{port}"
     log.info("Started Kafka %s broker (pid %d) on %s; log: %s", version, pid, bootstrap, log_path)
-    process.wait_until(lambda: _metadata_answers(bootstrap), pid=pid, name=NAME, log_path=log_path, timeout_s=timeout_s)
-    process.wait_until(
+    service_process.wait_until(
+        lambda: _metadata_answers(bootstrap), pid=pid, name=NAME, log_path=log_path, timeout_s=timeout_s
+    )
+    service_process.wait_until(
         lambda: _group_coordinator_answers(bootstrap), pid=pid, name=NAME, log_path=log_path, timeout_s=timeout_s
     )
     handle = ServiceHandle(
@@ -219,9 +221,9 @@ def start(
 def stop(workdir: Path) -> bool:
     """Stop the broker started from ``workdir`` by its recorded PID; False when none was running."""
     handle = ServiceHandle.load(Path(workdir))
-    if handle is None or not process.is_alive(handle.pid):
+    if handle is None or not service_process.is_alive(handle.pid):
         return False
-    process.stop_pid(handle.pid, name=NAME)
+    service_process.stop_pid(handle.pid, name=NAME)
     return True
 
 
@@ -229,7 +231,7 @@ def status(workdir: Path) -> str:
     handle = ServiceHandle.load(Path(workdir))
     if handle is None:
         return f"no broker was started from {workdir}"
-    if not process.is_alive(handle.pid):
+    if not service_process.is_alive(handle.pid):
         return f"stopped (last ran as pid {handle.pid} on {handle.address})"
     try:
         answering = _metadata_answers(handle.address)

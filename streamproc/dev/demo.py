@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 from streamproc.dev import broker
-from streamproc.dev.process import ServiceHandle, is_alive
+from streamproc.dev.service_process import ServiceHandle, is_alive
 from streamproc.dev.versions import cache_dir
 
 log = logging.getLogger("streamproc.demo")
@@ -87,8 +87,8 @@ APPLICATION_ID = "demo-order-totals"
 def run_pipeline(bootstrap: str) -> None:
     """Plan and fetch the demo application's run, then verify the staged segments (the steps that have landed)."""
     from streamproc.fetch import fetch_ranges, planned_ranges
+    from streamproc.kafka.planner import plan_run
     from streamproc.plan.cluster_snapshot import IsolationLevel, PlanRequest
-    from streamproc.plan.planner import plan_run
     from streamproc.storage import load_store
     from streamproc.storage.verify import verify
 

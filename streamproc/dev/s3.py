@@ -15,8 +15,8 @@ import tempfile
 import urllib.request
 from pathlib import Path
 
-from streamproc.dev import process
-from streamproc.dev.process import ServiceHandle
+from streamproc.dev import service_process
+from streamproc.dev.service_process import ServiceHandle
 from streamproc.dev.versions import MINIO_MODULE, MINIO_VERSION, cache_dir
 from streamproc.errors import DevServiceError
 
@@ -70,10 +70,10 @@ def start(workdir: Path | None = None, *, version: str = MINIO_VERSION, timeout_
     workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="streamproc-minio-"))
     workdir.mkdir(parents=True, exist_ok=True)
     previous = ServiceHandle.load(workdir)
-    if previous is not None and process.is_alive(previous.pid):
+    if previous is not None and service_process.is_alive(previous.pid):
         raise DevServiceError(f"MinIO is already running from {workdir} (pid {previous.pid}, {previous.address})")
     binary = fetch(version)
-    port, console_port = process.free_port(), process.free_port()
+    port, console_port = service_process.free_port(), service_process.free_port()
     log_path = workdir / "minio.log"
     env = {
         "MINIO_ROOT_USER": ACCESS_KEY,
@@ -84,9 +84,9 @@ def start(workdir: Path | None = None, *, version: str = MINIO_VERSION, timeout_
     }
     args = [str(binary), "server", str(workdir / "data"), "--address", f"127.0.0.1:{port}",
             "--console-address", f"127.0.0.1:{console_port}", "--quiet"]  # fmt: skip
-    pid = process.spawn(args, log_path=log_path, env=env, cwd=workdir)
+    pid = service_process.spawn(args, log_path=log_path, env=env, cwd=workdir)
     endpoint = f"http://127.0.0.1:{port}"
-    process.wait_until(lambda: _live(endpoint), pid=pid, name=NAME, log_path=log_path, timeout_s=timeout_s)
+    service_process.wait_until(lambda: _live(endpoint), pid=pid, name=NAME, log_path=log_path, timeout_s=timeout_s)
     handle = ServiceHandle(
         name=NAME,
         pid=pid,
@@ -102,9 +102,9 @@ def start(workdir: Path | None = None, *, version: str = MINIO_VERSION, timeout_
 
 def stop(workdir: Path) -> bool:
     handle = ServiceHandle.load(Path(workdir))
-    if handle is None or not process.is_alive(handle.pid):
+    if handle is None or not service_process.is_alive(handle.pid):
         return False
-    process.stop_pid(handle.pid, name=NAME)
+    service_process.stop_pid(handle.pid, name=NAME)
     return True
 
 
@@ -112,7 +112,7 @@ def status(workdir: Path) -> str:
     handle = ServiceHandle.load(Path(workdir))
     if handle is None:
         return f"no MinIO was started from {workdir}"
-    if not process.is_alive(handle.pid):
+    if not service_process.is_alive(handle.pid):
         return f"stopped (last ran as pid {handle.pid} on {handle.address})"
     try:
         live = _live(handle.address)

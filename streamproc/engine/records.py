@@ -56,6 +56,14 @@ class TopicPartition:
     def __str__(self) -> str:
         return f"{self.topic}-{self.partition}"
 
+    @classmethod
+    def parse(cls, text: str) -> TopicPartition:
+        """Parse ``<topic>-<p>``, splitting at the last ``-`` (topic names may contain ``-``)."""
+        topic, sep, partition = text.rpartition("-")
+        if not sep or not topic or not partition.isdigit():
+            raise ValueError(f"'{text}' is not a partition written as <topic>-<partition>")
+        return cls(topic, int(partition))
+
 
 def _java_bytes(data: bytes) -> str:
     """``Arrays.toString(byte[])``: signed decimal bytes, as ``RecordHeader.toString`` prints a value."""

@@ -12,9 +12,8 @@ partition and offset, chained to the user's exception.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, MutableMapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from streamproc.engine.corrupted_record import CorruptedRecord
 from streamproc.engine.deserialization_handler import DeserializationExceptionHandler, LogAndFailExceptionHandler
@@ -45,6 +44,7 @@ from streamproc.engine.record_queue import UNKNOWN, RawRecord, RecordQueue
 from streamproc.engine.records import ProcessorRecordContext, Record, TopicPartition
 from streamproc.engine.stamped_record import StampedRecord
 from streamproc.engine.task_id import TaskId
+from streamproc.engine.task_log import TaskLoggerAdapter
 from streamproc.engine.timestamp_extractor import FailOnInvalidTimestamp, TimestampExtractor
 from streamproc.engine.wall_clock import VirtualWallClock
 from streamproc.errors import ProcessingError, PunctuationError, StreamprocError, StreamsError
@@ -53,13 +53,6 @@ logger = logging.getLogger(__name__)
 
 #: ``StreamsConfig.BUFFERED_RECORDS_PER_PARTITION_CONFIG`` default.
 DEFAULT_BUFFERED_RECORDS_PER_PARTITION = 1000
-
-
-class TaskLoggerAdapter(logging.LoggerAdapter[logging.Logger]):
-    """Prefixes every line with ``task [<id>] ``, as Kafka Streams' ``LogContext`` does."""
-
-    def process(self, msg: Any, kwargs: MutableMapping[str, Any]) -> tuple[Any, MutableMapping[str, Any]]:
-        return f"task [{self.extra['task_id'] if self.extra else '?'}] {msg}", kwargs
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +115,7 @@ class StreamTask:
         self.id = task_id
         self.config = config if config is not None else TaskConfig()
         self.topology = topology
-        self.log = TaskLoggerAdapter(logger, {"task_id": str(task_id)})
+        self.log = TaskLoggerAdapter(logger, task_id)
         self.records_processed = 0
         self.dropped = DroppedRecordsSensor(self._records_processed, keep_events=self.config.keep_drop_events)
         self.wall_clock = wall_clock if wall_clock is not None else VirtualWallClock(0)

@@ -20,7 +20,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from streamproc.engine.topology_analysis import internal_topic_prefix
+from streamproc.engine.internal_topics import decorate_topic
+from streamproc.engine.store_names import is_illegal_store_name
 from streamproc.engine.topology_description import (
     GlobalStore,
     Node,
@@ -39,8 +40,6 @@ if TYPE_CHECKING:
     from streamproc.engine.task_id import TaskId
     from streamproc.engine.topology_analysis import TopologyAnalysis
 
-#: ``StateManagerUtil.CHECKPOINT_FILE_NAME``: a store may not take the checkpoint file's name.
-CHECKPOINT_FILE_NAME = ".checkpoint"
 
 ProcessorSupplier = Callable[[], object]
 
@@ -288,7 +287,7 @@ class Topology:
         if store is None:
             raise TopologyError("storeBuilder cannot be null")
         name = _store_name(store)
-        if name == CHECKPOINT_FILE_NAME:
+        if is_illegal_store_name(name):
             raise TopologyError(
                 f"Illegal store name: {name}, which collides with the pre-defined checkpoint file name "
                 "(Kafka Streams fails with IllegalArgumentException when the task registers it); rename the store"
@@ -444,14 +443,16 @@ class Topology:
 
     def copartition_groups(self, application_id: str) -> list[tuple[str, ...]]:
         """``InternalTopologyBuilder#copartitionGroups``: DSL-declared groups as full topic names, closed."""
-        prefix = internal_topic_prefix(application_id, self._topology_name)
         merged: list[set[str]] = []
         for sources in self._copartition_sources:
             topics: set[str] = set()
             for source in sources:
                 node = self._nodes.get(source)
                 if isinstance(node, SourceNodeSpec):
-                    topics.update(f"{prefix}-{t}" if t in self._internal_topics else t for t in node.topics)
+                    topics.update(
+                        decorate_topic(application_id, t, self._topology_name) if t in self._internal_topics else t
+                        for t in node.topics
+                    )
             overlapping = [g for g in merged if g & topics]
             for group in overlapping:
                 topics |= group

@@ -16,9 +16,16 @@ import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from streamproc.engine.internal_topics import (
+    REPARTITION_TOPIC_SUFFIX,
+    STATE_CHANGELOG_TOPIC_SUFFIX,
+    decorate_topic,
+    is_internal_topic_name,
+    store_changelog_topic,
+)
 from streamproc.engine.task_id import TaskId
 from streamproc.engine.topology_description import Processor, Source, Subtopology, TopologyDescription
-from streamproc.errors import TopologyError
+from streamproc.errors import MissingTopic, NotCopartitioned, PartitionCountChanged, TopologyError
 
 logger = logging.getLogger(__name__)
 
@@ -28,49 +35,12 @@ OPTIMIZE = "all"
 REUSE_KTABLE_SOURCE_TOPICS = "reuse.ktable.source.topics"
 NO_OPTIMIZATION = "none"
 
-REPARTITION_TOPIC_SUFFIX = "-repartition"
-CHANGELOG_TOPIC_SUFFIX = "-changelog"
-#: ``StreamsResetter#matchesInternalTopicFormat``: FK-join subscription topics are internal like repartition topics.
-_FK_TOPIC = re.compile(
-    r"(.*-subscription-registration-topic|.*-subscription-response-topic"
-    r"|.*KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-\d+-topic|.*KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-\d+-topic)"
-)
 #: Processor-name prefixes the DSL generates (``KStreamImpl``, ``KTableImpl``, ``CogroupedKStreamImpl``).
 _DSL_PREFIXES = ("KSTREAM-", "KTABLE-", "COGROUPKSTREAM-")
 _TABLE_SOURCE_PREFIX = "KTABLE-SOURCE-"
 _NAMED_TABLE_SOURCE_SUFFIX = "-table-source"
 #: Java regex syntax Python's ``re`` lacks or reads differently (topology.md §5.4).
 _JAVA_ONLY_REGEX = re.compile(r"\\[pP]\{|\\Q|\\E|\(\?<[A-Za-z]|\[[^\]]*\[|&&")
-
-
-class MissingTopic(TopologyError):
-    """A source, global or internal topic is absent, or a pattern matches nothing (``MissingSourceTopicException``)."""
-
-    def __init__(self, message: str, *, topics: Sequence[str], kafka_exception: str, kafka_message: str) -> None:
-        self.topics = tuple(topics)
-        self.kafka_exception = kafka_exception
-        self.kafka_message = kafka_message
-        super().__init__(message)
-
-
-class NotCopartitioned(TopologyError):
-    """Topics that must be co-partitioned have different partition counts (``CopartitionedTopicsEnforcer``)."""
-
-    def __init__(self, message: str, *, topics: Mapping[str, int], kafka_exception: str, kafka_message: str) -> None:
-        self.topics = dict(topics)
-        self.kafka_exception = kafka_exception
-        self.kafka_message = kafka_message
-        super().__init__(message)
-
-
-class PartitionCountChanged(TopologyError):
-    """An existing internal topic has a different partition count than Kafka Streams requires for it."""
-
-    def __init__(self, message: str, *, topics: Mapping[str, int], kafka_exception: str, kafka_message: str) -> None:
-        self.topics = dict(topics)
-        self.kafka_exception = kafka_exception
-        self.kafka_message = kafka_message
-        super().__init__(message)
 
 
 def _java_map(counts: Mapping[str, int]) -> str:
@@ -158,21 +128,6 @@ class TopologyAnalysis:
         raise KeyError(subtopology_id)
 
 
-def internal_topic_prefix(application_id: str, topology_name: str | None = None) -> str:
-    """``InternalTopologyBuilder#decorateTopic``'s prefix: ``<app>`` or ``<app>-<topologyName>``."""
-    return application_id if topology_name is None else f"{application_id}-{topology_name}"
-
-
-def changelog_topic_name(application_id: str, store_name: str, topology_name: str | None = None) -> str:
-    """``ProcessorStateManager.storeChangelogTopic``: ``<prefix>-<store>-changelog``."""
-    return f"{internal_topic_prefix(application_id, topology_name)}-{store_name}{CHANGELOG_TOPIC_SUFFIX}"
-
-
-def is_internal_topic_name(raw_topic: str) -> bool:
-    """A raw (unprefixed) name of the shape Kafka Streams gives repartition and FK-join topics (topology.md §6.6)."""
-    return raw_topic.endswith(REPARTITION_TOPIC_SUFFIX) or _FK_TOPIC.fullmatch(raw_topic) is not None
-
-
 def _reuses_source_topics(config: Mapping[str, str]) -> bool:
     value = str(config.get(TOPOLOGY_OPTIMIZATION_CONFIG, NO_OPTIMIZATION))
     parts = {part.strip() for part in value.split(",")}
@@ -206,13 +161,14 @@ class _Context:
     application_id: str
     description: TopologyDescription
     partition_counts: Mapping[str, int]
-    prefix: str
     internal_raw: set[str] = field(default_factory=set)
     patterns: Mapping[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
     def full(self, raw_topic: str) -> str:
-        return f"{self.prefix}-{raw_topic}" if raw_topic in self.internal_raw else raw_topic
+        if raw_topic not in self.internal_raw:
+            return raw_topic
+        return decorate_topic(self.application_id, raw_topic, self.description.topology_name)
 
 
 def _detect_internal_topics(ctx: _Context) -> None:
@@ -222,7 +178,7 @@ def _detect_internal_topics(ctx: _Context) -> None:
     for topic in sink_topics & source_topics:
         if not is_internal_topic_name(topic):
             continue
-        prefixed = f"{ctx.prefix}-{topic}"
+        prefixed = decorate_topic(ctx.application_id, topic, ctx.description.topology_name)
         if prefixed in ctx.partition_counts or topic not in ctx.partition_counts:
             ctx.internal_raw.add(topic)
         else:
@@ -237,7 +193,7 @@ def _resolve_patterns(
 ) -> dict[str, tuple[str, ...]]:
     """Full-match every pattern source against the cluster's non-internal topics (topology.md §5.4)."""
     candidates = sorted(t for t in ctx.partition_counts if not t.startswith("__"))
-    suffixes = "|".join((CHANGELOG_TOPIC_SUFFIX, REPARTITION_TOPIC_SUFFIX, "-topic"))
+    suffixes = "|".join((STATE_CHANGELOG_TOPIC_SUFFIX, REPARTITION_TOPIC_SUFFIX, "-topic"))
     own_internal = re.compile(re.escape(ctx.application_id) + r"-.*(" + suffixes + ")")
     matched_by: dict[str, str] = {}
     resolved: dict[str, tuple[str, ...]] = {}
@@ -419,7 +375,7 @@ def _compute_repartition_counts(
             )
 
 
-def _enforce_copartitioning(
+def enforce_copartitioning(
     group: Sequence[str], counts: dict[str, int], explicit: Mapping[str, int], cluster: Mapping[str, int]
 ) -> None:
     """``CopartitionedTopicsEnforcer#enforce``: decide the group's count and force it onto repartition topics."""
@@ -449,6 +405,7 @@ def _enforce_copartitioning(
                     f"differ; make Repartitioned#withNumberOfPartitions agree. Kafka Streams: TopologyException: "
                     f"{message}",
                     topics=shown,
+                    details={"partition_counts": dict(shown)},
                     kafka_exception="TopologyException",
                     kafka_message=message,
                 )
@@ -463,6 +420,7 @@ def _enforce_copartitioning(
                 f"together) but have partition counts {_java_map(external)}; repartition one side or fix the topics. "
                 f"Kafka Streams: TopologyException: {message}",
                 topics=external,
+                details={"partition_counts": dict(external)},
                 kafka_exception="TopologyException",
                 kafka_message=message,
             )
@@ -477,25 +435,32 @@ def _enforce_copartitioning(
             )
             raise NotCopartitioned(
                 f"NotCopartitioned: {message}",
-                topics={topic: counts[topic]},
+                topics=[topic],
+                details={"partition_counts": {topic: counts[topic]}},
                 kafka_exception="TopologyException",
                 kafka_message=message,
             )
 
 
-def _check_existing_internal_topic(topic: str, expected: int, cluster: Mapping[str, int]) -> None:
-    """``InternalTopicManager#validateTopics``: an existing internal topic must have the required count."""
+def check_existing_internal_topic(
+    topic: str, expected: int, cluster: Mapping[str, int], *, reason: str | None = None
+) -> None:
+    """``InternalTopicManager#validateTopics``: an existing internal topic must have the required count.
+
+    ``reason`` replaces the first part of the message when the caller knows why the counts differ.
+    """
     actual = cluster.get(topic)
     if actual is None or actual == expected:
         return
+    why = reason if reason is not None else f"{topic} has {actual} partitions but Kafka Streams requires {expected}"
     message = (
         f"Existing internal topic {topic} has invalid partitions: expected: {expected}; actual: {actual}. "
         "Use 'org.apache.kafka.tools.StreamsResetter' tool to clean up invalid topics before processing."
     )
     raise PartitionCountChanged(
-        f"PartitionCountChanged: {topic} has {actual} partitions but Kafka Streams requires {expected}; "
-        f"the live application would fail with StreamsException: {message}",
-        topics={topic: actual},
+        f"PartitionCountChanged: {why}; the live application would fail with StreamsException: {message}",
+        topics=[topic],
+        details={"partition_counts": {topic: actual}},
         kafka_exception="StreamsException",
         kafka_message=message,
     )
@@ -598,9 +563,7 @@ def analyze(
     config = config or {}
     explicit_raw = explicit_repartition_counts or {}
     dynamic_cfg = dynamic_sink_topics or {}
-    ctx = _Context(
-        application_id, description, partition_counts, internal_topic_prefix(application_id, description.topology_name)
-    )
+    ctx = _Context(application_id, description, partition_counts)
     _detect_internal_topics(ctx)
     patterns = {s.name: s.pattern for sub in description.subtopologies for s in sub.sources if s.pattern is not None}
     patterns.update(source_patterns or {})
@@ -676,7 +639,7 @@ def analyze(
     kafka_enforces = bool(repartition_topics) or copartition_groups is not None
     for group in enforced_groups:
         if kafka_enforces:
-            _enforce_copartitioning(group, counts, explicit, partition_counts)
+            enforce_copartitioning(group, counts, explicit, partition_counts)
             continue
         sizes = {t: partition_counts[t] for t in group if t in partition_counts}
         if len(set(sizes.values())) > 1:
@@ -699,7 +662,7 @@ def analyze(
             logger.warning("%s", ctx.warnings[-1])
 
     for topic in sorted(repartition_topics):
-        _check_existing_internal_topic(topic, counts[topic], partition_counts)
+        check_existing_internal_topic(topic, counts[topic], partition_counts)
 
     all_counts = {**partition_counts, **counts}
     reuse = _reuses_source_topics(config)
@@ -718,7 +681,7 @@ def analyze(
         for store in stores:
             if reuse and store.source_topic_changelog is not None:
                 continue
-            _check_existing_internal_topic(store.changelog_topic, n, partition_counts)
+            check_existing_internal_topic(store.changelog_topic, n, partition_counts)
             internal_topics[store.changelog_topic] = n
         infos_out.append(
             SubtopologyInfo(
@@ -826,7 +789,7 @@ def _stores_of(ctx: _Context, sub: Subtopology, partitions: int) -> tuple[StoreI
     return tuple(
         StoreInfo(
             name,
-            changelog_topic_name(ctx.application_id, name, ctx.description.topology_name),
+            store_changelog_topic(ctx.application_id, name, ctx.description.topology_name),
             partitions,
             reuse_topic.get(name),
         )

@@ -29,6 +29,7 @@ import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Protocol, cast, runtime_checkable
 
+from streamproc.engine.internal_topics import decorate_topic, store_changelog_topic
 from streamproc.engine.partitioner import partition_for_key
 from streamproc.engine.processor import Processor
 from streamproc.engine.processor_topology import (
@@ -45,12 +46,7 @@ from streamproc.engine.serdes import Serde
 from streamproc.engine.task_id import TaskId
 from streamproc.engine.timestamp_extractor import TimestampExtractor
 from streamproc.engine.topology import ProcessorNodeSpec, SinkNodeSpec, SourceNodeSpec, Topology
-from streamproc.engine.topology_analysis import (
-    TopologyAnalysis,
-    analyze,
-    changelog_topic_name,
-    internal_topic_prefix,
-)
+from streamproc.engine.topology_analysis import TopologyAnalysis, analyze
 from streamproc.errors import ConfigError, ProcessingError, TopologyError
 
 #: ``StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG`` / ``DEFAULT_VALUE_SERDE_CLASS_CONFIG``: named in the errors.
@@ -228,15 +224,19 @@ def runtime_internal_topics(topology: Topology, analysis: TopologyAnalysis | Non
     """
     if analysis is None:
         return frozenset(topology.internal_topics)
-    prefix = internal_topic_prefix(analysis.application_id, analysis.topology_name)
+    app, named = analysis.application_id, analysis.topology_name
     decorated = {
         t for sub in analysis.subtopologies for t in (*sub.repartition_source_topics, *sub.repartition_sink_topics)
     }
     raw: set[str] = set()
     for spec in topology.nodes:
         if isinstance(spec, SourceNodeSpec):
-            raw.update(t for t in spec.topics if f"{prefix}-{t}" in decorated)
-        elif isinstance(spec, SinkNodeSpec) and spec.topic is not None and f"{prefix}-{spec.topic}" in decorated:
+            raw.update(t for t in spec.topics if decorate_topic(app, t, named) in decorated)
+        elif (
+            isinstance(spec, SinkNodeSpec)
+            and spec.topic is not None
+            and decorate_topic(app, spec.topic, named) in decorated
+        ):
             raw.add(spec.topic)
     return frozenset(raw)
 
@@ -273,10 +273,9 @@ def build_processor_topology(
         raise ConfigError(
             f"internal topics {sorted(internal)} are named <application.id>-<topic> at run time; give application_id"
         )
-    prefix = internal_topic_prefix(app or "", topology.topology_name)
 
     def full(topic: str) -> str:
-        return f"{prefix}-{topic}" if topic in internal else topic
+        return decorate_topic(app or "", topic, topology.topology_name) if topic in internal else topic
 
     group_of = {name: gid for gid, names in topology.node_groups().items() for name in names}
     built: dict[str, ProcessorNode] = {}
@@ -354,7 +353,7 @@ def build_stores(topology: Topology, subtopology_id: int | None = None) -> dict[
 def changelog_topics(topology: Topology, subtopology_id: int | None, application_id: str) -> dict[str, str]:
     """``ProcessorTopology#storeToChangelogTopic``: store -> ``<prefix>-<store>-changelog`` for logged stores."""
     return {
-        store: changelog_topic_name(application_id, store, topology.topology_name)
+        store: store_changelog_topic(application_id, store, topology.topology_name)
         for store, builder in store_builders(topology, subtopology_id).items()
         if _logging_enabled(builder)
     }
@@ -376,8 +375,11 @@ def analyze_topology(
     else, so none is derived from shared stores. ``Repartitioned#withNumberOfPartitions`` counts registered with
     ``add_internal_topic`` are passed as explicit counts.
     """
-    prefix = internal_topic_prefix(application_id, topology.topology_name)
-    explicit = {f"{prefix}-{t}": n for t, n in topology.internal_topics.items() if n is not None}
+    explicit = {
+        decorate_topic(application_id, t, topology.topology_name): n
+        for t, n in topology.internal_topics.items()
+        if n is not None
+    }
     return analyze(
         topology.describe(),
         application_id,

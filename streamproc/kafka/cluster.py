@@ -1,10 +1,12 @@
 """Read the ``ClusterSnapshot`` the planner needs from a live broker, once, with the Admin API.
 
-The planner (``streamproc.plan.positions``) is pure; this adapter is its only window on Kafka. It reads, per
-source topic: partitions, ``cleanup.policy``, the log start (ListOffsets EARLIEST), the high watermark (LATEST,
-read_uncommitted) and the last stable offset (LATEST, read_committed); for the group: its state, members and
-committed offsets with their metadata (OffsetFetch with ``require_stable``); then, for the instants the request
-needs (``positions.timestamps_needed``), ListOffsets by timestamp under the run's isolation level.
+The plan rules (``streamproc.plan``) are pure; this adapter is their only window on Kafka. One
+:class:`ClusterReader` reads the cluster's metadata once (every topic's partition count, for the topology
+analysis), then, per topic the plan needs (sources, changelogs, global-store topics): partitions,
+``cleanup.policy``, topic id, the log start (ListOffsets EARLIEST), the high watermark (LATEST, read_uncommitted)
+and the last stable offset (LATEST, read_committed); for the group: its state, members and committed offsets with
+their metadata (OffsetFetch with ``require_stable``); then, for the instants the request needs
+(``positions.timestamps_needed``), ListOffsets by timestamp under the run's isolation level.
 
 The leader's log end offset is not exposed by the Admin API; on the single-replica logs this is built for, it
 equals the high watermark once produce requests are acknowledged, so ``log_end`` is the high watermark.
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from streamproc.errors import PlanError
@@ -134,122 +136,129 @@ def _cleanup_policies(admin: Any, topics: list[str]) -> dict[str, str]:
     return policies
 
 
+class ClusterReader:
+    """One Admin client and one metadata answer, from which the plan's one :class:`ClusterSnapshot` is read.
+
+    The topology analysis needs every topic's partition count before it knows which topics are sources; the
+    counts come from this reader's metadata, and :meth:`snapshot` reads the offsets, the group and the commits of
+    exactly the topics the analysis named, with the same metadata, so the plan sees one consistent cluster.
+    """
+
+    def __init__(self, client_config: Mapping[str, object]) -> None:
+        self._admin = _admin(client_config)
+        self._metadata = self._admin.list_topics(timeout=_TIMEOUT_S)
+
+    @property
+    def partition_counts(self) -> dict[str, int]:
+        """Every topic of the cluster and its partition count, as the topology analysis needs them."""
+        return {name: len(t.partitions) for name, t in self._metadata.topics.items() if t.error is None}
+
+    def snapshot(
+        self,
+        app: ApplicationSpec,
+        request: PlanRequest,
+        *,
+        now_ms: int | None = None,
+        also_topics: Collection[str] = (),
+    ) -> ClusterSnapshot:
+        """Everything the plan reads: the source topics and ``also_topics`` (changelogs, global-store topics).
+
+        Per topic partitions, ``cleanup.policy``, log start, high watermark and last stable offset, its topic id;
+        the group's state and committed offsets; then ListOffsets by timestamp (for the source topics) at the
+        instants the request needs. Topics that do not exist are absent.
+        """
+        from confluent_kafka import TopicPartition as KafkaTopicPartition
+        from confluent_kafka.admin import OffsetSpec
+
+        admin, metadata = self._admin, self._metadata
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        wanted = sorted(set(app.source_topics) | set(also_topics))
+        present = [t for t in wanted if t in metadata.topics and metadata.topics[t].error is None]
+        kafka_tps = [KafkaTopicPartition(t, p) for t in present for p in sorted(metadata.topics[t].partitions)]
+        earliest = _list_offsets(
+            admin, {tp: OffsetSpec.earliest() for tp in kafka_tps}, IsolationLevel.READ_UNCOMMITTED, "log start"
+        )
+        high = _list_offsets(
+            admin, {tp: OffsetSpec.latest() for tp in kafka_tps}, IsolationLevel.READ_UNCOMMITTED, "high watermark"
+        )
+        stable = _list_offsets(
+            admin, {tp: OffsetSpec.latest() for tp in kafka_tps}, IsolationLevel.READ_COMMITTED, "last stable offset"
+        )
+        policies = _cleanup_policies(admin, present)
+        ids = _topic_ids(admin, present)
+        committed, unstable = read_committed_offsets(admin, app.application_id)
+        group = read_group(admin, app.application_id)
+        by_key = {(tp.topic, tp.partition): tp for tp in kafka_tps}
+
+        def partition_state(topic: str, partition: int, times: Mapping[int, int]) -> PartitionState:
+            tp = by_key[(topic, partition)]
+            return PartitionState(
+                log_start=earliest[tp],
+                high_watermark=high[tp],
+                last_stable_offset=stable[tp],
+                log_end=high[tp],
+                offsets_for_times=times,
+            )
+
+        def build(times: Mapping[tuple[str, int], Mapping[int, int]]) -> ClusterSnapshot:
+            topics = {
+                t: TopicState(
+                    partitions={
+                        tp.partition: partition_state(t, tp.partition, times.get((t, tp.partition), {}))
+                        for tp in kafka_tps
+                        if tp.topic == t
+                    },
+                    cleanup_policy=policies.get(t, "delete"),
+                    internal=t in app.internal_source_topics or t in app.changelog_topics,
+                )
+                for t in present
+            }
+            return ClusterSnapshot(
+                topics=topics,
+                committed=committed,
+                group=group,
+                now_ms=now_ms,
+                unstable_offsets=unstable,
+                partition_counts=self.partition_counts,
+                topic_ids=ids,
+            )
+
+        snapshot = build({})
+        instants = sorted(timestamps_needed(snapshot, app, request))
+        if not instants:
+            return snapshot
+        source_tps = [tp for tp in kafka_tps if tp.topic in app.source_topics]
+        times: dict[tuple[str, int], dict[int, int]] = {}
+        for instant in instants:
+            found = _list_offsets(
+                admin,
+                {tp: OffsetSpec.for_timestamp(instant) for tp in source_tps},
+                app.isolation_level,
+                f"offset for {instant}",
+            )
+            for tp, offset in found.items():
+                times.setdefault((tp.topic, tp.partition), {})[instant] = offset
+        log.info("Read offsets for %d instant(s) on %d partitions", len(instants), len(source_tps))
+        return build(times)
+
+
 def read_snapshot(
     client_config: Mapping[str, object],
     app: ApplicationSpec,
     request: PlanRequest,
     *,
     now_ms: int | None = None,
+    also_topics: Collection[str] = (),
 ) -> ClusterSnapshot:
-    """Everything ``plan_ranges`` reads, for the application's source topics; topics that are missing are absent."""
-    from confluent_kafka import TopicPartition as KafkaTopicPartition
-    from confluent_kafka.admin import OffsetSpec
-
-    admin = _admin(client_config)
-    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
-    metadata = admin.list_topics(timeout=_TIMEOUT_S)
-    present = [t for t in app.source_topics if t in metadata.topics and metadata.topics[t].error is None]
-    kafka_tps = [KafkaTopicPartition(t, p) for t in present for p in sorted(metadata.topics[t].partitions)]
-    earliest = _list_offsets(
-        admin, {tp: OffsetSpec.earliest() for tp in kafka_tps}, IsolationLevel.READ_UNCOMMITTED, "log start"
-    )
-    high = _list_offsets(
-        admin, {tp: OffsetSpec.latest() for tp in kafka_tps}, IsolationLevel.READ_UNCOMMITTED, "high watermark"
-    )
-    stable = _list_offsets(
-        admin, {tp: OffsetSpec.latest() for tp in kafka_tps}, IsolationLevel.READ_COMMITTED, "last stable offset"
-    )
-    policies = _cleanup_policies(admin, present)
-    committed, unstable = read_committed_offsets(admin, app.application_id)
-    group = read_group(admin, app.application_id)
-
-    def partition_state(tp: Any, times: Mapping[int, int]) -> PartitionState:
-        key = (tp.topic, tp.partition)
-        lookup = {(k.topic, k.partition): k for k in kafka_tps}[key]
-        return PartitionState(
-            log_start=earliest[lookup],
-            high_watermark=high[lookup],
-            last_stable_offset=stable[lookup],
-            log_end=high[lookup],
-            offsets_for_times=times,
-        )
-
-    def build(times: Mapping[tuple[str, int], Mapping[int, int]]) -> ClusterSnapshot:
-        topics = {
-            t: TopicState(
-                partitions={
-                    tp.partition: partition_state(tp, times.get((t, tp.partition), {}))
-                    for tp in kafka_tps
-                    if tp.topic == t
-                },
-                cleanup_policy=policies.get(t, "delete"),
-                internal=t in app.internal_source_topics,
-            )
-            for t in present
-        }
-        return ClusterSnapshot(
-            topics=topics, committed=committed, group=group, now_ms=now_ms, unstable_offsets=unstable
-        )
-
-    snapshot = build({})
-    instants = sorted(timestamps_needed(snapshot, app, request))
-    if not instants:
-        return snapshot
-    times: dict[tuple[str, int], dict[int, int]] = {}
-    for instant in instants:
-        found = _list_offsets(
-            admin,
-            {tp: OffsetSpec.for_timestamp(instant) for tp in kafka_tps},
-            app.isolation_level,
-            f"offset for {instant}",
-        )
-        for tp, offset in found.items():
-            times.setdefault((tp.topic, tp.partition), {})[instant] = offset
-    log.info("Read offsets for %d instant(s) on %d partitions", len(instants), len(kafka_tps))
-    return build(times)
+    """:meth:`ClusterReader.snapshot` with a reader of its own."""
+    return ClusterReader(client_config).snapshot(app, request, now_ms=now_ms, also_topics=also_topics)
 
 
-def partition_counts(client_config: Mapping[str, object]) -> dict[str, int]:
-    """Every topic of the cluster and its partition count, as the topology analysis needs them."""
-    metadata = _admin(client_config).list_topics(timeout=_TIMEOUT_S)
-    return {name: len(t.partitions) for name, t in metadata.topics.items() if t.error is None}
-
-
-def read_log_offsets(
-    client_config: Mapping[str, object], topics: list[str], isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED
-) -> dict[tuple[str, int], tuple[int, int]]:
-    """(log start, latest) per partition of the given topics; topics that do not exist are absent.
-
-    Latest is the high watermark, or the last stable offset under ``read_committed``.
-    """
-    from confluent_kafka import TopicPartition as KafkaTopicPartition
-    from confluent_kafka.admin import OffsetSpec
-
-    admin = _admin(client_config)
-    metadata = admin.list_topics(timeout=_TIMEOUT_S)
-    tps = [
-        KafkaTopicPartition(t, p)
-        for t in topics
-        if t in metadata.topics and metadata.topics[t].error is None
-        for p in sorted(metadata.topics[t].partitions)
-    ]
-    earliest = _list_offsets(
-        admin, {tp: OffsetSpec.earliest() for tp in tps}, IsolationLevel.READ_UNCOMMITTED, "log start"
-    )
-    latest = _list_offsets(
-        admin, {tp: OffsetSpec.latest() for tp in tps}, IsolationLevel.READ_UNCOMMITTED, "high watermark"
-    )
-    starts = {(tp.topic, tp.partition): offset for tp, offset in earliest.items()}
-    return {(tp.topic, tp.partition): (starts[(tp.topic, tp.partition)], offset) for tp, offset in latest.items()}
-
-
-def topic_ids(client_config: Mapping[str, object], topics: list[str]) -> dict[str, str]:
-    """Kafka's topic id (``Uuid`` text) per existing topic: it changes when a topic is deleted and re-created."""
+def _topic_ids(admin: Any, topics: list[str]) -> dict[str, str]:
     from confluent_kafka import TopicCollection
 
     if not topics:
         return {}
-    admin = _admin(client_config)
     ids: dict[str, str] = {}
     for name, future in admin.describe_topics(TopicCollection(list(topics)), request_timeout=_TIMEOUT_S).items():
         try:
@@ -257,3 +266,8 @@ def topic_ids(client_config: Mapping[str, object], topics: list[str]) -> dict[st
         except Exception as exc:  # a missing topic: the caller's refusal rules name it
             log.debug("no topic id for %s: %s", name, exc)
     return ids
+
+
+def topic_ids(client_config: Mapping[str, object], topics: list[str]) -> dict[str, str]:
+    """Kafka's topic id (``Uuid`` text) per existing topic: it changes when a topic is deleted and re-created."""
+    return _topic_ids(_admin(client_config), topics)

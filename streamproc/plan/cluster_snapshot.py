@@ -13,29 +13,13 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from streamproc.engine.record_queue import UNKNOWN
+from streamproc.engine.records import TopicPartition as TopicPartition
+
 # ``org.apache.kafka.common.requests.ListOffsetsResponse.UNKNOWN_OFFSET``: "no offset for that timestamp".
 UNKNOWN_OFFSET = -1
-# ``org.apache.kafka.streams.processor.internals.RecordQueue.UNKNOWN``: partition time not known.
-UNKNOWN_PARTITION_TIME = -1
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class TopicPartition:
-    """``org.apache.kafka.common.TopicPartition``; printed ``<topic>-<partition>`` as Kafka prints it."""
-
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
-
-    @classmethod
-    def parse(cls, text: str) -> TopicPartition:
-        """Parse ``<topic>-<p>``, splitting at the last ``-`` (topic names may contain ``-``)."""
-        topic, sep, partition = text.rpartition("-")
-        if not sep or not topic or not partition.isdigit():
-            raise ValueError(f"'{text}' is not a partition written as <topic>-<partition>")
-        return cls(topic, int(partition))
+#: ``RecordQueue.UNKNOWN``: partition time not known (the engine's constant, one definition).
+UNKNOWN_PARTITION_TIME = UNKNOWN
 
 
 class IsolationLevel(enum.Enum):
@@ -144,9 +128,13 @@ class GroupState:
 class ClusterSnapshot:
     """Everything the planner reads from the cluster, read once at plan time.
 
-    ``group`` is ``None`` when the group does not exist (``GroupIdNotFoundException``: inactive, nothing
-    committed). ``now_ms`` is the plan's clock, read once per plan (planning.md §3 (d)). ``unstable_offsets`` is
-    set by the adapter when OffsetFetch with ``require_stable`` kept answering ``UNSTABLE_OFFSET_COMMIT``.
+    ``topics`` holds the application's source topics and, for a live plan, the changelog and global-store topics
+    whose offsets the restores need; topics that do not exist are absent. ``partition_counts`` is every topic of the
+    cluster (what the topology analysis resolves patterns and internal topics against) and ``topic_ids`` Kafka's
+    topic id per topic read, both from the same metadata. ``group`` is ``None`` when the group does not exist
+    (``GroupIdNotFoundException``: inactive, nothing committed). ``now_ms`` is the plan's clock, read once per plan
+    (planning.md §3 (d)). ``unstable_offsets`` is set by the adapter when OffsetFetch with ``require_stable`` kept
+    answering ``UNSTABLE_OFFSET_COMMIT``.
     """
 
     topics: Mapping[str, TopicState]
@@ -154,6 +142,8 @@ class ClusterSnapshot:
     group: GroupState | None = None
     now_ms: int | None = None
     unstable_offsets: bool = False
+    partition_counts: Mapping[str, int] = field(default_factory=dict)
+    topic_ids: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +165,8 @@ class ApplicationSpec:
     changelog_topics: Mapping[str, int] = field(default_factory=dict)
     copartition_groups: tuple[tuple[str, ...], ...] = ()
     previous_partition_counts: Mapping[str, int] = field(default_factory=dict)
+    #: the run's stages (sub-topology ids), as the topology analysis orders them; empty: derived from the sources
+    stages: tuple[tuple[int, ...], ...] = ()
     reset_policies: Mapping[str, str] = field(default_factory=dict)
     auto_offset_reset: str = "earliest"
 

@@ -21,7 +21,7 @@ from streamproc.engine.topology_analysis import TopologyAnalysis
 from streamproc.errors import PlanError
 from streamproc.intervals import first_overlap
 from streamproc.plan.cluster_snapshot import IsolationLevel
-from streamproc.plan.positions import ResolvedRanges
+from streamproc.plan.resolved_ranges import ResolvedRanges
 
 FORMAT = "streamproc-run-plan"
 VERSION = 1

@@ -15,14 +15,16 @@ import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from streamproc.engine.record_queue import UNKNOWN as RECORD_QUEUE_UNKNOWN
+
 LOG = logging.getLogger(__name__)
 
 #: ``TopicPartitionMetadata.LATEST_MAGIC_BYTE``.
 LATEST_MAGIC_BYTE = 2
 #: The version-1 magic byte (``0x01 ‖ partition time``), still decoded.
 MAGIC_BYTE_V1 = 1
-#: ``RecordQueue.UNKNOWN``: partition time not known.
-UNKNOWN = -1
+#: ``RecordQueue.UNKNOWN``: partition time not known (the engine's constant).
+UNKNOWN = RECORD_QUEUE_UNKNOWN
 
 _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 _BASE64_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"

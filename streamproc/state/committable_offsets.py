@@ -8,8 +8,8 @@
   from since the task was created, or all its input partitions when processor metadata needs committing; the offset
   is the head buffered record's, else the consumer's next fetch position (partitions with neither are skipped), and
   the metadata is ``TopicPartitionMetadata(partition time, processor metadata).encode()`` (state.md §8.1).
-- ``RecordQueue`` partition time: starts from the committed metadata (``setPartitionTime``) and becomes the max of
-  the timestamps of records handed to processing; dropped records do not count (state.md §8.2).
+- ``RecordQueue`` partition time (state.md §8.2) is the engine's ``RecordQueue.partition_time``, the one rule; a
+  commit carries whatever the task's queues hold (``PartitionCommitState.partition_time``).
 - ``purgeableOffsets`` + ``TaskManager.maybePurgeCommittedRecords``: for the active tasks the stream thread owns
   (``activeRunningTaskIterable``: RUNNING, or SUSPENDED during a rebalance; restoring tasks sit in the state
   updater), ``DeleteRecords(before = committed offset)`` for each repartition input partition the task committed
@@ -37,14 +37,6 @@ class TaskState(enum.Enum):
     RUNNING = "RUNNING"
     SUSPENDED = "SUSPENDED"
     CLOSED = "CLOSED"
-
-
-def partition_time(committed_partition_time: int, processed_record_timestamps: Iterable[int]) -> int:
-    """``RecordQueue.partitionTime`` after handing ``processed_record_timestamps`` to processing."""
-    result = committed_partition_time
-    for timestamp in processed_record_timestamps:
-        result = max(result, timestamp)
-    return result
 
 
 @dataclass(frozen=True, slots=True)

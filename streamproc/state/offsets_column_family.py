@@ -94,11 +94,12 @@ def decode_offsets_column_family(entries: Iterable[tuple[bytes, bytes]], *, wher
         if key == STATUS_KEY:
             status = number
             continue
-        topic, dash, partition = key.decode("utf-8").rpartition("-")
-        if not dash or not topic or not partition.isdigit():
+        try:
+            partition = TopicPartition.parse(key.decode("utf-8"))
+        except ValueError:
             raise StateError(
                 f"{where}: offsets column family key {key!r} is not <topic>-<partition>; "
                 "the store was not written by Kafka Streams 4.3 (delete it to restore from the changelog)"
-            )
-        offsets[TopicPartition(topic, int(partition))] = number
+            ) from None
+        offsets[partition] = number
     return StoreOffsets(offsets, status, position)

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from streamproc.engine.records import TopicPartition
 from streamproc.errors import StateError
 from streamproc.state.offset_checkpoint import OFFSET_UNKNOWN
-from streamproc.state.processor_state_manager import KS_VERSION_4_2, KS_VERSION_4_3, StateStoreMetadata
+from streamproc.state.store_registration import KS_VERSION_4_2, KS_VERSION_4_3, StateStoreMetadata
 
 LOG = logging.getLogger(__name__)
 

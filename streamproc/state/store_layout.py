@@ -18,12 +18,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from streamproc.engine.store_names import CHECKPOINT_FILE_NAME as CHECKPOINT_FILE_NAME
+from streamproc.engine.store_names import KS_VERSION_4_3
 from streamproc.engine.task_id import TaskId
 from streamproc.errors import StateError
 from streamproc.state.store_type import StoreType
 
-#: ``StateManagerUtil.CHECKPOINT_FILE_NAME``.
-CHECKPOINT_FILE_NAME = ".checkpoint"
 #: ``RocksDBStore.DB_FILE_DIR``.
 DB_FILE_DIR = "rocksdb"
 #: RocksDB's default column family (``RocksDB.DEFAULT_COLUMN_FAMILY``).
@@ -68,7 +68,9 @@ def task_dir_is_empty(task_dir: Path | str, ks_version: str = "4.2") -> bool:
         return True
     for entry in path.iterdir():
         name = entry.name
-        is_checkpoint = name.startswith(CHECKPOINT_FILE_NAME) if ks_version == "4.3" else name == CHECKPOINT_FILE_NAME
+        is_checkpoint = (
+            name.startswith(CHECKPOINT_FILE_NAME) if ks_version == KS_VERSION_4_3 else name == CHECKPOINT_FILE_NAME
+        )
         if not is_checkpoint and not name.endswith(LOCK_FILE_NAME):
             return False
     return True

@@ -97,14 +97,15 @@ def test_every_oracle_operation_has_shared_scenarios() -> None:
 
 
 def test_own_state_scenarios_cover_every_live_object_operation() -> None:
-    """At least one own scenario per operation answered on a live object, each in the shared layout."""
+    """At least one own scenario per operation answered on a live object, each in the shared layout (own format
+    scenarios too, e.g. cm10 for commit metadata)."""
     operations = set()
     for path in OWN_STATE_SCENARIOS:
         scenario = _load(path)
         assert scenario["id"] == path.stem
         assert scenario["kind"] == "state"
         prefix = path.stem.split("-")[0]
-        assert prefix.rstrip("0123456789") in {"co", "pt", "pg", "rs", "ly", "v"}, path.name
+        assert prefix.rstrip("0123456789") in {"cm", "co", "pt", "pg", "rs", "ly", "v"}, path.name
         assert {"title", "reference", "ks_version", "input", "expected", "confidence"} <= set(scenario)
         operations.add(scenario["operation"])
     assert operations >= LIVE_OBJECT_OPERATIONS

@@ -11,7 +11,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from streamproc.dev import broker
-from streamproc.dev.process import is_alive
+from streamproc.dev.service_process import is_alive
 from streamproc.errors import DevServiceError
 from tests.conftest import S3Server
 

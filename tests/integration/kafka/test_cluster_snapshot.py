@@ -17,7 +17,8 @@ from streamproc.plan.cluster_snapshot import (
     ToDatetimeStart,
 )
 from streamproc.plan.cluster_snapshot import TopicPartition as TP
-from streamproc.plan.positions import GroupActive, MissingTopic, plan_ranges
+from streamproc.plan.positions import plan_ranges
+from streamproc.plan.refusals import GroupActive, MissingTopic
 from tests.integration.conftest import create_topic
 
 # Kafka Streams' commit metadata for partition time 1005 (version 2 + time + empty processor metadata, base64).

@@ -7,10 +7,11 @@ from collections.abc import Callable
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from streamproc.engine.topology_analysis import NotCopartitioned, analyze
+from streamproc.engine.topology_analysis import analyze
 from streamproc.engine.topology_description import parse_description
+from streamproc.errors import NotCopartitioned
+from streamproc.kafka.planner import plan_run
 from streamproc.plan.cluster_snapshot import PlanRequest
-from streamproc.plan.planner import plan_run
 from tests.integration.conftest import create_topic
 
 STREAM_STREAM_JOIN = """\

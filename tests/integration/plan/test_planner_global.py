@@ -10,9 +10,9 @@ from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from streamproc.engine.records import TopicPartition as EngineTP
+from streamproc.kafka.planner import plan_run
 from streamproc.plan.cluster_snapshot import PlanRequest, StartPolicy
-from streamproc.plan.planner import plan_run
-from streamproc.plan.positions import OffsetOutOfRange
+from streamproc.plan.refusals import OffsetOutOfRange
 from streamproc.state.offset_checkpoint import OffsetCheckpoint
 from tests.integration.conftest import create_topic
 

@@ -56,12 +56,12 @@ from streamproc.state.offsets_column_family import (
     StoreOffsets,
     decode_offsets_column_family,
 )
-from streamproc.state.processor_state_manager import KS_VERSION_4_3
+from streamproc.state.processor_state_manager import ProcessorStateManager, StoreDefinition
 from streamproc.state.restore_plan import ChangelogState, ProcessingGuarantee
 from streamproc.state.rocksdb_store import IncompatibleStore, inspect_rocksdb
 from streamproc.state.state_directory import StateDirectory
-from streamproc.state.state_manager import ProcessorStateManager, StoreDefinition
 from streamproc.state.store_layout import column_families
+from streamproc.state.store_registration import KS_VERSION_4_3
 from streamproc.state.store_type import StoreType
 from streamproc.state.stores import KeyValueStore, TimestampedKeyValueStore, TimestampedWindowStore, ValueAndTimestamp
 from tests.integration.conftest import create_topic

@@ -37,3 +37,23 @@ def test_state_scenario(path: Path) -> None:
         assert want["kafka_message_contains"] in error["message"]
     if "kafka_exception" in want:
         assert error["kafka_exception"] == want["kafka_exception"]
+
+
+@pytest.mark.parametrize(
+    ("committed", "processed", "dropped", "expected"),
+    [(1000, [500, 1500, 1200], [-5], 1500), (-1, [], [], -1), (2000, [10], [], 2000), (-1, [0], [-7], 0)],
+)
+def test_partition_time_scenarios_run_on_the_engines_record_queue(
+    committed: int, processed: list[int], dropped: list[int], expected: int
+) -> None:
+    """The ``partition_time`` operation has no model of its own: it polls a real engine ``RecordQueue``."""
+    scenario = {
+        "kind": "state",
+        "operation": "partition_time",
+        "input": {
+            "committed_partition_time": committed,
+            "processed_record_timestamps": processed,
+            "dropped_record_timestamps": dropped,
+        },
+    }
+    assert run_scenario(scenario) == {"partition_time": expected}

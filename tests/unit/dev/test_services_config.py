@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from streamproc.dev import broker, s3
-from streamproc.dev.process import ServiceHandle, free_port, is_alive, port_open
+from streamproc.dev.service_process import ServiceHandle, free_port, is_alive, port_open
 from streamproc.dev.versions import KAFKA_VERSION, MINIO_VERSION
 from streamproc.errors import DevServiceError
 from tests.conftest import PROJECT_ROOT

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from streamproc.engine.records import (
     NULL_SIZE,
     ConsumerRecord,
@@ -65,3 +67,12 @@ def test_record_with_methods_copy() -> None:
 def test_record_metadata_absent_outside_a_record() -> None:
     assert ProcessorRecordContext(5, -1, -1, None).record_metadata() is None
     assert ProcessorRecordContext(5, 3, 1, "t").record_metadata() == RecordMetadata("t", 1, 3)
+
+
+def test_topic_partition_parse_is_the_one_reading_of_topic_dash_partition() -> None:
+    """Used by the plan, the 4.3 offsets column family and the scenario runner alike."""
+    assert TopicPartition.parse("orders-v2-12") == TopicPartition("orders-v2", 12)
+    assert str(TopicPartition.parse("a-0")) == "a-0"
+    for bad in ("orders", "-1", "orders-", "orders-x"):
+        with pytest.raises(ValueError, match="is not a partition written as"):
+            TopicPartition.parse(bad)

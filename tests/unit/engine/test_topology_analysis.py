@@ -4,18 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from streamproc.engine.internal_topics import is_internal_topic_name, store_changelog_topic
 from streamproc.engine.task_id import TaskId
 from streamproc.engine.topology import StoreSpec, Topology
-from streamproc.engine.topology_analysis import (
-    MissingTopic,
-    NotCopartitioned,
-    PartitionCountChanged,
-    analyze,
-    changelog_topic_name,
-    is_internal_topic_name,
-)
+from streamproc.engine.topology_analysis import analyze
 from streamproc.engine.topology_description import TopologyDescription, parse_description
-from streamproc.errors import TopologyError
+from streamproc.errors import MissingTopic, NotCopartitioned, PartitionCountChanged, TopologyError
 
 
 def _noop() -> object:
@@ -272,7 +266,7 @@ def test_named_topology_prefixes_internal_topics_and_names_tasks() -> None:
     analysis = analyze(parse_description(text), "app", {"in": 2})
     assert analysis.internal_topics == {"app-orders-v2-counts-changelog": 2}
     assert set(analysis.tasks) == {TaskId(0, 0, "orders-v2"), TaskId(0, 1, "orders-v2")}
-    assert changelog_topic_name("app", "counts", "orders-v2") == "app-orders-v2-counts-changelog"
+    assert store_changelog_topic("app", "counts", "orders-v2") == "app-orders-v2-counts-changelog"
 
 
 def test_reused_source_topic_changelog_is_not_an_internal_topic_when_optimized() -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from streamproc.errors import PlanError
 from streamproc.intervals import first_overlap
-from streamproc.plan.planner import isolation_for
+from streamproc.plan.run_planner import isolation_for
 from streamproc.plan.run_plan import RunPlan
 
 DOC: dict[str, Any] = {

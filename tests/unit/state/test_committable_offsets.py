@@ -1,4 +1,4 @@
-"""Committed offsets + metadata, partition time and purge offsets (``StreamTask``, ``RecordQueue``, ``TaskManager``)."""
+"""Committed offsets + metadata and purge offsets (``StreamTask``, ``TaskManager``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from streamproc.state.committable_offsets import (
     PartitionCommitState,
     TaskState,
     commit_offsets,
-    partition_time,
     purge_offsets,
 )
 
@@ -17,12 +16,6 @@ P0 = TopicPartition("orders", 0)
 P1 = TopicPartition("orders", 1)
 P2 = TopicPartition("orders", 2)
 R0 = TopicPartition("app-agg-repartition", 0)
-
-
-def test_partition_time_is_max_of_committed_and_processed() -> None:
-    assert partition_time(1000, [500, 1500, 1200]) == 1500
-    assert partition_time(-1, []) == -1
-    assert partition_time(2000, [10]) == 2000
 
 
 def test_commit_head_buffered_else_next_fetch_position() -> None:

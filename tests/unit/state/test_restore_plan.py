@@ -7,7 +7,6 @@ import pytest
 from streamproc.engine.records import TopicPartition
 from streamproc.errors import StateError
 from streamproc.state.offset_checkpoint import OFFSET_UNKNOWN
-from streamproc.state.processor_state_manager import StateStoreMetadata
 from streamproc.state.restore_plan import (
     ChangelogState,
     CheckpointOutOfRange,
@@ -15,6 +14,7 @@ from streamproc.state.restore_plan import (
     check_checkpoint_offsets,
     plan_restore,
 )
+from streamproc.state.store_registration import StateStoreMetadata
 
 ALOS = ProcessingGuarantee.AT_LEAST_ONCE
 EOS = ProcessingGuarantee.EXACTLY_ONCE_V2

@@ -1,47 +1,54 @@
-"""The plan step against a live cluster: topology + request + cluster snapshot → ``RunPlan``.
+"""The plan step, pure: topology analysis + cluster snapshot + local checkpoints + request → ``RunPlan``.
 
-The pure parts (topology analysis, position rules) decide everything; this module only gathers their inputs:
-the topology's description (a Kafka Streams ``describe()`` text or a Python ``Topology``), the partition counts
-and the snapshot read once from the cluster.
+Everything here is a function of values read before (``streamproc.kafka.planner`` reads the one
+``ClusterSnapshot`` and the checkpoints, then calls :func:`build_run_plan`), so the same inputs give the same plan
+bytes and every rule can be tested without a broker.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import replace
-from pathlib import Path
 
-from streamproc.engine.topology_analysis import TopologyAnalysis, analyze
-from streamproc.engine.topology_description import TopologyDescription, parse_description
+from streamproc.engine.task_id import TaskId
+from streamproc.engine.topology_analysis import TopologyAnalysis
 from streamproc.errors import PlanError
-from streamproc.kafka.cluster import partition_counts, read_log_offsets, read_snapshot, topic_ids
-from streamproc.kafka.range_reader import refuse_isolation_setting
-from streamproc.plan.cluster_snapshot import ApplicationSpec, IsolationLevel, PlanRequest
+from streamproc.plan.cluster_snapshot import (
+    ApplicationSpec,
+    ByDurationEnd,
+    ByDurationStart,
+    ClusterSnapshot,
+    IsolationLevel,
+    PlanRequest,
+    StartPolicy,
+    TopicPartition,
+)
 from streamproc.plan.positions import plan_ranges
+from streamproc.plan.refusals import MissingTopic, OffsetOutOfRange
 from streamproc.plan.run_plan import PlannedRestore, RunPlan
+from streamproc.state.local_checkpoints import LocalCheckpoints
+from streamproc.state.restore_plan import ChangelogState, ProcessingGuarantee, plan_restore
+from streamproc.state.store_registration import StateStoreMetadata
 
 log = logging.getLogger(__name__)
 
-PROCESSING_GUARANTEES = {
-    "at_least_once": IsolationLevel.READ_UNCOMMITTED,
-    "exactly_once_v2": IsolationLevel.READ_COMMITTED,
-}
+GLOBAL_TASK = "global"
 
 
 def isolation_for(processing_guarantee: str, isolation_level: str | None = None) -> IsolationLevel:
-    """``processing.guarantee`` decides the consumer's isolation level, as in ``StreamsConfig``.
+    """``processing.guarantee`` decides the consumer's isolation level, as in ``StreamsConfig`` (EOS: committed).
 
     ``isolation_level`` is the consumer's own ``isolation.level``: Kafka Streams honours it under
     ``at_least_once`` and overrides it under ``exactly_once_v2`` (``NON_CONFIGURABLE_CONSUMER_EOS_CONFIGS``, with a
     warning); streamproc refuses that contradiction instead of ignoring half the request.
     """
     try:
-        guaranteed = PROCESSING_GUARANTEES[processing_guarantee]
-    except KeyError:
-        raise PlanError(
-            f"processing.guarantee must be one of {', '.join(PROCESSING_GUARANTEES)}, not '{processing_guarantee}'"
-        ) from None
+        guarantee = ProcessingGuarantee(processing_guarantee)
+    except ValueError:
+        names = ", ".join(g.value for g in ProcessingGuarantee)
+        raise PlanError(f"processing.guarantee must be one of {names}, not '{processing_guarantee}'") from None
+    guaranteed = IsolationLevel.READ_COMMITTED if guarantee.eos else IsolationLevel.READ_UNCOMMITTED
     if isolation_level is None:
         return guaranteed
     try:
@@ -49,7 +56,7 @@ def isolation_for(processing_guarantee: str, isolation_level: str | None = None)
     except ValueError:
         levels = ", ".join(level.value for level in IsolationLevel)
         raise PlanError(f"isolation.level must be one of {levels}, not '{isolation_level}'") from None
-    if processing_guarantee != "at_least_once" and requested is not guaranteed:
+    if guarantee.eos and requested is not guaranteed:
         raise PlanError(
             f"--processing-guarantee {processing_guarantee} reads {guaranteed.value}; --isolation-level "
             f"{requested.value} contradicts it (Kafka Streams would ignore it): drop one of them"
@@ -83,57 +90,48 @@ def application_spec(
         subtopology_of=sources,
         changelog_topics=changelogs,
         copartition_groups=analysis.enforced_copartition_groups,
+        stages=analysis.stages,
         reset_policies=dict(reset_policies or {}),
         auto_offset_reset=auto_offset_reset,
     )
 
 
-def plan_run(
-    client_config: Mapping[str, object],
-    application_id: str,
-    request: PlanRequest,
-    *,
-    topology: TopologyDescription | str | None = None,
-    source_topics: Sequence[str] = (),
-    processing_guarantee: str = "at_least_once",
-    auto_offset_reset: str = "earliest",
-    now_ms: int | None = None,
-    state_dir: Path | None = None,
-    isolation_level: str | None = None,
-) -> RunPlan:
-    """Resolve a full ``RunPlan``; with no topology, ``source_topics`` are planned as one sub-topology's inputs.
+def topics_to_read(analysis: TopologyAnalysis | None, app: ApplicationSpec) -> tuple[str, ...]:
+    """The topics whose offsets a plan needs: the sources, the changelogs (restores) and the global-store topics."""
+    topics = set(app.source_topics)
+    if analysis is not None:
+        topics.update(s.changelog_topic for sub in analysis.subtopologies for s in sub.stores)
+        topics.update(g.topic for g in analysis.global_stores)
+    return tuple(sorted(topics))
 
-    ``state_dir`` is the application's ``state.dir`` as the batch will use it: each task's ``.checkpoint`` there
-    decides where its stores' changelog restore starts (no directory: from the changelog's log start).
-    ``isolation_level`` is the consumer's ``isolation.level`` where the guarantee leaves it open; an
-    ``isolation.level`` among the client settings is refused (the plan records the level every later step reads).
+
+def build_run_plan(
+    app: ApplicationSpec,
+    request: PlanRequest,
+    snapshot: ClusterSnapshot,
+    *,
+    analysis: TopologyAnalysis | None = None,
+    processing_guarantee: str = "at_least_once",
+    local: LocalCheckpoints | None = None,
+    clock_given: bool = False,
+) -> RunPlan:
+    """Resolve a full ``RunPlan`` from values only.
+
+    ``local`` holds the checkpoints of the application's ``state.dir`` (``None``: no directory, every restore
+    starts at the changelog's log start). ``clock_given`` says the caller fixed ``now_ms``; otherwise the plan
+    keeps it only when a mode needs the clock, so that its bytes do not depend on when it was made.
     """
-    refuse_isolation_setting(client_config)
-    isolation = isolation_for(processing_guarantee, isolation_level)
-    analysis: TopologyAnalysis | None = None
-    if topology is not None:
-        description = parse_description(topology) if isinstance(topology, str) else topology
-        analysis = analyze(description, application_id, partition_counts(client_config))
-        app = application_spec(application_id, analysis, isolation_level=isolation, auto_offset_reset=auto_offset_reset)
-    elif source_topics:
-        app = ApplicationSpec(
-            application_id=application_id,
-            source_topics=tuple(sorted(set(source_topics))),
-            isolation_level=isolation,
-            auto_offset_reset=auto_offset_reset,
-        )
-    else:
-        raise PlanError("give the application's topology (describe() text) or its source topics")
-    snapshot = read_snapshot(client_config, app, request, now_ms=now_ms)
+    local = local or LocalCheckpoints()
     positions = plan_ranges(snapshot, app, request)
-    if now_ms is None and not _uses_clock(request):
-        positions = replace(positions, now_ms=None)  # the plan's bytes must not depend on when it was made
-    compacted = [name for name, topic in snapshot.topics.items() if topic.compacted]
+    if not clock_given and not _uses_clock(request):
+        positions = replace(positions, now_ms=None)
+    sources = set(app.source_topics)
+    compacted = [name for name, topic in snapshot.topics.items() if name in sources and topic.compacted]
     restores: list[PlannedRestore] = []
     if analysis is not None:
-        restores = plan_restores(client_config, analysis, application_id, processing_guarantee, state_dir)
-        restores += plan_global_restores(client_config, analysis, application_id, isolation, state_dir, request)
-    ids = topic_ids(client_config, sorted(snapshot.topics))
+        restores = plan_restores(analysis, processing_guarantee, snapshot, local)
+        restores += plan_global_restores(analysis, snapshot, local, request)
+    ids = {name: snapshot.topic_ids[name] for name in sorted(sources) if name in snapshot.topic_ids}
     plan = RunPlan.build(positions, compacted_topics=compacted, analysis=analysis, restores=restores, topic_ids=ids)
     log.info(
         "Planned %d range(s) over %d task(s), at most %d records",
@@ -143,17 +141,22 @@ def plan_run(
 
 
 def _uses_clock(request: PlanRequest) -> bool:
-    from streamproc.plan.cluster_snapshot import ByDurationEnd, ByDurationStart
-
     return isinstance(request.start, ByDurationStart) or isinstance(request.end, ByDurationEnd)
 
 
+def _log_offsets(snapshot: ClusterSnapshot, topic: str) -> dict[int, tuple[int, int]]:
+    """(log start, high watermark) per partition of a topic in the snapshot; empty when it does not exist."""
+    state = snapshot.topics.get(topic)
+    if state is None:
+        return {}
+    return {p: (s.log_start, s.high_watermark) for p, s in state.partitions.items()}
+
+
 def plan_restores(
-    client_config: Mapping[str, object],
     analysis: TopologyAnalysis,
-    application_id: str,
     processing_guarantee: str,
-    state_dir: Path | None,
+    snapshot: ClusterSnapshot,
+    local: LocalCheckpoints,
 ) -> list[PlannedRestore]:
     """Per task and store, the changelog range Kafka Streams would restore from, after the task's checkpoint.
 
@@ -161,37 +164,28 @@ def plan_restores(
     on every start, which the plan then under-states). A changelog topic that does not exist yet (the application
     never ran) restores nothing.
     """
-    from streamproc.engine.records import TopicPartition as EngineTopicPartition
-    from streamproc.engine.task_id import TaskId
-    from streamproc.state.offset_checkpoint import OffsetCheckpoint
-    from streamproc.state.processor_state_manager import StateStoreMetadata
-    from streamproc.state.restore_plan import ChangelogState, ProcessingGuarantee, plan_restore
-    from streamproc.state.store_layout import task_dir_is_empty, task_directory
-
-    changelog_topics = sorted({s.changelog_topic for sub in analysis.subtopologies for s in sub.stores})
-    offsets = read_log_offsets(client_config, changelog_topics) if changelog_topics else {}
     restores: list[PlannedRestore] = []
     for task_id, _sources in sorted(analysis.tasks.items()):
         stores = sorted(analysis.subtopology(task_id.subtopology).stores, key=lambda s: s.name)
         if not stores:
             continue
         metadata = [
-            StateStoreMetadata(s.name, True, EngineTopicPartition(s.changelog_topic, task_id.partition)) for s in stores
+            StateStoreMetadata(s.name, True, TopicPartition(s.changelog_topic, task_id.partition)) for s in stores
         ]
         changelogs = {}
         for m in metadata:
             assert m.changelog_partition is not None
-            start, end = offsets.get((m.changelog_partition.topic, m.changelog_partition.partition), (0, 0))
+            offsets = _log_offsets(snapshot, m.changelog_partition.topic)
+            start, end = offsets.get(m.changelog_partition.partition, (0, 0))
             changelogs[m.changelog_partition] = ChangelogState(start, end)
-        checkpoint = None
-        empty = True
-        if state_dir is not None:
-            directory = task_directory(state_dir, application_id, TaskId(task_id.subtopology, task_id.partition))
-            empty = task_dir_is_empty(directory)
-            path = directory / ".checkpoint"
-            checkpoint = OffsetCheckpoint(path).read() if path.exists() else None
+        on_disk = local.task(TaskId(task_id.subtopology, task_id.partition))
+        checkpoint = None if on_disk.checkpoint is None else dict(on_disk.checkpoint)
         decision = plan_restore(
-            ProcessingGuarantee(processing_guarantee), metadata, checkpoint, changelogs, task_dir_empty=empty
+            ProcessingGuarantee(processing_guarantee),
+            metadata,
+            checkpoint,
+            changelogs,
+            task_dir_empty=on_disk.task_dir_empty,
         )
         for restore in decision.restores:
             entry = checkpoint.get(restore.changelog_partition) if checkpoint else None
@@ -211,15 +205,10 @@ def plan_restores(
     return restores
 
 
-GLOBAL_TASK = "global"
-
-
 def plan_global_restores(
-    client_config: Mapping[str, object],
     analysis: TopologyAnalysis,
-    application_id: str,
-    isolation: IsolationLevel,
-    state_dir: Path | None,
+    snapshot: ClusterSnapshot,
+    local: LocalCheckpoints,
     request: PlanRequest,
 ) -> list[PlannedRestore]:
     """Per global store partition: ``[global checkpoint or log start, latest)`` (planning.md §10).
@@ -227,38 +216,24 @@ def plan_global_restores(
     The global checkpoint (``<state.dir>/<application.id>/global/.checkpoint``) holds the global consumer's
     position, so the range starts there. A checkpoint below the log start is data lost to retention: refused, or
     with ``start_policy=clamp`` the store is rebuilt from the log start, which is where Kafka Streams ends up after
-    it fails with "Bootstrapping global state failed" and is restarted.
+    it fails with "Bootstrapping global state failed" and is restarted. Latest is the high watermark.
     """
-    from streamproc.engine.records import TopicPartition as EngineTopicPartition
-    from streamproc.plan.cluster_snapshot import StartPolicy
-    from streamproc.plan.cluster_snapshot import TopicPartition as PlanTopicPartition
-    from streamproc.plan.positions import MissingTopic, OffsetOutOfRange
-    from streamproc.state.offset_checkpoint import OffsetCheckpoint
-    from streamproc.state.store_layout import GLOBAL_STATE_DIR, application_directory
-
     if not analysis.global_stores:
         return []
     topics = sorted({g.topic for g in analysis.global_stores})
-    offsets = read_log_offsets(client_config, topics, isolation)
-    missing = [t for t in topics if not any(topic == t for topic, _ in offsets)]
+    missing = [t for t in topics if not _log_offsets(snapshot, t)]
     if missing:
         raise MissingTopic(
             f"global store topic(s) {missing} do not exist; create them or fix the topology", topics=missing
         )
-    checkpoint: dict[EngineTopicPartition, int] = {}
-    if state_dir is not None:
-        path = application_directory(state_dir, application_id) / GLOBAL_STATE_DIR / ".checkpoint"
-        if path.exists():
-            checkpoint = OffsetCheckpoint(path).read()
     restores = []
     for store in sorted(analysis.global_stores, key=lambda g: g.store):
-        for (topic, partition), (log_start, latest) in sorted(offsets.items()):
-            if topic != store.topic:
-                continue
-            position = checkpoint.get(EngineTopicPartition(topic, partition))
+        for partition, (log_start, latest) in sorted(_log_offsets(snapshot, store.topic).items()):
+            topic = store.topic
+            position = local.global_checkpoint.get(TopicPartition(topic, partition))
             start = log_start if position is None else position
             if position is not None and position < log_start:
-                tp = PlanTopicPartition(topic, partition)
+                tp = TopicPartition(topic, partition)
                 if request.start_policy is not StartPolicy.CLAMP:
                     raise OffsetOutOfRange(
                         f"{tp}: the global checkpoint {position} is below the log start {log_start}: offsets "

@@ -1,0 +1,102 @@
+"""The preconditions of a plan (planning.md §2): an inactive group, existing topics, unchanged partition counts.
+
+They are checked before any position is resolved, on the same snapshot, and each failure is a refusal that quotes
+what the reset tools or Kafka Streams would say.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from streamproc.engine.topology_analysis import check_existing_internal_topic, enforce_copartitioning
+from streamproc.plan.cluster_snapshot import ApplicationSpec, ClusterSnapshot, GroupState
+from streamproc.plan.refusals import GroupActive, MissingTopic, PartitionCountChanged
+
+_INACTIVE_GROUP_STATES: Final = frozenset({"Empty", "Dead"})
+
+
+def check_group(group: GroupState | None, application_id: str) -> None:
+    """Refuse while the group has members or is not ``Empty``/``Dead`` (a missing group is inactive)."""
+    if group is None:
+        return
+    if not group.members and group.state in _INACTIVE_GROUP_STATES:
+        return
+    clients = ", ".join(m.client_id for m in group.members) or "no members listed"
+    raise GroupActive(
+        f"group '{application_id}' has {len(group.members)} member(s) in state {group.state} ({clients}); stop every "
+        f"instance of the application (or wait session.timeout.ms for crashed ones) and plan again "
+        f"(kafka-consumer-groups.sh: Error: Assignments can only be reset if the group '{application_id}' is "
+        f"inactive, but the current state is {group.state}.)",
+        details={"members": len(group.members), "state": group.state},
+    )
+
+
+def check_topics(snapshot: ClusterSnapshot, app: ApplicationSpec) -> None:
+    """Every source topic (external and internal) must exist (``StreamsPartitionAssignor``)."""
+    missing = [t for t in app.source_topics if t not in snapshot.topics or not snapshot.topics[t].partitions]
+    if not missing:
+        return
+    external = sorted(t for t in missing if t not in app.internal_source_topics)
+    internal = sorted(t for t in missing if t in app.internal_source_topics)
+    parts = []
+    for topic in external:
+        sub = app.subtopology_of.get(topic)
+        where = f" of sub-topology {sub}" if sub is not None else ""
+        parts.append(f"source topic '{topic}'{where} does not exist")
+    for topic in internal:
+        sub = app.subtopology_of.get(topic)
+        where = f" of sub-topology {sub}" if sub is not None else ""
+        parts.append(
+            f"internal topic '{topic}'{where} does not exist (Kafka Streams creates it at startup: start the "
+            f"application once or create it, then plan again)"
+        )
+    quoted = f' (Kafka Streams would fail with "Missing source topics. [{", ".join(external)}]")' if external else ""
+    raise MissingTopic("; ".join(parts) + quoted + "; create the topic or fix the topology", topics=missing)
+
+
+def check_partition_counts(snapshot: ClusterSnapshot, app: ApplicationSpec) -> None:
+    """Co-partitioned topics must agree; sources must match their changelogs, a previous plan and the commits.
+
+    The first two are Kafka Streams' own rules, checked by the topology analysis' functions (one definition each).
+    """
+    counts = {name: len(topic.partitions) for name, topic in snapshot.topics.items()}
+    for group in app.copartition_groups:
+        present = [t for t in group if t in counts]
+        if len(present) > 1:
+            enforce_copartitioning(present, {}, {}, counts)
+    for changelog, sub in sorted(app.changelog_topics.items()):
+        if changelog not in counts:
+            continue
+        sources = [t for t in app.source_topics if app.subtopology_of.get(t) == sub and t in counts]
+        if not sources:
+            continue
+        expected = max(counts[t] for t in sources)
+        grown = max(sources, key=lambda t: (counts[t], t))
+        check_existing_internal_topic(
+            changelog,
+            expected,
+            counts,
+            reason=f"{grown} now has {expected} partitions, {counts[changelog]} when changelog {changelog} was created",
+        )
+    for topic, previous in sorted(app.previous_partition_counts.items()):
+        if topic in counts and counts[topic] != previous and topic in app.source_topics:
+            raise PartitionCountChanged(
+                f"{topic} now has {counts[topic]} partitions, {previous} when the previous plan was made; the tasks "
+                f"of the changed partitions have no state; reset the application (StreamsResetter) and plan again",
+                topics=[topic],
+            )
+    vanished = [
+        tp
+        for tp in snapshot.committed
+        if tp.topic in app.source_topics
+        and tp.topic in snapshot.topics
+        and tp.partition not in snapshot.topics[tp.topic].partitions
+    ]
+    if vanished:
+        names = ", ".join(str(tp) for tp in sorted(vanished))
+        raise PartitionCountChanged(
+            f"the group has committed offsets for {names}, which no longer exist (topic deleted and re-created "
+            f"with fewer partitions?); reset the application (StreamsResetter) and plan again",
+            partitions=vanished,
+            topics={tp.topic for tp in vanished},
+        )
