@@ -11,8 +11,8 @@ import pytest
 
 from streamproc.errors import PlanError
 from streamproc.intervals import first_overlap
-from streamproc.plan.run_planner import isolation_for
 from streamproc.plan.run_plan import RunPlan
+from streamproc.plan.run_planner import isolation_for
 
 DOC: dict[str, Any] = {
     "format": "streamproc-run-plan",
