@@ -71,7 +71,7 @@ def test_kafka_streams_equals_streamproc(answers: dict[Path, dict[str, Any]], pa
 def test_unequal_user_topics_are_refused_only_with_a_repartition_topic(answers: dict[Path, dict[str, Any]]) -> None:
     """t04b: Kafka Streams runs a join of 3 and 2 partitions (task 0_2 reads left-2 alone); t30: the same join
     beside a re-keyed count fails with Kafka's TopologyException (FINDINGS.md)."""
-    t04b = next(p for p in OWN if p.name.startswith("t04b-"))
+    t04b = next(p for p in SHARED if p.name.startswith("t04b-"))
     assert answers[t04b]["result"]["tasks"]["0_2"] == ["left-2"]
     t30 = next(p for p in OWN if p.name.startswith("t30-"))
     error = answers[t30]["result"]["error"]

@@ -34,8 +34,8 @@ def test_t08_global_table_then_stream_prints_kafkas_text() -> None:
         _noop,
     )
     t.add_source("KSTREAM-SOURCE-0000000003", "purchases")
-    t.add_processor("KSTREAM-JOIN-0000000004", _noop, "KSTREAM-SOURCE-0000000003")
-    t.add_sink("KSTREAM-SINK-0000000005", "purchases-enriched", "KSTREAM-JOIN-0000000004")
+    t.add_processor("KSTREAM-LEFTJOIN-0000000004", _noop, "KSTREAM-SOURCE-0000000003")
+    t.add_sink("KSTREAM-SINK-0000000005", "purchases-enriched", "KSTREAM-LEFTJOIN-0000000004")
     assert str(t) == _scenario_text("t08-global-table-join")
     assert t.global_node_groups() == frozenset({0})
 
