@@ -702,6 +702,23 @@ def _flag(value: bool | None) -> str:
     return "—" if value is None else ("yes" if value else "**no**")
 
 
+def _behaviour_text(row: Row) -> str:
+    """What Kafka did (a planning oracle's ``kafka_behaviour``) next to streamproc's plan or refusal."""
+    kafka = row.kafka_streams_task.result or {}
+    behaviour = kafka.get("kafka_behaviour")
+    if not behaviour:
+        return ""
+    mine = row.streamproc.result or {}
+    refusal = mine.get("error") if isinstance(mine.get("error"), dict) else None
+    where = ", ".join(refusal.get("partitions") or refusal.get("topics") or []) if refusal else ""
+    said = (
+        f"streamproc refuses ({refusal.get('type')}{' on ' + where if where else ''})"
+        if refusal
+        else "streamproc plans"
+    )
+    return f". Kafka: {behaviour}; {said}"
+
+
 def render_markdown(rows: Sequence[Row], summary: dict[str, Any]) -> str:
     """``latest.md``: the totals, then one table line per scenario."""
     counts = summary["totals"]
@@ -755,6 +772,7 @@ def render_markdown(rows: Sequence[Row], summary: dict[str, Any]) -> str:
                 f"- `{row.scenario}`: Kafka Streams answered {', '.join(row.answered_by_kafka_streams) or 'nothing'}; "
                 f"only `expected` answered {', '.join(row.only_expected)}"
                 + ("" if row.snapshot is None else f" (snapshot of streamproc: {', '.join(row.snapshot.parts)})")
+                + _behaviour_text(row)
             )
     snapshots = [row for row in rows if row.snapshot is not None]
     if snapshots:

@@ -426,3 +426,25 @@ def test_report_file_holds_the_new_fields(tmp_path: Path) -> None:
         "parts": ["ends", "notes", "partition_times", "max_records_total"],
     }
     assert row["answered_by_kafka_streams"] == [] and row["only_expected"] == []
+
+
+def test_partial_rows_show_what_kafka_did_next_to_the_refusal() -> None:
+    """A refusal row carries the live oracle's ``kafka_behaviour`` beside streamproc's refusal in ``latest.md``."""
+    scenario = load(SCENARIOS_DIR / "planning" / "p04-no-committed-offset-policy-none.json")
+    quote = scenario["expected"]["error"]["kafka_message_contains"]
+    refusal = {
+        "error": {"type": "NoResetPolicy", "message": f"no committed offset ({quote})", "partitions": ["orders-1"]}
+    }
+    answer = {
+        "error": {"kafka_exception": "org.apache.kafka.streams.errors.StreamsException",
+                  "kafka_message": quote, "partitions": ["orders-1"]},
+        "live_starts": {}, "delivered": {}, "end_positions": {}, "resets": {},
+        "kafka_behaviour": "the app died with StreamsException", "answered": ["starts", "delivered"],
+        "not_observable": ["ends", "partition_times", "max_records_total", "stages", "resolved_timestamp_ms"],
+    }  # fmt: skip
+    row = row_for(scenario, RunnerOutcome(RAN, refusal), RunnerOutcome(RAN, answer))
+    assert row.status == STATUS_PARTIAL, row.differences
+    summary = {"generated_at": "now", "duration_s": 0.0, "oracle_duration_s": 0.0, "streamproc_duration_s": 0.0,
+               "totals": totals([row])}  # fmt: skip
+    markdown = report.render_markdown([row], summary)
+    assert "Kafka: the app died with StreamsException; streamproc refuses (NoResetPolicy on orders-1)" in markdown
