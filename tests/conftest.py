@@ -122,3 +122,16 @@ def unique(request: pytest.FixtureRequest) -> Callable[[str], str]:
         return f"{prefix}-{test}-{session}-{next(_counter)}"[:63].rstrip("-")
 
     return make
+
+
+@pytest.fixture(autouse=True)
+def _restore_streamproc_log_levels() -> Iterator[None]:
+    """``streamproc``'s CLI sets its loggers' levels for the process (``-v``); a test that runs it through
+    ``CliRunner`` must not change what later tests' ``caplog`` sees."""
+    import logging
+
+    names = ("streamproc", "streamproc.librdkafka")
+    levels = {name: logging.getLogger(name).level for name in names}
+    yield
+    for name, level in levels.items():
+        logging.getLogger(name).setLevel(level)
