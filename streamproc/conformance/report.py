@@ -716,7 +716,7 @@ def _behaviour_text(row: Row) -> str:
         if refusal
         else "streamproc plans"
     )
-    return f". Kafka: {behaviour}; {said}"
+    return f"Kafka: {behaviour}; {said}"
 
 
 def render_markdown(rows: Sequence[Row], summary: dict[str, Any]) -> str:
@@ -772,8 +772,11 @@ def render_markdown(rows: Sequence[Row], summary: dict[str, Any]) -> str:
                 f"- `{row.scenario}`: Kafka Streams answered {', '.join(row.answered_by_kafka_streams) or 'nothing'}; "
                 f"only `expected` answered {', '.join(row.only_expected)}"
                 + ("" if row.snapshot is None else f" (snapshot of streamproc: {', '.join(row.snapshot.parts)})")
-                + _behaviour_text(row)
             )
+    behaviours = [(row, _behaviour_text(row)) for row in rows if _behaviour_text(row)]
+    if behaviours:
+        lines += ["", "## What Kafka did (planning rows)", ""]
+        lines.extend(f"- `{row.scenario}` ({row.status}): {text}" for row, text in behaviours)
     snapshots = [row for row in rows if row.snapshot is not None]
     if snapshots:
         lines += ["", "## Snapshot scenarios", ""]
