@@ -152,6 +152,8 @@ class StreamTask:
         #: WALL_CLOCK_TIME schedules registered while the clock is frozen (D-4): (processor, interval) each.
         self.frozen_wall_clock_schedules: list[tuple[str, int]] = []
         self.commit_needed = False
+        #: Set by ``context.commit()`` (``StreamTask.commitRequested``); cleared when the task is committed.
+        self.commit_requested = False
         #: How many punctuation schedules were ever registered: the bulk replay re-reads the schedules when it moves.
         self.schedules_registered = 0
         self._record_info = RecordInfo()
