@@ -111,7 +111,10 @@ def plan_run(
         restores = plan_restores(client_config, analysis, application_id, processing_guarantee, state_dir)
         restores += plan_global_restores(client_config, analysis, application_id, isolation, state_dir, request)
     ids = topic_ids(client_config, sorted(snapshot.topics))
-    plan = RunPlan.build(positions, compacted_topics=compacted, analysis=analysis, restores=restores, topic_ids=ids)
+    text = None if topology is None else topology if isinstance(topology, str) else str(topology)
+    plan = RunPlan.build(
+        positions, compacted_topics=compacted, analysis=analysis, restores=restores, topic_ids=ids, topology=text
+    )
     log.info(
         "Planned %d range(s) over %d task(s), at most %d records",
         len(plan.ranges), len(plan.tasks), sum(r.end - r.start for r in plan.ranges),

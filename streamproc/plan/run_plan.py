@@ -126,6 +126,9 @@ class RunPlan:
     now_ms: int | None = None
     warnings: tuple[str, ...] = field(default=())
     restores: tuple[PlannedRestore, ...] = ()
+    #: The topology's ``describe()`` text the plan was made from (``None``: planned from topics only); the process
+    #: step refuses a topology whose ``describe()`` differs.
+    topology: str | None = None
 
     # ------------------------------------------------------------------------------------------- building
     @classmethod
@@ -137,6 +140,7 @@ class RunPlan:
         analysis: TopologyAnalysis | None = None,
         restores: Sequence[PlannedRestore] = (),
         topic_ids: Mapping[str, str] | None = None,
+        topology: str | None = None,
     ) -> RunPlan:
         """Combine the resolved positions with the topology's tasks and derive the hand-off preview."""
         compacted = set(compacted_topics)
@@ -202,11 +206,12 @@ class RunPlan:
             now_ms=positions.now_ms,
             warnings=(*(analysis.warnings if analysis is not None else ()), *positions.warnings),
             restores=tuple(restores),
+            topology=topology,
         )
 
     # --------------------------------------------------------------------------------------------- JSON
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "format": FORMAT,
             "version": VERSION,
             "application_id": self.application_id,
@@ -271,6 +276,9 @@ class RunPlan:
             },
             "warnings": list(self.warnings),
         }
+        if self.topology is not None:  # absent rather than null: plans made without a topology keep their bytes
+            data["topology"] = self.topology
+        return data
 
     def to_json(self) -> str:
         """Canonical text: sorted keys, two-space indent, trailing newline; equal plans give equal bytes."""
@@ -379,6 +387,7 @@ class RunPlan:
             now_ms=v.optional_integer("now_ms"),
             warnings=tuple(str(w) for w in v.items("warnings")),
             restores=tuple(restores),
+            topology=v.optional_text("topology"),
         )
 
     # ---------------------------------------------------------------------------------------------- text
