@@ -1,0 +1,300 @@
+"""The process step's driver: plan + staged segments + the user's topology → one Spark task per Kafka Streams task.
+
+Before Spark starts, the user's ``Topology.describe()`` must equal the plan's topology text (the first differing
+line is named: a hand-off from another topology would corrupt the live application), every task's restores must be
+readable (a fresh changelog restore), and the run must be one stage (stages joined by repartition topics come
+next). Then ``sc.parallelize(work, len(work)).mapPartitions(...)`` gives each task its own Spark task (measured: one
+element per partition, in order); each returns only its small report through ``collect()``.
+
+Errors: a task whose input is bad, or whose processor fails, returns its error instead of a report (a retry would
+fail the same way), and the driver raises it after every task has finished; anything else (an executor lost, the
+injected failure of the retry test) fails the Spark task, which Spark retries up to ``spark.task.maxFailures``
+(``local[N,M]``: M attempts). A retried task rewrites the same object names and publishes its report last.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib.util
+import logging
+import os
+import sys
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from streamproc.engine.topology import Topology
+from streamproc.errors import ConfigError, ProcessingError, StreamprocError
+from streamproc.plan.run_plan import RunPlan
+from streamproc.spark.task_runner import InputRange, RestoreRange, TaskWork, load_topology, run_task
+
+if TYPE_CHECKING:
+    from pyspark import SparkContext
+
+logger = logging.getLogger(__name__)
+
+#: Spark setting naming one task whose attempt 0 fails after publishing its outputs (the retry test).
+FAIL_FIRST_ATTEMPT_CONF = "spark.streamproc.failFirstAttempt"
+
+#: Called with (tasks done, tasks in the stage) while the stage runs.
+Progress = Callable[[int, int], None]
+
+
+class InjectedFailure(RuntimeError):
+    """The retry test's executor failure: not a ``StreamprocError``, so Spark retries the task."""
+
+
+def plan_id(plan: RunPlan) -> str:
+    """A short content hash of the plan: the prefix of every object this plan's tasks write."""
+    return hashlib.sha256(plan.to_json().encode()).hexdigest()[:16]
+
+
+def _lines(text: str) -> list[str]:
+    lines = [line.rstrip() for line in text.strip("\n").splitlines()]
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines
+
+
+def check_topology(plan: RunPlan, topology: Topology, reference: str) -> None:
+    """Refuse a topology whose ``describe()`` differs from the plan's, naming the first differing line."""
+    if plan.topology is None:
+        raise ConfigError(
+            "the plan was made without a topology (from --input-topic), so the process step cannot check that "
+            f"{reference} is the application's topology; re-plan with --topology describe.txt"
+        )
+    expected, actual = _lines(plan.topology), _lines(str(topology.describe()))
+    for number, (want, got) in enumerate(zip(expected, actual, strict=False), start=1):
+        if want != got:
+            raise ConfigError(
+                f"topology {reference} is not the plan's topology: line {number} of describe() is {got.strip()!r} "
+                f"where the plan has {want.strip()!r}; process with the topology the plan was made from"
+            )
+    if len(expected) != len(actual):
+        number = min(len(expected), len(actual)) + 1
+        extra = actual[number - 1] if len(actual) > len(expected) else "(end)"
+        want = expected[number - 1] if len(expected) > len(actual) else "(end)"
+        raise ConfigError(
+            f"topology {reference} is not the plan's topology: line {number} of describe() is {extra.strip()!r} "
+            f"where the plan has {want.strip()!r}; process with the topology the plan was made from"
+        )
+
+
+def partition_counts(plan: RunPlan, extra: Mapping[str, int]) -> dict[str, int]:
+    """Partition counts the sinks need: every planned topic's (the plan lists all its partitions), then ``extra``."""
+    counts: dict[str, int] = {}
+    for r in plan.ranges:
+        counts[r.topic] = max(counts.get(r.topic, 0), r.partition + 1)
+    for topic, count in extra.items():
+        if count < 1:
+            raise ConfigError(f"--partitions {topic}={count}: a topic has at least one partition")
+        counts[topic] = count
+    return counts
+
+
+def task_work(
+    plan: RunPlan,
+    *,
+    topology: str,
+    store_uri: str,
+    counts: Mapping[str, int],
+    store_options: Mapping[str, Any] | None = None,
+    fail_first_attempt: str | None = None,
+) -> list[TaskWork]:
+    """One :class:`TaskWork` per planned task, in task order; refuses what this job cannot run yet."""
+    if len(plan.stages) > 1:
+        raise ConfigError(
+            f"the plan has {len(plan.stages)} stages {[list(s) for s in plan.stages]} (sub-topologies joined by "
+            "repartition topics); `streamproc process` runs single-stage plans so far"
+        )
+    ranges = {r.name: r for r in plan.ranges}
+    restores: dict[str, list[RestoreRange]] = {}
+    for restore in plan.restores:
+        if restore.checkpoint_offset is not None and not restore.local_state_wiped:
+            raise ConfigError(
+                f"task [{restore.task_id}] store {restore.store}: the plan restores from checkpoint offset "
+                f"{restore.checkpoint_offset} of an existing state directory, which `streamproc process` cannot read "
+                "yet; re-plan without --state-dir so that stores restore from their changelog's start"
+            )
+        restores.setdefault(restore.task_id, []).append(
+            RestoreRange(
+                restore.store, restore.changelog_topic, restore.changelog_partition, restore.start, restore.end
+            )
+        )
+    work: list[TaskWork] = []
+    for task in plan.tasks:
+        inputs = []
+        for name in task.source_partitions:
+            r = ranges.get(name)
+            if r is None:
+                raise ConfigError(f"task [{task.task_id}] reads {name}, which the plan has no range for; re-plan")
+            inputs.append(InputRange(r.topic, r.partition, r.start, r.end, r.partition_time))
+        work.append(
+            TaskWork(
+                plan_id=plan_id(plan),
+                application_id=plan.application_id,
+                task_id=task.task_id,
+                subtopology=task.subtopology,
+                topology=topology,
+                store_uri=store_uri,
+                inputs=tuple(inputs),
+                restores=tuple(restores.get(task.task_id, ())),
+                partition_counts=dict(counts),
+                store_options=dict(store_options or {}),
+                fail_before_report=task.task_id == fail_first_attempt,
+            )
+        )
+    return work
+
+
+def _run_partition(items: Iterable[TaskWork]) -> Iterator[dict[str, Any]]:
+    """The Spark task: run each (in practice: the one) task of this partition; return its report or its error."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    attempt = context.attemptNumber() if context is not None else 0
+    local_dirs = os.environ.get("SPARK_LOCAL_DIRS", "")
+    local_dir = local_dirs.split(",")[0] or None
+    for work in items:
+        inject = work.fail_before_report and attempt == 0
+        work = dataclasses.replace(work, local_dir=local_dir, fail_before_report=False)
+        if inject:
+            try:
+                run_task(dataclasses.replace(work, fail_before_report=True), attempt=attempt)
+            except ProcessingError as exc:
+                raise InjectedFailure(str(exc)) from exc
+        try:
+            yield run_task(work, attempt=attempt)
+        except StreamprocError as exc:
+            logging.getLogger(__name__).error("task [%s] failed: %s", work.task_id, exc)
+            yield {"task_id": work.task_id, "error": str(exc)}
+
+
+def _module_root(reference: str) -> str | None:
+    """The directory to put on the executors' ``PYTHONPATH`` so that ``MODULE`` of ``MODULE:FUNCTION`` imports."""
+    module = reference.partition(":")[0]
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        return None
+    depth = len(module.split("."))
+    if spec.submodule_search_locations is not None:  # a package: origin is its __init__.py
+        depth += 1
+    return str(Path(spec.origin).resolve().parents[depth - 1])
+
+
+def spark_context(master: str, conf: Mapping[str, str], *, python_path: Sequence[str] = ()) -> SparkContext:
+    """A ``SparkContext`` on ``master`` bound to loopback, its Python workers on this interpreter."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    if python_path:
+        existing = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([*python_path, *existing]))
+    from pyspark import SparkConf, SparkContext
+
+    spark_conf = (
+        SparkConf()
+        .setMaster(master)
+        .setAppName("streamproc process")
+        .set("spark.driver.host", "127.0.0.1")
+        .set("spark.driver.bindAddress", "127.0.0.1")
+        .set("spark.ui.enabled", "false")
+        .set("spark.executorEnv.PYTHONPATH", os.environ.get("PYTHONPATH", ""))
+    )
+    for key, value in conf.items():
+        spark_conf.set(key, value)
+    return SparkContext.getOrCreate(spark_conf)
+
+
+def _watch(sc: SparkContext, total: int, progress: Progress, done: threading.Event) -> None:
+    tracker = sc.statusTracker()
+    while not done.wait(0.5):
+        completed = 0
+        for job_id in tracker.getActiveJobsIds():
+            job = tracker.getJobInfo(job_id)
+            for stage_id in job.stageIds if job is not None else ():
+                stage = tracker.getStageInfo(stage_id)
+                if stage is not None:
+                    completed += stage.numCompletedTasks
+        progress(completed, total)
+
+
+def run_tasks(sc: SparkContext, work: Sequence[TaskWork], *, progress: Progress | None = None) -> list[dict[str, Any]]:
+    """Run every task of ``work`` as its own Spark task; returns the reports in task order (raises a task's error)."""
+    if not work:
+        return []
+    done = threading.Event()
+    watcher = None
+    if progress is not None:
+        watcher = threading.Thread(target=_watch, args=(sc, len(work), progress, done), daemon=True)
+        watcher.start()
+    try:
+        reports: list[dict[str, Any]] = sc.parallelize(list(work), len(work)).mapPartitions(_run_partition).collect()
+    except Exception as exc:  # py4j's error: the Python traceback of the last failed attempt, as text
+        last = [line for line in str(exc).splitlines() if line.strip()]
+        cause = next(
+            (line for line in reversed(last) if "Error" in line or "Exception" in line), last[-1] if last else ""
+        )
+        raise ProcessingError(
+            f"the Spark job failed after its retries: {cause.strip()}; tasks without a report are not done, "
+            "re-run the same command to run only those"
+        ) from exc
+    finally:
+        done.set()
+        if watcher is not None:
+            watcher.join()
+    if progress is not None:
+        progress(len(work), len(work))
+    failed = [r for r in reports if "error" in r]
+    if failed:
+        for report in failed[1:]:
+            logger.error("%s", report["error"])
+        raise ProcessingError(
+            f"{len(failed)} of {len(work)} task(s) failed; the first: {failed[0]['error']}"
+            if len(failed) > 1
+            else failed[0]["error"]
+        )
+    return reports
+
+
+def process(
+    plan: RunPlan,
+    *,
+    store_uri: str,
+    topology: str,
+    master: str = "local[*]",
+    conf: Mapping[str, str] | None = None,
+    partitions: Mapping[str, int] | None = None,
+    store_options: Mapping[str, Any] | None = None,
+    progress: Progress | None = None,
+) -> list[dict[str, Any]]:
+    """The process step: check the topology against the plan, then run every task on Spark (see the module doc)."""
+    user_topology, _config = load_topology(topology)
+    check_topology(plan, user_topology, topology)
+    settings = dict(conf or {})
+    work = task_work(
+        plan,
+        topology=topology,
+        store_uri=store_uri,
+        counts=partition_counts(plan, partitions or {}),
+        store_options=store_options,
+        fail_first_attempt=settings.get(FAIL_FIRST_ATTEMPT_CONF),
+    )
+    root = _module_root(topology)
+    sc = spark_context(master, settings, python_path=[root] if root else [])
+    try:
+        logger.info("Processing %d task(s) of plan %s on %s", len(work), plan_id(plan), sc.master)
+        reports = run_tasks(sc, work, progress=progress)
+    finally:
+        sc.stop()
+    for report in reports:
+        logger.info(
+            "task [%s] %s: %s records processed, dropped %s, stream time %s",
+            report["task_id"],
+            "already done" if report.get("skipped") else "done",
+            report["records_processed"],
+            report["dropped"],
+            report["stream_time"],
+        )
+    return reports

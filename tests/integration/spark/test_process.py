@@ -1,0 +1,245 @@
+"""plan → fetch → process on Spark ``local[2]`` against the real broker, checked against the engine run directly."""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+import shutil
+import tarfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+from confluent_kafka import Consumer, Producer
+from confluent_kafka import TopicPartition as KafkaTP
+from confluent_kafka.admin import AdminClient
+
+from streamproc.cli import main
+from streamproc.engine.processor_topology import RecordCollector
+from streamproc.engine.records import ConsumerRecord, TopicPartition
+from streamproc.engine.replay import PartitionInput, replay
+from streamproc.engine.stream_task import StreamTask, TaskConfig
+from streamproc.engine.task_id import TaskId
+from streamproc.engine.topology_builder import build_processor_topology, build_stores
+from streamproc.errors import ConfigError, ProcessingError
+from streamproc.plan.run_plan import RunPlan
+from streamproc.spark.job import FAIL_FIRST_ATTEMPT_CONF, plan_id, process
+from streamproc.spark.task_output import TaskObjects
+from streamproc.state.rocksdb_store import RocksDBKeyValueBytesStore
+from streamproc.state.store_type import StoreType
+from tests.integration.conftest import create_topic
+from tests.integration.spark import topologies
+
+PARTITIONS = 4
+RECORDS = 4_000
+TOPOLOGY = "tests.integration.spark.topologies:count"
+
+
+def run(*args: str) -> str:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.fixture(scope="module")
+def staged(kafka_broker: str, admin: AdminClient, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The count topology's input on the broker (out-of-order timestamps, Java's partitioner), planned and fetched."""
+    create_topic(admin, topologies.COUNT_INPUT, partitions=PARTITIONS)
+    create_topic(admin, topologies.COUNT_OUTPUT, partitions=PARTITIONS)
+    app_id = "spark-count-app"
+    create_topic(admin, f"{app_id}-counts-changelog", partitions=PARTITIONS, config={"cleanup.policy": "compact"})
+    producer = Producer({"bootstrap.servers": kafka_broker, "partitioner": "murmur2_random", "linger.ms": 5})
+    rng = random.Random(12)
+    for i in range(RECORDS):
+        timestamp = 1_000_000 + i * 10 + rng.randint(-300, 300)  # out of order within and across partitions
+        producer.produce(topologies.COUNT_INPUT, key=f"k{rng.randint(0, 60)}".encode(), value=b"x", timestamp=timestamp)
+    producer.flush(60)
+    work = tmp_path_factory.mktemp("spark-count")
+    describe = work / "topology.txt"
+    describe.write_text(str(topologies.count().describe()))
+    plan_file, store = work / "plan.json", work / "staging"
+    run("plan", "--bootstrap", kafka_broker, "--application-id", app_id, "--topology", str(describe),
+        "--out", str(plan_file))  # fmt: skip
+    run("fetch", "--bootstrap", kafka_broker, "--plan", str(plan_file), "--store", str(store))
+    return {"app_id": app_id, "plan": RunPlan.read(plan_file), "store": store, "bootstrap": kafka_broker}
+
+
+def consume(bootstrap: str, topic: str, partition: int, end: int) -> list[ConsumerRecord[bytes | None, bytes | None]]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "spark-test-reader", "enable.auto.commit": False})
+    consumer.assign([KafkaTP(topic, partition, 0)])
+    records: list[ConsumerRecord[bytes | None, bytes | None]] = []
+    while len(records) < end:
+        message = consumer.poll(10)
+        assert message is not None and message.error() is None
+        records.append(
+            ConsumerRecord.raw(
+                topic, partition, message.offset(), message.timestamp()[1], message.key(), message.value()
+            )
+        )
+    consumer.close()
+    return records
+
+
+def engine_run(staged: dict[str, Any]) -> dict[str, Any]:
+    """Each planned task run by the engine directly, from the broker's records, with in-memory stores."""
+    topology = topologies.count()
+    plan: RunPlan = staged["plan"]
+    expected: dict[str, Any] = {}
+    for planned in plan.tasks:
+        task_id = TaskId.parse(planned.task_id)
+        [name] = planned.source_partitions
+        [rng] = [r for r in plan.ranges if r.name == name]
+        stores = build_stores(topology, 0)
+        collector = RecordCollector({topologies.COUNT_OUTPUT: PARTITIONS})
+        graph = build_processor_topology(topology, 0, application_id=plan.application_id)
+        partition = TopicPartition(rng.topic, rng.partition)
+        task = StreamTask(
+            task_id, graph, [partition], config=TaskConfig(application_id=plan.application_id), stores=stores,
+            collector=collector,
+        )  # fmt: skip
+        store: Any = stores["counts"]
+        store.context.record_timestamp = lambda task=task: task.context.record_context.timestamp
+        records = consume(staged["bootstrap"], rng.topic, rng.partition, rng.end)
+        result = replay(task, [PartitionInput(partition, records, rng.partition_time)])
+        outputs: dict[str, list[tuple[Any, ...]]] = {}
+        for sent in collector.records:
+            outputs.setdefault(f"{sent.topic}+{sent.partition}", []).append((sent.key, sent.value, sent.timestamp))
+        expected[planned.task_id] = {
+            "records_processed": result.records_processed,
+            "stream_time": result.stream_time,
+            "outputs": outputs,
+            "store": list(store.bytes_store.range(None, None)),
+        }
+    return expected
+
+
+def outputs_of(store_dir: Path, plan: RunPlan, report: dict[str, Any]) -> dict[str, list[tuple[Any, ...]]]:
+    objects = TaskObjects(plan_id(plan), TaskId.parse(report["task_id"]))
+    result: dict[str, list[tuple[Any, ...]]] = {}
+    for name in report["outputs"]:
+        topic, _, partition = name.rpartition("+")
+        table = pq.read_table(store_dir / objects.output(topic, int(partition)))
+        rows = table.to_pylist()
+        assert [r["sequence"] for r in rows] == sorted(r["sequence"] for r in rows)  # production order
+        result[name] = [(r["key"], r["value"], r["timestamp"]) for r in rows]
+    return result
+
+
+def store_entries(store_dir: Path, plan: RunPlan, task_id: str, tmp_path: Path) -> list[tuple[bytes, bytes]]:
+    """The final store from the task's bundle, opened as the RocksDB store it is (Kafka Streams' layout)."""
+    bundle = (store_dir / TaskObjects(plan_id(plan), TaskId.parse(task_id)).stores).read_bytes()
+    target = tmp_path / f"bundle-{task_id}"
+    with tarfile.open(fileobj=io.BytesIO(bundle)) as tar:
+        tar.extractall(target, filter="data")
+    db = RocksDBKeyValueBytesStore("counts", target / "rocksdb" / "counts", StoreType.TIMESTAMPED_KEY_VALUE)
+    try:
+        return list(db.range(None, None))
+    finally:
+        db.close()
+
+
+def fresh_copy(staged: dict[str, Any], target: Path) -> Path:
+    """The staged segments without any process output (a store where no task has run yet)."""
+    shutil.copytree(staged["store"], target, ignore=shutil.ignore_patterns("process"))
+    return target
+
+
+def output_bytes(store_dir: Path, plan: RunPlan) -> dict[str, bytes]:
+    root = store_dir / "process" / plan_id(plan)
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*.parquet"))
+        if "outputs" in p.parts or "changelogs" in p.parts or p.name == "drops.parquet"
+    }
+
+
+def test_process_on_local_spark_equals_the_engine_run_directly_and_reruns_skip(
+    staged: dict[str, Any], tmp_path: Path
+) -> None:
+    plan: RunPlan = staged["plan"]
+    assert len(plan.tasks) == PARTITIONS
+    store_dir = fresh_copy(staged, tmp_path / "store")
+    progress: list[tuple[int, int]] = []
+    reports = process(
+        plan,
+        store_uri=str(store_dir),
+        topology=TOPOLOGY,
+        master="local[2]",
+        partitions={topologies.COUNT_OUTPUT: PARTITIONS},
+        progress=lambda done, total: progress.append((done, total)),
+    )
+    assert progress[-1] == (PARTITIONS, PARTITIONS)
+    expected = engine_run(staged)
+    assert sum(r["records_processed"] for r in reports) == RECORDS
+    for report in reports:
+        want = expected[report["task_id"]]
+        assert not report["skipped"]
+        assert report["records_processed"] == want["records_processed"]
+        assert report["stream_time"] == want["stream_time"]
+        assert outputs_of(store_dir, plan, report) == want["outputs"]
+        assert store_entries(store_dir, plan, report["task_id"], tmp_path) == want["store"]
+        assert sum(report["changelogs"].values()) == report["records_processed"]
+        assert (store_dir / TaskObjects(plan_id(plan), TaskId.parse(report["task_id"])).report).exists()
+    first = output_bytes(store_dir, plan)
+
+    again = process(
+        plan, store_uri=str(store_dir), topology=TOPOLOGY, master="local[2]",
+        partitions={topologies.COUNT_OUTPUT: PARTITIONS},
+    )  # fmt: skip
+    assert all(r["skipped"] for r in again)
+    assert [r["records_processed"] for r in again] == [r["records_processed"] for r in reports]
+    assert output_bytes(store_dir, plan) == first
+
+
+def test_a_task_failing_in_attempt_0_is_retried_and_writes_the_same_bytes(
+    staged: dict[str, Any], tmp_path: Path
+) -> None:
+    plan: RunPlan = staged["plan"]
+    clean_dir = fresh_copy(staged, tmp_path / "clean")
+    retried_dir = fresh_copy(staged, tmp_path / "retried")
+    options = {"topology": TOPOLOGY, "partitions": {topologies.COUNT_OUTPUT: PARTITIONS}}
+    process(plan, store_uri=str(clean_dir), master="local[2]", **options)  # type: ignore[arg-type]
+    reports = process(
+        plan,
+        store_uri=str(retried_dir),
+        master="local[2,3]",
+        conf={FAIL_FIRST_ATTEMPT_CONF: "0_1"},
+        **options,  # type: ignore[arg-type]
+    )
+    attempts = {r["task_id"]: r["attempt"] for r in reports}
+    assert attempts == {"0_0": 0, "0_1": 1, "0_2": 0, "0_3": 0}
+    assert output_bytes(retried_dir, plan) == output_bytes(clean_dir, plan)
+
+
+def test_a_topology_that_is_not_the_plans_is_refused_with_the_first_differing_line(
+    staged: dict[str, Any], tmp_path: Path
+) -> None:
+    with pytest.raises(ConfigError, match=r"line 6 of describe\(\) is '--> sink' where the plan has '--> totals'"):
+        process(staged["plan"], store_uri=str(tmp_path), topology="tests.integration.spark.topologies:count_renamed")
+
+
+def test_missing_segments_fail_the_task_naming_the_range_and_nothing_counts_as_done(
+    staged: dict[str, Any], tmp_path: Path, unique: Callable[[str], str]
+) -> None:
+    plan: RunPlan = staged["plan"]
+    store_dir = fresh_copy(staged, tmp_path / "store")
+    shutil.rmtree(store_dir / "topics" / topologies.COUNT_INPUT / "partition=2")
+    with pytest.raises(
+        ProcessingError, match=r"task \[0_2\] input spark-count-words-2 \[0, \d+\): offsets \[0, \d+\) are not"
+    ):
+        process(
+            plan, store_uri=str(store_dir), topology=TOPOLOGY, master="local[2]",
+            partitions={topologies.COUNT_OUTPUT: PARTITIONS},
+        )  # fmt: skip
+    reports = sorted(p.parent.name for p in (store_dir / "process").rglob("report.json"))
+    assert reports == ["0_0", "0_1", "0_3"]
+    assert (
+        json.loads((store_dir / "process" / plan_id(plan) / "tasks" / "0_0" / "report.json").read_text())[
+            "records_processed"
+        ]
+        > 0
+    )

@@ -1,0 +1,61 @@
+"""Topologies the Spark tests process: importable on the executors as ``tests.integration.spark.topologies:NAME``.
+
+Topic names are fixed here (a factory takes no arguments); the tests create them once per session.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streamproc import Processor, ProcessorContext, Record, Stores, Topology, serde_for
+
+COUNT_INPUT = "spark-count-words"
+COUNT_OUTPUT = "spark-count-totals"
+STRING = serde_for("String")
+LONG = serde_for("Long")
+
+
+class CountPerKey(Processor):
+    """Count per key in a timestamped store; forward each new count (a count topology, Processor API)."""
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+        self.store: Any = context.get_state_store("counts")
+
+    def process(self, record: Record[Any, Any]) -> None:
+        from streamproc.state.stores import ValueAndTimestamp
+
+        old = self.store.get(record.key)
+        count = 1 if old is None else old.value + 1
+        self.store.put(record.key, ValueAndTimestamp(count, max(record.timestamp, old.timestamp if old else 0)))
+        self.context.forward(Record(record.key, count, record.timestamp))
+
+
+def count() -> Topology:
+    """Source → count (persistent timestamped store, logged) → sink."""
+    t = Topology()
+    t.add_source("words", COUNT_INPUT, key_deserializer=STRING.deserializer, value_deserializer=STRING.deserializer)
+    t.add_processor("count", CountPerKey, "words")
+    t.add_state_store(
+        Stores.timestamped_key_value_store_builder(
+            Stores.persistent_timestamped_key_value_store("counts"), STRING, LONG
+        ),
+        "count",
+    )
+    t.add_sink("totals", COUNT_OUTPUT, "count", key_serializer=STRING.serializer, value_serializer=LONG.serializer)
+    return t
+
+
+def count_renamed() -> Topology:
+    """The same program with the sink renamed: not the plan's topology."""
+    t = Topology()
+    t.add_source("words", COUNT_INPUT, key_deserializer=STRING.deserializer, value_deserializer=STRING.deserializer)
+    t.add_processor("count", CountPerKey, "words")
+    t.add_state_store(
+        Stores.timestamped_key_value_store_builder(
+            Stores.persistent_timestamped_key_value_store("counts"), STRING, LONG
+        ),
+        "count",
+    )
+    t.add_sink("sink", COUNT_OUTPUT, "count", key_serializer=STRING.serializer, value_serializer=LONG.serializer)
+    return t
