@@ -437,5 +437,7 @@ def s3_status(workdir: Path | None) -> None:
     click.echo(minio.status(workdir or _default_workdir("s3")))
 
 
+import streamproc.spark.cli  # noqa: E402, F401  (registers `streamproc process`; at the end: it imports `main`)
+
 if __name__ == "__main__":
     main()

@@ -184,8 +184,12 @@ def _module_root(reference: str) -> str | None:
     return str(Path(spec.origin).resolve().parents[depth - 1])
 
 
-def spark_context(master: str, conf: Mapping[str, str], *, python_path: Sequence[str] = ()) -> SparkContext:
-    """A ``SparkContext`` on ``master`` bound to loopback, its Python workers on this interpreter."""
+def spark_context(master: str | None, conf: Mapping[str, str], *, python_path: Sequence[str] = ()) -> SparkContext:
+    """A ``SparkContext`` on ``master`` bound to loopback, its Python workers on this interpreter.
+
+    ``master`` ``None``: the one ``spark-submit --master`` chose when the driver runs under ``spark-submit`` (its
+    gateway is already up), else ``local[*]``.
+    """
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     if python_path:
@@ -193,11 +197,12 @@ def spark_context(master: str, conf: Mapping[str, str], *, python_path: Sequence
         os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([*python_path, *existing]))
     from pyspark import SparkConf, SparkContext
 
+    under_submit = bool(os.environ.get("PYSPARK_GATEWAY_PORT"))
+    spark_conf = SparkConf().setAppName("streamproc process")
+    if master is not None or not under_submit:
+        spark_conf.setMaster(master or "local[*]")
     spark_conf = (
-        SparkConf()
-        .setMaster(master)
-        .setAppName("streamproc process")
-        .set("spark.driver.host", "127.0.0.1")
+        spark_conf.set("spark.driver.host", "127.0.0.1")
         .set("spark.driver.bindAddress", "127.0.0.1")
         .set("spark.ui.enabled", "false")
         .set("spark.executorEnv.PYTHONPATH", os.environ.get("PYTHONPATH", ""))
@@ -263,7 +268,7 @@ def process(
     *,
     store_uri: str,
     topology: str,
-    master: str = "local[*]",
+    master: str | None = None,
     conf: Mapping[str, str] | None = None,
     partitions: Mapping[str, int] | None = None,
     store_options: Mapping[str, Any] | None = None,

@@ -243,3 +243,64 @@ def test_missing_segments_fail_the_task_naming_the_range_and_nothing_counts_as_d
         ]
         > 0
     )
+
+
+def test_the_process_command_prints_per_task_counts_and_says_when_tasks_were_already_done(
+    staged: dict[str, Any], tmp_path: Path
+) -> None:
+    store_dir = fresh_copy(staged, tmp_path / "store")
+    plan_file = tmp_path / "plan.json"
+    staged["plan"].write(plan_file)
+    args = ["process", "--plan", str(plan_file), "--store", str(store_dir), "--topology", TOPOLOGY,
+            "--master", "local[2]", "--partitions", f"{topologies.COUNT_OUTPUT}={PARTITIONS}"]  # fmt: skip
+    rows = json.loads(run("--output", "json", *args))["tasks"]
+    assert [r["task_id"] for r in rows] == ["0_0", "0_1", "0_2", "0_3"]
+    assert sum(r["records_processed"] for r in rows) == RECORDS
+    assert not any(r["skipped"] for r in rows)
+    text = run(*args)
+    assert text.count("(already done)") == PARTITIONS
+    assert f"4 task(s), {RECORDS} records" in text
+
+
+def test_spark_submit_runs_the_entry_file(staged: dict[str, Any], tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    import streamproc.spark.submit
+
+    store_dir = fresh_copy(staged, tmp_path / "store")
+    plan_file = tmp_path / "plan.json"
+    staged["plan"].write(plan_file)
+    submit = Path(sys.executable).parent / "spark-submit"
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": os.getcwd()}
+    done = subprocess.run(  # noqa: S603 - our own arguments
+        [
+            str(submit),
+            "--master",
+            "local[2]",
+            "--conf",
+            "spark.driver.host=127.0.0.1",
+            "--conf",
+            f"spark.pyspark.python={sys.executable}",
+            str(streamproc.spark.submit.__file__),
+            "--output",
+            "json",
+            "--plan",
+            str(plan_file),
+            "--store",
+            str(store_dir),
+            "--topology",
+            TOPOLOGY,
+            "--partitions",
+            f"{topologies.COUNT_OUTPUT}={PARTITIONS}",
+        ],  # fmt: skip
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = json.loads(done.stdout[done.stdout.index("{") :])["tasks"]
+    assert sum(r["records_processed"] for r in rows) == RECORDS
