@@ -84,10 +84,11 @@ def consume(bootstrap: str, topic: str, partition: int, end: int) -> list[Consum
     return records
 
 
-def engine_run(staged: dict[str, Any]) -> dict[str, Any]:
-    """Each planned task run by the engine directly, from the broker's records, with in-memory stores."""
+def engine_run(staged: dict[str, Any], plan: RunPlan | None = None) -> dict[str, Any]:
+    """Each planned task run by the engine directly, from the broker's records, with in-memory stores restored from
+    the plan's changelog ranges (read from the broker too)."""
     topology = topologies.count()
-    plan: RunPlan = staged["plan"]
+    plan = plan if plan is not None else staged["plan"]
     expected: dict[str, Any] = {}
     for planned in plan.tasks:
         task_id = TaskId.parse(planned.task_id)
@@ -103,6 +104,10 @@ def engine_run(staged: dict[str, Any]) -> dict[str, Any]:
         )  # fmt: skip
         store: Any = stores["counts"]
         store.context.record_timestamp = lambda task=task: task.context.record_context.timestamp
+        for restore in (r for r in plan.restores if r.task_id == planned.task_id and r.end > r.start):
+            store.restore_batch(
+                consume(staged["bootstrap"], restore.changelog_topic, restore.changelog_partition, restore.end)
+            )
         records = consume(staged["bootstrap"], rng.topic, rng.partition, rng.end)
         result = replay(task, [PartitionInput(partition, records, rng.partition_time)])
         outputs: dict[str, list[tuple[Any, ...]]] = {}
@@ -193,6 +198,41 @@ def test_process_on_local_spark_equals_the_engine_run_directly_and_reruns_skip(
     assert all(r["skipped"] for r in again)
     assert [r["records_processed"] for r in again] == [r["records_processed"] for r in reports]
     assert output_bytes(store_dir, plan) == first
+
+
+def test_stores_are_restored_from_the_plans_changelog_ranges_before_processing(
+    staged: dict[str, Any], admin: AdminClient, tmp_path: Path
+) -> None:
+    app_id = "spark-count-restored"
+    changelog = create_topic(
+        admin, f"{app_id}-counts-changelog", partitions=PARTITIONS, config={"cleanup.policy": "compact"}
+    )
+    producer = Producer({"bootstrap.servers": staged["bootstrap"], "partitioner": "murmur2_random"})
+    for i in range(0, 61, 3):  # earlier counts of every third key, in its task's changelog partition
+        producer.produce(changelog, key=f"k{i}".encode(), value=(100 + i).to_bytes(8, "big"), timestamp=500)
+    producer.flush(30)
+    describe = tmp_path / "topology.txt"
+    describe.write_text(str(topologies.count().describe()))
+    plan_file = tmp_path / "plan.json"
+    run("plan", "--bootstrap", staged["bootstrap"], "--application-id", app_id, "--topology", str(describe),
+        "--out", str(plan_file))  # fmt: skip
+    plan = RunPlan.read(plan_file)
+    assert sum(r.end - r.start for r in plan.restores) == 21
+    store_dir = fresh_copy(staged, tmp_path / "store")
+    run("fetch", "--bootstrap", staged["bootstrap"], "--plan", str(plan_file), "--store", str(store_dir))
+    reports = process(
+        plan, store_uri=str(store_dir), topology=TOPOLOGY, master="local[2]",
+        partitions={topologies.COUNT_OUTPUT: PARTITIONS},
+    )  # fmt: skip
+    expected = engine_run(staged, plan)
+    assert sum(r["restored"]["counts"] for r in reports) == 21
+    for report in reports:
+        want = expected[report["task_id"]]
+        assert outputs_of(store_dir, plan, report) == want["outputs"]
+        assert store_entries(store_dir, plan, report["task_id"], tmp_path) == want["store"]
+    first_k0 = next(row for rows in expected.values() for rows_ in rows["outputs"].values() for row in rows_
+                    if row[0] == b"k0")  # fmt: skip
+    assert int.from_bytes(first_k0[1], "big") == 101  # counted on from the restored 100
 
 
 def test_a_task_failing_in_attempt_0_is_retried_and_writes_the_same_bytes(
