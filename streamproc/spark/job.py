@@ -25,9 +25,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from streamproc.engine.task_id import TaskId
 from streamproc.engine.topology import Topology
 from streamproc.errors import ConfigError, ProcessingError, StreamprocError
 from streamproc.plan.run_plan import RunPlan
+from streamproc.spark.task_output import UNASSIGNED, TaskObjects
 from streamproc.spark.task_runner import InputRange, RestoreRange, TaskWork, load_topology, run_task
 
 if TYPE_CHECKING:
@@ -103,12 +105,10 @@ def task_work(
     store_options: Mapping[str, Any] | None = None,
     fail_first_attempt: str | None = None,
 ) -> list[TaskWork]:
-    """One :class:`TaskWork` per planned task, in task order; refuses what this job cannot run yet."""
-    if len(plan.stages) > 1:
-        raise ConfigError(
-            f"the plan has {len(plan.stages)} stages {[list(s) for s in plan.stages]} (sub-topologies joined by "
-            "repartition topics); `streamproc process` runs single-stage plans so far"
-        )
+    """One :class:`TaskWork` per planned task, in task order; refuses what this job cannot run yet.
+
+    Inputs carry no upstream outputs yet: :func:`with_upstream` adds them stage by stage.
+    """
     ranges = {r.name: r for r in plan.ranges}
     restores: dict[str, list[RestoreRange]] = {}
     for restore in plan.restores:
@@ -147,6 +147,47 @@ def task_work(
             )
         )
     return work
+
+
+def stages(plan: RunPlan, work: Sequence[TaskWork]) -> list[list[TaskWork]]:
+    """``work`` split by the plan's stages (sub-topology ids per stage), in stage order (no stages: one)."""
+    if not plan.stages:
+        return [list(work)]
+    by_sub = {sub: index for index, stage in enumerate(plan.stages) for sub in stage}
+    result: list[list[TaskWork]] = [[] for _ in plan.stages]
+    for item in work:
+        if item.subtopology not in by_sub:
+            raise ConfigError(f"task [{item.task_id}]: sub-topology {item.subtopology} is in no stage of the plan")
+        result[by_sub[item.subtopology]].append(item)
+    return result
+
+
+def with_upstream(work: TaskWork, upstream: Mapping[tuple[str, int], Sequence[str]]) -> TaskWork:
+    """``work`` with the output objects earlier stages wrote to its input partitions appended to those inputs."""
+    inputs = tuple(
+        dataclasses.replace(r, appended=tuple(upstream.get((r.topic, r.partition), ()))) for r in work.inputs
+    )
+    return dataclasses.replace(work, inputs=inputs)
+
+
+def record_upstream(
+    reports: Sequence[dict[str, Any]], upstream: dict[tuple[str, int], list[str]], read: set[str]
+) -> None:
+    """Remember, per (topic, partition) a later stage reads, the output objects of ``reports``' tasks (task order)."""
+    for report in sorted(reports, key=lambda r: TaskId.parse(r["task_id"])):
+        objects = TaskObjects(report["plan_id"], TaskId.parse(report["task_id"]))
+        for name in report["outputs"]:
+            topic, _, partition_text = name.rpartition("+")
+            if topic not in read:
+                continue
+            partition = int(partition_text)
+            if partition == UNASSIGNED:
+                raise ProcessingError(
+                    f"sent records with a null key to {topic}, which a later stage reads: the producer would choose "
+                    "their partition at random, so no batch can replay them; give the sink a partitioner or a key",
+                    task_id=report["task_id"],
+                )
+            upstream.setdefault((topic, partition), []).append(objects.output(topic, partition))
 
 
 def _run_partition(items: Iterable[TaskWork]) -> Iterator[dict[str, Any]]:
@@ -263,6 +304,18 @@ def run_tasks(sc: SparkContext, work: Sequence[TaskWork], *, progress: Progress 
     return reports
 
 
+def _offset(progress: Progress | None, done: int, total: int) -> Progress | None:
+    """A stage's progress as progress over every task of the run."""
+    if progress is None:
+        return None
+    report = progress
+
+    def stage_progress(completed: int, _stage_total: int) -> None:
+        report(done + completed, total)
+
+    return stage_progress
+
+
 def process(
     plan: RunPlan,
     *,
@@ -287,12 +340,31 @@ def process(
         fail_first_attempt=settings.get(FAIL_FIRST_ATTEMPT_CONF),
     )
     root = _module_root(topology)
+    read = {r.topic for r in plan.ranges}
     sc = spark_context(master, settings, python_path=[root] if root else [])
+    reports: list[dict[str, Any]] = []
+    upstream: dict[tuple[str, int], list[str]] = {}
     try:
-        logger.info("Processing %d task(s) of plan %s on %s", len(work), plan_id(plan), sc.master)
-        reports = run_tasks(sc, work, progress=progress)
+        staged = stages(plan, work)
+        for number, stage in enumerate(staged, start=1):
+            logger.info(
+                "Processing stage %d of %d: %d task(s) of plan %s on %s",
+                number,
+                len(staged),
+                len(stage),
+                plan_id(plan),
+                sc.master,
+            )
+            stage_reports = run_tasks(
+                sc,
+                [with_upstream(item, upstream) for item in stage],
+                progress=_offset(progress, len(reports), len(work)),
+            )
+            record_upstream(stage_reports, upstream, read)
+            reports.extend(stage_reports)
     finally:
         sc.stop()
+    reports.sort(key=lambda r: TaskId.parse(r["task_id"]))
     for report in reports:
         logger.info(
             "task [%s] %s: %s records processed, dropped %s, stream time %s",

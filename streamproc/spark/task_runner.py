@@ -18,25 +18,30 @@ is the commit record the hand-off reads.
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import importlib
+import itertools
 import json
 import logging
 import shutil
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from streamproc.engine.assigned_streams_tasks import AssignedStreamsTasks, TaskInputs
-from streamproc.engine.records import TopicPartition
+from streamproc.engine.records import ConsumerRecord, RawRecord, TopicPartition
 from streamproc.engine.replay import PartitionInput
 from streamproc.engine.stream_task import StreamTask, TaskConfig
 from streamproc.engine.task_id import TaskId
 from streamproc.engine.topology import Topology
 from streamproc.engine.topology_builder import build_processor_topology, store_builders
-from streamproc.errors import ConfigError, ProcessingError, StateError
+from streamproc.errors import ConfigError, ProcessingError
 from streamproc.spark.task_input import read_records, staged_range
 from streamproc.spark.task_output import (
     TaskChangelogCollector,
@@ -51,7 +56,7 @@ from streamproc.state.restore_plan import ChangelogState
 from streamproc.state.state_directory import StateDirectory
 from streamproc.state.state_manager import ProcessorStateManager
 from streamproc.state.store_builders import store_definitions
-from streamproc.storage.object_store import load_store
+from streamproc.storage.object_store import ObjectStore, load_store
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +70,9 @@ class InputRange:
     start: int
     end: int
     partition_time: int
+    #: Output objects of upstream tasks (earlier stages) for this partition, in upstream ``TaskId`` order: their
+    #: records follow the staged ones, at offsets ``end``, ``end + 1``, ... (see :func:`upstream_records`).
+    appended: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +175,7 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                 for r in work.restores
             }
             collector = TaskOutputCollector(work.partition_counts, work_dir / "outputs", task_id)
+            appended_counts: dict[str, int] = {}
             graph = build_processor_topology(topology, work.subtopology, application_id=work.application_id)
             partitions = [TopicPartition(r.topic, r.partition) for r in work.inputs]
             task = StreamTask(task_id, graph, partitions, config=config, stores=state.stores, collector=collector)
@@ -175,7 +184,10 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
             inputs = tuple(
                 PartitionInput(
                     TopicPartition(r.topic, r.partition),
-                    read_records(store, staged_inputs[(r.topic, r.partition)], task=work.task_id),
+                    itertools.chain(
+                        read_records(store, staged_inputs[(r.topic, r.partition)], task=work.task_id),
+                        upstream_records(store, r, appended_counts),
+                    ),
                     r.partition_time,
                 )
                 for r in work.inputs
@@ -228,6 +240,7 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                 for r in staged_inputs.values()
             },
             "restored": dict(sorted(restored.items())),
+            "appended": dict(sorted(appended_counts.items())),
             "outputs": {f"{t}+{p}": n for (t, p), n in sorted(collector.files.counts.items())},
             "changelogs": {f"{t}+{p}": n for (t, p), n in sorted(changelog_collector.files.counts.items())},
             "objects": dict(sorted(written.items())),
@@ -249,12 +262,35 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
         shutil.rmtree(work_dir, ignore_errors=True)
 
 
-def check_restores_supported(restores: Mapping[str, int | None], task: str) -> None:
-    """A restore that starts after a checkpoint needs the app's local state, which this job does not read yet."""
-    for name, checkpoint in restores.items():
-        if checkpoint is not None:
-            raise StateError(
-                f"task [{task}] store {name}: the plan restores from checkpoint offset {checkpoint} of an existing "
-                "state directory, which `streamproc process` cannot read yet; re-plan without --state-dir so that "
-                "stores restore from their changelog's start"
-            )
+def _output_rows(store: ObjectStore, name: str) -> Iterator[tuple[int, bytes | None, bytes | None, Any]]:
+    """(timestamp, key, value, headers) of one upstream output object, in production order, a batch at a time."""
+    parquet = pq.ParquetFile(pa.BufferReader(store.get(name)))
+    for batch in parquet.iter_batches(columns=["timestamp", "key", "value", "headers"]):
+        columns = [batch.column(i).to_pylist() for i in range(4)]
+        yield from zip(*columns, strict=True)
+
+
+def upstream_records(store: ObjectStore, r: InputRange, counts: dict[str, int]) -> Iterator[RawRecord]:
+    """The records earlier stages' tasks wrote to ``r``'s partition, as the partition's next offsets.
+
+    Several upstream tasks' records are interleaved deterministically (docs/semantics.md): always the head with the
+    smallest timestamp next, ties to the upstream task first in ``TaskId`` order; each task's own records keep their
+    production order (what a consumer of the live topic could see if the producers kept pace with each other).
+    """
+    if not r.appended:
+        return
+    streams = [_output_rows(store, name) for name in r.appended]
+    offset = r.end
+    name = f"{r.topic}-{r.partition}"
+    for timestamp, key, value, headers in heapq.merge(*streams, key=lambda row: row[0]):
+        yield ConsumerRecord.raw(
+            r.topic,
+            r.partition,
+            offset,
+            timestamp,
+            key,
+            value,
+            headers=tuple((h["key"], h["value"]) for h in headers),
+        )
+        offset += 1
+        counts[name] = counts.get(name, 0) + 1

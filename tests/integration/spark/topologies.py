@@ -59,3 +59,38 @@ def count_renamed() -> Topology:
     )
     t.add_sink("sink", COUNT_OUTPUT, "count", key_serializer=STRING.serializer, value_serializer=LONG.serializer)
     return t
+
+
+REKEY_INPUT = "spark-rekey-orders"
+REKEY_OUTPUT = "spark-rekey-totals"
+#: The repartition topic (``<application.id>-rekeyed-repartition`` at run time; describe() tells it by the suffix).
+REKEYED = "rekeyed-repartition"
+
+
+class Rekey(Processor):
+    """The value becomes the key (``selectKey``): records of one customer come from every input partition."""
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+
+    def process(self, record: Record[Any, Any]) -> None:
+        self.context.forward(Record(record.value, record.value, record.timestamp, record.headers))
+
+
+def rekey_count() -> Topology:
+    """Sub-topology 0 re-keys into a repartition topic; sub-topology 1 counts per new key (two stages)."""
+    t = Topology()
+    t.add_source("orders", REKEY_INPUT, key_deserializer=STRING.deserializer, value_deserializer=STRING.deserializer)
+    t.add_processor("rekey", Rekey, "orders")
+    t.add_internal_topic(REKEYED)
+    t.add_sink("to-rekeyed", REKEYED, "rekey", key_serializer=STRING.serializer, value_serializer=STRING.serializer)
+    t.add_source("from-rekeyed", REKEYED, key_deserializer=STRING.deserializer, value_deserializer=STRING.deserializer)
+    t.add_processor("count", CountPerKey, "from-rekeyed")
+    t.add_state_store(
+        Stores.timestamped_key_value_store_builder(
+            Stores.persistent_timestamped_key_value_store("counts"), STRING, LONG
+        ),
+        "count",
+    )
+    t.add_sink("totals", REKEY_OUTPUT, "count", key_serializer=STRING.serializer, value_serializer=LONG.serializer)
+    return t
