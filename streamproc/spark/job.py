@@ -53,11 +53,9 @@ def plan_id(plan: RunPlan) -> str:
     return hashlib.sha256(plan.to_json().encode()).hexdigest()[:16]
 
 
-def _lines(text: str) -> list[str]:
-    lines = [line.rstrip() for line in text.strip("\n").splitlines()]
-    while lines and not lines[-1]:
-        lines.pop()
-    return lines
+def _lines(text: str) -> list[tuple[int, str]]:
+    """(line number, text) of the non-blank lines: blank lines only separate sub-topologies."""
+    return [(number, line.strip()) for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
 
 
 def check_topology(plan: RunPlan, topology: Topology, reference: str) -> None:
@@ -68,20 +66,15 @@ def check_topology(plan: RunPlan, topology: Topology, reference: str) -> None:
             f"{reference} is the application's topology; re-plan with --topology describe.txt"
         )
     expected, actual = _lines(plan.topology), _lines(str(topology.describe()))
-    for number, (want, got) in enumerate(zip(expected, actual, strict=False), start=1):
+    end = (len(str(topology.describe()).splitlines()) + 1, "(end)")
+    for index in range(max(len(expected), len(actual))):
+        number, got = actual[index] if index < len(actual) else end
+        want = expected[index][1] if index < len(expected) else "(end)"
         if want != got:
             raise ConfigError(
-                f"topology {reference} is not the plan's topology: line {number} of describe() is {got.strip()!r} "
-                f"where the plan has {want.strip()!r}; process with the topology the plan was made from"
+                f"topology {reference} is not the plan's topology: line {number} of describe() is {got!r} where the "
+                f"plan has {want!r}; process with the topology the plan was made from"
             )
-    if len(expected) != len(actual):
-        number = min(len(expected), len(actual)) + 1
-        extra = actual[number - 1] if len(actual) > len(expected) else "(end)"
-        want = expected[number - 1] if len(expected) > len(actual) else "(end)"
-        raise ConfigError(
-            f"topology {reference} is not the plan's topology: line {number} of describe() is {extra.strip()!r} "
-            f"where the plan has {want.strip()!r}; process with the topology the plan was made from"
-        )
 
 
 def partition_counts(plan: RunPlan, extra: Mapping[str, int]) -> dict[str, int]:

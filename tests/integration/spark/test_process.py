@@ -19,6 +19,7 @@ from confluent_kafka import TopicPartition as KafkaTP
 from confluent_kafka.admin import AdminClient
 
 from streamproc.cli import main
+from streamproc.engine.partitioner import partition_for_key
 from streamproc.engine.processor_topology import RecordCollector
 from streamproc.engine.records import ConsumerRecord, TopicPartition
 from streamproc.engine.replay import PartitionInput, replay
@@ -344,3 +345,50 @@ def test_spark_submit_runs_the_entry_file(staged: dict[str, Any], tmp_path: Path
     assert done.returncode == 0, done.stderr[-3000:]
     rows = json.loads(done.stdout[done.stdout.index("{") :])["tasks"]
     assert sum(r["records_processed"] for r in rows) == RECORDS
+
+
+def _work(staged: dict[str, Any], store_dir: Path, topology: str, task_id: str) -> Any:
+    from streamproc.spark.job import partition_counts, task_work
+
+    plan: RunPlan = staged["plan"]
+    work = task_work(
+        plan, topology=topology, store_uri=str(store_dir), counts=partition_counts(plan, {topologies.COUNT_OUTPUT: 4})
+    )
+    return next(w for w in work if w.task_id == task_id)
+
+
+def test_a_processor_that_raises_fails_its_task_naming_the_record_and_nothing_counts_as_done(
+    staged: dict[str, Any], tmp_path: Path
+) -> None:
+    from streamproc.errors import StreamsError
+    from streamproc.spark.task_runner import run_task
+
+    plan: RunPlan = staged["plan"]
+    store_dir = fresh_copy(staged, tmp_path / "store")
+    k7 = f"{partition_for_key(b'k7', PARTITIONS)}"
+    work = _work(staged, store_dir, "tests.integration.spark.topologies:count_failing", f"0_{k7}")
+    with pytest.raises(
+        StreamsError, match=rf"task \[0_{k7}\] Exception caught in process. taskId=0_{k7}, processor=count"
+    ):
+        run_task(work)
+    assert not (store_dir / TaskObjects(plan_id(plan), TaskId.parse(f"0_{k7}")).report).exists()
+    assert not (store_dir / "process").exists()  # nothing published before the failure
+
+
+def test_a_processor_that_raises_under_a_continue_handler_drops_the_record(
+    staged: dict[str, Any], tmp_path: Path
+) -> None:
+    from streamproc.spark.task_runner import run_task
+
+    plan: RunPlan = staged["plan"]
+    store_dir = fresh_copy(staged, tmp_path / "store")
+    k7 = f"{partition_for_key(b'k7', PARTITIONS)}"
+    work = _work(staged, store_dir, "tests.integration.spark.topologies:count_failing_continue", f"0_{k7}")
+    report = run_task(work)
+    [k7_range] = [r for r in plan.ranges if r.partition == int(k7)]
+    k7_records = [r for r in consume(staged["bootstrap"], k7_range.topic, k7_range.partition, k7_range.end)
+                  if r.key == b"k7"]  # fmt: skip
+    assert report["dropped"] == {"processing_exception": len(k7_records)}
+    drops = pq.read_table(store_dir / TaskObjects(plan_id(plan), TaskId.parse(f"0_{k7}")).drops).to_pylist()
+    assert [d["offset"] for d in drops] == [r.offset for r in k7_records]
+    assert report["records_processed"] == k7_range.end - k7_range.start

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamproc import Processor, ProcessorContext, Record, Stores, Topology, serde_for
+from streamproc import Processor, ProcessorContext, Record, Stores, TaskConfig, Topology, serde_for
 
 COUNT_INPUT = "spark-count-words"
 COUNT_OUTPUT = "spark-count-totals"
@@ -94,3 +94,40 @@ def rekey_count() -> Topology:
     )
     t.add_sink("totals", REKEY_OUTPUT, "count", key_serializer=STRING.serializer, value_serializer=LONG.serializer)
     return t
+
+
+class CountFailingOnK7(CountPerKey):
+    """Counts, but raises on key ``k7`` (a processor bug)."""
+
+    def process(self, record: Record[Any, Any]) -> None:
+        if record.key == "k7":
+            raise ValueError("cannot count k7")
+        super().process(record)
+
+
+def _count_with(processor: type[Processor]) -> Topology:
+    t = Topology()
+    t.add_source("words", COUNT_INPUT, key_deserializer=STRING.deserializer, value_deserializer=STRING.deserializer)
+    t.add_processor("count", processor, "words")
+    t.add_state_store(
+        Stores.timestamped_key_value_store_builder(
+            Stores.persistent_timestamped_key_value_store("counts"), STRING, LONG
+        ),
+        "count",
+    )
+    t.add_sink("totals", COUNT_OUTPUT, "count", key_serializer=STRING.serializer, value_serializer=LONG.serializer)
+    return t
+
+
+def count_failing() -> Topology:
+    """``count`` whose processor fails on ``k7``; the default handler (LogAndFail) fails the task."""
+    return _count_with(CountFailingOnK7)
+
+
+def count_failing_continue() -> tuple[Topology, TaskConfig]:
+    """``count_failing`` with ``processing.exception.handler`` LogAndContinue: ``k7`` records are dropped."""
+    from streamproc.engine.processing_handler import LogAndContinueProcessingExceptionHandler
+
+    return _count_with(CountFailingOnK7), TaskConfig(
+        processing_exception_handler=LogAndContinueProcessingExceptionHandler()
+    )
