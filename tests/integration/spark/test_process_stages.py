@@ -25,7 +25,8 @@ from streamproc.plan.run_plan import RunPlan
 from streamproc.spark.job import process
 from tests.integration.conftest import create_topic
 from tests.integration.spark import topologies
-from tests.integration.spark.test_process import output_bytes, outputs_of, run, store_entries
+from tests.integration.spark.conftest import run
+from tests.integration.spark.test_process import output_bytes, outputs_of, store_entries
 
 PARTITIONS = 4
 RECORDS = 3_000

@@ -30,7 +30,6 @@ from tests.integration.spark.test_process import (
     engine_run,
     fresh_copy,
     outputs_of,
-    staged,  # noqa: F401 - the module fixture, shared
 )
 
 
@@ -125,7 +124,7 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def test_process_on_a_standalone_cluster_equals_the_engine_run_directly(
-    staged: dict[str, Any],  # noqa: F811 - the shared module fixture
+    staged: dict[str, Any],
     spark_cluster: str,
     tmp_path: Path,
 ) -> None:
