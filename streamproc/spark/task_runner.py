@@ -168,6 +168,7 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
             collector=changelog_collector,
         )
         changelogs = {TopicPartition(r.topic, r.partition): ChangelogState(r.start, r.end) for r in work.restores}
+        tasks = AssignedStreamsTasks(log_prefix=f"stream-thread [spark-{work.plan_id}] ")
         try:
             state.initialize(changelogs)
             restored = {
@@ -180,7 +181,6 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
             partitions = [TopicPartition(r.topic, r.partition) for r in work.inputs]
             task = StreamTask(task_id, graph, partitions, config=config, stores=state.stores, collector=collector)
             state.attach(task.context)
-            tasks = AssignedStreamsTasks(log_prefix=f"stream-thread [spark-{work.plan_id}] ")
             inputs = tuple(
                 PartitionInput(
                     TopicPartition(r.topic, r.partition),
@@ -197,8 +197,12 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
             tasks.update_restored(changelogs)
             tasks.run_to_end()
             result = tasks.close()[task_id]
-            state.close()
+        except BaseException:
+            tasks.close(clean=False)  # processors closed, nothing committed: no report, nothing counts as done
+            raise
         finally:
+            if state.plan is not None:
+                state.close()  # the Python worker is reused between Spark tasks: never leave RocksDB open
             state_directory.unlock()
 
         written: dict[str, int] = {}
