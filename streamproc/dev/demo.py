@@ -83,18 +83,34 @@ def seed(bootstrap: str) -> Counter[int]:
 APPLICATION_ID = "demo-order-totals"
 
 
+def _ensure_topics(bootstrap: str, names: list[str]) -> None:
+    """The demo application's output and changelog topics, created once (Kafka Streams would create the changelog)."""
+    from confluent_kafka.admin import AdminClient
+    from confluent_kafka.cimpl import NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    existing = admin.list_topics(timeout=10).topics
+    missing = [NewTopic(name, PARTITIONS, 1) for name in names if name not in existing]
+    for future in admin.create_topics(missing).values() if missing else ():
+        future.result(timeout=30)
+
+
 def run_pipeline(bootstrap: str) -> None:
-    """Plan and fetch the demo application's run, then verify the staged segments (the steps that have landed)."""
+    """Plan, fetch and process the demo application's run (the steps that have landed)."""
+    from streamproc.dev import demo_topology
     from streamproc.fetch import FetchRange, fetch_ranges
     from streamproc.plan.cluster_snapshot import IsolationLevel, PlanRequest
     from streamproc.plan.planner import plan_run
+    from streamproc.spark.job import process
     from streamproc.storage import load_store
     from streamproc.storage.manifest import verify
 
     workdir = cache_dir() / "run" / "demo"
     workdir.mkdir(parents=True, exist_ok=True)
     client = {"bootstrap.servers": bootstrap}
-    plan = plan_run(client, APPLICATION_ID, PlanRequest(), source_topics=[TOPIC])
+    _ensure_topics(bootstrap, [demo_topology.TOTALS, f"{APPLICATION_ID}-{demo_topology.STORE}-changelog"])
+    topology = demo_topology.order_totals()
+    plan = plan_run(client, APPLICATION_ID, PlanRequest(), topology=str(topology.describe()))
     plan_path = workdir / "plan.json"
     plan.write(plan_path)
     print()
@@ -107,6 +123,11 @@ def run_pipeline(bootstrap: str) -> None:
     ranges = [
         FetchRange(r.topic, r.partition, r.start, r.end, r.compacted, r.topic_id) for r in plan.ranges if not r.empty
     ]
+    ranges += [
+        FetchRange(r.changelog_topic, r.changelog_partition, r.start, r.end, compacted=True)
+        for r in plan.restores
+        if r.end > r.start
+    ]
     results = fetch_ranges(client, store, ranges, isolation=IsolationLevel(plan.isolation_level))
     print()
     print(f"2. Fetch into {staging}:")
@@ -115,8 +136,23 @@ def run_pipeline(bootstrap: str) -> None:
         print(f"   {result.range}: {result.records} records, {state}")
     report = verify(store)
     print(f"   verify: {report.segments_ok} of {report.segments_checked} segment(s) match their manifests")
+    reports = process(
+        plan,
+        store_uri=str(staging),
+        topology="streamproc.dev.demo_topology:order_totals",
+        master="local[2]",
+        partitions={demo_topology.TOTALS: PARTITIONS},
+    )
     print()
-    print("Process (Spark) and hand-off join the demo as they land.")
+    print(f"3. Process on Spark local[2] (one Spark task per Kafka Streams task), outputs in {staging}/process:")
+    for task in reports:
+        outputs = sum(task["outputs"].values())
+        print(
+            f"   task {task['task_id']}: {task['records_processed']} records processed, {outputs} totals written, "
+            f"dropped {sum(task['dropped'].values())}, stream time {task['stream_time']}"
+        )
+    print()
+    print("Hand-off joins the demo when it lands.")
 
 
 def main() -> int:

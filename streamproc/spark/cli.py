@@ -64,6 +64,7 @@ def process_command(
     partition_values: tuple[str, ...],
 ) -> None:
     """Process every planned task on Spark: outputs, changelogs, drops, stores and a report per task."""
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from streamproc.plan.run_plan import RunPlan
@@ -76,7 +77,7 @@ def process_command(
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         transient=True,
-        console=None,
+        console=Console(stderr=True),  # stdout carries the result (text or --output json)
     ) as bar:
         progress_task = bar.add_task("tasks", total=len(plan.tasks))
 

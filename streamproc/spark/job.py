@@ -239,6 +239,7 @@ def spark_context(master: str | None, conf: Mapping[str, str], *, python_path: S
         spark_conf.set("spark.driver.host", "127.0.0.1")
         .set("spark.driver.bindAddress", "127.0.0.1")
         .set("spark.ui.enabled", "false")
+        .set("spark.ui.showConsoleProgress", "false")  # the CLI draws its own progress bar
         .set("spark.executorEnv.PYTHONPATH", os.environ.get("PYTHONPATH", ""))
     )
     for key, value in conf.items():
