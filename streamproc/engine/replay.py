@@ -56,6 +56,8 @@ class ReplayResult:
     dropped_counts: dict[str, int]
     dropped: tuple[DroppedRecord, ...]
     committable_offsets: dict[TopicPartition, CommittableOffset]
+    #: Punctuators run (stream-time and wall-clock).
+    punctuations: int = 0
 
 
 def _chunks(records: Iterator[RawRecord], size: int) -> Callable[[], list[RawRecord]]:
@@ -151,6 +153,7 @@ def finish_replay(task: StreamTask, steps: int, *, close: bool = True) -> Replay
         dropped_counts=task.dropped.counts,
         dropped=task.dropped.events,
         committable_offsets=task.committable_offsets(),
+        punctuations=task.punctuations,
     )
 
 

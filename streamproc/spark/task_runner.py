@@ -235,6 +235,7 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
             "skip_steps": len(result.skip_steps),
             "dropped": dict(sorted(result.dropped_counts.items())),
             "stream_time": result.stream_time,
+            "punctuations": result.punctuations,
             "offsets": {
                 str(tp): {"next_offset": c.offset, "partition_time": c.partition_time}
                 for tp, c in sorted(result.committable_offsets.items())

@@ -135,6 +135,7 @@ def test_punctuate_fires_due_stream_time_schedules_and_counts_them() -> None:
     # process() already ran the check after the record (D-3); punctuate() finds nothing more due
     assert fired == [(T0, 2), (T1, 2)]
     assert tasks.punctuate() == 0
+    assert [t.punctuations for t in tasks.running.values()] == [1, 1]
 
 
 def test_maybe_commit_commits_every_task_that_needs_it_in_one_call() -> None:
