@@ -359,3 +359,29 @@ def test_a_processor_that_raises_under_a_continue_handler_drops_the_record(
     drops = pq.read_table(store_dir / TaskObjects(plan_id(plan), TaskId.parse(f"0_{k7}")).drops).to_pylist()
     assert [d["offset"] for d in drops] == [r.offset for r in k7_records]
     assert report["records_processed"] == k7_range.end - k7_range.start
+
+
+def test_process_against_s3_writes_the_same_objects_as_against_a_directory(
+    staged: dict[str, Any], s3_server: Any, unique: Callable[[str], str], tmp_path: Path
+) -> None:
+    from streamproc.storage import load_store
+
+    plan: RunPlan = staged["plan"]
+    bucket = unique("process")
+    s3_server.client().create_bucket(Bucket=bucket)
+    options = {"endpoint_url": s3_server.endpoint, "access_key_id": s3_server.access_key,
+               "secret_access_key": s3_server.secret_key, "region": s3_server.region}  # fmt: skip
+    s3 = load_store(f"s3://{bucket}/staging", **options)
+    local = load_store(str(staged["store"]))
+    for name in local.list("topics/"):
+        s3.put(name, local.get(name))
+    local_dir = fresh_copy(staged, tmp_path / "local")
+    for uri, extra in ((f"s3://{bucket}/staging", options), (str(local_dir), {})):
+        process(plan, store_uri=uri, topology=TOPOLOGY, master="local[2]", store_options=extra,
+                partitions={topologies.COUNT_OUTPUT: PARTITIONS})  # fmt: skip
+    prefix = f"process/{plan_id(plan)}/"
+    on_s3 = {name: s3.get(name) for name in s3.list(prefix) if name.endswith(".parquet")}
+    on_disk = {name: load_store(str(local_dir)).get(name) for name in load_store(str(local_dir)).list(prefix)
+               if name.endswith(".parquet")}  # fmt: skip
+    assert on_s3 == on_disk and len(on_s3) > PARTITIONS
+    assert all(s3.exists(f"{prefix}tasks/0_{p}/report.json") for p in range(PARTITIONS))
