@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from streamproc.engine.task_id import TaskId
-from streamproc.engine.topology import Topology
+from streamproc.engine.topology import SinkNodeSpec, Topology
+from streamproc.engine.topology_analysis import internal_topic_prefix
 from streamproc.errors import ConfigError, ProcessingError, StreamprocError
 from streamproc.plan.run_plan import RunPlan
 from streamproc.spark.task_output import UNASSIGNED, TaskObjects
@@ -87,6 +88,27 @@ def partition_counts(plan: RunPlan, extra: Mapping[str, int]) -> dict[str, int]:
             raise ConfigError(f"--partitions {topic}={count}: a topic has at least one partition")
         counts[topic] = count
     return counts
+
+
+def check_sink_counts(plan: RunPlan, topology: Topology, counts: Mapping[str, int]) -> None:
+    """Every static sink topic needs its partition count before anything runs (the sink partitions as Kafka's
+    producer does); a missing one would otherwise fail, or under a continue handler silently drop, every record."""
+    internal = set(topology.internal_topics)
+    prefix = internal_topic_prefix(plan.application_id, topology.topology_name)
+    missing = sorted(
+        {
+            f"{prefix}-{spec.topic}" if spec.topic in internal else spec.topic
+            for spec in topology.nodes
+            if isinstance(spec, SinkNodeSpec) and spec.topic is not None and spec.topic_extractor is None
+        }
+        - set(counts)
+    )
+    if missing:
+        options = " ".join(f"--partitions {topic}=N" for topic in missing)
+        raise ConfigError(
+            f"the partition counts of output topics {missing} are not known (the plan does not read them); pass "
+            f"{options} with each topic's partition count in Kafka"
+        )
 
 
 def task_work(
@@ -325,11 +347,13 @@ def process(
     user_topology, _config = load_topology(topology)
     check_topology(plan, user_topology, topology)
     settings = dict(conf or {})
+    counts = partition_counts(plan, partitions or {})
+    check_sink_counts(plan, user_topology, counts)
     work = task_work(
         plan,
         topology=topology,
         store_uri=store_uri,
-        counts=partition_counts(plan, partitions or {}),
+        counts=counts,
         store_options=store_options,
         fail_first_attempt=settings.get(FAIL_FIRST_ATTEMPT_CONF),
     )

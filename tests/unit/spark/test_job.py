@@ -7,7 +7,15 @@ import pytest
 from streamproc import Topology, serde_for
 from streamproc.errors import ConfigError, ProcessingError
 from streamproc.plan.run_plan import PlannedRange, PlannedRestore, PlannedTask, RunPlan
-from streamproc.spark.job import check_topology, partition_counts, record_upstream, stages, task_work, with_upstream
+from streamproc.spark.job import (
+    check_sink_counts,
+    check_topology,
+    partition_counts,
+    record_upstream,
+    stages,
+    task_work,
+    with_upstream,
+)
 
 STRING = serde_for("String")
 
@@ -87,3 +95,9 @@ def test_stages_and_upstream_outputs() -> None:
     assert with_upstream(downstream, upstream).inputs[0].appended == ("process/p/tasks/0_0/outputs/app-r+0.parquet",)
     with pytest.raises(ProcessingError, match=r"task \[0_0\] sent records with a null key to app-r"):
         record_upstream([{"plan_id": "p", "task_id": "0_0", "outputs": {"app-r+-1": 1}}], {}, {"app-r"})
+
+
+def test_output_topics_without_a_partition_count_are_refused_before_anything_runs() -> None:
+    check_sink_counts(plan(), topology(), {"in": 2, "out": 3})
+    with pytest.raises(ConfigError, match=r"output topics \['out'\] are not known .* pass --partitions out=N"):
+        check_sink_counts(plan(), topology(), {"in": 2})
