@@ -38,7 +38,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: Spark setting naming one task whose attempt 0 fails after publishing its outputs (the retry test).
+#: Spark setting naming one task whose attempt 0 fails after publishing its outputs (the retry tests): ``0_1``
+#: raises in the task, ``0_1:crash`` kills its Python worker process (what a lost executor looks like to the task).
 FAIL_FIRST_ATTEMPT_CONF = "spark.streamproc.failFirstAttempt"
 
 #: Called with (tasks done, tasks in the stage) while the stage runs.
@@ -158,7 +159,8 @@ def task_work(
                 restores=tuple(restores.get(task.task_id, ())),
                 partition_counts=dict(counts),
                 store_options=dict(store_options or {}),
-                fail_before_report=task.task_id == fail_first_attempt,
+                fail_before_report=(fail_first_attempt or "").partition(":")[0] == task.task_id,
+                crash_before_report=fail_first_attempt == f"{task.task_id}:crash",
             )
         )
     return work
@@ -214,12 +216,14 @@ def _run_partition(items: Iterable[TaskWork]) -> Iterator[dict[str, Any]]:
     local_dirs = os.environ.get("SPARK_LOCAL_DIRS", "")
     local_dir = local_dirs.split(",")[0] or None
     for work in items:
-        inject = work.fail_before_report and attempt == 0
-        work = dataclasses.replace(work, local_dir=local_dir, fail_before_report=False)
+        inject, crash = work.fail_before_report and attempt == 0, work.crash_before_report
+        work = dataclasses.replace(work, local_dir=local_dir, fail_before_report=False, crash_before_report=False)
         if inject:
             try:
                 run_task(dataclasses.replace(work, fail_before_report=True), attempt=attempt)
             except ProcessingError as exc:
+                if crash:
+                    os._exit(1)
                 raise InjectedFailure(str(exc)) from exc
         try:
             yield run_task(work, attempt=attempt)

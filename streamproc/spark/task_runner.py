@@ -103,6 +103,8 @@ class TaskWork:
     local_dir: str | None = None
     #: Raise after publishing everything but the report (the retry test's injected executor failure).
     fail_before_report: bool = False
+    #: With ``fail_before_report``: kill the Python worker instead of raising (the driver's ``_run_partition``).
+    crash_before_report: bool = False
 
 
 def load_topology(reference: str) -> tuple[Topology, TaskConfig]:

@@ -203,9 +203,12 @@ def test_stores_are_restored_from_the_plans_changelog_ranges_before_processing(
     assert int.from_bytes(first_k0[1], "big") == 101  # counted on from the restored 100
 
 
+@pytest.mark.parametrize("failure", ["0_1", "0_1:crash"])
 def test_a_task_failing_in_attempt_0_is_retried_and_writes_the_same_bytes(
-    staged: dict[str, Any], tmp_path: Path
+    staged: dict[str, Any], tmp_path: Path, failure: str
 ) -> None:
+    """Attempt 0 of task 0_1 publishes its outputs, then raises (or its Python worker dies, as when an executor is
+    lost); attempt 1 rewrites the same objects and the report."""
     plan: RunPlan = staged["plan"]
     clean_dir = fresh_copy(staged, tmp_path / "clean")
     retried_dir = fresh_copy(staged, tmp_path / "retried")
@@ -215,7 +218,7 @@ def test_a_task_failing_in_attempt_0_is_retried_and_writes_the_same_bytes(
         plan,
         store_uri=str(retried_dir),
         master="local[2,3]",
-        conf={FAIL_FIRST_ATTEMPT_CONF: "0_1"},
+        conf={FAIL_FIRST_ATTEMPT_CONF: failure},
         **options,  # type: ignore[arg-type]
     )
     attempts = {r["task_id"]: r["attempt"] for r in reports}
