@@ -388,3 +388,21 @@ def test_process_against_s3_writes_the_same_objects_as_against_a_directory(
                if name.endswith(".parquet")}  # fmt: skip
     assert on_s3 == on_disk and len(on_s3) > PARTITIONS
     assert all(s3.exists(f"{prefix}tasks/0_{p}/report.json") for p in range(PARTITIONS))
+
+
+def test_a_segment_that_fails_its_manifest_fails_the_task_naming_the_range(
+    staged: dict[str, Any], tmp_path: Path
+) -> None:
+    from streamproc.errors import ManifestError
+    from streamproc.spark.task_runner import run_task
+
+    plan: RunPlan = staged["plan"]
+    store_dir = fresh_copy(staged, tmp_path / "store")
+    [segment] = sorted((store_dir / "topics" / topologies.COUNT_INPUT / "partition=1").glob("*.parquet"))
+    segment.write_bytes(segment.read_bytes()[:-100])  # truncated: its size no longer matches the manifest
+    work = _work(staged, store_dir, TOPOLOGY, "0_1")
+    with pytest.raises(
+        ManifestError, match=r"task \[0_1\] input spark-count-words-1 \[0, \d+\): offsets .* not staged"
+    ):
+        run_task(work)
+    assert not (store_dir / TaskObjects(plan_id(plan), TaskId.parse("0_1")).report).exists()
