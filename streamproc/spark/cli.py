@@ -39,7 +39,13 @@ def _counts(values: tuple[str, ...]) -> dict[str, int]:
 
 
 @main.command("process")
-@click.option("--plan", "plan_file", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--plan",
+    "plan_file",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The plan file `streamproc plan --out` wrote (the same one fetch staged).",
+)
 @click.option(
     "--store", "store_uri", required=True, help="The staging location fetch wrote (DIR or s3://bucket/prefix)."
 )
