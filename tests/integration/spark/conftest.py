@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import time
 from typing import Any
 
 import pytest
@@ -19,6 +20,18 @@ PARTITIONS = 4
 RECORDS = 4_000
 
 
+def wait_for_leaders(admin: AdminClient, *topics: str) -> None:
+    """Every partition of ``topics`` has a leader: right after creation the planner's reads may meet
+    ``NOT_LEADER_FOR_PARTITION`` otherwise."""
+    deadline = time.monotonic() + 30
+    while True:
+        metadata = admin.list_topics(timeout=10).topics
+        if all(t in metadata and all(p.leader >= 0 for p in metadata[t].partitions.values()) for t in topics):
+            return
+        assert time.monotonic() < deadline, f"topics {topics} have no leaders after 30 s"
+        time.sleep(0.2)
+
+
 def run(*args: str) -> str:
     result = CliRunner().invoke(main, list(args), catch_exceptions=False)
     assert result.exit_code == 0, result.output
@@ -32,6 +45,7 @@ def staged(kafka_broker: str, admin: AdminClient, tmp_path_factory: pytest.TempP
     create_topic(admin, topologies.COUNT_OUTPUT, partitions=PARTITIONS)
     app_id = "spark-count-app"
     create_topic(admin, f"{app_id}-counts-changelog", partitions=PARTITIONS, config={"cleanup.policy": "compact"})
+    wait_for_leaders(admin, topologies.COUNT_INPUT, topologies.COUNT_OUTPUT, f"{app_id}-counts-changelog")
     producer = Producer({"bootstrap.servers": kafka_broker, "partitioner": "murmur2_random", "linger.ms": 5})
     rng = random.Random(12)
     for i in range(RECORDS):

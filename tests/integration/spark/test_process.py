@@ -31,7 +31,7 @@ from streamproc.state.rocksdb_store import RocksDBKeyValueBytesStore
 from streamproc.state.store_type import StoreType
 from tests.integration.conftest import create_topic
 from tests.integration.spark import topologies
-from tests.integration.spark.conftest import PARTITIONS, RECORDS, run
+from tests.integration.spark.conftest import PARTITIONS, RECORDS, run, wait_for_leaders
 
 TOPOLOGY = "tests.integration.spark.topologies:count"
 
@@ -175,6 +175,7 @@ def test_stores_are_restored_from_the_plans_changelog_ranges_before_processing(
     changelog = create_topic(
         admin, f"{app_id}-counts-changelog", partitions=PARTITIONS, config={"cleanup.policy": "compact"}
     )
+    wait_for_leaders(admin, changelog)
     producer = Producer({"bootstrap.servers": staged["bootstrap"], "partitioner": "murmur2_random"})
     for i in range(0, 61, 3):  # earlier counts of every third key, in its task's changelog partition
         producer.produce(changelog, key=f"k{i}".encode(), value=(100 + i).to_bytes(8, "big"), timestamp=500)

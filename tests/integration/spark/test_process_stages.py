@@ -25,7 +25,7 @@ from streamproc.plan.run_plan import RunPlan
 from streamproc.spark.job import process
 from tests.integration.conftest import create_topic
 from tests.integration.spark import topologies
-from tests.integration.spark.conftest import run
+from tests.integration.spark.conftest import run, wait_for_leaders
 from tests.integration.spark.test_process import output_bytes, outputs_of, store_entries
 
 PARTITIONS = 4
@@ -40,6 +40,9 @@ def staged(kafka_broker: str, admin: AdminClient, tmp_path_factory: pytest.TempP
     create_topic(admin, topologies.REKEY_OUTPUT, partitions=PARTITIONS)
     create_topic(admin, f"{APP}-{topologies.REKEYED}", partitions=PARTITIONS)
     create_topic(admin, f"{APP}-counts-changelog", partitions=PARTITIONS, config={"cleanup.policy": "compact"})
+    wait_for_leaders(
+        admin, topologies.REKEY_INPUT, topologies.REKEY_OUTPUT, f"{APP}-{topologies.REKEYED}", f"{APP}-counts-changelog"
+    )
     producer = Producer({"bootstrap.servers": kafka_broker, "partitioner": "murmur2_random", "linger.ms": 5})
     rng = random.Random(7)
     sent: list[tuple[str, int]] = []
