@@ -93,6 +93,21 @@ def _ensure_topics(bootstrap: str, names: list[str]) -> None:
     missing = [NewTopic(name, PARTITIONS, 1) for name in names if name not in existing]
     for future in admin.create_topics(missing).values() if missing else ():
         future.result(timeout=30)
+    import time
+
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    wanted = {TopicPartition(name, p): OffsetSpec.earliest() for name in names for p in range(PARTITIONS)}
+    for attempt in range(150):  # a new partition answers ListOffsets only once its leader is ready
+        try:
+            for offsets in admin.list_offsets(wanted).values():
+                offsets.result(timeout=10)
+            return
+        except Exception:
+            if attempt == 149:
+                raise
+            time.sleep(0.2)
 
 
 def run_pipeline(bootstrap: str) -> None:
