@@ -2,9 +2,9 @@
 
 The public names are the ones below: a program's :class:`Topology` and :class:`Processor` (with its
 :class:`ProcessorContext`, :class:`Record` and :class:`PunctuationType`), the task settings :class:`TaskConfig`,
-Kafka's serdes (:func:`serde_for`, :class:`Serde`), :class:`TaskId`, the error root :class:`StreamprocError`, and the
-test driver (:class:`TopologyTestDriver`, :class:`TestRecord`). Everything under ``streamproc.engine``,
-``streamproc.state`` and the other sub-packages is internal and may change without notice.
+Kafka's serdes (:func:`serde_for`, :class:`Serde`), :class:`TaskId`, the store factory :class:`Stores`, the error
+root :class:`StreamprocError`, and the test driver (:class:`TopologyTestDriver`, :class:`TestRecord`). Everything
+under ``streamproc.engine``, ``streamproc.state`` and the other sub-packages is internal and may change without notice.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from streamproc.engine.stream_task import TaskConfig
 from streamproc.engine.task_id import TaskId
 from streamproc.engine.topology import Topology
 from streamproc.errors import StreamprocError
+from streamproc.state.store_builders import Stores
 from streamproc.testing import TestRecord, TopologyTestDriver
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "PunctuationType",
     "Record",
     "Serde",
+    "Stores",
     "StreamprocError",
     "TaskConfig",
     "TaskId",

@@ -59,6 +59,7 @@ from streamproc.engine.topology_builder import (
 )
 from streamproc.engine.wall_clock import VirtualWallClock
 from streamproc.errors import ConfigError, ProcessingError, StreamprocError, TopologyError
+from streamproc.state.stores import StoreContext
 
 logger = logging.getLogger(__name__)
 
@@ -194,6 +195,7 @@ class TopologyTestDriver:
             )
             self._tasks[task_id] = task
             self._stores[task_id] = stores
+            _attach_stores(stores, task)
             for partition in owned:
                 self._task_of[partition] = task
                 self._next_offset[partition] = 0
@@ -399,6 +401,19 @@ class TopologyTestDriver:
     def queue_size(self, topic: str) -> int:
         queue = self._outputs.get(topic)
         return 0 if queue is None else len(queue)
+
+
+def _attach_stores(stores: Mapping[str, object], task: StreamTask) -> None:
+    """Stores built by ``streamproc.Stores`` stamp changelog records with the task's current record timestamp
+    (``ProcessorStateManager.attach`` does the same in a run); other store objects are left alone."""
+
+    def record_timestamp() -> int:
+        return task.context.record_context.timestamp
+
+    for store in stores.values():
+        context = getattr(store, "context", None)
+        if isinstance(context, StoreContext):
+            context.record_timestamp = record_timestamp
 
 
 def _static_sink_topics(graph: ProcessorTopology) -> list[str]:

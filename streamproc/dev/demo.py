@@ -84,18 +84,50 @@ def seed(bootstrap: str) -> Counter[int]:
 APPLICATION_ID = "demo-order-totals"
 
 
+def _ensure_topics(bootstrap: str, names: list[str]) -> None:
+    """The demo application's output and changelog topics, created once (Kafka Streams would create the changelog)."""
+    from confluent_kafka.cimpl import NewTopic
+
+    from streamproc.kafka import clients
+
+    admin = clients.admin({"bootstrap.servers": bootstrap})
+    existing = admin.list_topics(timeout=10).topics
+    missing = [NewTopic(name, PARTITIONS, 1) for name in names if name not in existing]
+    for future in admin.create_topics(missing).values() if missing else ():
+        future.result(timeout=30)
+    import time
+
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    wanted = {TopicPartition(name, p): OffsetSpec.earliest() for name in names for p in range(PARTITIONS)}
+    for attempt in range(150):  # a new partition answers ListOffsets only once its leader is ready
+        try:
+            for offsets in admin.list_offsets(wanted).values():
+                offsets.result(timeout=10)
+            return
+        except Exception:
+            if attempt == 149:
+                raise
+            time.sleep(0.2)
+
+
 def run_pipeline(bootstrap: str) -> None:
-    """Plan and fetch the demo application's run, then verify the staged segments (the steps that have landed)."""
+    """Plan, fetch and process the demo application's run (the steps that have landed)."""
+    from streamproc.dev import demo_topology
     from streamproc.fetch import fetch_ranges, planned_ranges
     from streamproc.kafka.planner import plan_run
     from streamproc.plan.cluster_snapshot import IsolationLevel, PlanRequest
+    from streamproc.spark.job import process
     from streamproc.storage import load_store
     from streamproc.storage.verify import verify
 
     workdir = cache_dir() / "run" / "demo"
     workdir.mkdir(parents=True, exist_ok=True)
     client = {"bootstrap.servers": bootstrap}
-    plan = plan_run(client, APPLICATION_ID, PlanRequest(), source_topics=[TOPIC])
+    _ensure_topics(bootstrap, [demo_topology.TOTALS, f"{APPLICATION_ID}-{demo_topology.STORE}-changelog"])
+    topology = demo_topology.order_totals()
+    plan = plan_run(client, APPLICATION_ID, PlanRequest(), topology=str(topology.describe()))
     plan_path = workdir / "plan.json"
     plan.write(plan_path)
     print()
@@ -117,8 +149,23 @@ def run_pipeline(bootstrap: str) -> None:
         f"   verify: {report.segments_ok} of {report.segments_checked} segment(s) match their manifests; "
         f"{report.ranges_covered} of {report.ranges_checked} planned range(s) staged"
     )
+    reports = process(
+        plan,
+        store_uri=str(staging),
+        topology="streamproc.dev.demo_topology:order_totals",
+        master="local[2]",
+        partitions={demo_topology.TOTALS: PARTITIONS},
+    )
     print()
-    print("Process (Spark) and hand-off join the demo as they land.")
+    print(f"3. Process on Spark local[2] (one Spark task per Kafka Streams task), outputs in {staging}/process:")
+    for task in reports:
+        outputs = sum(task["outputs"].values())
+        print(
+            f"   task {task['task_id']}: {task['records_processed']} records processed, {outputs} totals written, "
+            f"dropped {sum(task['dropped'].values())}, stream time {task['stream_time']}"
+        )
+    print()
+    print("Hand-off joins the demo when it lands.")
 
 
 def main() -> int:

@@ -209,6 +209,10 @@ class ProcessorContextImpl:
     def record_metadata(self) -> RecordMetadata | None:
         return self.record_context.record_metadata()
 
+    def commit(self) -> None:
+        """``ProcessorContext#commit``: ask for a commit as soon as possible (``StreamTask.requestCommit``)."""
+        self._task.commit_requested = True
+
     def current_stream_time_ms(self) -> int:
         return self._task.stream_time
 

@@ -56,6 +56,8 @@ class ReplayResult:
     dropped_counts: dict[str, int]
     dropped: tuple[DroppedRecord, ...]
     committable_offsets: dict[TopicPartition, CommittableOffset]
+    #: Punctuators run (stream-time and wall-clock).
+    punctuations: int = 0
 
 
 def _chunks(records: Iterator[RawRecord], size: int) -> Callable[[], list[RawRecord]]:
@@ -65,18 +67,13 @@ def _chunks(records: Iterator[RawRecord], size: int) -> Callable[[], list[RawRec
     return refill
 
 
-def replay(
-    task: StreamTask,
-    inputs: Sequence[PartitionInput],
-    *,
-    buffered_records_per_partition: int | None = None,
-    close: bool = True,
-    bulk: bool = True,
-) -> ReplayResult:
-    """Run ``task`` over ``inputs`` to the end (§9.1); raises the task's fatal error, if any (D-6).
+def start_replay(
+    task: StreamTask, inputs: Sequence[PartitionInput], *, buffered_records_per_partition: int | None = None
+) -> None:
+    """§9.1 up to the first record: partition times (ST-8), ``init`` (its punctuation check, D-5), the inputs (D-1).
 
-    With ``bulk`` (the default) the records are processed by :func:`~streamproc.engine.bulk_replay.process_buffered`
-    whenever the task allows it, which gives the same result faster; ``bulk=False`` forces ``StreamTask.process``.
+    Every partition is fed from its iterator with at most ``buffered_records_per_partition`` raw records buffered
+    (see the module docstring); after this, :func:`drain` or one ``StreamTask.process`` at a time runs the task.
     """
     size = (
         task.config.buffered_records_per_partition
@@ -106,16 +103,25 @@ def replay(
         task.partition_group.queue(item.partition).set_refill(refill)
         task.add_records(item.partition, refill())
 
-    bulk_steps = process_buffered(task) if bulk else None
-    if bulk_steps is None:
-        steps = 0
-        while task.process():
-            steps += 1
-            task.maybe_punctuate_stream_time()
-            task.maybe_punctuate_system_time()
-    else:
-        steps = bulk_steps
 
+def drain(task: StreamTask, *, bulk: bool = True) -> int:
+    """Process every record the task has, with the punctuation checks after each step (D-3, D-4); return the steps.
+
+    With ``bulk`` the loop is :func:`~streamproc.engine.bulk_replay.process_buffered` whenever the task allows it.
+    """
+    bulk_steps = process_buffered(task) if bulk else None
+    if bulk_steps is not None:
+        return bulk_steps
+    steps = 0
+    while task.process():
+        steps += 1
+        task.maybe_punctuate_stream_time()
+        task.maybe_punctuate_system_time()
+    return steps
+
+
+def finish_replay(task: StreamTask, steps: int, *, close: bool = True) -> ReplayResult:
+    """Log what the task did (as ``replay`` always has), close it if asked, and return its :class:`ReplayResult`."""
     for partition, committable in task.committable_offsets().items():
         task.log.info(
             "Processed records of %s up to offset %s (partition time %s)",
@@ -147,4 +153,23 @@ def replay(
         dropped_counts=task.dropped.counts,
         dropped=task.dropped.events,
         committable_offsets=task.committable_offsets(),
+        punctuations=task.punctuations,
     )
+
+
+def replay(
+    task: StreamTask,
+    inputs: Sequence[PartitionInput],
+    *,
+    buffered_records_per_partition: int | None = None,
+    close: bool = True,
+    bulk: bool = True,
+) -> ReplayResult:
+    """Run ``task`` over ``inputs`` to the end (§9.1); raises the task's fatal error, if any (D-6).
+
+    With ``bulk`` (the default) the records are processed by :func:`~streamproc.engine.bulk_replay.process_buffered`
+    whenever the task allows it, which gives the same result faster; ``bulk=False`` forces ``StreamTask.process``.
+    """
+    start_replay(task, inputs, buffered_records_per_partition=buffered_records_per_partition)
+    steps = drain(task, bulk=bulk)
+    return finish_replay(task, steps, close=close)

@@ -145,6 +145,10 @@ class StreamTask:
         #: WALL_CLOCK_TIME schedules registered while the clock is frozen (D-4): (processor, interval) each.
         self.frozen_wall_clock_schedules: list[tuple[str, int]] = []
         self.commit_needed = False
+        #: Set by ``context.commit()`` (``StreamTask.commitRequested``); cleared when the task is committed.
+        self.commit_requested = False
+        #: Punctuators run (both types), for the run report.
+        self.punctuations = 0
         #: How many punctuation schedules were ever registered: the bulk replay re-reads the schedules when it moves.
         self.schedules_registered = 0
         self._record_info = RecordInfo()
@@ -386,6 +390,7 @@ class StreamTask:
         if context.current_node is not None:
             raise ProcessingError("Current node is not null while punctuating", task_id=str(self.id))
         node = next(n for n in self.topology.nodes if n.name == node_name)
+        self.punctuations += 1
         record_context = ProcessorRecordContext(timestamp, NO_OFFSET, NO_PARTITION, None)
         context.set(node, record_context, self.wall_clock.milliseconds())
         try:

@@ -74,4 +74,5 @@ def plan_run(
         processing_guarantee=processing_guarantee,
         local=local,
         clock_given=now_ms is not None,
+        topology=None if topology is None else topology if isinstance(topology, str) else str(topology),
     )

@@ -130,6 +130,9 @@ class RunPlan:
     now_ms: int | None = None
     warnings: tuple[str, ...] = field(default=())
     restores: tuple[PlannedRestore, ...] = ()
+    #: The topology's ``describe()`` text the plan was made from (``None``: planned from topics only); the process
+    #: step refuses a topology whose ``describe()`` differs.
+    topology: str | None = None
 
     # ------------------------------------------------------------------------------------------- building
     @classmethod
@@ -141,6 +144,7 @@ class RunPlan:
         analysis: TopologyAnalysis | None = None,
         restores: Sequence[PlannedRestore] = (),
         topic_ids: Mapping[str, str] | None = None,
+        topology: str | None = None,
     ) -> RunPlan:
         """Combine the resolved positions with the topology's tasks and derive the hand-off preview."""
         compacted = set(compacted_topics)
@@ -206,11 +210,12 @@ class RunPlan:
             now_ms=positions.now_ms,
             warnings=(*(analysis.warnings if analysis is not None else ()), *positions.warnings),
             restores=tuple(restores),
+            topology=topology,
         )
 
     # --------------------------------------------------------------------------------------------- JSON
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "format": FORMAT,
             "version": VERSION,
             "application_id": self.application_id,
@@ -275,6 +280,9 @@ class RunPlan:
             },
             "warnings": list(self.warnings),
         }
+        if self.topology is not None:  # absent rather than null: plans made without a topology keep their bytes
+            data["topology"] = self.topology
+        return data
 
     def to_json(self) -> str:
         """Canonical text: sorted keys, two-space indent, trailing newline; equal plans give equal bytes."""
@@ -387,6 +395,7 @@ class RunPlan:
             now_ms=v.optional_integer("now_ms"),
             warnings=tuple(str(w) for w in v.items("warnings")),
             restores=tuple(restores),
+            topology=_optional_topology(data),
         )
 
     # ---------------------------------------------------------------------------------------------- text
@@ -445,6 +454,14 @@ def _check_ranges_disjoint(ranges: Sequence[PlannedRange], restores: Sequence[Pl
 
 #: Kafka's topic id (``Uuid``) as text: 16 bytes in base64 without padding.
 _TOPIC_ID = re.compile(r"[A-Za-z0-9+/_-]{22}")
+
+
+def _optional_topology(data: dict[str, Any]) -> str | None:
+    """The plan's ``topology`` (the describe() text it was made from): absent or null for plans made from topics."""
+    text = data.get("topology")
+    if text is not None and not isinstance(text, str):
+        raise PlanError(f"'topology' must be the topology's describe() text, not {text!r}")
+    return text
 
 
 class _Validator:

@@ -114,6 +114,7 @@ def build_run_plan(
     processing_guarantee: str = "at_least_once",
     local: LocalCheckpoints | None = None,
     clock_given: bool = False,
+    topology: str | None = None,
 ) -> RunPlan:
     """Resolve a full ``RunPlan`` from values only.
 
@@ -132,7 +133,9 @@ def build_run_plan(
         restores = plan_restores(analysis, processing_guarantee, snapshot, local)
         restores += plan_global_restores(analysis, snapshot, local, request)
     ids = {name: snapshot.topic_ids[name] for name in sorted(sources) if name in snapshot.topic_ids}
-    plan = RunPlan.build(positions, compacted_topics=compacted, analysis=analysis, restores=restores, topic_ids=ids)
+    plan = RunPlan.build(
+        positions, compacted_topics=compacted, analysis=analysis, restores=restores, topic_ids=ids, topology=topology
+    )
     log.info(
         "Planned %d range(s) over %d task(s), at most %d records",
         len(plan.ranges), len(plan.tasks), sum(r.end - r.start for r in plan.ranges),

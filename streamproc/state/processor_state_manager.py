@@ -132,6 +132,53 @@ class StoreDefinition:
         return default_segment_interval(self.retention_ms)
 
 
+def open_store(
+    definition: StoreDefinition, context: StoreContext | None, task_dir: Path | None, *, task: str = "?"
+) -> StateStore:
+    """The typed store of ``definition``: RocksDB under ``task_dir`` when it is persistent and a task directory is
+    given (Kafka Streams' layout), otherwise in memory (``InMemoryKeyValueStore`` / in-memory segments)."""
+    name, kind = definition.name, definition.store_type
+    on_disk = definition.persistent and task_dir is not None
+    if kind.segmented:
+        assert definition.retention_ms is not None
+        interval = definition.segment_interval()
+        segments: SegmentedBytesStore
+        if on_disk:
+            assert task_dir is not None
+            segments = rocksdb_segmented_store(
+                task_dir, name, kind, retention_ms=definition.retention_ms, segment_interval_ms=interval, task=task
+            )
+        else:
+            segments = SegmentedBytesStore(
+                name,
+                retention_ms=definition.retention_ms,
+                segment_interval_ms=interval,
+                segment_factory=lambda _segment: InMemoryKeyValueBytesStore(),
+                persistent=False,
+            )
+        if kind is StoreType.SESSION:
+            return SessionStore(name, segments, definition.key_serde, definition.value_serde, context)
+        window_type = TimestampedWindowStore if kind is StoreType.TIMESTAMPED_WINDOW else WindowStore
+        assert definition.window_size_ms is not None
+        return window_type(
+            name,
+            segments,
+            definition.key_serde,
+            definition.value_serde,
+            window_size_ms=definition.window_size_ms,
+            retain_duplicates=definition.retain_duplicates,
+            context=context,
+        )
+    bytes_store: KeyValueBytesStore
+    if on_disk:
+        assert task_dir is not None
+        bytes_store = RocksDBKeyValueBytesStore(name, task_dir / DB_FILE_DIR / name, kind, task=task)
+    else:
+        bytes_store = InMemoryKeyValueBytesStore()
+    store_type = TimestampedKeyValueStore if kind is StoreType.TIMESTAMPED_KEY_VALUE else KeyValueStore
+    return store_type(name, bytes_store, definition.key_serde, definition.value_serde, context)
+
+
 class ProcessorStateManager:
     """The state of one task: stores, offsets, restoration and the ``.checkpoint`` (see the module docstring)."""
 
@@ -302,50 +349,9 @@ class ProcessorStateManager:
         return plan
 
     def _open(self, definition: StoreDefinition, task_dir: Path | None) -> StateStore:
-        name, kind = definition.name, definition.store_type
-        context = self._contexts[name]
-        if kind.segmented:
-            assert definition.retention_ms is not None
-            interval = definition.segment_interval()
-            if definition.persistent:
-                assert task_dir is not None
-                segments = rocksdb_segmented_store(
-                    task_dir,
-                    name,
-                    kind,
-                    retention_ms=definition.retention_ms,
-                    segment_interval_ms=interval,
-                    task=str(self.task_id),
-                )
-            else:
-                segments = SegmentedBytesStore(
-                    name,
-                    retention_ms=definition.retention_ms,
-                    segment_interval_ms=interval,
-                    segment_factory=lambda _segment: InMemoryKeyValueBytesStore(),
-                    persistent=False,
-                )
-            if kind is StoreType.SESSION:
-                return SessionStore(name, segments, definition.key_serde, definition.value_serde, context)
-            window_type = TimestampedWindowStore if kind is StoreType.TIMESTAMPED_WINDOW else WindowStore
-            assert definition.window_size_ms is not None
-            return window_type(
-                name,
-                segments,
-                definition.key_serde,
-                definition.value_serde,
-                window_size_ms=definition.window_size_ms,
-                retain_duplicates=definition.retain_duplicates,
-                context=context,
-            )
-        bytes_store: KeyValueBytesStore
         if definition.persistent:
             assert task_dir is not None
-            bytes_store = RocksDBKeyValueBytesStore(name, task_dir / DB_FILE_DIR / name, kind, task=str(self.task_id))
-        else:
-            bytes_store = InMemoryKeyValueBytesStore()
-        store_type = TimestampedKeyValueStore if kind is StoreType.TIMESTAMPED_KEY_VALUE else KeyValueStore
-        return store_type(name, bytes_store, definition.key_serde, definition.value_serde, context)
+        return open_store(definition, self._contexts[definition.name], task_dir, task=str(self.task_id))
 
     # -- the task's view -------------------------------------------------------------------------------------------
 

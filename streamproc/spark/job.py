@@ -1,0 +1,399 @@
+"""The process step's driver: plan + staged segments + the user's topology → one Spark task per Kafka Streams task.
+
+Before Spark starts, the user's ``Topology.describe()`` must equal the plan's topology text (the first differing
+line is named: a hand-off from another topology would corrupt the live application), every task's restores must be
+readable (a fresh changelog restore), and the run must be one stage (stages joined by repartition topics come
+next). Then ``sc.parallelize(work, len(work)).mapPartitions(...)`` gives each task its own Spark task (measured: one
+element per partition, in order); each returns only its small report through ``collect()``.
+
+Errors: a task whose input is bad, or whose processor fails, returns its error instead of a report (a retry would
+fail the same way), and the driver raises it after every task has finished; anything else (an executor lost, the
+injected failure of the retry test) fails the Spark task, which Spark retries up to ``spark.task.maxFailures``
+(``local[N,M]``: M attempts). A retried task rewrites the same object names and publishes its report last.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib.util
+import logging
+import os
+import sys
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from streamproc.engine.internal_topics import internal_topic_prefix
+from streamproc.engine.task_id import TaskId
+from streamproc.engine.topology import SinkNodeSpec, Topology
+from streamproc.errors import ConfigError, ProcessingError, StreamprocError
+from streamproc.plan.run_plan import RunPlan
+from streamproc.spark.task_output import UNASSIGNED, TaskObjects
+from streamproc.spark.task_runner import InputRange, RestoreRange, TaskWork, load_topology, run_task
+
+if TYPE_CHECKING:
+    from pyspark import SparkContext
+
+logger = logging.getLogger(__name__)
+
+#: Spark setting naming one task whose attempt 0 fails after publishing its outputs (the retry tests): ``0_1``
+#: raises in the task, ``0_1:crash`` kills its Python worker process (what a lost executor looks like to the task).
+FAIL_FIRST_ATTEMPT_CONF = "spark.streamproc.failFirstAttempt"
+
+#: Called with (tasks done, tasks in the stage) while the stage runs.
+Progress = Callable[[int, int], None]
+
+
+class InjectedFailure(RuntimeError):
+    """The retry test's executor failure: not a ``StreamprocError``, so Spark retries the task."""
+
+
+def plan_id(plan: RunPlan) -> str:
+    """A short content hash of the plan: the prefix of every object this plan's tasks write."""
+    return hashlib.sha256(plan.to_json().encode()).hexdigest()[:16]
+
+
+def _lines(text: str) -> list[tuple[int, str]]:
+    """(line number, text) of the non-blank lines: blank lines only separate sub-topologies."""
+    return [(number, line.strip()) for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
+
+
+def check_topology(plan: RunPlan, topology: Topology, reference: str) -> None:
+    """Refuse a topology whose ``describe()`` differs from the plan's, naming the first differing line."""
+    if plan.topology is None:
+        raise ConfigError(
+            "the plan was made without a topology (from --input-topic), so the process step cannot check that "
+            f"{reference} is the application's topology; re-plan with --topology describe.txt"
+        )
+    expected, actual = _lines(plan.topology), _lines(str(topology.describe()))
+    end = (len(str(topology.describe()).splitlines()) + 1, "(end)")
+    for index in range(max(len(expected), len(actual))):
+        number, got = actual[index] if index < len(actual) else end
+        want = expected[index][1] if index < len(expected) else "(end)"
+        if want != got:
+            raise ConfigError(
+                f"topology {reference} is not the plan's topology: line {number} of describe() is {got!r} where the "
+                f"plan has {want!r}; process with the topology the plan was made from"
+            )
+
+
+def partition_counts(plan: RunPlan, extra: Mapping[str, int]) -> dict[str, int]:
+    """Partition counts the sinks need: every planned topic's (the plan lists all its partitions), then ``extra``."""
+    counts: dict[str, int] = {}
+    for r in plan.ranges:
+        counts[r.topic] = max(counts.get(r.topic, 0), r.partition + 1)
+    for topic, count in extra.items():
+        if count < 1:
+            raise ConfigError(f"--partitions {topic}={count}: a topic has at least one partition")
+        counts[topic] = count
+    return counts
+
+
+def check_sink_counts(plan: RunPlan, topology: Topology, counts: Mapping[str, int]) -> None:
+    """Every static sink topic needs its partition count before anything runs (the sink partitions as Kafka's
+    producer does); a missing one would otherwise fail, or under a continue handler silently drop, every record."""
+    internal = set(topology.internal_topics)
+    prefix = internal_topic_prefix(plan.application_id, topology.topology_name)
+    missing = sorted(
+        {
+            f"{prefix}-{spec.topic}" if spec.topic in internal else spec.topic
+            for spec in topology.nodes
+            if isinstance(spec, SinkNodeSpec) and spec.topic is not None and spec.topic_extractor is None
+        }
+        - set(counts)
+    )
+    if missing:
+        options = " ".join(f"--partitions {topic}=N" for topic in missing)
+        raise ConfigError(
+            f"the partition counts of output topics {missing} are not known (the plan does not read them); pass "
+            f"{options} with each topic's partition count in Kafka"
+        )
+
+
+def task_work(
+    plan: RunPlan,
+    *,
+    topology: str,
+    store_uri: str,
+    counts: Mapping[str, int],
+    store_options: Mapping[str, Any] | None = None,
+    fail_first_attempt: str | None = None,
+) -> list[TaskWork]:
+    """One :class:`TaskWork` per planned task, in task order; refuses what this job cannot run yet.
+
+    Inputs carry no upstream outputs yet: :func:`with_upstream` adds them stage by stage.
+    """
+    ranges = {r.name: r for r in plan.ranges}
+    restores: dict[str, list[RestoreRange]] = {}
+    for restore in plan.restores:
+        if restore.checkpoint_offset is not None and not restore.local_state_wiped:
+            raise ConfigError(
+                f"task [{restore.task_id}] store {restore.store}: the plan restores from checkpoint offset "
+                f"{restore.checkpoint_offset} of an existing state directory, which `streamproc process` cannot read "
+                "yet; re-plan without --state-dir so that stores restore from their changelog's start"
+            )
+        restores.setdefault(restore.task_id, []).append(
+            RestoreRange(
+                restore.store, restore.changelog_topic, restore.changelog_partition, restore.start, restore.end
+            )
+        )
+    work: list[TaskWork] = []
+    for task in plan.tasks:
+        inputs = []
+        for name in task.source_partitions:
+            r = ranges.get(name)
+            if r is None:
+                raise ConfigError(f"task [{task.task_id}] reads {name}, which the plan has no range for; re-plan")
+            inputs.append(InputRange(r.topic, r.partition, r.start, r.end, r.partition_time))
+        work.append(
+            TaskWork(
+                plan_id=plan_id(plan),
+                application_id=plan.application_id,
+                task_id=task.task_id,
+                subtopology=task.subtopology,
+                topology=topology,
+                store_uri=store_uri,
+                inputs=tuple(inputs),
+                restores=tuple(restores.get(task.task_id, ())),
+                partition_counts=dict(counts),
+                store_options=dict(store_options or {}),
+                fail_before_report=(fail_first_attempt or "").partition(":")[0] == task.task_id,
+                crash_before_report=fail_first_attempt == f"{task.task_id}:crash",
+            )
+        )
+    return work
+
+
+def stages(plan: RunPlan, work: Sequence[TaskWork]) -> list[list[TaskWork]]:
+    """``work`` split by the plan's stages (sub-topology ids per stage), in stage order (no stages: one)."""
+    if not plan.stages:
+        return [list(work)]
+    by_sub = {sub: index for index, stage in enumerate(plan.stages) for sub in stage}
+    result: list[list[TaskWork]] = [[] for _ in plan.stages]
+    for item in work:
+        if item.subtopology not in by_sub:
+            raise ConfigError(f"task [{item.task_id}]: sub-topology {item.subtopology} is in no stage of the plan")
+        result[by_sub[item.subtopology]].append(item)
+    return result
+
+
+def with_upstream(work: TaskWork, upstream: Mapping[tuple[str, int], Sequence[str]]) -> TaskWork:
+    """``work`` with the output objects earlier stages wrote to its input partitions appended to those inputs."""
+    inputs = tuple(
+        dataclasses.replace(r, appended=tuple(upstream.get((r.topic, r.partition), ()))) for r in work.inputs
+    )
+    return dataclasses.replace(work, inputs=inputs)
+
+
+def record_upstream(
+    reports: Sequence[dict[str, Any]], upstream: dict[tuple[str, int], list[str]], read: set[str]
+) -> None:
+    """Remember, per (topic, partition) a later stage reads, the output objects of ``reports``' tasks (task order)."""
+    for report in sorted(reports, key=lambda r: TaskId.parse(r["task_id"])):
+        objects = TaskObjects(report["plan_id"], TaskId.parse(report["task_id"]))
+        for name in report["outputs"]:
+            topic, _, partition_text = name.rpartition("+")
+            if topic not in read:
+                continue
+            partition = int(partition_text)
+            if partition == UNASSIGNED:
+                raise ProcessingError(
+                    f"sent records with a null key to {topic}, which a later stage reads: the producer would choose "
+                    "their partition at random, so no batch can replay them; give the sink a partitioner or a key",
+                    task_id=report["task_id"],
+                )
+            upstream.setdefault((topic, partition), []).append(objects.output(topic, partition))
+
+
+def _run_partition(items: Iterable[TaskWork]) -> Iterator[dict[str, Any]]:
+    """The Spark task: run each (in practice: the one) task of this partition; return its report or its error."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    attempt = context.attemptNumber() if context is not None else 0
+    local_dirs = os.environ.get("SPARK_LOCAL_DIRS", "")
+    local_dir = local_dirs.split(",")[0] or None
+    for work in items:
+        inject, crash = work.fail_before_report and attempt == 0, work.crash_before_report
+        work = dataclasses.replace(work, local_dir=local_dir, fail_before_report=False, crash_before_report=False)
+        if inject:
+            try:
+                run_task(dataclasses.replace(work, fail_before_report=True), attempt=attempt)
+            except ProcessingError as exc:
+                if crash:
+                    os._exit(1)
+                raise InjectedFailure(str(exc)) from exc
+        try:
+            yield run_task(work, attempt=attempt)
+        except StreamprocError as exc:
+            logging.getLogger(__name__).error("task [%s] failed: %s", work.task_id, exc)
+            yield {"task_id": work.task_id, "error": str(exc)}
+
+
+def _module_root(reference: str) -> str | None:
+    """The directory to put on the executors' ``PYTHONPATH`` so that ``MODULE`` of ``MODULE:FUNCTION`` imports."""
+    module = reference.partition(":")[0]
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        return None
+    depth = len(module.split("."))
+    if spec.submodule_search_locations is not None:  # a package: origin is its __init__.py
+        depth += 1
+    return str(Path(spec.origin).resolve().parents[depth - 1])
+
+
+def spark_context(master: str | None, conf: Mapping[str, str], *, python_path: Sequence[str] = ()) -> SparkContext:
+    """A ``SparkContext`` on ``master`` bound to loopback, its Python workers on this interpreter.
+
+    ``master`` ``None``: the one ``spark-submit --master`` chose when the driver runs under ``spark-submit`` (its
+    gateway is already up), else ``local[*]``.
+    """
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    if python_path:
+        existing = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([*python_path, *existing]))
+    from pyspark import SparkConf, SparkContext
+
+    under_submit = bool(os.environ.get("PYSPARK_GATEWAY_PORT"))
+    spark_conf = SparkConf().setAppName("streamproc process")
+    if master is not None or not under_submit:
+        spark_conf.setMaster(master or "local[*]")
+    spark_conf = (
+        spark_conf.set("spark.driver.host", "127.0.0.1")
+        .set("spark.driver.bindAddress", "127.0.0.1")
+        .set("spark.ui.enabled", "false")
+        .set("spark.ui.showConsoleProgress", "false")  # the CLI draws its own progress bar
+        .set("spark.executorEnv.PYTHONPATH", os.environ.get("PYTHONPATH", ""))
+    )
+    for key, value in conf.items():
+        spark_conf.set(key, value)
+    return SparkContext.getOrCreate(spark_conf)
+
+
+def _watch(sc: SparkContext, total: int, progress: Progress, done: threading.Event) -> None:
+    tracker = sc.statusTracker()
+    while not done.wait(0.5):
+        completed = 0
+        for job_id in tracker.getActiveJobsIds():
+            job = tracker.getJobInfo(job_id)
+            for stage_id in job.stageIds if job is not None else ():
+                stage = tracker.getStageInfo(stage_id)
+                if stage is not None:
+                    completed += stage.numCompletedTasks
+        progress(completed, total)
+
+
+def run_tasks(sc: SparkContext, work: Sequence[TaskWork], *, progress: Progress | None = None) -> list[dict[str, Any]]:
+    """Run every task of ``work`` as its own Spark task; returns the reports in task order (raises a task's error)."""
+    if not work:
+        return []
+    done = threading.Event()
+    watcher = None
+    if progress is not None:
+        watcher = threading.Thread(target=_watch, args=(sc, len(work), progress, done), daemon=True)
+        watcher.start()
+    try:
+        reports: list[dict[str, Any]] = sc.parallelize(list(work), len(work)).mapPartitions(_run_partition).collect()
+    except Exception as exc:  # py4j's error: the Python traceback of the last failed attempt, as text
+        last = [line for line in str(exc).splitlines() if line.strip()]
+        cause = next(
+            (line for line in reversed(last) if "Error" in line or "Exception" in line), last[-1] if last else ""
+        )
+        raise ProcessingError(
+            f"the Spark job failed after its retries: {cause.strip()}; tasks without a report are not done, "
+            "re-run the same command to run only those"
+        ) from exc
+    finally:
+        done.set()
+        if watcher is not None:
+            watcher.join()
+    if progress is not None:
+        progress(len(work), len(work))
+    failed = [r for r in reports if "error" in r]
+    if failed:
+        for report in failed[1:]:
+            logger.error("%s", report["error"])
+        raise ProcessingError(
+            f"{len(failed)} of {len(work)} task(s) failed; the first: {failed[0]['error']}"
+            if len(failed) > 1
+            else failed[0]["error"]
+        )
+    return reports
+
+
+def _offset(progress: Progress | None, done: int, total: int) -> Progress | None:
+    """A stage's progress as progress over every task of the run."""
+    if progress is None:
+        return None
+    report = progress
+
+    def stage_progress(completed: int, _stage_total: int) -> None:
+        report(done + completed, total)
+
+    return stage_progress
+
+
+def process(
+    plan: RunPlan,
+    *,
+    store_uri: str,
+    topology: str,
+    master: str | None = None,
+    conf: Mapping[str, str] | None = None,
+    partitions: Mapping[str, int] | None = None,
+    store_options: Mapping[str, Any] | None = None,
+    progress: Progress | None = None,
+) -> list[dict[str, Any]]:
+    """The process step: check the topology against the plan, then run every task on Spark (see the module doc)."""
+    user_topology, _config = load_topology(topology)
+    check_topology(plan, user_topology, topology)
+    settings = dict(conf or {})
+    counts = partition_counts(plan, partitions or {})
+    check_sink_counts(plan, user_topology, counts)
+    work = task_work(
+        plan,
+        topology=topology,
+        store_uri=store_uri,
+        counts=counts,
+        store_options=store_options,
+        fail_first_attempt=settings.get(FAIL_FIRST_ATTEMPT_CONF),
+    )
+    root = _module_root(topology)
+    read = {r.topic for r in plan.ranges}
+    sc = spark_context(master, settings, python_path=[root] if root else [])
+    reports: list[dict[str, Any]] = []
+    upstream: dict[tuple[str, int], list[str]] = {}
+    try:
+        staged = stages(plan, work)
+        for number, stage in enumerate(staged, start=1):
+            logger.info(
+                "Processing stage %d of %d: %d task(s) of plan %s on %s",
+                number,
+                len(staged),
+                len(stage),
+                plan_id(plan),
+                sc.master,
+            )
+            stage_reports = run_tasks(
+                sc,
+                [with_upstream(item, upstream) for item in stage],
+                progress=_offset(progress, len(reports), len(work)),
+            )
+            record_upstream(stage_reports, upstream, read)
+            reports.extend(stage_reports)
+    finally:
+        sc.stop()
+    reports.sort(key=lambda r: TaskId.parse(r["task_id"]))
+    for report in reports:
+        logger.info(
+            "task [%s] %s: %s records processed, dropped %s, stream time %s",
+            report["task_id"],
+            "already done" if report.get("skipped") else "done",
+            report["records_processed"],
+            report["dropped"],
+            report["stream_time"],
+        )
+    return reports

@@ -1,0 +1,290 @@
+"""What one task writes: outputs per sink topic and partition, changelog records, drops, store bundle, report.
+
+Object names are fixed by the plan and the task (:class:`TaskObjects`), so a retried or re-run task writes exactly
+the same names; rows are written in production order with fixed Parquet settings, so the same plan gives the same
+bytes. Files are first written under the executor's local directory (bounded memory: a row group at a time) and
+then published as the final object; the report is published last and is the task's commit marker — a task without
+a report has not happened, whatever else exists under its prefix, and a re-run skips a task whose report exists.
+
+Records a sink sends are partitioned as ``RecordCollectorImpl#send`` would (``engine/partitioner.py``: murmur2 of the
+serialized key, or the sink's ``StreamPartitioner``). A record whose partition the producer would choose at random
+(a null key without a partitioner) goes to partition ``-1`` (:data:`UNASSIGNED`): the hand-off lets the producer
+choose, as the live application would.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tarfile
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from streamproc.engine.dropped_records import DroppedRecord
+from streamproc.engine.processor_topology import Partitioner, RecordCollector
+from streamproc.engine.records import Headers, TopicPartition
+from streamproc.engine.task_id import TaskId
+from streamproc.errors import ProcessingError
+from streamproc.state.changelog import ChangelogRecord
+from streamproc.state.changelog_collector import ChangelogCollector
+from streamproc.storage.object_store import _TEMP_MARKER, LocalObjectStore, ObjectStore
+
+#: The partition of a record the producer would place itself (null key, no partitioner).
+UNASSIGNED = -1
+#: Rows buffered per file before a row group is written.
+ROW_GROUP_ROWS = 16 * 1024
+
+_HEADERS = pa.list_(pa.field("element", pa.struct([("key", pa.string()), ("value", pa.binary())]), nullable=False))
+
+#: Sink output: ``sequence`` is the task-wide production order (outputs of all topics share it).
+OUTPUT_SCHEMA = pa.schema(
+    [
+        pa.field("sequence", pa.int64(), nullable=False),
+        pa.field("topic", pa.string(), nullable=False),
+        pa.field("partition", pa.int32(), nullable=False),
+        pa.field("timestamp", pa.int64(), nullable=False),
+        pa.field("key", pa.binary()),
+        pa.field("value", pa.binary()),
+        pa.field("headers", _HEADERS, nullable=False),
+        pa.field("processor_node_id", pa.string(), nullable=False),
+    ]
+)
+
+#: Changelog records of the task's stores, in write order (``sequence`` shared with nothing else).
+CHANGELOG_SCHEMA = pa.schema(
+    [
+        pa.field("sequence", pa.int64(), nullable=False),
+        pa.field("store", pa.string(), nullable=False),
+        pa.field("topic", pa.string(), nullable=False),
+        pa.field("partition", pa.int32(), nullable=False),
+        pa.field("timestamp", pa.int64(), nullable=False),
+        pa.field("key", pa.binary(), nullable=False),
+        pa.field("value", pa.binary()),
+        pa.field("headers", _HEADERS, nullable=False),
+    ]
+)
+
+#: Records the task dropped (``dropped-records`` sensor events), in the order they were dropped.
+DROPS_SCHEMA = pa.schema(
+    [
+        pa.field("topic", pa.string()),
+        pa.field("partition", pa.int32(), nullable=False),
+        pa.field("offset", pa.int64(), nullable=False),
+        pa.field("reason", pa.string(), nullable=False),
+        pa.field("records_processed", pa.int64(), nullable=False),
+    ]
+)
+
+#: Fixed writer settings: equal rows give equal bytes.
+_WRITE_OPTIONS: dict[str, Any] = {
+    "version": "2.6",
+    "compression": "zstd",
+    "compression_level": 3,
+    "use_dictionary": True,
+    "write_statistics": True,
+    "data_page_version": "1.0",
+    "use_compliant_nested_type": True,
+    "store_schema": True,
+    "write_page_index": False,
+    "write_page_checksum": False,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class TaskObjects:
+    """The object names of one task of one plan: ``process/<plan id>/tasks/<task id>/...``."""
+
+    plan_id: str
+    task_id: TaskId
+
+    @property
+    def prefix(self) -> str:
+        return f"process/{self.plan_id}/tasks/{self.task_id}/"
+
+    def output(self, topic: str, partition: int) -> str:
+        return f"{self.prefix}outputs/{topic}+{partition}.parquet"
+
+    def changelog(self, topic: str, partition: int) -> str:
+        return f"{self.prefix}changelogs/{topic}+{partition}.parquet"
+
+    @property
+    def drops(self) -> str:
+        return f"{self.prefix}drops.parquet"
+
+    @property
+    def stores(self) -> str:
+        return f"{self.prefix}stores.tar"
+
+    @property
+    def report(self) -> str:
+        return f"{self.prefix}report.json"
+
+
+class _ParquetFiles:
+    """One local Parquet file per key, written a row group at a time, then published under final names."""
+
+    def __init__(self, schema: pa.Schema, work_dir: Path) -> None:
+        self._schema = schema
+        self._work_dir = work_dir
+        self._columns: dict[tuple[str, int], list[list[Any]]] = {}
+        self._writers: dict[tuple[str, int], pq.ParquetWriter] = {}
+        self.counts: dict[tuple[str, int], int] = {}
+
+    def append(self, key: tuple[str, int], row: tuple[Any, ...]) -> None:
+        columns = self._columns.get(key)
+        if columns is None:
+            columns = self._columns[key] = [[] for _ in self._schema]
+        for column, value in zip(columns, row, strict=True):
+            column.append(value)
+        self.counts[key] = self.counts.get(key, 0) + 1
+        if len(columns[0]) >= ROW_GROUP_ROWS:
+            self._flush(key)
+
+    def _path(self, key: tuple[str, int]) -> Path:
+        return self._work_dir / f"{key[0]}+{key[1]}.parquet"
+
+    def _flush(self, key: tuple[str, int]) -> None:
+        columns = self._columns[key]
+        if not columns[0]:
+            return
+        writer = self._writers.get(key)
+        if writer is None:
+            writer = self._writers[key] = pq.ParquetWriter(self._path(key), self._schema, **_WRITE_OPTIONS)
+        writer.write_table(pa.table(columns, schema=self._schema), row_group_size=ROW_GROUP_ROWS)
+        for column in columns:
+            column.clear()
+
+    def close(self) -> dict[tuple[str, int], Path]:
+        for key in list(self._columns):
+            self._flush(key)
+        for writer in self._writers.values():
+            writer.close()
+        return {key: self._path(key) for key in sorted(self._writers)}
+
+
+def _headers(headers: Headers) -> list[dict[str, Any]]:
+    return [{"key": key, "value": value} for key, value in headers]
+
+
+class TaskOutputCollector(RecordCollector):
+    """``RecordCollector`` that streams each sent record into its (topic, partition) file instead of a list."""
+
+    def __init__(self, partition_counts: Mapping[str, int], work_dir: Path, task_id: TaskId) -> None:
+        super().__init__(partition_counts)
+        self.task_id = task_id
+        self.files = _ParquetFiles(OUTPUT_SCHEMA, work_dir)
+        self.sent = 0
+
+    def send(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int,
+        headers: Headers,
+        processor_node_id: str,
+        partitioner: Partitioner | None,
+    ) -> None:
+        count = self.partition_counts.get(topic)
+        if count is None:
+            raise ProcessingError(
+                f"sink {processor_node_id} sent a record to topic {topic}, whose partition count the run does not "
+                f"know; pass --partitions {topic}=N to `streamproc process` (the topic's partition count in Kafka)",
+                task_id=str(self.task_id),
+            )
+        partition = None if partitioner is None else partitioner(topic, key, value, count)
+        if partition is None:
+            partition = UNASSIGNED
+        row = (self.sent, topic, partition, timestamp, key, value, _headers(headers), processor_node_id)
+        self.files.append((topic, partition), row)
+        self.sent += 1
+
+
+class TaskChangelogCollector(ChangelogCollector):
+    """``ChangelogCollector`` that streams each changelog record into its partition's file."""
+
+    def __init__(self, task_id: TaskId, work_dir: Path) -> None:
+        super().__init__(task_id)
+        self.files = _ParquetFiles(CHANGELOG_SCHEMA, work_dir)
+        self.sent = 0
+
+    def send(self, store_name: str, partition: TopicPartition, record: ChangelogRecord) -> None:
+        if partition.partition != self.task_id.partition:
+            super().send(store_name, partition, record)  # raises the wiring error
+        row = (
+            self.sent,
+            store_name,
+            partition.topic,
+            partition.partition,
+            record.timestamp,
+            record.key,
+            record.value,
+            _headers(record.headers),
+        )
+        self.files.append((partition.topic, partition.partition), row)
+        self.sent += 1
+
+    def counts(self) -> dict[TopicPartition, int]:
+        return {TopicPartition(topic, part): n for (topic, part), n in sorted(self.files.counts.items())}
+
+
+def drops_bytes(drops: tuple[DroppedRecord, ...]) -> bytes:
+    columns: list[list[Any]] = [[], [], [], [], []]
+    for drop in drops:
+        for column, value in zip(
+            columns, (drop.topic, drop.partition, drop.offset, drop.reason, drop.records_processed), strict=True
+        ):
+            column.append(value)
+    sink = io.BytesIO()
+    pq.write_table(pa.table(columns, schema=DROPS_SCHEMA), sink, **_WRITE_OPTIONS)
+    return sink.getvalue()
+
+
+def bundle_bytes(task_dir: Path) -> bytes:
+    """The task directory's stores as a tar in Kafka Streams' layout (no ``.lock``/``.checkpoint``): sorted entries,
+    no owners or times, so the archive's bytes depend only on the files (RocksDB's own files carry unique ids)."""
+    sink = io.BytesIO()
+    with tarfile.open(fileobj=sink, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for path in sorted(task_dir.rglob("*")):
+            relative = path.relative_to(task_dir)
+            if relative.name in (".lock", ".checkpoint"):
+                continue
+            info = tar.gettarinfo(str(path), arcname=str(relative))
+            info.mtime = 0
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            if info.isfile():
+                with open(path, "rb") as handle:
+                    tar.addfile(info, handle)
+            else:
+                tar.addfile(info)
+    return sink.getvalue()
+
+
+def publish_file(store: ObjectStore, name: str, path: Path) -> int:
+    """Publish a local file as object ``name``: a rename in a local store, one PUT otherwise. Returns its size."""
+    size = path.stat().st_size
+    if isinstance(store, LocalObjectStore):
+        target = store.root.joinpath(*name.split("/"))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temp = target.with_name(f".{target.name}{_TEMP_MARKER}{uuid.uuid4().hex}")
+        with open(path, "rb") as source, open(temp, "wb") as out:
+            while chunk := source.read(1 << 20):
+                out.write(chunk)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temp, target)
+        return size
+    store.put(name, path.read_bytes())
+    return size
+
+
+def report_bytes(report: Mapping[str, Any]) -> bytes:
+    return (json.dumps(report, indent=2, sort_keys=True) + "\n").encode()

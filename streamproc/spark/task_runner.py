@@ -1,0 +1,303 @@
+"""One Kafka Streams task of a plan, run to the end of its planned ranges: what one Spark task executes.
+
+Nothing here imports Spark: :func:`run_task` takes a :class:`TaskWork` (small, picklable, built by the driver) and
+returns the task's report, so it is tested directly and run identically inside a Spark executor.
+
+Steps: skip when the task's report exists (a re-run); check every input and changelog range is staged; restore the
+stores (``ProcessorStateManager`` into RocksDB under the executor's local directory, from the plan's changelog
+ranges); run the task (``AssignedStreamsTasks``: restoring → running → to the end of its inputs); publish outputs,
+changelog records, drops and the store bundle; publish the report last (the commit marker).
+
+**Commit point.** In a batch a commit is a point where outputs, changelog records, offsets and partition times are
+durable and a retry could resume from there. This job commits once, at the task's end: the inputs are staged and
+the outputs deterministic, so a retried task re-runs from its planned start and rewrites the same objects, which is
+cheaper and simpler than snapshotting RocksDB at intermediate points; the report (offsets, partition times, counts)
+is the commit record the hand-off reads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+import importlib
+import itertools
+import json
+import logging
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from streamproc.engine.assigned_streams_tasks import AssignedStreamsTasks, TaskInputs
+from streamproc.engine.records import ConsumerRecord, RawRecord, TopicPartition
+from streamproc.engine.replay import PartitionInput
+from streamproc.engine.stream_task import StreamTask, TaskConfig
+from streamproc.engine.task_id import TaskId
+from streamproc.engine.topology import Topology
+from streamproc.engine.topology_builder import build_processor_topology, store_builders
+from streamproc.errors import ConfigError, ProcessingError
+from streamproc.spark.task_input import read_records, staged_range
+from streamproc.spark.task_output import (
+    TaskChangelogCollector,
+    TaskObjects,
+    TaskOutputCollector,
+    bundle_bytes,
+    drops_bytes,
+    publish_file,
+    report_bytes,
+)
+from streamproc.state.processor_state_manager import ProcessorStateManager
+from streamproc.state.restore_plan import ChangelogState
+from streamproc.state.state_directory import StateDirectory
+from streamproc.state.store_builders import store_definitions
+from streamproc.storage.object_store import ObjectStore, load_store
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class InputRange:
+    """One input partition of the task: ``[start, end)`` and the committed partition time (-1: none)."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+    partition_time: int
+    #: Output objects of upstream tasks (earlier stages) for this partition, in upstream ``TaskId`` order: their
+    #: records follow the staged ones, at offsets ``end``, ``end + 1``, ... (see :func:`upstream_records`).
+    appended: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreRange:
+    """One store's changelog ``[start, end)`` to restore before processing."""
+
+    store: str
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class TaskWork:
+    """Everything an executor needs to run one task (sent to it pickled; a few hundred bytes)."""
+
+    plan_id: str
+    application_id: str
+    task_id: str
+    subtopology: int
+    topology: str
+    store_uri: str
+    inputs: tuple[InputRange, ...]
+    restores: tuple[RestoreRange, ...] = ()
+    partition_counts: Mapping[str, int] = field(default_factory=dict)
+    store_options: Mapping[str, Any] = field(default_factory=dict)
+    local_dir: str | None = None
+    #: Raise after publishing everything but the report (the retry test's injected executor failure).
+    fail_before_report: bool = False
+    #: With ``fail_before_report``: kill the Python worker instead of raising (the driver's ``_run_partition``).
+    crash_before_report: bool = False
+
+
+def load_topology(reference: str) -> tuple[Topology, TaskConfig]:
+    """``MODULE:FUNCTION`` → the user's ``Topology`` (and ``TaskConfig`` when the factory returns a pair)."""
+    module_name, _, function_name = reference.partition(":")
+    if not module_name or not function_name:
+        raise ConfigError(f"--topology {reference!r}: give MODULE:FUNCTION, e.g. myapp.topology:build")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(
+            f"--topology {reference!r}: cannot import {module_name} ({exc}); it must be importable on the driver and "
+            "on every executor (installed, or on PYTHONPATH)"
+        ) from exc
+    factory = getattr(module, function_name, None)
+    if not callable(factory):
+        raise ConfigError(f"--topology {reference!r}: {module_name} has no function {function_name}")
+    built = factory()
+    config = TaskConfig()
+    if isinstance(built, tuple) and len(built) == 2 and isinstance(built[1], TaskConfig):
+        built, config = built
+    if not isinstance(built, Topology):
+        raise ConfigError(
+            f"--topology {reference!r} returned {type(built).__name__}, not a streamproc Topology "
+            "(or a (Topology, TaskConfig) pair)"
+        )
+    return built, config
+
+
+def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
+    """Run ``work``'s task to the end of its ranges and publish its objects; returns its report (see module doc)."""
+    started = time.monotonic()
+    task_id = TaskId.parse(work.task_id)
+    store = load_store(work.store_uri, **dict(work.store_options))
+    objects = TaskObjects(work.plan_id, task_id)
+    if store.exists(objects.report):
+        report: dict[str, Any] = json.loads(store.get(objects.report))
+        logger.info("task [%s] already done (report %s exists): skipped", task_id, objects.report)
+        return {**report, "skipped": True}
+    topology, config = load_topology(work.topology)
+    config = dataclasses.replace(config, application_id=work.application_id)
+
+    staged_inputs = {
+        (r.topic, r.partition): staged_range(store, r.topic, r.partition, r.start, r.end, task=work.task_id)
+        for r in work.inputs
+    }
+    staged_restores = {
+        r.store: staged_range(store, r.topic, r.partition, r.start, r.end, task=work.task_id) for r in work.restores
+    }
+
+    work_dir = Path(tempfile.mkdtemp(prefix=f"streamproc-{task_id}-", dir=work.local_dir))
+    try:
+        for sub in ("state", "outputs", "changelogs"):
+            (work_dir / sub).mkdir()
+        state_directory = StateDirectory(work_dir / "state", work.application_id)
+        changelog_collector = TaskChangelogCollector(task_id, work_dir / "changelogs")
+        definitions = store_definitions(store_builders(topology, work.subtopology))
+        state = ProcessorStateManager(
+            task_id,
+            definitions,
+            application_id=work.application_id,
+            state_directory=state_directory,
+            collector=changelog_collector,
+        )
+        changelogs = {TopicPartition(r.topic, r.partition): ChangelogState(r.start, r.end) for r in work.restores}
+        tasks = AssignedStreamsTasks(log_prefix=f"stream-thread [spark-{work.plan_id}] ")
+        try:
+            state.initialize(changelogs)
+            restored = {
+                r.store: state.restore(r.store, read_records(store, staged_restores[r.store], task=work.task_id))
+                for r in work.restores
+            }
+            collector = TaskOutputCollector(work.partition_counts, work_dir / "outputs", task_id)
+            appended_counts: dict[str, int] = {}
+            graph = build_processor_topology(topology, work.subtopology, application_id=work.application_id)
+            partitions = [TopicPartition(r.topic, r.partition) for r in work.inputs]
+            task = StreamTask(task_id, graph, partitions, config=config, stores=state.stores, collector=collector)
+            state.attach(task.context)
+            inputs = tuple(
+                PartitionInput(
+                    TopicPartition(r.topic, r.partition),
+                    itertools.chain(
+                        read_records(store, staged_inputs[(r.topic, r.partition)], task=work.task_id),
+                        upstream_records(store, r, appended_counts),
+                    ),
+                    r.partition_time,
+                )
+                for r in work.inputs
+            )
+            tasks.add_new_task(task, TaskInputs(inputs, frozenset(changelogs)))
+            tasks.add_to_restoring(task_id)
+            tasks.update_restored(changelogs)
+            tasks.run_to_end()
+            result = tasks.close()[task_id]
+        except BaseException:
+            tasks.close(clean=False)  # processors closed, nothing committed: no report, nothing counts as done
+            raise
+        finally:
+            if state.plan is not None:
+                state.close()  # the Python worker is reused between Spark tasks: never leave RocksDB open
+            state_directory.unlock()
+
+        written: dict[str, int] = {}
+        outputs = collector.files.close()
+        for (topic, partition), path in outputs.items():
+            written[objects.output(topic, partition)] = publish_file(store, objects.output(topic, partition), path)
+        for (topic, partition), path in changelog_collector.files.close().items():
+            written[objects.changelog(topic, partition)] = publish_file(
+                store, objects.changelog(topic, partition), path
+            )
+        drops = drops_bytes(result.dropped)
+        store.put(objects.drops, drops)
+        written[objects.drops] = len(drops)
+        if any(d.persistent for d in definitions):
+            bundle = bundle_bytes(state_directory.task_dir(task_id))
+            store.put(objects.stores, bundle)
+            written[objects.stores] = len(bundle)
+        if work.fail_before_report:
+            raise ProcessingError(
+                f"injected failure before the report of attempt {attempt} (outputs published, report not)",
+                task_id=work.task_id,
+            )
+        report = {
+            "plan_id": work.plan_id,
+            "task_id": work.task_id,
+            "subtopology": work.subtopology,
+            "attempt": attempt,
+            "records_processed": result.records_processed,
+            "steps": result.steps,
+            "skip_steps": len(result.skip_steps),
+            "dropped": dict(sorted(result.dropped_counts.items())),
+            "stream_time": result.stream_time,
+            "punctuations": result.punctuations,
+            "offsets": {
+                str(tp): {"next_offset": c.offset, "partition_time": c.partition_time}
+                for tp, c in sorted(result.committable_offsets.items())
+            },
+            "inputs": {
+                f"{r.topic}-{r.partition}": {"start": r.start, "end": r.end, "records": r.records, "bytes": r.bytes}
+                for r in staged_inputs.values()
+            },
+            "restored": dict(sorted(restored.items())),
+            "appended": dict(sorted(appended_counts.items())),
+            "outputs": {f"{t}+{p}": n for (t, p), n in sorted(collector.files.counts.items())},
+            "changelogs": {f"{t}+{p}": n for (t, p), n in sorted(changelog_collector.files.counts.items())},
+            "objects": dict(sorted(written.items())),
+            "bytes_read": sum(r.bytes for r in (*staged_inputs.values(), *staged_restores.values())),
+            "bytes_written": sum(written.values()),
+            "seconds": round(time.monotonic() - started, 3),
+        }
+        store.put(objects.report, report_bytes(report))
+        logger.info(
+            "task [%s] processed %s records, dropped %s, stream time %s; %s output records",
+            task_id,
+            result.records_processed,
+            report["dropped"],
+            result.stream_time,
+            collector.sent,
+        )
+        return {**report, "skipped": False}
+    finally:
+        shutil.rmtree(work_dir, ignore_errors=True)
+
+
+def _output_rows(store: ObjectStore, name: str) -> Iterator[tuple[int, bytes | None, bytes | None, Any]]:
+    """(timestamp, key, value, headers) of one upstream output object, in production order, a batch at a time."""
+    parquet = pq.ParquetFile(pa.BufferReader(store.get(name)))
+    for batch in parquet.iter_batches(columns=["timestamp", "key", "value", "headers"]):
+        columns = [batch.column(i).to_pylist() for i in range(4)]
+        yield from zip(*columns, strict=True)
+
+
+def upstream_records(store: ObjectStore, r: InputRange, counts: dict[str, int]) -> Iterator[RawRecord]:
+    """The records earlier stages' tasks wrote to ``r``'s partition, as the partition's next offsets.
+
+    Several upstream tasks' records are interleaved deterministically (docs/semantics.md): always the head with the
+    smallest timestamp next, ties to the upstream task first in ``TaskId`` order; each task's own records keep their
+    production order (what a consumer of the live topic could see if the producers kept pace with each other).
+    """
+    if not r.appended:
+        return
+    streams = [_output_rows(store, name) for name in r.appended]
+    offset = r.end
+    name = f"{r.topic}-{r.partition}"
+    for timestamp, key, value, headers in heapq.merge(*streams, key=lambda row: row[0]):
+        yield ConsumerRecord.raw(
+            r.topic,
+            r.partition,
+            offset,
+            timestamp,
+            key,
+            value,
+            headers=tuple((h["key"], h["value"]) for h in headers),
+        )
+        offset += 1
+        counts[name] = counts.get(name, 0) + 1

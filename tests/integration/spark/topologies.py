@@ -1,0 +1,133 @@
+"""Topologies the Spark tests process: importable on the executors as ``tests.integration.spark.topologies:NAME``.
+
+Topic names are fixed here (a factory takes no arguments); the tests create them once per session.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streamproc import Processor, ProcessorContext, Record, Stores, TaskConfig, Topology, serde_for
+
+COUNT_INPUT = "spark-count-words"
+COUNT_OUTPUT = "spark-count-totals"
+STRING = serde_for("String")
+LONG = serde_for("Long")
+
+
+class CountPerKey(Processor):
+    """Count per key in a timestamped store; forward each new count (a count topology, Processor API)."""
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+        self.store: Any = context.get_state_store("counts")
+
+    def process(self, record: Record[Any, Any]) -> None:
+        from streamproc.state.stores import ValueAndTimestamp
+
+        old = self.store.get(record.key)
+        count = 1 if old is None else old.value + 1
+        self.store.put(record.key, ValueAndTimestamp(count, max(record.timestamp, old.timestamp if old else 0)))
+        self.context.forward(Record(record.key, count, record.timestamp))
+
+
+def count() -> Topology:
+    """Source → count (persistent timestamped store, logged) → sink."""
+    t = Topology()
+    t.add_source("words", COUNT_INPUT, key_deserializer=STRING.deserializer, value_deserializer=STRING.deserializer)
+    t.add_processor("count", CountPerKey, "words")
+    t.add_state_store(
+        Stores.timestamped_key_value_store_builder(
+            Stores.persistent_timestamped_key_value_store("counts"), STRING, LONG
+        ),
+        "count",
+    )
+    t.add_sink("totals", COUNT_OUTPUT, "count", key_serializer=STRING.serializer, value_serializer=LONG.serializer)
+    return t
+
+
+def count_renamed() -> Topology:
+    """The same program with the sink renamed: not the plan's topology."""
+    t = Topology()
+    t.add_source("words", COUNT_INPUT, key_deserializer=STRING.deserializer, value_deserializer=STRING.deserializer)
+    t.add_processor("count", CountPerKey, "words")
+    t.add_state_store(
+        Stores.timestamped_key_value_store_builder(
+            Stores.persistent_timestamped_key_value_store("counts"), STRING, LONG
+        ),
+        "count",
+    )
+    t.add_sink("sink", COUNT_OUTPUT, "count", key_serializer=STRING.serializer, value_serializer=LONG.serializer)
+    return t
+
+
+REKEY_INPUT = "spark-rekey-orders"
+REKEY_OUTPUT = "spark-rekey-totals"
+#: The repartition topic (``<application.id>-rekeyed-repartition`` at run time; describe() tells it by the suffix).
+REKEYED = "rekeyed-repartition"
+
+
+class Rekey(Processor):
+    """The value becomes the key (``selectKey``): records of one customer come from every input partition."""
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+
+    def process(self, record: Record[Any, Any]) -> None:
+        self.context.forward(Record(record.value, record.value, record.timestamp, record.headers))
+
+
+def rekey_count() -> Topology:
+    """Sub-topology 0 re-keys into a repartition topic; sub-topology 1 counts per new key (two stages)."""
+    t = Topology()
+    t.add_source("orders", REKEY_INPUT, key_deserializer=STRING.deserializer, value_deserializer=STRING.deserializer)
+    t.add_processor("rekey", Rekey, "orders")
+    t.add_internal_topic(REKEYED)
+    t.add_sink("to-rekeyed", REKEYED, "rekey", key_serializer=STRING.serializer, value_serializer=STRING.serializer)
+    t.add_source("from-rekeyed", REKEYED, key_deserializer=STRING.deserializer, value_deserializer=STRING.deserializer)
+    t.add_processor("count", CountPerKey, "from-rekeyed")
+    t.add_state_store(
+        Stores.timestamped_key_value_store_builder(
+            Stores.persistent_timestamped_key_value_store("counts"), STRING, LONG
+        ),
+        "count",
+    )
+    t.add_sink("totals", REKEY_OUTPUT, "count", key_serializer=STRING.serializer, value_serializer=LONG.serializer)
+    return t
+
+
+class CountFailingOnK7(CountPerKey):
+    """Counts, but raises on key ``k7`` (a processor bug)."""
+
+    def process(self, record: Record[Any, Any]) -> None:
+        if record.key == "k7":
+            raise ValueError("cannot count k7")
+        super().process(record)
+
+
+def _count_with(processor: type[Processor]) -> Topology:
+    t = Topology()
+    t.add_source("words", COUNT_INPUT, key_deserializer=STRING.deserializer, value_deserializer=STRING.deserializer)
+    t.add_processor("count", processor, "words")
+    t.add_state_store(
+        Stores.timestamped_key_value_store_builder(
+            Stores.persistent_timestamped_key_value_store("counts"), STRING, LONG
+        ),
+        "count",
+    )
+    t.add_sink("totals", COUNT_OUTPUT, "count", key_serializer=STRING.serializer, value_serializer=LONG.serializer)
+    return t
+
+
+def count_failing() -> Topology:
+    """``count`` whose processor fails on ``k7``; the default handler (LogAndFail) fails the task."""
+    return _count_with(CountFailingOnK7)
+
+
+def count_failing_continue() -> tuple[Topology, TaskConfig]:
+    """``count_failing`` with ``processing.exception.handler`` LogAndContinue: ``k7`` records are dropped."""
+    from streamproc.engine.processing_handler import LogAndContinueProcessingExceptionHandler
+
+    return _count_with(CountFailingOnK7), TaskConfig(
+        processing_exception_handler=LogAndContinueProcessingExceptionHandler()
+    )
