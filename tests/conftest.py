@@ -8,6 +8,7 @@ topic, group and bucket names from ``unique``. Everything under ``tests/integrat
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import re
 import tempfile
@@ -124,14 +125,16 @@ def unique(request: pytest.FixtureRequest) -> Callable[[str], str]:
     return make
 
 
+#: the levels of the loggers the CLI sets, as the test session started (before any fixture ran the CLI)
+_SESSION_LOG_LEVELS = {name: logging.getLogger(name).level for name in ("streamproc", "streamproc.librdkafka")}
+
+
 @pytest.fixture(autouse=True)
 def _restore_streamproc_log_levels() -> Iterator[None]:
-    """``streamproc``'s CLI sets its loggers' levels for the process (``-v``); a test that runs it through
-    ``CliRunner`` must not change what later tests' ``caplog`` sees."""
-    import logging
-
-    names = ("streamproc", "streamproc.librdkafka")
-    levels = {name: logging.getLogger(name).level for name in names}
+    """``streamproc``'s CLI sets its loggers' levels for the process (``-v``); a test or a module fixture that runs it
+    through ``CliRunner`` must not change what later tests' ``caplog`` sees."""
+    for name, level in _SESSION_LOG_LEVELS.items():
+        logging.getLogger(name).setLevel(level)
     yield
-    for name, level in levels.items():
+    for name, level in _SESSION_LOG_LEVELS.items():
         logging.getLogger(name).setLevel(level)

@@ -66,7 +66,7 @@ def test_one_snapshot_holds_everything_the_plan_reads(
 
     live = plan_run(client, app_id, PlanRequest(), topology=topology, state_dir=tmp_path)
     local = read_local_checkpoints(tmp_path, app_id, sorted(analysis.tasks))
-    pure = build_run_plan(app, PlanRequest(), snapshot, analysis=analysis, local=local)
+    pure = build_run_plan(app, PlanRequest(), snapshot, analysis=analysis, local=local, topology=topology)
     assert live.to_json() == pure.to_json()
     assert [(r.task_id, r.changelog_topic, r.start, r.end) for r in live.restores] == [
         ("1_0", changelog, 1, 3),
