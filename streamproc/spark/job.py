@@ -25,10 +25,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from streamproc.engine.dead_letter_queue import exception_name
 from streamproc.engine.internal_topics import internal_topic_prefix
 from streamproc.engine.task_id import TaskId
 from streamproc.engine.topology import SinkNodeSpec, Topology
-from streamproc.errors import ConfigError, ProcessingError, StreamprocError
+from streamproc.errors import ConfigError, ProcessingError, RecordValidationError, StreamprocError
 from streamproc.plan.run_plan import RunPlan
 from streamproc.spark.task_output import UNASSIGNED, TaskObjects
 from streamproc.spark.task_runner import InputRange, RestoreRange, TaskWork, load_topology, run_task
@@ -229,7 +230,15 @@ def _run_partition(items: Iterable[TaskWork]) -> Iterator[dict[str, Any]]:
             yield run_task(work, attempt=attempt)
         except StreamprocError as exc:
             logging.getLogger(__name__).error("task [%s] failed: %s", work.task_id, exc)
-            yield {"task_id": work.task_id, "error": str(exc)}
+            yield {"task_id": work.task_id, "error": error_text(exc)}
+
+
+def error_text(exc: BaseException) -> str:
+    """The task's error line: the error, then the user's exception behind it (a processor's or a failed schema's)."""
+    cause = exc.__cause__
+    if cause is None or isinstance(cause, StreamprocError) and not isinstance(cause, RecordValidationError):
+        return str(exc)
+    return f"{exc}; caused by {exception_name(cause)}: {cause}"
 
 
 def _module_root(reference: str) -> str | None:

@@ -41,6 +41,7 @@ from streamproc.engine.stream_task import StreamTask, TaskConfig
 from streamproc.engine.task_id import TaskId
 from streamproc.engine.topology import Topology
 from streamproc.engine.topology_builder import build_processor_topology, store_builders
+from streamproc.engine.validation import ValidatingSourceNode, prevalidated
 from streamproc.errors import ConfigError, ProcessingError
 from streamproc.spark.task_input import read_records, staged_range
 from streamproc.spark.task_output import (
@@ -52,6 +53,7 @@ from streamproc.spark.task_output import (
     publish_file,
     report_bytes,
 )
+from streamproc.spark.task_schemas import DEAD_LETTER_QUEUE, DROPS, check_file, check_report
 from streamproc.state.processor_state_manager import ProcessorStateManager
 from streamproc.state.restore_plan import ChangelogState
 from streamproc.state.state_directory import StateDirectory
@@ -186,9 +188,12 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
             inputs = tuple(
                 PartitionInput(
                     TopicPartition(r.topic, r.partition),
-                    itertools.chain(
-                        read_records(store, staged_inputs[(r.topic, r.partition)], task=work.task_id),
-                        upstream_records(store, r, appended_counts),
+                    _checked_ahead(
+                        graph.source(r.topic),
+                        itertools.chain(
+                            read_records(store, staged_inputs[(r.topic, r.partition)], task=work.task_id),
+                            upstream_records(store, r, appended_counts),
+                        ),
                     ),
                     r.partition_time,
                 )
@@ -215,7 +220,11 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
             written[objects.changelog(topic, partition)] = publish_file(
                 store, objects.changelog(topic, partition), path
             )
+        dead_letters = collector.dead_letter_file()
+        check_file(DEAD_LETTER_QUEUE, dead_letters, objects.dead_letter_queue, work.task_id)
+        written[objects.dead_letter_queue] = publish_file(store, objects.dead_letter_queue, dead_letters)
         drops = drops_bytes(result.dropped)
+        check_file(DROPS, drops, objects.drops, work.task_id)
         store.put(objects.drops, drops)
         written[objects.drops] = len(drops)
         if any(d.persistent for d in definitions):
@@ -249,12 +258,14 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
             "restored": dict(sorted(restored.items())),
             "appended": dict(sorted(appended_counts.items())),
             "outputs": {f"{t}+{p}": n for (t, p), n in sorted(collector.files.counts.items())},
+            "dead_letter_queue": dict(sorted(collector.dead_letter_counts.items())),
             "changelogs": {f"{t}+{p}": n for (t, p), n in sorted(changelog_collector.files.counts.items())},
             "objects": dict(sorted(written.items())),
             "bytes_read": sum(r.bytes for r in (*staged_inputs.values(), *staged_restores.values())),
             "bytes_written": sum(written.values()),
             "seconds": round(time.monotonic() - started, 3),
         }
+        check_report(report)
         store.put(objects.report, report_bytes(report))
         logger.info(
             "task [%s] processed %s records, dropped %s, stream time %s; %s output records",
@@ -267,6 +278,11 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
         return {**report, "skipped": False}
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
+
+
+def _checked_ahead(source: object, records: Iterator[RawRecord]) -> Iterator[RawRecord]:
+    """The records of a source with a ``value_schema`` have their values validated in batches ahead of processing."""
+    return prevalidated(source, records) if isinstance(source, ValidatingSourceNode) else records
 
 
 def _output_rows(store: ObjectStore, name: str) -> Iterator[tuple[int, bytes | None, bytes | None, Any]]:
