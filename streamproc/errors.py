@@ -125,6 +125,14 @@ class RecordError(ProcessingError):
         super().__init__(f"{message} (topic=[{topic}] partition=[{partition}] offset=[{offset}])", task_id=task_id)
 
 
+class RecordValidationError(StreamprocError):
+    """A source record's decoded value failed the pandera schema attached to its source (``value_schema``).
+
+    Raised inside the source node and handed to the processing exception handler like a processor's exception:
+    continue drops the record (and a KIP-1034 dead letter queue record carries this message), fail ends the task.
+    """
+
+
 class HandoffError(StreamprocError):
     """Committing offsets, writing checkpoints or purging repartition topics failed or was refused."""
 

@@ -14,6 +14,8 @@ REASON_DESERIALIZATION = "deserialization"
 REASON_NEGATIVE_TIMESTAMP = "negative_timestamp"
 REASON_PROCESSING_EXCEPTION = "processing_exception"
 REASON_PUNCTUATION_EXCEPTION = "punctuation_exception"
+#: A decoded value failed its source's pandera schema and the processing handler said continue (streamproc's own).
+REASON_VALIDATION = "validation"
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,16 +2,23 @@
 
 Mirrors ``org.apache.kafka.streams.errors.ProcessingExceptionHandler``, ``LogAndContinueProcessingExceptionHandler``
 and ``LogAndFailProcessingExceptionHandler`` (the default), checked against 4.2.0. The handler is asked at the
-processor node that raised; for a punctuator the record is ``None``.
+processor node that raised; for a punctuator the record is ``None``. With ``errors.dead.letter.queue.topic.name``
+configured, both stock handlers answer with a KIP-1034 dead letter queue record (``dead_letter_queue``).
 """
 
 from __future__ import annotations
 
 import enum
 import logging
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from streamproc.engine.dead_letter_queue import (
+    DeadLetterQueueRecord,
+    configured_topic,
+    maybe_build_dead_letter_queue_records,
+)
 from streamproc.engine.error_handler_context import ErrorHandlerContext
 from streamproc.engine.records import Record
 
@@ -30,17 +37,18 @@ class ProcessingHandlerResult(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class ProcessingExceptionResponse:
-    """``ProcessingExceptionHandler.Response`` (without dead-letter-queue records)."""
+    """``ProcessingExceptionHandler.Response``: the verdict and the dead letter queue records to send first."""
 
     result: ProcessingHandlerResult
+    dead_letter_queue_records: tuple[DeadLetterQueueRecord, ...] = ()
 
     @classmethod
-    def resume(cls) -> ProcessingExceptionResponse:
-        return cls(ProcessingHandlerResult.RESUME)
+    def resume(cls, records: Iterable[DeadLetterQueueRecord] = ()) -> ProcessingExceptionResponse:
+        return cls(ProcessingHandlerResult.RESUME, tuple(records))
 
     @classmethod
-    def fail(cls) -> ProcessingExceptionResponse:
-        return cls(ProcessingHandlerResult.FAIL)
+    def fail(cls, records: Iterable[DeadLetterQueueRecord] = ()) -> ProcessingExceptionResponse:
+        return cls(ProcessingHandlerResult.FAIL, tuple(records))
 
 
 @runtime_checkable
@@ -61,6 +69,13 @@ _MESSAGE = (
 class LogAndContinueProcessingExceptionHandler:
     """Logs WARN and goes on (RESUME): the failing node returns, siblings still get the record."""
 
+    def __init__(self, dead_letter_queue_topic: str | None = None) -> None:
+        self.dead_letter_queue_topic = dead_letter_queue_topic
+
+    def configure(self, configs: Mapping[str, object]) -> None:
+        """Reads ``errors.dead.letter.queue.topic.name`` (as the Java handler's ``configure``)."""
+        self.dead_letter_queue_topic = configured_topic(configs, self.dead_letter_queue_topic)
+
     def handle_error(
         self, context: ErrorHandlerContext, record: Record[Any, Any] | None, exception: Exception
     ) -> ProcessingExceptionResponse:
@@ -73,11 +88,22 @@ class LogAndContinueProcessingExceptionHandler:
             context.offset,
             exc_info=exception,
         )
-        return ProcessingExceptionResponse.resume()
+        return ProcessingExceptionResponse.resume(
+            maybe_build_dead_letter_queue_records(
+                self.dead_letter_queue_topic, context.source_raw_key, context.source_raw_value, context, exception
+            )
+        )
 
 
 class LogAndFailProcessingExceptionHandler:
     """The default: logs ERROR and fails the task (FAIL)."""
+
+    def __init__(self, dead_letter_queue_topic: str | None = None) -> None:
+        self.dead_letter_queue_topic = dead_letter_queue_topic
+
+    def configure(self, configs: Mapping[str, object]) -> None:
+        """Reads ``errors.dead.letter.queue.topic.name`` (as the Java handler's ``configure``)."""
+        self.dead_letter_queue_topic = configured_topic(configs, self.dead_letter_queue_topic)
 
     def handle_error(
         self, context: ErrorHandlerContext, record: Record[Any, Any] | None, exception: Exception
@@ -91,4 +117,8 @@ class LogAndFailProcessingExceptionHandler:
             context.offset,
             exc_info=exception,
         )
-        return ProcessingExceptionResponse.fail()
+        return ProcessingExceptionResponse.fail(
+            maybe_build_dead_letter_queue_records(
+                self.dead_letter_queue_topic, context.source_raw_key, context.source_raw_value, context, exception
+            )
+        )

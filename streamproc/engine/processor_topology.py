@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from streamproc.engine.dead_letter_queue import DeadLetterQueueRecord
 from streamproc.engine.dropped_records import REASON_PROCESSING_EXCEPTION, DroppedRecordsSensor
 from streamproc.engine.error_handler_context import ErrorHandlerContext
 from streamproc.engine.processing_handler import (
@@ -134,7 +135,10 @@ class ProcessorNode:
             offset=record_context.offset,
         )
 
-    def _handle(self, record: Record[Any, Any], processing_exception: Exception) -> None:
+    def _handle(
+        self, record: Record[Any, Any], processing_exception: Exception, reason: str = REASON_PROCESSING_EXCEPTION
+    ) -> None:
+        """Ask the handler; send its dead letter queue records; then FAIL raises, RESUME drops with ``reason``."""
         assert self._context is not None and self._handler is not None
         record_context = self._context.record_context
         error_context = ErrorHandlerContext(
@@ -161,6 +165,8 @@ class ProcessorNode:
             raise FailedProcessingException(
                 "Fatal user code error in processing error callback", self.name, fatal_user_exception
             ) from fatal_user_exception
+        for dead_letter in response.dead_letter_queue_records:  # sent before a FAIL ends the task, as in 4.2
+            self._context.collector.send_dead_letter_queue_record(dead_letter, self.name)
         if response.result is ProcessingHandlerResult.FAIL:
             logger.error(
                 "Processing exception handler is set to fail upon a processing error. If you would rather have the "
@@ -176,12 +182,7 @@ class ProcessorNode:
             self.name,
         )
         if self._dropped is not None:
-            self._dropped.record(
-                record_context.topic,
-                record_context.partition,
-                record_context.offset,
-                REASON_PROCESSING_EXCEPTION,
-            )
+            self._dropped.record(record_context.topic, record_context.partition, record_context.offset, reason)
 
 
 class SourceNode(ProcessorNode):
@@ -248,6 +249,14 @@ class RecordCollector:
         if partitioner is not None and count is not None:
             partition = partitioner(topic, key, value, count)
         self.records.append(CollectedRecord(topic, partition, key, value, timestamp, headers, processor_node_id))
+
+    def send_dead_letter_queue_record(self, record: DeadLetterQueueRecord, processor_node_id: str) -> None:
+        """A handler's KIP-1034 record: sent as built, without partition (the producer chooses, as in 4.2)."""
+        self.records.append(
+            CollectedRecord(
+                record.topic, None, record.key, record.value, record.timestamp, record.headers, processor_node_id
+            )
+        )
 
 
 class SinkNode(ProcessorNode):

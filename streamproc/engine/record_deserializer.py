@@ -17,7 +17,7 @@ from streamproc.engine.deserialization_handler import (
 )
 from streamproc.engine.dropped_records import REASON_DESERIALIZATION, DroppedRecordsSensor
 from streamproc.engine.error_handler_context import ErrorHandlerContext
-from streamproc.engine.processor_topology import SourceNode
+from streamproc.engine.processor_topology import RecordCollector, SourceNode
 from streamproc.engine.records import ConsumerRecord, TimestampType
 from streamproc.errors import StreamsError
 
@@ -47,7 +47,7 @@ def deserialized_record(
 class RecordDeserializer:
     """Deserializes the records of one source node for one task."""
 
-    __slots__ = ("_dropped", "_handler", "_log", "_source", "_task_id")
+    __slots__ = ("_collector", "_dropped", "_handler", "_log", "_source", "_task_id")
 
     def __init__(
         self,
@@ -56,8 +56,11 @@ class RecordDeserializer:
         task_id: str,
         dropped: DroppedRecordsSensor,
         log: logging.LoggerAdapter[Any],
+        collector: RecordCollector | None = None,
     ) -> None:
         self._source = source
+        #: Where the handler's dead letter queue records go (the task's collector).
+        self._collector = collector
         self._handler = handler
         self._task_id = task_id
         self._dropped = dropped
@@ -108,6 +111,20 @@ class RecordDeserializer:
                 offset=raw.offset,
                 task_id=self._task_id,
             ) from fatal_user_exception
+        records = response.dead_letter_queue_records
+        if records and self._collector is None:
+            raise StreamsError(
+                "the deserialization exception handler returned dead letter queue records, but the task has no "
+                "record collector to send them to",
+                reason=REASON_DESERIALIZATION_HANDLER,
+                topic=raw.topic,
+                partition=raw.partition,
+                offset=raw.offset,
+                task_id=self._task_id,
+            )
+        for dead_letter in records:  # sent before a FAIL ends the task, as in 4.2
+            assert self._collector is not None
+            self._collector.send_dead_letter_queue_record(dead_letter, self._source.name)
         if response.result is DeserializationHandlerResult.FAIL:
             raise StreamsError(
                 "Deserialization exception handler is set to fail upon a deserialization error. If you would rather "

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from streamproc.engine.corrupted_record import CorruptedRecord
+from streamproc.engine.dead_letter_queue import DEAD_LETTER_QUEUE_TOPIC_NAME_CONFIG
 from streamproc.engine.deserialization_handler import DeserializationExceptionHandler, LogAndFailExceptionHandler
 from streamproc.engine.dropped_records import (
     REASON_PROCESSING_EXCEPTION,
@@ -77,6 +78,18 @@ class TaskConfig:
     buffered_records_per_partition: int = DEFAULT_BUFFERED_RECORDS_PER_PARTITION
     #: Keep every drop (topic, partition, offset, reason) for the run report, not only the counts.
     keep_drop_events: bool = True
+    #: ``errors.dead.letter.queue.topic.name`` (KIP-1034): handed to the handlers' ``configure`` as Kafka Streams
+    #: does, so that the stock handlers answer with a dead letter queue record for this topic.
+    dead_letter_queue_topic: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.dead_letter_queue_topic is None:
+            return
+        configs = {DEAD_LETTER_QUEUE_TOPIC_NAME_CONFIG: self.dead_letter_queue_topic}
+        for handler in (self.deserialization_exception_handler, self.processing_exception_handler):
+            configure = getattr(handler, "configure", None)
+            if callable(configure):
+                configure(configs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +141,12 @@ class StreamTask:
             deserializer = deserializers.get(source.name)
             if deserializer is None:
                 deserializer = RecordDeserializer(
-                    source, self.config.deserialization_exception_handler, str(task_id), self.dropped, self.log
+                    source,
+                    self.config.deserialization_exception_handler,
+                    str(task_id),
+                    self.dropped,
+                    self.log,
+                    self.collector,
                 )
                 deserializers[source.name] = deserializer
             extractor = source.timestamp_extractor or default_extractor

@@ -86,6 +86,8 @@ class SourceNodeSpec:
     value_deserializer: object | None = None
     timestamp_extractor: object | None = None
     offset_reset: str | None = None
+    #: A pandera polars schema the decoded values must satisfy (``engine/validation.py``); not part of describe().
+    value_schema: object | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,9 +212,18 @@ class Topology:
         value_deserializer: object | None = None,
         timestamp_extractor: object | None = None,
         offset_reset: str | None = None,
+        value_schema: object | None = None,
     ) -> Topology:
-        """``Topology#addSource``: either topics or a ``pattern`` (full match, as ``Matcher#matches``)."""
+        """``Topology#addSource``: either topics or a ``pattern`` (full match, as ``Matcher#matches``).
+
+        ``value_schema`` (streamproc's own): a pandera polars schema every decoded value is checked against before
+        it is forwarded; a failure goes to the processing exception handler (``engine/validation.py``).
+        """
         self._verify_name(name)
+        if value_schema is not None:
+            from streamproc.engine.validation import check_schema
+
+            check_schema(value_schema, name)
         if pattern is not None and topics:
             raise TopologyError("Either topics or pattern must be null, but both are not null.")
         if pattern is not None:
@@ -227,7 +238,14 @@ class Topology:
                         "source."
                     )
             self._nodes[name] = SourceNodeSpec(
-                name, (), compiled, key_deserializer, value_deserializer, timestamp_extractor, offset_reset
+                name,
+                (),
+                compiled,
+                key_deserializer,
+                value_deserializer,
+                timestamp_extractor,
+                offset_reset,
+                value_schema,
             )
             self._patterns[name] = compiled
         else:
@@ -239,7 +257,14 @@ class Topology:
                 self._validate_topic_not_registered(topic)
                 self._raw_source_topics.append(topic)
             self._nodes[name] = SourceNodeSpec(
-                name, tuple(topics), None, key_deserializer, value_deserializer, timestamp_extractor, offset_reset
+                name,
+                tuple(topics),
+                None,
+                key_deserializer,
+                value_deserializer,
+                timestamp_extractor,
+                offset_reset,
+                value_schema,
             )
         self._grouper.add(name)
         return self

@@ -286,13 +286,21 @@ def build_processor_topology(
             extractor = spec.timestamp_extractor
             if extractor is not None and not isinstance(extractor, TimestampExtractor):
                 raise TopologyError(f"source {name}: {extractor!r} has no extract(record, partition_time)")
-            node = SourceNode(
-                name,
-                _source_topics(spec, full, analysis, group_of[name]),
-                _as_deserializer(spec.key_deserializer, default_key_serde, DEFAULT_KEY_SERDE_CLASS_CONFIG, name),
-                _as_deserializer(spec.value_deserializer, default_value_serde, DEFAULT_VALUE_SERDE_CLASS_CONFIG, name),
-                extractor,
+            topics = _source_topics(spec, full, analysis, group_of[name])
+            key_deserializer = _as_deserializer(
+                spec.key_deserializer, default_key_serde, DEFAULT_KEY_SERDE_CLASS_CONFIG, name
             )
+            value_deserializer = _as_deserializer(
+                spec.value_deserializer, default_value_serde, DEFAULT_VALUE_SERDE_CLASS_CONFIG, name
+            )
+            if spec.value_schema is not None:
+                from streamproc.engine.validation import ValidatingSourceNode
+
+                node = ValidatingSourceNode(
+                    name, tuple(topics), key_deserializer, value_deserializer, extractor, spec.value_schema
+                )
+            else:
+                node = SourceNode(name, topics, key_deserializer, value_deserializer, extractor)
         elif isinstance(spec, ProcessorNodeSpec):
             processor = spec.supplier()
             if not callable(getattr(processor, "process", None)):

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from streamproc.cli import catch_errors, emit, main
+from streamproc.cli import _s3_options, _store_options, catch_errors, emit, main
 from streamproc.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -58,6 +58,13 @@ def _counts(values: tuple[str, ...]) -> dict[str, int]:
     multiple=True,
     help="TOPIC=N: partition count of an output topic the plan does not read (repeatable).",
 )
+@click.option(
+    "--state-dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="The state.dir the plan was made with (--state-dir of plan): each task starts from its task directory "
+    "there and restores the rest of the changelog. Every executor must be able to read it.",
+)
+@_s3_options
 @click.pass_context
 @catch_errors
 def process_command(
@@ -68,6 +75,10 @@ def process_command(
     master: str | None,
     conf_values: tuple[str, ...],
     partition_values: tuple[str, ...],
+    state_dir: Path | None,
+    s3_connect_timeout: float | None,
+    s3_read_timeout: float | None,
+    s3_max_attempts: int | None,
 ) -> None:
     """Process every planned task on Spark: outputs, changelogs, drops, stores and a report per task."""
     from rich.console import Console
@@ -97,6 +108,8 @@ def process_command(
             master=master,
             conf=_pairs(conf_values, "--conf"),
             partitions=_counts(partition_values),
+            state_dir=None if state_dir is None else str(state_dir.resolve()),
+            store_options=_store_options(s3_connect_timeout, s3_read_timeout, s3_max_attempts, store_uri),
             progress=advance,
         )
     rows: list[dict[str, Any]] = [

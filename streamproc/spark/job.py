@@ -25,10 +25,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from streamproc.engine.dead_letter_queue import exception_name
 from streamproc.engine.internal_topics import internal_topic_prefix
 from streamproc.engine.task_id import TaskId
 from streamproc.engine.topology import SinkNodeSpec, Topology
-from streamproc.errors import ConfigError, ProcessingError, StreamprocError
+from streamproc.errors import ConfigError, ProcessingError, RecordValidationError, StreamprocError
 from streamproc.plan.run_plan import RunPlan
 from streamproc.spark.task_output import UNASSIGNED, TaskObjects
 from streamproc.spark.task_runner import InputRange, RestoreRange, TaskWork, load_topology, run_task
@@ -120,23 +121,32 @@ def task_work(
     counts: Mapping[str, int],
     store_options: Mapping[str, Any] | None = None,
     fail_first_attempt: str | None = None,
+    state_dir: str | None = None,
 ) -> list[TaskWork]:
-    """One :class:`TaskWork` per planned task, in task order; refuses what this job cannot run yet.
+    """One :class:`TaskWork` per planned task, in task order; refuses what this job cannot run.
 
-    Inputs carry no upstream outputs yet: :func:`with_upstream` adds them stage by stage.
+    Inputs carry no upstream outputs yet: :func:`with_upstream` adds them stage by stage. A plan whose restores
+    start from an existing state directory's checkpoint needs that directory (``state_dir``): each task copies its
+    task directory from there before restoring the rest of the changelog.
     """
     ranges = {r.name: r for r in plan.ranges}
     restores: dict[str, list[RestoreRange]] = {}
     for restore in plan.restores:
-        if restore.checkpoint_offset is not None and not restore.local_state_wiped:
+        if restore.checkpoint_offset is not None and not restore.local_state_wiped and state_dir is None:
             raise ConfigError(
                 f"task [{restore.task_id}] store {restore.store}: the plan restores from checkpoint offset "
-                f"{restore.checkpoint_offset} of an existing state directory, which `streamproc process` cannot read "
-                "yet; re-plan without --state-dir so that stores restore from their changelog's start"
+                f"{restore.checkpoint_offset} of an existing state directory; pass --state-dir with the directory "
+                "the plan was made with (readable by every executor), or re-plan without --state-dir so that stores "
+                "restore from their changelog's start"
             )
         restores.setdefault(restore.task_id, []).append(
             RestoreRange(
-                restore.store, restore.changelog_topic, restore.changelog_partition, restore.start, restore.end
+                restore.store,
+                restore.changelog_topic,
+                restore.changelog_partition,
+                restore.start,
+                restore.end,
+                restore.checkpoint_offset,
             )
         )
     work: list[TaskWork] = []
@@ -159,6 +169,7 @@ def task_work(
                 restores=tuple(restores.get(task.task_id, ())),
                 partition_counts=dict(counts),
                 store_options=dict(store_options or {}),
+                state_dir=state_dir,
                 fail_before_report=(fail_first_attempt or "").partition(":")[0] == task.task_id,
                 crash_before_report=fail_first_attempt == f"{task.task_id}:crash",
             )
@@ -229,7 +240,15 @@ def _run_partition(items: Iterable[TaskWork]) -> Iterator[dict[str, Any]]:
             yield run_task(work, attempt=attempt)
         except StreamprocError as exc:
             logging.getLogger(__name__).error("task [%s] failed: %s", work.task_id, exc)
-            yield {"task_id": work.task_id, "error": str(exc)}
+            yield {"task_id": work.task_id, "error": error_text(exc)}
+
+
+def error_text(exc: BaseException) -> str:
+    """The task's error line: the error, then the user's exception behind it (a processor's or a failed schema's)."""
+    cause = exc.__cause__
+    if cause is None or isinstance(cause, StreamprocError) and not isinstance(cause, RecordValidationError):
+        return str(exc)
+    return f"{exc}; caused by {exception_name(cause)}: {cause}"
 
 
 def _module_root(reference: str) -> str | None:
@@ -345,6 +364,7 @@ def process(
     conf: Mapping[str, str] | None = None,
     partitions: Mapping[str, int] | None = None,
     store_options: Mapping[str, Any] | None = None,
+    state_dir: str | None = None,
     progress: Progress | None = None,
 ) -> list[dict[str, Any]]:
     """The process step: check the topology against the plan, then run every task on Spark (see the module doc)."""
@@ -360,6 +380,7 @@ def process(
         counts=counts,
         store_options=store_options,
         fail_first_attempt=settings.get(FAIL_FIRST_ATTEMPT_CONF),
+        state_dir=state_dir,
     )
     root = _module_root(topology)
     read = {r.topic for r in plan.ranges}

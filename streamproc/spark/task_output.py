@@ -27,6 +27,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from streamproc.engine.dead_letter_queue import DeadLetterQueueRecord
 from streamproc.engine.dropped_records import DroppedRecord
 from streamproc.engine.processor_topology import Partitioner, RecordCollector
 from streamproc.engine.records import Headers, TopicPartition
@@ -119,6 +120,10 @@ class TaskObjects:
         return f"{self.prefix}drops.parquet"
 
     @property
+    def dead_letter_queue(self) -> str:
+        return f"{self.prefix}dlq.parquet"
+
+    @property
     def stores(self) -> str:
         return f"{self.prefix}stores.tar"
 
@@ -180,6 +185,10 @@ class TaskOutputCollector(RecordCollector):
         super().__init__(partition_counts)
         self.task_id = task_id
         self.files = _ParquetFiles(OUTPUT_SCHEMA, work_dir)
+        #: KIP-1034 records, all in one file (key ``("dlq", UNASSIGNED)``): the producer places them at hand-off.
+        self.dead_letters = _ParquetFiles(OUTPUT_SCHEMA, work_dir / "dlq")
+        (work_dir / "dlq").mkdir(exist_ok=True)
+        self.dead_letter_counts: dict[str, int] = {}
         self.sent = 0
 
     def send(
@@ -205,6 +214,32 @@ class TaskOutputCollector(RecordCollector):
         row = (self.sent, topic, partition, timestamp, key, value, _headers(headers), processor_node_id)
         self.files.append((topic, partition), row)
         self.sent += 1
+
+    def send_dead_letter_queue_record(self, record: DeadLetterQueueRecord, processor_node_id: str) -> None:
+        """A handler's dead letter queue record: into the task's DLQ file, in the production order it shares with
+        the outputs (``sequence``), without a partition (Kafka Streams sends it with none)."""
+        row = (
+            self.sent,
+            record.topic,
+            UNASSIGNED,
+            record.timestamp,
+            record.key,
+            record.value,
+            _headers(record.headers),
+            processor_node_id,
+        )
+        self.dead_letters.append(("dlq", UNASSIGNED), row)
+        self.dead_letter_counts[record.topic] = self.dead_letter_counts.get(record.topic, 0) + 1
+        self.sent += 1
+
+    def dead_letter_file(self) -> Path:
+        """The DLQ file, closed (an empty one when no record went to the dead letter queue)."""
+        closed = self.dead_letters.close().get(("dlq", UNASSIGNED))
+        if closed is not None:
+            return closed
+        path = self.dead_letters._path(("dlq", UNASSIGNED))
+        pq.write_table(OUTPUT_SCHEMA.empty_table(), path, **_WRITE_OPTIONS)
+        return path
 
 
 class TaskChangelogCollector(ChangelogCollector):

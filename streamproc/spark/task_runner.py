@@ -41,7 +41,8 @@ from streamproc.engine.stream_task import StreamTask, TaskConfig
 from streamproc.engine.task_id import TaskId
 from streamproc.engine.topology import Topology
 from streamproc.engine.topology_builder import build_processor_topology, store_builders
-from streamproc.errors import ConfigError, ProcessingError
+from streamproc.engine.validation import ValidatingSourceNode, prevalidated
+from streamproc.errors import ConfigError, ProcessingError, StateError
 from streamproc.spark.task_input import read_records, staged_range
 from streamproc.spark.task_output import (
     TaskChangelogCollector,
@@ -52,10 +53,13 @@ from streamproc.spark.task_output import (
     publish_file,
     report_bytes,
 )
+from streamproc.spark.task_schemas import DEAD_LETTER_QUEUE, DROPS, check_file, check_report
+from streamproc.state.offset_checkpoint import OffsetCheckpoint
 from streamproc.state.processor_state_manager import ProcessorStateManager
 from streamproc.state.restore_plan import ChangelogState
 from streamproc.state.state_directory import StateDirectory
 from streamproc.state.store_builders import store_definitions
+from streamproc.state.store_layout import checkpoint_path, task_directory
 from streamproc.storage.object_store import ObjectStore, load_store
 
 logger = logging.getLogger(__name__)
@@ -84,6 +88,8 @@ class RestoreRange:
     partition: int
     start: int
     end: int
+    #: The offset the state directory's ``.checkpoint`` had for this changelog when planning (``None``: no entry).
+    checkpoint_offset: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +107,9 @@ class TaskWork:
     partition_counts: Mapping[str, int] = field(default_factory=dict)
     store_options: Mapping[str, Any] = field(default_factory=dict)
     local_dir: str | None = None
+    #: The application's ``state.dir`` the plan was made with: the task starts from a copy of its task directory
+    #: there (stores and ``.checkpoint``) and restores the rest of the changelog; ``None``: from empty stores.
+    state_dir: str | None = None
     #: Raise after publishing everything but the report (the retry test's injected executor failure).
     fail_before_report: bool = False
     #: With ``fail_before_report``: kill the Python worker instead of raising (the driver's ``_run_partition``).
@@ -171,6 +180,9 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
         )
         changelogs = {TopicPartition(r.topic, r.partition): ChangelogState(r.start, r.end) for r in work.restores}
         tasks = AssignedStreamsTasks(log_prefix=f"stream-thread [spark-{work.plan_id}] ")
+        copied = work.state_dir is not None and copy_task_directory(work, task_id, state_directory)
+        if work.state_dir is not None:
+            check_checkpoint(work, state_directory.task_dir_path(task_id))
         try:
             state.initialize(changelogs)
             restored = {
@@ -186,9 +198,12 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
             inputs = tuple(
                 PartitionInput(
                     TopicPartition(r.topic, r.partition),
-                    itertools.chain(
-                        read_records(store, staged_inputs[(r.topic, r.partition)], task=work.task_id),
-                        upstream_records(store, r, appended_counts),
+                    _checked_ahead(
+                        graph.source(r.topic),
+                        itertools.chain(
+                            read_records(store, staged_inputs[(r.topic, r.partition)], task=work.task_id),
+                            upstream_records(store, r, appended_counts),
+                        ),
                     ),
                     r.partition_time,
                 )
@@ -215,7 +230,11 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
             written[objects.changelog(topic, partition)] = publish_file(
                 store, objects.changelog(topic, partition), path
             )
+        dead_letters = collector.dead_letter_file()
+        check_file(DEAD_LETTER_QUEUE, dead_letters, objects.dead_letter_queue, work.task_id)
+        written[objects.dead_letter_queue] = publish_file(store, objects.dead_letter_queue, dead_letters)
         drops = drops_bytes(result.dropped)
+        check_file(DROPS, drops, objects.drops, work.task_id)
         store.put(objects.drops, drops)
         written[objects.drops] = len(drops)
         if any(d.persistent for d in definitions):
@@ -247,14 +266,17 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                 for r in staged_inputs.values()
             },
             "restored": dict(sorted(restored.items())),
+            "restored_from_state_dir": copied,
             "appended": dict(sorted(appended_counts.items())),
             "outputs": {f"{t}+{p}": n for (t, p), n in sorted(collector.files.counts.items())},
+            "dead_letter_queue": dict(sorted(collector.dead_letter_counts.items())),
             "changelogs": {f"{t}+{p}": n for (t, p), n in sorted(changelog_collector.files.counts.items())},
             "objects": dict(sorted(written.items())),
             "bytes_read": sum(r.bytes for r in (*staged_inputs.values(), *staged_restores.values())),
             "bytes_written": sum(written.values()),
             "seconds": round(time.monotonic() - started, 3),
         }
+        check_report(report)
         store.put(objects.report, report_bytes(report))
         logger.info(
             "task [%s] processed %s records, dropped %s, stream time %s; %s output records",
@@ -267,6 +289,47 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
         return {**report, "skipped": False}
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
+
+
+def copy_task_directory(work: TaskWork, task_id: TaskId, state_directory: StateDirectory) -> bool:
+    """Copy the task's directory of ``work.state_dir`` (stores and ``.checkpoint``, no ``.lock``) to where the task
+    opens its stores; ``False`` when the state directory has none for this task (it starts empty, as Kafka's would).
+    """
+    assert work.state_dir is not None
+    source = task_directory(Path(work.state_dir), work.application_id, task_id)
+    if not source.is_dir():
+        return False
+    target = state_directory.task_dir_path(task_id)
+    state_directory.ensure_app_dir()
+    try:
+        shutil.copytree(source, target, ignore=shutil.ignore_patterns(".lock"), dirs_exist_ok=True)
+    except OSError as exc:
+        raise StateError(
+            f"task [{task_id}] cannot copy its state directory {source} ({exc}); the directory given with "
+            "--state-dir must be readable by every executor"
+        ) from exc
+    logger.info("task [%s] starts from a copy of %s", task_id, source)
+    return True
+
+
+def check_checkpoint(work: TaskWork, task_dir: Path) -> None:
+    """The copied ``.checkpoint`` must be the one the plan read: the restore ranges were staged from it, so a
+    state directory that moved on since planning would be restored from the wrong offsets."""
+    path = checkpoint_path(task_dir)
+    entries = OffsetCheckpoint(path).read() if path.exists() else None
+    for r in work.restores:
+        found = None if entries is None else entries.get(TopicPartition(r.topic, r.partition))
+        if found != r.checkpoint_offset:
+            raise StateError(
+                f"task [{work.task_id}] store {r.store}: the checkpoint in {work.state_dir} has offset {found} for "
+                f"changelog {r.topic}-{r.partition}, the plan was made with {r.checkpoint_offset}; the state "
+                "directory changed since the plan was made: re-plan with the same --state-dir, fetch, then process"
+            )
+
+
+def _checked_ahead(source: object, records: Iterator[RawRecord]) -> Iterator[RawRecord]:
+    """The records of a source with a ``value_schema`` have their values validated in batches ahead of processing."""
+    return prevalidated(source, records) if isinstance(source, ValidatingSourceNode) else records
 
 
 def _output_rows(store: ObjectStore, name: str) -> Iterator[tuple[int, bytes | None, bytes | None, Any]]:

@@ -391,6 +391,36 @@ def test_process_against_s3_writes_the_same_objects_as_against_a_directory(
     assert all(s3.exists(f"{prefix}tasks/0_{p}/report.json") for p in range(PARTITIONS))
 
 
+def test_the_process_command_takes_the_s3_options_and_runs_against_minio(
+    staged: dict[str, Any], s3_server: Any, unique: Callable[[str], str], tmp_path: Path
+) -> None:
+    from streamproc.storage import load_store
+
+    plan: RunPlan = staged["plan"]
+    bucket = unique("process-cli")
+    s3_server.client().create_bucket(Bucket=bucket)
+    options = {"endpoint_url": s3_server.endpoint, "access_key_id": s3_server.access_key,
+               "secret_access_key": s3_server.secret_key, "region": s3_server.region}  # fmt: skip
+    s3 = load_store(f"s3://{bucket}/staging", **options)
+    local = load_store(str(staged["store"]))
+    for name in local.list("topics/"):
+        s3.put(name, local.get(name))
+    plan_file = tmp_path / "plan.json"
+    plan.write(plan_file)
+    # The executors find the endpoint and keys as boto3 does (environment), the timeouts come from the options.
+    env = {"AWS_ENDPOINT_URL": s3_server.endpoint, "AWS_ACCESS_KEY_ID": s3_server.access_key,
+           "AWS_SECRET_ACCESS_KEY": s3_server.secret_key, "AWS_REGION": s3_server.region}  # fmt: skip
+    confs = [arg for key, value in env.items() for arg in ("--conf", f"spark.executorEnv.{key}={value}")]
+    rows = json.loads(
+        run("--output", "json", "process", "--plan", str(plan_file), "--store", f"s3://{bucket}/staging",
+            "--topology", TOPOLOGY, "--master", "local[2]", "--partitions", f"{topologies.COUNT_OUTPUT}={PARTITIONS}",
+            "--s3-connect-timeout", "5", "--s3-read-timeout", "30", "--s3-max-attempts", "2", *confs)
+    )["tasks"]  # fmt: skip
+    assert sum(r["records_processed"] for r in rows) == RECORDS
+    prefix = f"process/{plan_id(plan)}/"
+    assert all(s3.exists(f"{prefix}tasks/0_{p}/report.json") for p in range(PARTITIONS))
+
+
 def test_a_segment_that_fails_its_manifest_fails_the_task_naming_the_range(
     staged: dict[str, Any], tmp_path: Path
 ) -> None:

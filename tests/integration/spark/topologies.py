@@ -131,3 +131,54 @@ def count_failing_continue() -> tuple[Topology, TaskConfig]:
     return _count_with(CountFailingOnK7), TaskConfig(
         processing_exception_handler=LogAndContinueProcessingExceptionHandler()
     )
+
+
+ORDERS_INPUT = "spark-validated-orders"
+ORDERS_OUTPUT = "spark-validated-amounts"
+ORDERS_DLQ = "spark-validated-orders-dlq"
+JSON = serde_for("Json")
+
+
+def order_schema() -> Any:
+    """An order is ``{"customer": str, "amount": int >= 0}``."""
+    import pandera.polars as pa
+
+    return pa.DataFrameSchema(
+        {"customer": pa.Column(str), "amount": pa.Column(int, pa.Check.ge(0))}, name="order", strict=True
+    )
+
+
+class Amount(Processor):
+    """Forwards the order's amount under the order's key."""
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+
+    def process(self, record: Record[Any, Any]) -> None:
+        self.context.forward(Record(record.key, record.value["amount"], record.timestamp, record.headers))
+
+
+def validated_orders() -> Topology:
+    """Source with a pandera schema on its JSON values → amount → sink (no stores)."""
+    t = Topology()
+    t.add_source(
+        "orders", ORDERS_INPUT, key_deserializer=STRING.deserializer, value_deserializer=JSON.deserializer,
+        value_schema=order_schema(),
+    )  # fmt: skip
+    t.add_processor("amount", Amount, "orders")
+    t.add_sink("amounts", ORDERS_OUTPUT, "amount", key_serializer=STRING.serializer, value_serializer=LONG.serializer)
+    return t
+
+
+def validated_orders_continue() -> tuple[Topology, TaskConfig]:
+    """``validated_orders`` whose processing handler continues, with a KIP-1034 dead letter queue topic."""
+    from streamproc.engine.processing_handler import LogAndContinueProcessingExceptionHandler
+
+    return validated_orders(), TaskConfig(
+        processing_exception_handler=LogAndContinueProcessingExceptionHandler(), dead_letter_queue_topic=ORDERS_DLQ
+    )
+
+
+def validated_orders_fail() -> tuple[Topology, TaskConfig]:
+    """``validated_orders`` with the default LogAndFail processing handler (and a dead letter queue topic)."""
+    return validated_orders(), TaskConfig(dead_letter_queue_topic=ORDERS_DLQ)
