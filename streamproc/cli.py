@@ -640,6 +640,7 @@ def s3_status(ctx: click.Context, workdir: Path | None) -> None:
 
 
 import streamproc.spark.cli  # noqa: E402, F401  (registers `streamproc process`; at the end: it imports `main`)
+import streamproc.handoff.cli  # noqa: E402, F401  (registers `streamproc handoff`)
 
 if __name__ == "__main__":
     main()

@@ -16,6 +16,7 @@ for the re-run to fence, with what that means for the application.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -206,21 +207,36 @@ def publish_task(
     )
 
 
-def verify_committed(admin: Any, application_id: str, offsets: Mapping[str, int]) -> None:
-    """Read the group's offsets back (require_stable) and check every partition's answer, error and offset.
+#: How long the group's offsets may take to show after the commit (the coordinator applies the commit marker
+#: to the group asynchronously: right after ``commit_transaction`` returns, OffsetFetch may not list them yet).
+VERIFY_TIMEOUT_S = 30.0
 
-    librdkafka reports some commit failures per partition without raising; this is where they surface.
+
+def verify_committed(admin: Any, application_id: str, offsets: Mapping[str, int]) -> None:
+    """Read the group's offsets back (require_stable) until every partition shows its offset, or fail.
+
+    librdkafka reports some commit failures per partition without raising; this is where they surface. The wait
+    is needed because the broker completes ``EndTxn`` before the group coordinator has applied the transaction's
+    offsets (seen on 4.2.2: the first OffsetFetch after the commit lists none, the next ones list them all).
     """
     from streamproc.handoff.guard import parse_partition
     from streamproc.kafka.cluster import read_committed_offsets
 
-    committed, unstable = read_committed_offsets(admin, application_id)
-    if unstable:
-        raise HandoffError(f"group '{application_id}' still has a transactional offset commit pending after commit")
-    wrong = []
-    for name, offset in sorted(offsets.items()):
-        got = committed.get(parse_partition(name))
-        if got is None or got.offset != offset:
-            wrong.append(f"{name}: expected {offset}, found {'none' if got is None else got.offset}")
-    if wrong:
-        raise HandoffError(f"group '{application_id}' offsets after the commit differ: {'; '.join(wrong)}")
+    deadline = time.monotonic() + VERIFY_TIMEOUT_S
+    while True:
+        committed, unstable = read_committed_offsets(admin, application_id)
+        wrong = []
+        for name, offset in sorted(offsets.items()):
+            got = committed.get(parse_partition(name))
+            if got is None or got.offset != offset:
+                wrong.append(f"{name}: expected {offset}, found {'none' if got is None else got.offset}")
+        if not wrong and not unstable:
+            return
+        if time.monotonic() >= deadline:
+            pending = "; a transactional commit is still pending" if unstable else ""
+            raise HandoffError(
+                f"group '{application_id}' offsets {VERIFY_TIMEOUT_S:.0f} s after the commit differ: "
+                f"{'; '.join(wrong)}{pending}; check the group with kafka-consumer-groups.sh --describe before "
+                "running the hand-off again"
+            )
+        time.sleep(0.1)
