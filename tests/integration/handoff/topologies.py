@@ -24,3 +24,32 @@ def count() -> Topology:
     )
     t.add_sink("totals", OUTPUT, "count", key_serializer=STRING.serializer, value_serializer=LONG.serializer)
     return t
+
+
+#: ``StateResumeApp``'s input topics for the end-to-end proof, one per processing guarantee.
+RESUME_INPUT_ALOS = "handoff-resume-words-alos"
+RESUME_INPUT_EOS = "handoff-resume-words-eos"
+
+
+def _state_resume(topic: str) -> Topology:
+    """The Python twin of ``conformance/.../StateResumeApp`` (kv mode): source → count in ``counts``, no sink."""
+    from tests.integration.state.test_kafka_streams_opens_state import Counter
+
+    t = Topology()
+    t.add_source("source", topic, key_deserializer=STRING.deserializer, value_deserializer=STRING.deserializer)
+    t.add_processor("count", Counter, "source")
+    t.add_state_store(
+        Stores.timestamped_key_value_store_builder(
+            Stores.persistent_timestamped_key_value_store("counts"), STRING, LONG
+        ),
+        "count",
+    )
+    return t
+
+
+def state_resume_alos() -> Topology:
+    return _state_resume(RESUME_INPUT_ALOS)
+
+
+def state_resume_eos() -> Topology:
+    return _state_resume(RESUME_INPUT_EOS)
