@@ -53,3 +53,29 @@ def state_resume_alos() -> Topology:
 
 def state_resume_eos() -> Topology:
     return _state_resume(RESUME_INPUT_EOS)
+
+
+REKEY_INPUT = "handoff-rekey-orders"
+REKEY_OUTPUT = "handoff-rekey-totals"
+REKEYED = "rekeyed-repartition"
+
+
+def rekey_count() -> Topology:
+    """Re-key → repartition → count (two stages), on the hand-off tests' own topics."""
+    from tests.integration.spark.topologies import Rekey
+
+    t = Topology()
+    t.add_source("orders", REKEY_INPUT, key_deserializer=STRING.deserializer, value_deserializer=STRING.deserializer)
+    t.add_processor("rekey", Rekey, "orders")
+    t.add_internal_topic(REKEYED)
+    t.add_sink("to-rekeyed", REKEYED, "rekey", key_serializer=STRING.serializer, value_serializer=STRING.serializer)
+    t.add_source("from-rekeyed", REKEYED, key_deserializer=STRING.deserializer, value_deserializer=STRING.deserializer)
+    t.add_processor("count", CountPerKey, "from-rekeyed")
+    t.add_state_store(
+        Stores.timestamped_key_value_store_builder(
+            Stores.persistent_timestamped_key_value_store("counts"), STRING, LONG
+        ),
+        "count",
+    )
+    t.add_sink("totals", REKEY_OUTPUT, "count", key_serializer=STRING.serializer, value_serializer=LONG.serializer)
+    return t
