@@ -18,6 +18,7 @@ from streamproc.engine.records import TopicPartition
 from streamproc.engine.task_id import TaskId
 from streamproc.errors import HandoffError
 from streamproc.handoff import guard
+from streamproc.handoff.kill_points import kill_point
 from streamproc.handoff.publish import publish_task, verify_committed
 from streamproc.handoff.purge import purge_partition
 from streamproc.handoff.state_writer import checkpoint_offsets, write_task_state
@@ -149,6 +150,7 @@ def handoff(
                 verify_committed(admin, plan.application_id, task.offsets)
                 published[r.task_id] = ledger.record(plan_id, "publish", r.task_id, task.detail()).detail
                 done_now["publish"].append(r.task_id)
+                kill_point(f"publish:{r.task_id}")
             if stop_after == f"publish:{r.task_id}":
                 return _summary(plan_id, done_now, skipped)
             if directory is None:
@@ -179,6 +181,7 @@ def handoff(
                 {"task_dir": str(task_dir), "offsets": {str(tp): o for tp, o in offsets.items()}},
             )
             done_now["checkpoint"].append(r.task_id)
+            kill_point(f"checkpoint:{r.task_id}")
             if stop_after == f"checkpoint:{r.task_id}":
                 return _summary(plan_id, done_now, skipped)
     finally:
@@ -199,6 +202,7 @@ def handoff(
         low = purge_partition(admin, TopicPartition(planned.topic, planned.partition), before)
         ledger.record(plan_id, "purge", name, {"before_offset": before, "log_start": low})
         done_now["purge"].append(name)
+        kill_point(f"purge:{name}")
     return _summary(plan_id, done_now, skipped)
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from streamproc.errors import HandoffError
 from streamproc.handoff.changelog_reduction import last_value_per_key
+from streamproc.handoff.kill_points import kill_point
 from streamproc.handoff.task_results import OutgoingRecord, TaskResults
 from streamproc.kafka import clients as kafka_clients
 from streamproc.plan.cluster_snapshot import TopicPartition
@@ -166,6 +167,7 @@ def publish_task(
             remaining = producer.flush(TRANSACTION_TIMEOUT_S)
         except KafkaException as exc:
             raise _fail(task_id, txn_id, "produced its records", exc) from exc
+        kill_point(f"in-transaction:{task_id}")  # records written, transaction open: the crash tests' mid-point
         if deliveries.errors or remaining:
             cause = "; ".join(deliveries.errors) or f"{remaining} records undelivered"
             raise HandoffError(

@@ -7,15 +7,15 @@ after a stop at a step boundary, and the refusals (offsets moved, an unfinished 
 from __future__ import annotations
 
 import json
-import random
 import struct
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 
@@ -32,12 +32,11 @@ from streamproc.state.offset_checkpoint import OffsetCheckpoint
 from streamproc.storage import load_store
 from tests.integration.conftest import create_topic
 from tests.integration.handoff import topologies
+from tests.integration.handoff.conftest import PARTITIONS, RECORDS
 from tests.integration.spark.conftest import wait_for_leaders
 
 pytestmark = pytest.mark.integration
 
-PARTITIONS = 2
-RECORDS = 600
 TOPOLOGY = "tests.integration.handoff.topologies:count"
 
 
@@ -48,18 +47,24 @@ def run(*args: str, ok: bool = True) -> Any:
     return result
 
 
-@pytest.fixture(scope="module")
-def input_topic(kafka_broker: str, admin: AdminClient) -> str:
-    create_topic(admin, topologies.INPUT, partitions=PARTITIONS)
-    create_topic(admin, topologies.OUTPUT, partitions=PARTITIONS)
-    wait_for_leaders(admin, topologies.INPUT, topologies.OUTPUT)
-    producer = Producer({"bootstrap.servers": kafka_broker, "partitioner": "murmur2_random"})
-    rng = random.Random(3)
-    for i in range(RECORDS):
-        key = f"k{rng.randint(0, 30)}".encode()
-        producer.produce(topologies.INPUT, key=key, value=b"x", timestamp=1_000_000 + i * 10 + rng.randint(-50, 50))
-    producer.flush(60)
-    return topologies.INPUT
+def answer_list_offsets(bootstrap: str, topics: list[str], partitions: int) -> None:
+    """New partitions answer ListOffsets through the planner's own (shared) Admin client: its metadata can lag the
+    test's client's, which NOT_LEADER_FOR_PARTITION showed right after creation."""
+    from confluent_kafka.admin import OffsetSpec
+
+    from streamproc.kafka import clients
+
+    admin = clients.admin({"bootstrap.servers": bootstrap})
+    wanted = {KafkaTopicPartition(t, p): OffsetSpec.earliest() for t in topics for p in range(partitions)}
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            for future in admin.list_offsets(wanted).values():
+                future.result(timeout=10)
+            return
+        except Exception:
+            assert time.monotonic() < deadline, f"{topics} do not answer ListOffsets after 30 s"
+            time.sleep(0.2)
 
 
 def processed(kafka_broker: str, admin: AdminClient, app_id: str, work: Path) -> dict[str, Any]:
@@ -67,6 +72,7 @@ def processed(kafka_broker: str, admin: AdminClient, app_id: str, work: Path) ->
     changelog = f"{app_id}-counts-changelog"
     create_topic(admin, changelog, partitions=PARTITIONS, config={"cleanup.policy": "compact"})
     wait_for_leaders(admin, changelog)
+    answer_list_offsets(kafka_broker, [changelog, topologies.INPUT], PARTITIONS)
     describe = work / "topology.txt"
     describe.write_text(str(topologies.count().describe()))
     plan_file, store = work / "plan.json", work / "staging"
@@ -83,7 +89,21 @@ def processed(kafka_broker: str, admin: AdminClient, app_id: str, work: Path) ->
     return {"plan": plan, "plan_file": plan_file, "store": store, "reports": reports, "changelog": changelog}
 
 
-def read_all(bootstrap: str, topic: str, partitions: int, isolation: str = "read_committed") -> list[Any]:
+def log_ends(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
+    """Each partition's high watermark: where the records a test is about to publish will start."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "handoff-reader"})
+    try:
+        return {
+            p: consumer.get_watermark_offsets(KafkaTopicPartition(topic, p), timeout=10)[1] for p in range(partitions)
+        }
+    finally:
+        consumer.close()
+
+
+def read_all(
+    bootstrap: str, topic: str, partitions: int, isolation: str = "read_committed", start: dict[int, int] | None = None
+) -> list[Any]:
+    """Every record (read_committed: every committed record) of ``topic`` from ``start`` (default 0) to its end."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -93,13 +113,13 @@ def read_all(bootstrap: str, topic: str, partitions: int, isolation: str = "read
         }  # fmt: skip
     )
     try:
-        tps = [KafkaTopicPartition(topic, p, 0) for p in range(partitions)]
+        tps = [KafkaTopicPartition(topic, p, (start or {}).get(p, 0)) for p in range(partitions)]
         consumer.assign(tps)
         ends = {
             p: consumer.get_watermark_offsets(KafkaTopicPartition(topic, p), timeout=10)[1] for p in range(partitions)
         }
         records: list[Any] = []
-        done: set[int] = {p for p, end in ends.items() if end == 0}
+        done: set[int] = {p for p, end in ends.items() if end <= (start or {}).get(p, 0)}
         while len(done) < partitions:
             message = consumer.poll(5)
             assert message is not None, f"{topic}: no record within 5 s, read {len(records)}"
@@ -126,6 +146,7 @@ def test_handoff_publishes_commits_checkpoints_and_a_rerun_skips_everything(
     run_ = processed(kafka_broker, admin, app_id, tmp_path)
     plan: RunPlan = run_["plan"]
     state_dir = tmp_path / "state"
+    before = log_ends(kafka_broker, topologies.OUTPUT, 2)
     out = run("handoff", "--bootstrap", kafka_broker, "--plan", str(run_["plan_file"]), "--store",
               str(run_["store"]), "--state-dir", str(state_dir), "--yes")  # fmt: skip
     assert "published 2 task(s), wrote 2 checkpoint(s)" in out.output
@@ -138,7 +159,7 @@ def test_handoff_publishes_commits_checkpoints_and_a_rerun_skips_everything(
     assert {str(tp): TopicPartitionMetadata.decode(c.metadata).partition_time for tp, c in committed.items()} == times
 
     # Outputs: every count the tasks sent, visible to read_committed, nothing else.
-    outputs = read_all(kafka_broker, topologies.OUTPUT, 2)
+    outputs = read_all(kafka_broker, topologies.OUTPUT, 2, start=before)
     assert len(outputs) == sum(sum(r["outputs"].values()) for r in run_["reports"]) == RECORDS
 
     # Changelog: the last count per key (reduced), equal to the final count of every key.
@@ -165,7 +186,7 @@ def test_handoff_publishes_commits_checkpoints_and_a_rerun_skips_everything(
     again = run("handoff", "--bootstrap", kafka_broker, "--plan", str(run_["plan_file"]), "--store",
                 str(run_["store"]), "--state-dir", str(state_dir), "--yes")  # fmt: skip
     assert "published 0 task(s), wrote 0 checkpoint(s)" in again.output and "4 step(s) already done" in again.output
-    assert len(read_all(kafka_broker, topologies.OUTPUT, 2)) == RECORDS  # nothing published twice
+    assert len(read_all(kafka_broker, topologies.OUTPUT, 2, start=before)) == RECORDS  # nothing published twice
 
     # The same plan with a fresh ledger: the group's offsets are no longer the plan's, so nothing happens.
     refused = run("handoff", "--bootstrap", kafka_broker, "--plan", str(run_["plan_file"]), "--store",
@@ -185,6 +206,7 @@ def test_a_rerun_after_a_stop_at_a_step_boundary_finishes_the_rest(
     config = {"bootstrap.servers": kafka_broker}
     store = load_store(str(run_["store"]))
     pid = plan_id(plan)
+    before = log_ends(kafka_broker, topologies.OUTPUT, 2)
     with Ledger(tmp_path / "ledger.sqlite") as ledger:
         first = handoff(plan, pid, client_config=config, store=store, ledger=ledger, state_dir=state_dir,
                         stop_after="publish:0_1")  # fmt: skip
@@ -193,7 +215,7 @@ def test_a_rerun_after_a_stop_at_a_step_boundary_finishes_the_rest(
         second = handoff(plan, pid, client_config=config, store=store, ledger=ledger, state_dir=state_dir)
         assert second.published == () and second.checkpointed == ("0_1",)
         assert second.skipped == ("publish 0_0", "checkpoint 0_0", "publish 0_1")
-    assert len(read_all(kafka_broker, topologies.OUTPUT, 2)) >= RECORDS  # (shared topic: earlier tests add theirs)
+    assert len(read_all(kafka_broker, topologies.OUTPUT, 2, start=before)) == RECORDS
     last = last_data_offsets(kafka_broker, run_["changelog"], PARTITIONS)
     assert OffsetCheckpoint(state_dir / app_id / "0_1" / ".checkpoint").read() == {
         TopicPartition(run_["changelog"], 1): last[1]

@@ -23,7 +23,7 @@ from streamproc.spark.job import partition_counts, record_upstream, stages, task
 from streamproc.spark.task_runner import run_task
 from tests.integration.conftest import create_topic
 from tests.integration.handoff import topologies
-from tests.integration.handoff.test_handoff import read_all, run
+from tests.integration.handoff.test_handoff import answer_list_offsets, read_all, run
 from tests.integration.spark.conftest import wait_for_leaders
 
 pytestmark = pytest.mark.integration
@@ -65,6 +65,7 @@ def test_repartition_offsets_are_committed_past_the_markers_and_purged_to_them(
         create_topic(admin, topic, partitions=PARTITIONS)
     create_topic(admin, changelog, partitions=PARTITIONS, config={"cleanup.policy": "compact"})
     wait_for_leaders(admin, topologies.REKEY_INPUT, topologies.REKEY_OUTPUT, repartition, changelog)
+    answer_list_offsets(kafka_broker, [topologies.REKEY_INPUT, repartition, changelog], PARTITIONS)
     producer = Producer({"bootstrap.servers": kafka_broker, "partitioner": "murmur2_random"})
     rng = random.Random(11)
     customers = Counter[str]()

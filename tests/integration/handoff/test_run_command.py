@@ -13,11 +13,10 @@ from streamproc.kafka.cluster import read_committed_offsets
 from streamproc.plan.run_plan import RunPlan
 from streamproc.state.offset_checkpoint import OffsetCheckpoint
 from tests.integration.conftest import create_topic
-from tests.integration.handoff.test_handoff import PARTITIONS, TOPOLOGY, input_topic, last_data_offsets, run
+from tests.integration.handoff.test_handoff import PARTITIONS, TOPOLOGY, last_data_offsets, run
 from tests.integration.spark.conftest import wait_for_leaders
 
 pytestmark = pytest.mark.integration
-__all__ = ["input_topic"]  # the module fixture that produced the input
 
 
 def test_run_plans_fetches_processes_and_hands_off(
