@@ -9,6 +9,7 @@ refusal or a failed step) skips every recorded step; the guard accepts the offse
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,6 +69,48 @@ def _check_sink_topics(admin: Any, results: list[TaskResults]) -> None:
         )
 
 
+_DAY_MS = 86_400_000
+
+
+def warn_changelog_retention(admin: Any, results: list[TaskResults], now_ms: int) -> list[str]:
+    """Warn (before anything is published) about changelog records the broker will delete soon after publishing.
+
+    A changelog with ``cleanup.policy`` including ``delete`` (window and session stores: retention + 1 day) drops
+    records older than ``retention.ms`` at its next retention check; the store streamproc writes still holds them,
+    but a later restore from the changelog (a lost state directory, an EOS wipe) will not.
+    """
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
+    topics = sorted({t for r in results for t, _ in r.changelog_partitions()})
+    if not topics:
+        return []
+    retention: dict[str, int] = {}
+    resources = [ConfigResource(ResourceType.TOPIC, t) for t in topics]
+    for resource, future in admin.describe_configs(resources, request_timeout=30).items():
+        configs = future.result(timeout=30)
+        policy = configs.get("cleanup.policy")
+        ms = configs.get("retention.ms")
+        if policy is not None and "delete" in (policy.value or "") and ms is not None and int(ms.value) >= 0:
+            retention[resource.name] = int(ms.value)
+    warnings = []
+    for r in results:
+        for topic, partition in r.changelog_partitions():
+            if topic not in retention:
+                continue
+            cutoff = now_ms - retention[topic]
+            old = sum(1 for record in r.changelog(topic, partition) if record.timestamp < cutoff)
+            if old:
+                warnings.append(
+                    f"task [{r.task_id}] {old} changelog record(s) for {topic}-{partition} are older than the topic's "
+                    f"retention.ms={retention[topic]} ({retention[topic] / _DAY_MS:.1f} days): the broker deletes "
+                    "them soon after they are published; the handed-off store keeps them, but a later restore from "
+                    "the changelog (a lost state directory, an exactly_once wipe) will not"
+                )
+    for warning in warnings:
+        log.warning("%s", warning)
+    return warnings
+
+
 def _end_offset_resolver(admin: Any, plan: RunPlan) -> Callable[[TopicPartition, int], int]:
     """A repartition partition whose appended records the task consumed is committed at its log end (those
     records' transaction markers sit between them); every other offset is the report's."""
@@ -125,6 +168,8 @@ def handoff(
     if state_dir is not None:
         guard.check_state_dir(state_dir, plan, skip_tasks=frozenset(checkpointed))
     _check_sink_topics(admin, results)
+    if not published:
+        warn_changelog_retention(admin, results, int(time.time() * 1000))
 
     directory = StateDirectory(state_dir, plan.application_id) if state_dir is not None else None
     restored_last = _restored_last(plan)

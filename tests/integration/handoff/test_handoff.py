@@ -67,10 +67,12 @@ def answer_list_offsets(bootstrap: str, topics: list[str], partitions: int) -> N
             time.sleep(0.2)
 
 
-def processed(kafka_broker: str, admin: AdminClient, app_id: str, work: Path) -> dict[str, Any]:
+def processed(
+    kafka_broker: str, admin: AdminClient, app_id: str, work: Path, changelog_config: dict[str, str] | None = None
+) -> dict[str, Any]:
     """A plan for ``app_id`` (no committed offsets: every input record), fetched and processed."""
     changelog = f"{app_id}-counts-changelog"
-    create_topic(admin, changelog, partitions=PARTITIONS, config={"cleanup.policy": "compact"})
+    create_topic(admin, changelog, partitions=PARTITIONS, config=changelog_config or {"cleanup.policy": "compact"})
     wait_for_leaders(admin, changelog)
     answer_list_offsets(kafka_broker, [changelog, topologies.INPUT], PARTITIONS)
     describe = work / "topology.txt"
