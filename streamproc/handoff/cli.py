@@ -11,7 +11,6 @@ from typing import Any
 import click
 
 from streamproc.cli import (
-    _bootstrap_option,
     _client_config,
     _client_setting_option,
     _s3_options,
@@ -91,7 +90,12 @@ def run_handoff(
 
 
 @main.command("handoff")
-@_bootstrap_option
+@click.option(
+    "--bootstrap",
+    envvar="STREAMPROC_BOOTSTRAP",
+    metavar="HOST:PORT[,…]",
+    help="Kafka bootstrap servers (env STREAMPROC_BOOTSTRAP); not needed with --status.",
+)
 @_client_setting_option
 @click.option(
     "--plan",
@@ -124,7 +128,7 @@ def run_handoff(
 @catch_errors
 def handoff_command(
     ctx: click.Context,
-    bootstrap: str,
+    bootstrap: str | None,
     client_settings: tuple[str, ...],
     plan_file: Path,
     store_uri: str | None,
@@ -153,6 +157,8 @@ def handoff_command(
         return
     if store_uri is None:
         raise ConfigError("--store is required (the staging location the process step wrote)")
+    if bootstrap is None:
+        raise ConfigError("no Kafka bootstrap servers given: pass --bootstrap host:port (or set STREAMPROC_BOOTSTRAP)")
     run_handoff(
         ctx,
         client_config=_client_config(bootstrap, client_settings),
