@@ -6,6 +6,8 @@
    Spark executor runs it) and hands off into the app's own state directory;
 3. the app restarts there and processes the last third: it restores 0 records and its store equals that of a second
    Kafka Streams app that processed the whole input alone.
+
+Under at_least_once and exactly_once_v2; and once with step 3 on Kafka Streams 4.3.1 (an upgraded application).
 """
 
 from __future__ import annotations
@@ -28,34 +30,38 @@ from tests.integration.state.test_kafka_streams_opens_state import (
     CASES,
     KEYS,
     app_classpath,
+    app_classpath_43,
     expected_counts,
     produce,
     run_app,
 )
 
 pytestmark = pytest.mark.integration
-__all__ = ["app_classpath"]
+__all__ = ["app_classpath", "app_classpath_43"]
 
 ALOS_CASE, EOS_CASE = CASES[0], CASES[2]
 
 
 @pytest.mark.parametrize(
-    ("case", "topic", "factory"),
+    ("case", "topic", "factory", "resume_on_43"),
     [
-        (ALOS_CASE, topologies.RESUME_INPUT_ALOS, "state_resume_alos"),
-        (EOS_CASE, topologies.RESUME_INPUT_EOS, "state_resume_eos"),
+        (ALOS_CASE, topologies.RESUME_INPUT_ALOS, "state_resume_alos", False),
+        (EOS_CASE, topologies.RESUME_INPUT_EOS, "state_resume_eos", False),
+        (ALOS_CASE, topologies.RESUME_INPUT_43, "state_resume_43", True),
     ],
-    ids=["at_least_once", "exactly_once_v2"],
+    ids=["at_least_once", "exactly_once_v2", "at_least_once-resumed-on-ks4.3"],
 )
 def test_kafka_streams_resumes_on_the_handed_off_state(
     case: object,
     topic: str,
     factory: str,
+    resume_on_43: bool,
     kafka_broker: str,
     admin: AdminClient,
     unique: Callable[[str], str],
     tmp_path: Path,
     app_classpath: str,
+    request: pytest.FixtureRequest,
 ) -> None:
     from tests.integration.state.test_kafka_streams_opens_state import Case
 
@@ -93,9 +99,12 @@ def test_kafka_streams_resumes_on_the_handed_off_state(
     assert "published 1 task(s), wrote 1 checkpoint(s)" in out.output
 
     produce(kafka_broker, topic, thirds[2])
-    resumed = run_app(app_classpath, kafka_broker, app_id, state_dir, topic, len(everything), case)
+    # An application upgraded to 4.3 meets the 4.2 layout the hand-off wrote (state.md §15: 4.3 migrates the
+    # legacy .checkpoint into each store's offsets column family on its first start).
+    resume_classpath = request.getfixturevalue("app_classpath_43") if resume_on_43 else app_classpath
+    resumed = run_app(resume_classpath, kafka_broker, app_id, state_dir, topic, len(everything), case)
     restore_ends = [e for e in resumed["events"] if e["event"] == "restore_end"]
     assert resumed["restored"] == 0 and all(e["total"] == 0 for e in restore_ends), resumed["events"]
 
-    alone = run_app(app_classpath, kafka_broker, unique("alone"), tmp_path / "alone", topic, len(everything), case)
+    alone = run_app(resume_classpath, kafka_broker, unique("alone"), tmp_path / "alone", topic, len(everything), case)
     assert resumed["store"] == alone["store"] == expected_counts(everything)

@@ -29,6 +29,7 @@ def count() -> Topology:
 #: ``StateResumeApp``'s input topics for the end-to-end proof, one per processing guarantee.
 RESUME_INPUT_ALOS = "handoff-resume-words-alos"
 RESUME_INPUT_EOS = "handoff-resume-words-eos"
+RESUME_INPUT_43 = "handoff-resume-words-43"
 
 
 def _state_resume(topic: str) -> Topology:
@@ -79,3 +80,7 @@ def rekey_count() -> Topology:
     )
     t.add_sink("totals", REKEY_OUTPUT, "count", key_serializer=STRING.serializer, value_serializer=LONG.serializer)
     return t
+
+
+def state_resume_43() -> Topology:
+    return _state_resume(RESUME_INPUT_43)
