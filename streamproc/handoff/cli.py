@@ -47,6 +47,7 @@ def run_handoff(
     ledger_file: Path | None,
     yes: bool,
     reduce_changelogs: bool,
+    state_bundle_uri: str | None = None,
 ) -> None:
     """The preview, the confirmation and the hand-off (shared with ``streamproc run``)."""
     from streamproc.handoff.procedure import default_ledger_path, handoff
@@ -72,6 +73,7 @@ def run_handoff(
             store=load_store(store_uri, **store_options),
             ledger=ledger,
             state_dir=state_dir,
+            state_bundle=load_store(state_bundle_uri, **store_options) if state_bundle_uri else None,
             reduce_changelogs=reduce_changelogs,
         )
     payload = {
@@ -89,7 +91,7 @@ def run_handoff(
     emit(ctx, payload, text)
 
 
-@main.command("handoff")
+@main.group("handoff", invoke_without_command=True)
 @click.option(
     "--bootstrap",
     envvar="STREAMPROC_BOOTSTRAP",
@@ -100,15 +102,20 @@ def run_handoff(
 @click.option(
     "--plan",
     "plan_file",
-    required=True,
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="The plan the process step ran.",
+    help="The plan the process step ran (required unless a subcommand is given).",
 )
 @click.option("--store", "store_uri", help="The staging location the process step wrote (DIR or s3://bucket/prefix).")
 @click.option(
     "--state-dir",
     type=click.Path(file_okay=False, path_type=Path),
     help="The application's state.dir on this host: each task's stores and .checkpoint are written there.",
+)
+@click.option(
+    "--state-bundle",
+    "state_bundle_uri",
+    help="Also write each task's state as a tar to this location (DIR or s3://…) for another host: "
+    "`streamproc handoff install-state` unpacks it there.",
 )
 @click.option(
     "--ledger",
@@ -130,9 +137,10 @@ def handoff_command(
     ctx: click.Context,
     bootstrap: str | None,
     client_settings: tuple[str, ...],
-    plan_file: Path,
+    plan_file: Path | None,
     store_uri: str | None,
     state_dir: Path | None,
+    state_bundle_uri: str | None,
     ledger_file: Path | None,
     yes: bool,
     status: bool,
@@ -142,6 +150,10 @@ def handoff_command(
     s3_max_attempts: int | None,
 ) -> None:
     """Publish each task's outputs and changelogs with its offsets, write state directories, purge repartitions."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if plan_file is None:
+        raise ConfigError("--plan is required (the plan the process step ran)")
     if status:
         from streamproc.handoff.procedure import default_ledger_path
         from streamproc.ledger import Ledger
@@ -166,7 +178,36 @@ def handoff_command(
         store_uri=store_uri,
         store_options=_store_options(s3_connect_timeout, s3_read_timeout, s3_max_attempts, store_uri),
         state_dir=state_dir,
+        state_bundle_uri=state_bundle_uri,
         ledger_file=ledger_file,
         yes=yes,
         reduce_changelogs=not no_reduce_changelogs,
     )
+
+
+@handoff_command.command("install-state")
+@click.option("--bundle", "bundle_uri", required=True, help="The --state-bundle location the hand-off wrote.")
+@click.option(
+    "--state-dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The application's state.dir on this host.",
+)
+@_s3_options
+@click.pass_context
+@catch_errors
+def install_state_command(
+    ctx: click.Context,
+    bundle_uri: str,
+    state_dir: Path,
+    s3_connect_timeout: float | None,
+    s3_read_timeout: float | None,
+    s3_max_attempts: int | None,
+) -> None:
+    """Unpack a state bundle into this host's state.dir (each task directory, .checkpoint last)."""
+    from streamproc.handoff.state_bundle import install
+    from streamproc.storage import load_store
+
+    store = load_store(bundle_uri, **_store_options(s3_connect_timeout, s3_read_timeout, s3_max_attempts, bundle_uri))
+    written = install(store, bundle_uri, state_dir)
+    emit(ctx, {"task_dirs": written}, "\n".join(f"wrote {d}" for d in written) or "the bundle holds no task state")

@@ -22,6 +22,7 @@ from streamproc.handoff import guard
 from streamproc.handoff.kill_points import kill_point
 from streamproc.handoff.publish import publish_task, verify_committed
 from streamproc.handoff.purge import purge_partition
+from streamproc.handoff.state_bundle import task_object, task_tar, write_manifest
 from streamproc.handoff.state_writer import checkpoint_offsets, write_task_state
 from streamproc.handoff.task_results import TaskResults, load_results
 from streamproc.kafka import clients as kafka_clients
@@ -141,6 +142,7 @@ def handoff(
     store: ObjectStore,
     ledger: Ledger,
     state_dir: Path | None,
+    state_bundle: ObjectStore | None = None,
     reduce_changelogs: bool = True,
     stop_after: str | None = None,
 ) -> HandoffSummary:
@@ -198,7 +200,7 @@ def handoff(
                 kill_point(f"publish:{r.task_id}")
             if stop_after == f"publish:{r.task_id}":
                 return _summary(plan_id, done_now, skipped)
-            if directory is None:
+            if directory is None and state_bundle is None:
                 continue
             bundle = r.bundle()
             if bundle is None:
@@ -218,17 +220,19 @@ def handoff(
                 {guard.parse_partition(name): int(offset) for name, offset in last.items()},
                 {tp: offset for (task, tp), offset in restored_last.items() if task == r.task_id},
             )
-            task_dir = write_task_state(directory, TaskId.parse(r.task_id), bundle, offsets)
-            ledger.record(
-                plan_id,
-                "checkpoint",
-                r.task_id,
-                {"task_dir": str(task_dir), "offsets": {str(tp): o for tp, o in offsets.items()}},
-            )
+            detail: dict[str, Any] = {"offsets": {str(tp): o for tp, o in offsets.items()}}
+            if state_bundle is not None:
+                state_bundle.put(task_object(r.task_id), task_tar(bundle, offsets))
+                detail["bundle"] = task_object(r.task_id)
+            if directory is not None:
+                detail["task_dir"] = str(write_task_state(directory, TaskId.parse(r.task_id), bundle, offsets))
+            ledger.record(plan_id, "checkpoint", r.task_id, detail)
             done_now["checkpoint"].append(r.task_id)
             kill_point(f"checkpoint:{r.task_id}")
             if stop_after == f"checkpoint:{r.task_id}":
                 return _summary(plan_id, done_now, skipped)
+        if state_bundle is not None:
+            write_manifest(state_bundle, plan.application_id, plan_id, [r.task_id for r in results if r.has_bundle])
     finally:
         if directory is not None:
             directory.unlock()

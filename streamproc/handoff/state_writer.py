@@ -71,7 +71,7 @@ def write_task_state(
         shutil.rmtree(task_dir)
     task_dir = directory.task_dir(task_id)
     with tarfile.open(fileobj=io.BytesIO(bundle)) as tar:
-        members = _safe_members(tar, task_id)
+        members = [m for m in _safe_members(tar, task_id) if m.name != ".checkpoint"]  # written last, below
         tar.extractall(task_dir, members=members, filter="data")
     for entry in task_dir.rglob("*"):
         if entry.is_file():

@@ -83,9 +83,14 @@ class TaskResults:
         """The task's changelog records for one changelog partition, in write order."""
         yield from _records(self.store, self.objects.changelog(topic, partition), topic, partition)
 
+    @property
+    def has_bundle(self) -> bool:
+        """The process step wrote a store bundle (the task has persistent stores)."""
+        return self.objects.stores in self.report.get("objects", {})
+
     def bundle(self) -> bytes | None:
         """The task's ``stores.tar`` (Kafka Streams' layout, no ``.checkpoint``), ``None`` without persistent stores."""
-        if self.objects.stores not in self.report.get("objects", {}):
+        if not self.has_bundle:
             return None
         return self.store.get(self.objects.stores)
 

@@ -43,19 +43,21 @@ ALOS_CASE, EOS_CASE = CASES[0], CASES[2]
 
 
 @pytest.mark.parametrize(
-    ("case", "topic", "factory", "resume_on_43"),
+    ("case", "topic", "factory", "resume_on_43", "bundle"),
     [
-        (ALOS_CASE, topologies.RESUME_INPUT_ALOS, "state_resume_alos", False),
-        (EOS_CASE, topologies.RESUME_INPUT_EOS, "state_resume_eos", False),
-        (ALOS_CASE, topologies.RESUME_INPUT_43, "state_resume_43", True),
+        (ALOS_CASE, topologies.RESUME_INPUT_ALOS, "state_resume_alos", False, False),
+        (EOS_CASE, topologies.RESUME_INPUT_EOS, "state_resume_eos", False, False),
+        (ALOS_CASE, topologies.RESUME_INPUT_43, "state_resume_43", True, False),
+        (EOS_CASE, topologies.RESUME_INPUT_BUNDLE, "state_resume_bundle", False, True),
     ],
-    ids=["at_least_once", "exactly_once_v2", "at_least_once-resumed-on-ks4.3"],
+    ids=["at_least_once", "exactly_once_v2", "at_least_once-resumed-on-ks4.3", "exactly_once_v2-bundle"],
 )
 def test_kafka_streams_resumes_on_the_handed_off_state(
     case: object,
     topic: str,
     factory: str,
     resume_on_43: bool,
+    bundle: bool,
     kafka_broker: str,
     admin: AdminClient,
     unique: Callable[[str], str],
@@ -94,8 +96,16 @@ def test_kafka_streams_resumes_on_the_handed_off_state(
     run("fetch", "--bootstrap", kafka_broker, "--plan", str(plan_file), "--store", str(store))
     [report] = [run_task(w) for w in task_work(plan, topology=reference, store_uri=str(store), counts={})]
     assert report["records_processed"] == len(thirds[1])
-    out = run("handoff", "--bootstrap", kafka_broker, "--plan", str(plan_file), "--store", str(store),
-              "--state-dir", str(state_dir), "--yes")  # fmt: skip
+    if bundle:  # shipped as a bundle and installed in another directory (the host that will run the app)
+        bundle_dir = tmp_path / "bundle"
+        out = run("handoff", "--bootstrap", kafka_broker, "--plan", str(plan_file), "--store", str(store),
+                  "--state-bundle", str(bundle_dir), "--yes")  # fmt: skip
+        state_dir = tmp_path / "other-host-state"
+        installed = run("handoff", "install-state", "--bundle", str(bundle_dir), "--state-dir", str(state_dir))
+        assert f"wrote {state_dir / app_id / '0_0'}" in installed.output
+    else:
+        out = run("handoff", "--bootstrap", kafka_broker, "--plan", str(plan_file), "--store", str(store),
+                  "--state-dir", str(state_dir), "--yes")  # fmt: skip
     assert "published 1 task(s), wrote 1 checkpoint(s)" in out.output
 
     produce(kafka_broker, topic, thirds[2])

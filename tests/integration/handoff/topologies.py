@@ -30,6 +30,7 @@ def count() -> Topology:
 RESUME_INPUT_ALOS = "handoff-resume-words-alos"
 RESUME_INPUT_EOS = "handoff-resume-words-eos"
 RESUME_INPUT_43 = "handoff-resume-words-43"
+RESUME_INPUT_BUNDLE = "handoff-resume-words-bundle"
 
 
 def _state_resume(topic: str) -> Topology:
@@ -84,3 +85,7 @@ def rekey_count() -> Topology:
 
 def state_resume_43() -> Topology:
     return _state_resume(RESUME_INPUT_43)
+
+
+def state_resume_bundle() -> Topology:
+    return _state_resume(RESUME_INPUT_BUNDLE)
