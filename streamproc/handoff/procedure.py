@@ -176,6 +176,8 @@ def handoff(
     directory = StateDirectory(state_dir, plan.application_id) if state_dir is not None else None
     restored_last = _restored_last(plan)
     resolve = _end_offset_resolver(admin, plan)
+    times = {r.name: r.partition_time for r in plan.ranges}
+    planned_commits = {c.partition: (c.after, times.get(c.partition, -1)) for c in plan.commits}
     done_now: dict[str, list[str]] = {"publish": [], "checkpoint": [], "purge": []}
     skipped: list[str] = []
     if directory is not None:
@@ -193,6 +195,7 @@ def handoff(
                     r,
                     reduce_changelogs=reduce_changelogs,
                     resolve_offset=resolve,
+                    planned_commits=planned_commits,
                 )
                 verify_committed(admin, plan.application_id, task.offsets)
                 published[r.task_id] = ledger.record(plan_id, "publish", r.task_id, task.detail()).detail

@@ -124,11 +124,13 @@ def publish_task(
     *,
     reduce_changelogs: bool = True,
     resolve_offset: Callable[[TopicPartition, int], int] | None = None,
+    planned_commits: Mapping[str, tuple[int, int]] | None = None,
 ) -> PublishedTask:
     """Produce the task's outputs and changelog records and commit its input offsets in one transaction.
 
     ``resolve_offset(partition, next_offset)`` may replace an input partition's offset (a repartition partition
     whose records earlier tasks of this hand-off published: the log end, past their transaction markers).
+    ``planned_commits``: the plan's commits (offset, partition time) for input partitions the report does not name.
     """
     from confluent_kafka import KafkaException
     from confluent_kafka import TopicPartition as KafkaTopicPartition
@@ -177,7 +179,7 @@ def publish_task(
             )
         offsets: dict[str, int] = {}
         positions = []
-        for commit in results.commits():
+        for commit in results.commits(planned_commits):
             offset = commit.next_offset
             if resolve_offset is not None:
                 offset = resolve_offset(commit.partition, offset)

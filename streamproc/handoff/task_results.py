@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 import json
 import tarfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,14 +59,24 @@ class TaskResults:
     def task_id(self) -> str:
         return self.task.task_id
 
-    def commits(self) -> list[InputCommit]:
-        """The report's next offset and partition time per input partition (the task's committable offsets)."""
+    def commits(self, planned: Mapping[str, tuple[int, int]] | None = None) -> list[InputCommit]:
+        """The report's next offset and partition time per input partition (the task's committable offsets).
+
+        ``planned`` (partition name → the plan's "after" offset and partition time) adds the task's partitions the
+        report does not name: a range with nothing processed that the plan still moves to its end (a start
+        position the user chose), as the plan's hand-off preview says.
+        """
+        entries = {
+            name: (entry["next_offset"], entry["partition_time"])
+            for name, entry in self.report.get("offsets", {}).items()
+        }
+        for name in self.task.source_partitions:
+            if name not in entries and planned is not None and name in planned:
+                entries[name] = planned[name]
         commits = []
-        for name, entry in sorted(self.report.get("offsets", {}).items()):
+        for name, (offset, partition_time) in sorted(entries.items()):
             topic, _, partition = name.rpartition("-")
-            commits.append(
-                InputCommit(TopicPartition(topic, int(partition)), entry["next_offset"], entry["partition_time"])
-            )
+            commits.append(InputCommit(TopicPartition(topic, int(partition)), offset, partition_time))
         return commits
 
     def output_partitions(self) -> list[tuple[str, int]]:

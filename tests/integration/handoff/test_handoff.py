@@ -68,7 +68,12 @@ def answer_list_offsets(bootstrap: str, topics: list[str], partitions: int) -> N
 
 
 def processed(
-    kafka_broker: str, admin: AdminClient, app_id: str, work: Path, changelog_config: dict[str, str] | None = None
+    kafka_broker: str,
+    admin: AdminClient,
+    app_id: str,
+    work: Path,
+    changelog_config: dict[str, str] | None = None,
+    plan_args: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """A plan for ``app_id`` (no committed offsets: every input record), fetched and processed."""
     changelog = f"{app_id}-counts-changelog"
@@ -79,7 +84,7 @@ def processed(
     describe.write_text(str(topologies.count().describe()))
     plan_file, store = work / "plan.json", work / "staging"
     run("plan", "--bootstrap", kafka_broker, "--application-id", app_id, "--topology", str(describe),
-        "--out", str(plan_file))  # fmt: skip
+        "--out", str(plan_file), *plan_args)  # fmt: skip
     run("fetch", "--bootstrap", kafka_broker, "--plan", str(plan_file), "--store", str(store))
     plan = RunPlan.read(plan_file)
     reports = [
@@ -241,3 +246,18 @@ def test_an_unfinished_process_step_is_refused_and_nothing_is_committed(
     assert refused.exit_code == 1
     assert "the process step did not finish task(s) 0_1" in refused.output
     assert read_committed_offsets(admin, app_id) == ({}, False)
+
+
+def test_a_plan_that_only_moves_the_group_commits_its_ends(
+    kafka_broker: str, admin: AdminClient, input_topic: str, unique: Callable[[str], str], tmp_path: Path
+) -> None:
+    """``--to-latest``: nothing to process, yet the preview says every partition moves to its end; so it does."""
+    app_id = unique("handoff-latest")
+    run_ = processed(kafka_broker, admin, app_id, tmp_path, plan_args=("--to-latest",))
+    plan: RunPlan = run_["plan"]
+    assert plan.commits and all(c.before is None and c.after > 0 for c in plan.commits)
+    assert all(r["records_processed"] == 0 for r in run_["reports"])
+    run("handoff", "--bootstrap", kafka_broker, "--plan", str(run_["plan_file"]), "--store", str(run_["store"]),
+        "--state-dir", str(tmp_path / "state"), "--yes")  # fmt: skip
+    committed, _ = read_committed_offsets(admin, app_id)
+    assert {str(tp): c.offset for tp, c in committed.items()} == {c.partition: c.after for c in plan.commits}
