@@ -66,6 +66,32 @@ def check_group(application_id: str, group: GroupState | None) -> None:
         )
 
 
+def group_type(admin: Any, application_id: str) -> str | None:
+    """The group's type as ListGroups reports it (``classic``, ``consumer``, or ``unknown`` for a type the client
+    does not name, which is how confluent-kafka 2.16 lists a KIP-1071 streams group); ``None`` when not listed.
+
+    Needed besides DescribeGroups: the classic DescribeGroups answers GROUP_ID_NOT_FOUND for a group that is not a
+    classic one, which alone would look like "no group" to the guard.
+    """
+    result = admin.list_consumer_groups(request_timeout=30).result(timeout=30)
+    for listing in result.valid:
+        if listing.group_id == application_id:
+            kind = getattr(listing, "type", None)
+            return str(getattr(kind, "name", "CLASSIC")).lower()
+    return None
+
+
+def check_group_type(application_id: str, kind: str | None) -> None:
+    """Refuse a group whose listed type is neither classic nor consumer (a streams group, state.md §13)."""
+    if kind is not None and kind not in ("classic", "consumer"):
+        raise StreamsGroupRefused(
+            f"group '{application_id}' is listed with type {kind}, not a classic consumer group: a KIP-1071 streams "
+            "group (group.protocol=streams); streamproc cannot yet check that a streams group has no members, so it "
+            f"does not hand off to one: stop every instance, check with `kafka-streams-groups.sh --describe --group "
+            f"{application_id}`, and hand off to a classic group (run the application with group.protocol=classic)"
+        )
+
+
 def check_offsets(
     application_id: str,
     expected: Mapping[TopicPartition, int | None],

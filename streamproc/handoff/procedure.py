@@ -164,6 +164,7 @@ def handoff(
 
     from streamproc.kafka.cluster import read_committed_offsets, read_group
 
+    guard.check_group_type(plan.application_id, guard.group_type(admin, plan.application_id))
     guard.check_group(plan.application_id, read_group(admin, plan.application_id))
     committed, unstable = read_committed_offsets(admin, plan.application_id)
     guard.check_offsets(plan.application_id, guard.expected_offsets(plan, published), committed, unstable=unstable)

@@ -43,6 +43,13 @@ def test_a_streams_group_is_refused_with_what_to_do() -> None:
         guard.check_group(APP, GroupState("streams", "Empty", ()))
 
 
+def test_a_group_listed_with_another_type_is_refused() -> None:
+    guard.check_group_type(APP, None)
+    guard.check_group_type(APP, "classic")
+    with pytest.raises(guard.StreamsGroupRefused, match="listed with type unknown, not a classic consumer group"):
+        guard.check_group_type(APP, "unknown")
+
+
 def test_moved_offsets_are_refused_showing_both_sets() -> None:
     expected = {IN0: 10, IN1: None}
     guard.check_offsets(APP, expected, {IN0: CommittedOffset(10, "x")})
