@@ -66,28 +66,29 @@ def check_group(application_id: str, group: GroupState | None) -> None:
         )
 
 
-def group_type(admin: Any, application_id: str) -> str | None:
-    """The group's type as ListGroups reports it (``classic``, ``consumer``, or ``unknown`` for a type the client
-    does not name, which is how confluent-kafka 2.16 lists a KIP-1071 streams group); ``None`` when not listed.
+def group_listed(admin: Any, application_id: str) -> bool:
+    """Whether ListGroups lists the group at all, whatever its type.
 
-    Needed besides DescribeGroups: the classic DescribeGroups answers GROUP_ID_NOT_FOUND for a group that is not a
-    classic one, which alone would look like "no group" to the guard.
+    Needed besides DescribeGroups: confluent-kafka 2.16's ``describe_consumer_groups`` and ``list_consumer_groups``
+    do not show a KIP-1071 streams group (seen on 4.2.2: a running streams app's group is "not found" there), while
+    the legacy ``list_groups`` lists it (state ``Dead`` from the classic DescribeGroups). A group that is listed but
+    not describable as a classic or consumer group is therefore a streams group.
     """
-    result = admin.list_consumer_groups(request_timeout=30).result(timeout=30)
-    for listing in result.valid:
-        if listing.group_id == application_id:
-            kind = getattr(listing, "type", None)
-            return str(getattr(kind, "name", "CLASSIC")).lower()
-    return None
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # the only client call that lists every group type
+        groups = admin.list_groups(timeout=30)
+    return any(group.id == application_id for group in groups)
 
 
-def check_group_type(application_id: str, kind: str | None) -> None:
-    """Refuse a group whose listed type is neither classic nor consumer (a streams group, state.md §13)."""
-    if kind is not None and kind not in ("classic", "consumer"):
+def check_group_kind(application_id: str, listed: bool, group: GroupState | None) -> None:
+    """Refuse a group that ListGroups lists but DescribeGroups does not know: a streams group (state.md §13)."""
+    if listed and (group is None or group.state == "Dead"):
         raise StreamsGroupRefused(
-            f"group '{application_id}' is listed with type {kind}, not a classic consumer group: a KIP-1071 streams "
-            "group (group.protocol=streams); streamproc cannot yet check that a streams group has no members, so it "
-            f"does not hand off to one: stop every instance, check with `kafka-streams-groups.sh --describe --group "
+            f"group '{application_id}' exists but is not a classic consumer group: a KIP-1071 streams group "
+            "(group.protocol=streams); streamproc cannot yet check that a streams group has no members, so it does "
+            f"not hand off to one: stop every instance, check with `kafka-streams-groups.sh --describe --group "
             f"{application_id}`, and hand off to a classic group (run the application with group.protocol=classic)"
         )
 

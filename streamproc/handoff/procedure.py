@@ -164,8 +164,9 @@ def handoff(
 
     from streamproc.kafka.cluster import read_committed_offsets, read_group
 
-    guard.check_group_type(plan.application_id, guard.group_type(admin, plan.application_id))
-    guard.check_group(plan.application_id, read_group(admin, plan.application_id))
+    group = read_group(admin, plan.application_id)
+    guard.check_group_kind(plan.application_id, guard.group_listed(admin, plan.application_id), group)
+    guard.check_group(plan.application_id, group)
     committed, unstable = read_committed_offsets(admin, plan.application_id)
     guard.check_offsets(plan.application_id, guard.expected_offsets(plan, published), committed, unstable=unstable)
     if state_dir is not None:

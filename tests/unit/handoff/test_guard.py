@@ -43,11 +43,11 @@ def test_a_streams_group_is_refused_with_what_to_do() -> None:
         guard.check_group(APP, GroupState("streams", "Empty", ()))
 
 
-def test_a_group_listed_with_another_type_is_refused() -> None:
-    guard.check_group_type(APP, None)
-    guard.check_group_type(APP, "classic")
-    with pytest.raises(guard.StreamsGroupRefused, match="listed with type unknown, not a classic consumer group"):
-        guard.check_group_type(APP, "unknown")
+def test_a_listed_group_that_describe_does_not_know_is_refused_as_a_streams_group() -> None:
+    guard.check_group_kind(APP, False, None)
+    guard.check_group_kind(APP, True, GroupState("classic", "Empty", ()))
+    with pytest.raises(guard.StreamsGroupRefused, match="exists but is not a classic consumer group"):
+        guard.check_group_kind(APP, True, None)
 
 
 def test_moved_offsets_are_refused_showing_both_sets() -> None:
