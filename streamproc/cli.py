@@ -639,6 +639,8 @@ def s3_status(ctx: click.Context, workdir: Path | None) -> None:
     emit(ctx, {"workdir": str(workdir), "status": status}, status)
 
 
+import streamproc.handoff.cli  # noqa: E402, F401  (registers `streamproc handoff`)
+import streamproc.run_cli  # noqa: E402, F401  (registers `streamproc run`)
 import streamproc.spark.cli  # noqa: E402, F401  (registers `streamproc process`; at the end: it imports `main`)
 
 if __name__ == "__main__":

@@ -1,0 +1,5 @@
+"""The run's ledger: which hand-off steps are done (SQLite; schema in the repository's ``sql/ledger.sql``)."""
+
+from streamproc.ledger.ledger import Ledger, LedgerStep
+
+__all__ = ["Ledger", "LedgerStep"]

@@ -1,0 +1,22 @@
+"""Changelog records reduced to the last value per changelog key, as Kafka Streams' record cache would send them.
+
+A store's changelog key already holds everything that identifies the store entry (a window store's key carries the
+window start and sequence number, a session store's the session window), so the last record per key bytes restores
+exactly the same state; a tombstone stays (it deletes the key from a changelog that held it before the run). The
+surviving records keep their relative order (the order of their last writes), so a restore's write order matches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from streamproc.handoff.task_results import OutgoingRecord
+
+
+def last_value_per_key(records: Iterable[OutgoingRecord]) -> list[OutgoingRecord]:
+    """The last record of each key (changelog keys are never null), in the order of those last writes."""
+    last: dict[bytes | None, OutgoingRecord] = {}
+    for record in records:
+        last.pop(record.key, None)  # re-inserting moves the key to the end: dicts keep insertion order
+        last[record.key] = record
+    return list(last.values())

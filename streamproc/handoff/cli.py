@@ -1,0 +1,213 @@
+"""``streamproc handoff``: hand a processed plan's results to Kafka and the state directory (registered by
+``streamproc.cli``). Shows the hand-off preview first and asks for confirmation unless ``--yes``; ``--status`` lists
+the steps the ledger recorded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from streamproc.cli import (
+    _client_config,
+    _client_setting_option,
+    _s3_options,
+    _store_options,
+    catch_errors,
+    emit,
+    main,
+)
+from streamproc.errors import ConfigError
+
+
+def preview(plan: Any, plan_id: str, state_dir: Path | None) -> str:
+    """The plan's hand-off section: commits, checkpoints (where), purges."""
+    lines = [f"Hand-off of plan {plan_id} for application '{plan.application_id}':"]
+    for c in plan.commits:
+        before = "none" if c.before is None else str(c.before)
+        lines.append(f"  commit {c.partition}: {before} -> {c.after} (with the tasks' output and changelog records)")
+    if state_dir is not None:
+        lines.extend(f"  write {state_dir / f}" for f in plan.checkpoint_files)
+    else:
+        lines.append("  no state directory (--state-dir not given): the application restores from the changelogs")
+    lines.extend(f"  delete records of {p.partition} before offset {p.before_offset}" for p in plan.purges)
+    return "\n".join(lines)
+
+
+def run_handoff(
+    ctx: click.Context,
+    *,
+    client_config: dict[str, object],
+    plan_file: Path,
+    store_uri: str,
+    store_options: dict[str, Any],
+    state_dir: Path | None,
+    ledger_file: Path | None,
+    yes: bool,
+    reduce_changelogs: bool,
+    state_bundle_uri: str | None = None,
+) -> None:
+    """The preview, the confirmation and the hand-off (shared with ``streamproc run``)."""
+    from streamproc.handoff.procedure import default_ledger_path, handoff
+    from streamproc.ledger import Ledger
+    from streamproc.plan.run_plan import RunPlan
+    from streamproc.spark.job import plan_id as plan_hash
+    from streamproc.storage import load_store
+
+    plan = RunPlan.read(plan_file)
+    plan_id = plan_hash(plan)
+    json_output = ctx.find_root().params.get("output") == "json"
+    if not yes:
+        if json_output:
+            raise ConfigError("the hand-off is irreversible: with --output json pass --yes (no prompt is shown)")
+        click.echo(preview(plan, plan_id, state_dir), err=True)
+        if not click.confirm("Hand off?", err=True):
+            raise ConfigError("hand-off not confirmed: nothing was done")
+    with Ledger(ledger_file or default_ledger_path(plan_file)) as ledger:
+        summary = handoff(
+            plan,
+            plan_id,
+            client_config=client_config,
+            store=load_store(store_uri, **store_options),
+            ledger=ledger,
+            state_dir=state_dir,
+            state_bundle=load_store(state_bundle_uri, **store_options) if state_bundle_uri else None,
+            reduce_changelogs=reduce_changelogs,
+        )
+    payload = {
+        "plan_id": summary.plan_id,
+        "published": list(summary.published),
+        "checkpointed": list(summary.checkpointed),
+        "purged": list(summary.purged),
+        "skipped": list(summary.skipped),
+    }
+    text = (
+        f"hand-off of plan {summary.plan_id}: published {len(summary.published)} task(s), wrote "
+        f"{len(summary.checkpointed)} checkpoint(s), purged {len(summary.purged)} partition(s)"
+        + (f"; {len(summary.skipped)} step(s) already done" if summary.skipped else "")
+    )
+    emit(ctx, payload, text)
+
+
+@main.group("handoff", invoke_without_command=True)
+@click.option(
+    "--bootstrap",
+    envvar="STREAMPROC_BOOTSTRAP",
+    metavar="HOST:PORT[,…]",
+    help="Kafka bootstrap servers (env STREAMPROC_BOOTSTRAP); not needed with --status.",
+)
+@_client_setting_option
+@click.option(
+    "--plan",
+    "plan_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The plan the process step ran (required unless a subcommand is given).",
+)
+@click.option("--store", "store_uri", help="The staging location the process step wrote (DIR or s3://bucket/prefix).")
+@click.option(
+    "--state-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The application's state.dir on this host: each task's stores and .checkpoint are written there.",
+)
+@click.option(
+    "--state-bundle",
+    "state_bundle_uri",
+    help="Also write each task's state as a tar to this location (DIR or s3://…) for another host: "
+    "`streamproc handoff install-state` unpacks it there.",
+)
+@click.option(
+    "--ledger",
+    "ledger_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The run's ledger (default: <plan>.ledger.sqlite next to the plan).",
+)
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--status", is_flag=True, help="Only print the steps the ledger recorded for this plan.")
+@click.option(
+    "--no-reduce-changelogs",
+    is_flag=True,
+    help="Publish every changelog record (default: the last value per key, which restores the same state).",
+)
+@_s3_options
+@click.pass_context
+@catch_errors
+def handoff_command(
+    ctx: click.Context,
+    bootstrap: str | None,
+    client_settings: tuple[str, ...],
+    plan_file: Path | None,
+    store_uri: str | None,
+    state_dir: Path | None,
+    state_bundle_uri: str | None,
+    ledger_file: Path | None,
+    yes: bool,
+    status: bool,
+    no_reduce_changelogs: bool,
+    s3_connect_timeout: float | None,
+    s3_read_timeout: float | None,
+    s3_max_attempts: int | None,
+) -> None:
+    """Publish each task's outputs and changelogs with its offsets, write state directories, purge repartitions."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if plan_file is None:
+        raise ConfigError("--plan is required (the plan the process step ran)")
+    if status:
+        from streamproc.handoff.procedure import default_ledger_path
+        from streamproc.ledger import Ledger
+        from streamproc.plan.run_plan import RunPlan
+        from streamproc.spark.job import plan_id as plan_hash
+
+        plan_id = plan_hash(RunPlan.read(plan_file))
+        with Ledger(ledger_file or default_ledger_path(plan_file)) as ledger:
+            steps = ledger.steps(plan_id)
+        rows = [{"kind": s.kind, "subject": s.subject, "finished_at": s.finished_at, "detail": s.detail} for s in steps]
+        text = "\n".join(f"{s.finished_at}  {s.kind:<10} {s.subject}" for s in steps)
+        emit(ctx, {"plan_id": plan_id, "steps": rows}, text or f"no hand-off step of plan {plan_id} is recorded")
+        return
+    if store_uri is None:
+        raise ConfigError("--store is required (the staging location the process step wrote)")
+    if bootstrap is None:
+        raise ConfigError("no Kafka bootstrap servers given: pass --bootstrap host:port (or set STREAMPROC_BOOTSTRAP)")
+    run_handoff(
+        ctx,
+        client_config=_client_config(bootstrap, client_settings),
+        plan_file=plan_file,
+        store_uri=store_uri,
+        store_options=_store_options(s3_connect_timeout, s3_read_timeout, s3_max_attempts, store_uri),
+        state_dir=state_dir,
+        state_bundle_uri=state_bundle_uri,
+        ledger_file=ledger_file,
+        yes=yes,
+        reduce_changelogs=not no_reduce_changelogs,
+    )
+
+
+@handoff_command.command("install-state")
+@click.option("--bundle", "bundle_uri", required=True, help="The --state-bundle location the hand-off wrote.")
+@click.option(
+    "--state-dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The application's state.dir on this host.",
+)
+@_s3_options
+@click.pass_context
+@catch_errors
+def install_state_command(
+    ctx: click.Context,
+    bundle_uri: str,
+    state_dir: Path,
+    s3_connect_timeout: float | None,
+    s3_read_timeout: float | None,
+    s3_max_attempts: int | None,
+) -> None:
+    """Unpack a state bundle into this host's state.dir (each task directory, .checkpoint last)."""
+    from streamproc.handoff.state_bundle import install
+    from streamproc.storage import load_store
+
+    store = load_store(bundle_uri, **_store_options(s3_connect_timeout, s3_read_timeout, s3_max_attempts, bundle_uri))
+    written = install(store, bundle_uri, state_dir)
+    emit(ctx, {"task_dirs": written}, "\n".join(f"wrote {d}" for d in written) or "the bundle holds no task state")

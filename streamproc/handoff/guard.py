@@ -1,0 +1,186 @@
+"""The checks that must pass immediately before a hand-off commits anything (state.md §10 preconditions).
+
+The broker does not protect a running application from the tool: a ``TxnOffsetCommit`` with generation -1 is
+accepted even while the group has members (§8.4), so the tool itself must see an empty group, unchanged committed
+offsets and an unlocked state directory whose checkpoints are not newer than the plan. Each refusal is one line
+saying what was found and what to do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from streamproc.engine.task_id import TaskId
+from streamproc.errors import HandoffError
+from streamproc.plan.cluster_snapshot import CommittedOffset, GroupState, TopicPartition
+from streamproc.plan.run_plan import RunPlan
+from streamproc.state.offset_checkpoint import OffsetCheckpoint
+from streamproc.state.state_directory import StateDirectory
+from streamproc.state.store_layout import checkpoint_path
+
+#: Group states in which a group has no members and accepts a tool's commits.
+_EMPTY_STATES = frozenset({"Empty", "Dead"})
+
+
+class GroupActive(HandoffError):
+    """The application's group has members: the application is running somewhere."""
+
+
+class OffsetsMoved(HandoffError):
+    """The group's committed offsets are no longer those the plan started from."""
+
+
+class StreamsGroupRefused(HandoffError):
+    """The group is a KIP-1071 streams group, which this hand-off cannot check for members."""
+
+
+class StateDirRefused(HandoffError):
+    """The target state directory is in use or holds checkpoints newer than the plan."""
+
+
+def parse_partition(name: str) -> TopicPartition:
+    """``topic-partition`` (the plan's partition names) → a ``TopicPartition``."""
+    topic, _, partition = name.rpartition("-")
+    return TopicPartition(topic, int(partition))
+
+
+def check_group(application_id: str, group: GroupState | None) -> None:
+    """Refuse a group with members (named with their hosts) and a KIP-1071 streams group (§13)."""
+    if group is None:
+        return
+    if group.protocol == "streams":
+        raise StreamsGroupRefused(
+            f"group '{application_id}' is a KIP-1071 streams group (group.protocol=streams); streamproc cannot yet "
+            "check that a streams group has no members, so it does not hand off to one: stop every instance, check "
+            f"with `kafka-streams-groups.sh --describe --group {application_id}`, and hand off to a classic group "
+            "(run the application with group.protocol=classic)"
+        )
+    if group.members or group.state not in _EMPTY_STATES:
+        members = ", ".join(f"{m.client_id} on {m.host or 'an unknown host'}" for m in group.members) or "none listed"
+        raise GroupActive(
+            f"group '{application_id}' is {group.state} with {len(group.members)} member(s) ({members}): the "
+            "application is running; stop every instance and run the hand-off again"
+        )
+
+
+def group_listed(admin: Any, application_id: str) -> bool:
+    """Whether ListGroups lists the group at all, whatever its type.
+
+    Needed besides DescribeGroups: confluent-kafka 2.16's ``describe_consumer_groups`` and ``list_consumer_groups``
+    do not show a KIP-1071 streams group (seen on 4.2.2: a running streams app's group is "not found" there), while
+    the legacy ``list_groups`` lists it (state ``Dead`` from the classic DescribeGroups). A group that is listed but
+    not describable as a classic or consumer group is therefore a streams group.
+    """
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # the only client call that lists every group type
+        groups = admin.list_groups(timeout=30)
+    return any(group.id == application_id for group in groups)
+
+
+def check_group_kind(application_id: str, listed: bool, group: GroupState | None) -> None:
+    """Refuse a group that ListGroups lists but DescribeGroups does not know: a streams group (state.md §13)."""
+    if listed and (group is None or group.state == "Dead"):
+        raise StreamsGroupRefused(
+            f"group '{application_id}' exists but is not a classic consumer group: a KIP-1071 streams group "
+            "(group.protocol=streams); streamproc cannot yet check that a streams group has no members, so it does "
+            f"not hand off to one: stop every instance, check with `kafka-streams-groups.sh --describe --group "
+            f"{application_id}`, and hand off to a classic group (run the application with group.protocol=classic)"
+        )
+
+
+def check_offsets(
+    application_id: str,
+    expected: Mapping[TopicPartition, int | None],
+    committed: Mapping[TopicPartition, CommittedOffset],
+    *,
+    unstable: bool = False,
+) -> None:
+    """Refuse when any partition's committed offset differs from ``expected`` (``None``: nothing committed)."""
+    if unstable:
+        raise OffsetsMoved(
+            f"group '{application_id}' has a transactional offset commit pending (UNSTABLE_OFFSET_COMMIT): a "
+            "producer is still committing for it; wait until its transaction ends and re-plan"
+        )
+    moved = []
+    for tp, want in sorted(expected.items()):
+        got = committed.get(tp)
+        now = None if got is None else got.offset
+        if now != want:
+            moved.append((tp, want, now))
+    if moved:
+        planned = ", ".join(f"{tp}={_offset(want)}" for tp, want, _ in moved)
+        found = ", ".join(f"{tp}={_offset(now)}" for tp, _, now in moved)
+        raise OffsetsMoved(
+            f"group '{application_id}' committed offsets moved since the plan: planned {planned}; now {found}; "
+            "the application (or another tool) processed records meanwhile: make a new plan from the current offsets"
+        )
+
+
+def _offset(offset: int | None) -> str:
+    return "none" if offset is None else str(offset)
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedCheckpoint:
+    """The newest changelog offset the plan knows for one store's changelog partition (its end − 1)."""
+
+    task_id: TaskId
+    changelog: TopicPartition
+    last_offset: int
+
+
+def planned_checkpoints(plan: RunPlan) -> list[PlannedCheckpoint]:
+    """Per planned restore, the last changelog offset at plan time: a checkpoint beyond it is newer than the plan."""
+    return [
+        PlannedCheckpoint(TaskId.parse(r.task_id), TopicPartition(r.changelog_topic, r.changelog_partition), r.end - 1)
+        for r in plan.restores
+    ]
+
+
+def check_state_dir(state_dir: Path, plan: RunPlan, *, skip_tasks: frozenset[str] = frozenset()) -> None:
+    """Refuse a state dir whose ``.lock`` another process holds, or whose checkpoints are newer than the plan's.
+
+    ``skip_tasks``: tasks whose checkpoint this hand-off already wrote (a re-run after a crash).
+    """
+    directory = StateDirectory(state_dir, plan.application_id)
+    if directory.is_locked_elsewhere():
+        raise StateDirRefused(
+            f"state directory {directory.app_dir} is locked ({directory.lock_path} is held): a Kafka Streams "
+            "instance of the application is running on this host; stop it and run the hand-off again"
+        )
+    planned: dict[tuple[TaskId, TopicPartition], int] = {
+        (p.task_id, p.changelog): p.last_offset for p in planned_checkpoints(plan)
+    }
+    tasks = {TaskId.parse(t.task_id): t for t in plan.tasks}
+    for task_id, task in tasks.items():
+        if task.task_id in skip_tasks:
+            continue
+        path = checkpoint_path(directory.task_dir_path(task_id))
+        offsets = OffsetCheckpoint(path).read()
+        for store in task.stores:
+            changelog = TopicPartition(store.changelog_topic, store.changelog_partition)
+            found = offsets.get(changelog)
+            limit = planned.get((task_id, changelog))
+            if found is not None and found >= 0 and (limit is None or found > limit):
+                raise StateDirRefused(
+                    f"task [{task_id}] checkpoint {path} holds offset {found} for {changelog}, newer than the plan "
+                    f"(its changelog ended at {'an unknown offset' if limit is None else limit + 1}): the "
+                    "application ran after the plan was made; make a new plan"
+                )
+
+
+def expected_offsets(plan: RunPlan, published: Mapping[str, Mapping[str, Any]]) -> dict[TopicPartition, int | None]:
+    """The committed offset each planned partition must have now: the plan's "before" offset, or for a task this
+    hand-off already published (``published``: task id → its ledger detail) the offsets its transaction committed."""
+    expected: dict[TopicPartition, int | None] = {
+        TopicPartition(r.topic, r.partition): r.committed_offset for r in plan.ranges
+    }
+    for detail in published.values():
+        for name, offset in detail.get("offsets", {}).items():
+            expected[parse_partition(name)] = int(offset)
+    return expected

@@ -1,0 +1,20 @@
+"""The crash tests' kill -9 at a hand-off step boundary (a test hook; inert unless the variable is set).
+
+A step boundary cannot be hit reliably by killing the process from outside at the right moment, so the process
+kills itself with SIGKILL (no clean-up, no atexit, no flush: exactly a kill -9) at the named point.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+#: ``<point>:<subject>``: ``in-transaction:0_1`` (records produced, transaction open), ``publish:0_1`` (transaction
+#: committed and recorded), ``checkpoint:0_1``, ``purge:<topic>-<partition>``.
+KILL_AT_ENV = "STREAMPROC_HANDOFF_KILL_AT"
+
+
+def kill_point(name: str) -> None:
+    """SIGKILL this process when ``STREAMPROC_HANDOFF_KILL_AT`` names this point."""
+    if os.environ.get(KILL_AT_ENV) == name:
+        os.kill(os.getpid(), signal.SIGKILL)

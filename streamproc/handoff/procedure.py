@@ -1,0 +1,270 @@
+"""The hand-off of one processed plan, step by step, each step recorded in the ledger (state.md §10).
+
+Per task, in stage order: check the group is still empty, publish the task's records and commit its offsets in one
+transaction (read back and checked), record it; then write its state directory, ``.checkpoint`` last, record it.
+Then purge each repartition partition up to the offset just committed, record it. A re-run (after a crash, a
+refusal or a failed step) skips every recorded step; the guard accepts the offsets the recorded tasks committed.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from streamproc.engine.records import TopicPartition
+from streamproc.engine.task_id import TaskId
+from streamproc.errors import HandoffError
+from streamproc.handoff import guard
+from streamproc.handoff.kill_points import kill_point
+from streamproc.handoff.publish import publish_task, verify_committed
+from streamproc.handoff.purge import purge_partition
+from streamproc.handoff.state_bundle import task_object, task_tar, write_manifest
+from streamproc.handoff.state_writer import checkpoint_offsets, write_task_state
+from streamproc.handoff.task_results import TaskResults, load_results
+from streamproc.kafka import clients as kafka_clients
+from streamproc.ledger import Ledger
+from streamproc.plan.run_plan import RunPlan
+from streamproc.state.state_directory import StateDirectory
+from streamproc.storage.object_store import ObjectStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class HandoffSummary:
+    """What this invocation did and what earlier ones had done (``skipped``), per step."""
+
+    plan_id: str
+    published: tuple[str, ...] = ()
+    checkpointed: tuple[str, ...] = ()
+    purged: tuple[str, ...] = ()
+    skipped: tuple[str, ...] = ()
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def default_ledger_path(plan_file: Path) -> Path:
+    """The ledger next to the plan file: ``<plan>.ledger.sqlite``."""
+    return plan_file.with_name(f"{plan_file.stem}.ledger.sqlite")
+
+
+def _restored_last(plan: RunPlan) -> dict[tuple[str, TopicPartition], int]:
+    return {
+        (r.task_id, TopicPartition(r.changelog_topic, r.changelog_partition)): r.end - 1
+        for r in plan.restores
+        if r.end > 0
+    }
+
+
+def _check_sink_topics(admin: Any, results: list[TaskResults]) -> None:
+    metadata = admin.list_topics(timeout=30).topics
+    needed = {t for r in results for t, _ in (*r.output_partitions(), *r.changelog_partitions())}
+    missing = sorted(t for t in needed if t not in metadata or metadata[t].error is not None)
+    if missing:
+        raise HandoffError(
+            f"topic(s) {', '.join(missing)} that the tasks' results go to do not exist; nothing was handed off: "
+            "create them as the application would (partition counts, compaction for changelogs) and run again"
+        )
+
+
+_DAY_MS = 86_400_000
+
+
+def warn_changelog_retention(admin: Any, results: list[TaskResults], now_ms: int) -> list[str]:
+    """Warn (before anything is published) about changelog records the broker will delete soon after publishing.
+
+    A changelog with ``cleanup.policy`` including ``delete`` (window and session stores: retention + 1 day) drops
+    records older than ``retention.ms`` at its next retention check; the store streamproc writes still holds them,
+    but a later restore from the changelog (a lost state directory, an EOS wipe) will not.
+    """
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
+    topics = sorted({t for r in results for t, _ in r.changelog_partitions()})
+    if not topics:
+        return []
+    retention: dict[str, int] = {}
+    resources = [ConfigResource(ResourceType.TOPIC, t) for t in topics]
+    for resource, future in admin.describe_configs(resources, request_timeout=30).items():
+        configs = future.result(timeout=30)
+        policy = configs.get("cleanup.policy")
+        ms = configs.get("retention.ms")
+        if policy is not None and "delete" in (policy.value or "") and ms is not None and int(ms.value) >= 0:
+            retention[resource.name] = int(ms.value)
+    warnings = []
+    for r in results:
+        for topic, partition in r.changelog_partitions():
+            if topic not in retention:
+                continue
+            cutoff = now_ms - retention[topic]
+            old = sum(1 for record in r.changelog(topic, partition) if record.timestamp < cutoff)
+            if old:
+                warnings.append(
+                    f"task [{r.task_id}] {old} changelog record(s) for {topic}-{partition} are older than the topic's "
+                    f"retention.ms={retention[topic]} ({retention[topic] / _DAY_MS:.1f} days): the broker deletes "
+                    "them soon after they are published; the handed-off store keeps them, but a later restore from "
+                    "the changelog (a lost state directory, an exactly_once wipe) will not"
+                )
+    for warning in warnings:
+        log.warning("%s", warning)
+    return warnings
+
+
+def _end_offset_resolver(admin: Any, plan: RunPlan) -> Callable[[TopicPartition, int], int]:
+    """A repartition partition whose appended records the task consumed is committed at its log end (those
+    records' transaction markers sit between them); every other offset is the report's."""
+    from confluent_kafka import TopicPartition as KafkaTopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    from streamproc.kafka.cluster import _list_offsets
+    from streamproc.plan.cluster_snapshot import IsolationLevel
+
+    ends = {TopicPartition(r.topic, r.partition): r.end for r in plan.ranges if r.internal}
+
+    def resolve(partition: TopicPartition, next_offset: int) -> int:
+        end = ends.get(partition)
+        if end is None or next_offset <= end:
+            return next_offset
+        tp = KafkaTopicPartition(partition.topic, partition.partition)
+        found = _list_offsets(admin, {tp: OffsetSpec.latest()}, IsolationLevel.READ_UNCOMMITTED, "log end")
+        return max(next_offset, next(iter(found.values())))
+
+    return resolve
+
+
+def handoff(
+    plan: RunPlan,
+    plan_id: str,
+    *,
+    client_config: Mapping[str, object],
+    store: ObjectStore,
+    ledger: Ledger,
+    state_dir: Path | None,
+    state_bundle: ObjectStore | None = None,
+    reduce_changelogs: bool = True,
+    stop_after: str | None = None,
+) -> HandoffSummary:
+    """Run (or resume) the hand-off of ``plan`` whose tasks the process step finished in ``store``.
+
+    ``stop_after`` ("publish:<task>" or "checkpoint:<task>") ends the run right after that step is recorded: the
+    crash tests' step boundary.
+    """
+    results = load_results(plan, plan_id, store)
+    admin = kafka_clients.admin(client_config)
+    published: dict[str, dict[str, Any]] = {}
+    checkpointed: set[str] = set()
+    for r in results:
+        step = ledger.done(plan_id, "publish", r.task_id)
+        if step is not None:
+            published[r.task_id] = step.detail
+        if ledger.done(plan_id, "checkpoint", r.task_id) is not None:
+            checkpointed.add(r.task_id)
+
+    from streamproc.kafka.cluster import read_committed_offsets, read_group
+
+    group = read_group(admin, plan.application_id)
+    guard.check_group_kind(plan.application_id, guard.group_listed(admin, plan.application_id), group)
+    guard.check_group(plan.application_id, group)
+    committed, unstable = read_committed_offsets(admin, plan.application_id)
+    guard.check_offsets(plan.application_id, guard.expected_offsets(plan, published), committed, unstable=unstable)
+    if state_dir is not None:
+        guard.check_state_dir(state_dir, plan, skip_tasks=frozenset(checkpointed))
+    _check_sink_topics(admin, results)
+    if not published:
+        warn_changelog_retention(admin, results, int(time.time() * 1000))
+
+    directory = StateDirectory(state_dir, plan.application_id) if state_dir is not None else None
+    restored_last = _restored_last(plan)
+    resolve = _end_offset_resolver(admin, plan)
+    times = {r.name: r.partition_time for r in plan.ranges}
+    planned_commits = {c.partition: (c.after, times.get(c.partition, -1)) for c in plan.commits}
+    done_now: dict[str, list[str]] = {"publish": [], "checkpoint": [], "purge": []}
+    skipped: list[str] = []
+    if directory is not None:
+        directory.lock()
+    try:
+        for r in results:
+            if r.task_id in published:
+                skipped.append(f"publish {r.task_id}")
+            else:
+                guard.check_group(plan.application_id, read_group(admin, plan.application_id))
+                task = publish_task(
+                    client_config,
+                    plan.application_id,
+                    plan_id,
+                    r,
+                    reduce_changelogs=reduce_changelogs,
+                    resolve_offset=resolve,
+                    planned_commits=planned_commits,
+                )
+                verify_committed(admin, plan.application_id, task.offsets)
+                published[r.task_id] = ledger.record(plan_id, "publish", r.task_id, task.detail()).detail
+                done_now["publish"].append(r.task_id)
+                kill_point(f"publish:{r.task_id}")
+            if stop_after == f"publish:{r.task_id}":
+                return _summary(plan_id, done_now, skipped)
+            if directory is None and state_bundle is None:
+                continue
+            bundle = r.bundle()
+            if bundle is None:
+                continue
+            if r.task_id in checkpointed:
+                skipped.append(f"checkpoint {r.task_id}")
+                continue
+            persistent = r.persistent_stores(bundle)
+            stores = {
+                s.name: TopicPartition(s.changelog_topic, s.changelog_partition)
+                for s in r.task.stores
+                if s.name in persistent and s.changelog_topic
+            }
+            last = published[r.task_id].get("changelog_last", {})
+            offsets = checkpoint_offsets(
+                stores,
+                {guard.parse_partition(name): int(offset) for name, offset in last.items()},
+                {tp: offset for (task, tp), offset in restored_last.items() if task == r.task_id},
+            )
+            detail: dict[str, Any] = {"offsets": {str(tp): o for tp, o in offsets.items()}}
+            if state_bundle is not None:
+                state_bundle.put(task_object(r.task_id), task_tar(bundle, offsets))
+                detail["bundle"] = task_object(r.task_id)
+            if directory is not None:
+                detail["task_dir"] = str(write_task_state(directory, TaskId.parse(r.task_id), bundle, offsets))
+            ledger.record(plan_id, "checkpoint", r.task_id, detail)
+            done_now["checkpoint"].append(r.task_id)
+            kill_point(f"checkpoint:{r.task_id}")
+            if stop_after == f"checkpoint:{r.task_id}":
+                return _summary(plan_id, done_now, skipped)
+        if state_bundle is not None:
+            write_manifest(state_bundle, plan.application_id, plan_id, [r.task_id for r in results if r.has_bundle])
+    finally:
+        if directory is not None:
+            directory.unlock()
+
+    committed_now = {name: offset for detail in published.values() for name, offset in detail["offsets"].items()}
+    for planned in plan.ranges:
+        if not planned.internal:
+            continue
+        name = planned.name
+        before = committed_now.get(name)
+        if before is None:
+            continue
+        if ledger.done(plan_id, "purge", name) is not None:
+            skipped.append(f"purge {name}")
+            continue
+        low = purge_partition(admin, TopicPartition(planned.topic, planned.partition), before)
+        ledger.record(plan_id, "purge", name, {"before_offset": before, "log_start": low})
+        done_now["purge"].append(name)
+        kill_point(f"purge:{name}")
+    return _summary(plan_id, done_now, skipped)
+
+
+def _summary(plan_id: str, done: Mapping[str, list[str]], skipped: list[str]) -> HandoffSummary:
+    return HandoffSummary(
+        plan_id,
+        published=tuple(done["publish"]),
+        checkpointed=tuple(done["checkpoint"]),
+        purged=tuple(done["purge"]),
+        skipped=tuple(skipped),
+    )

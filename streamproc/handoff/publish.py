@@ -1,0 +1,246 @@
+"""Publish one task's results in one Kafka transaction together with its input offsets (state.md §10 steps 1–2).
+
+One transaction per task holds the records its sinks sent, its stores' changelog records and the group offsets of
+its input partitions (``send_offsets_to_transaction`` with the metadata of a consumer of group ``application.id``
+that never joins, generation -1, which the broker accepts for an empty group, §8.4), each offset with Kafka
+Streams' commit metadata (the partition time, §8.2). Either all of it is visible to a read_committed reader, with
+the offsets committed, or none of it.
+
+The transactional id is ``<application.id>-streamproc-<plan id>-<task id>``: a re-run of the same hand-off after a
+crash uses the same id, so ``init_transactions`` fences the crashed attempt and aborts its open transaction before
+anything new is written. The hand-off itself never aborts: under at_least_once the application reads uncommitted
+records (its restore and main consumers are read_uncommitted), so a failed transaction is reported loudly and left
+for the re-run to fence, with what that means for the application.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from streamproc.errors import HandoffError
+from streamproc.handoff.changelog_reduction import last_value_per_key
+from streamproc.handoff.kill_points import kill_point
+from streamproc.handoff.task_results import OutgoingRecord, TaskResults
+from streamproc.kafka import clients as kafka_clients
+from streamproc.plan.cluster_snapshot import TopicPartition
+from streamproc.state.commit_metadata import TopicPartitionMetadata
+
+log = logging.getLogger(__name__)
+
+#: How long one transaction call (init, send offsets, commit) may take.
+TRANSACTION_TIMEOUT_S = 60.0
+_UNASSIGNED = -1
+
+
+def transactional_id(application_id: str, plan_id: str, task_id: str) -> str:
+    """The task's transactional id: the same on every attempt of one plan's hand-off, so a retry fences the last."""
+    return f"{application_id}-streamproc-{plan_id}-{task_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class PublishedTask:
+    """What a task's committed transaction did: offsets committed, last changelog offset per partition, counts."""
+
+    task_id: str
+    offsets: dict[str, int]
+    changelog_last: dict[str, int]
+    output_records: int
+    changelog_records: int
+
+    def detail(self) -> dict[str, Any]:
+        return {
+            "offsets": self.offsets,
+            "changelog_last": self.changelog_last,
+            "output_records": self.output_records,
+            "changelog_records": self.changelog_records,
+        }
+
+
+class _Deliveries:
+    """Delivery reports of one transaction: the last offset per changelog partition and the first errors."""
+
+    def __init__(self, changelogs: frozenset[tuple[str, int]]) -> None:
+        self._changelogs = changelogs
+        self.last: dict[tuple[str, int], int] = {}
+        self.errors: list[str] = []
+
+    def __call__(self, error: Any, message: Any) -> None:
+        if error is not None:
+            if len(self.errors) < 5:
+                self.errors.append(f"{message.topic()}-{message.partition()}: {error.str()}")
+            return
+        key = (message.topic(), message.partition())
+        if key in self._changelogs:
+            self.last[key] = max(self.last.get(key, -1), message.offset())
+
+
+def _produce(producer: Any, record: OutgoingRecord, on_delivery: _Deliveries) -> None:
+    kwargs: dict[str, Any] = {
+        "key": record.key,
+        "value": record.value,
+        "timestamp": record.timestamp,
+        "on_delivery": on_delivery,
+    }
+    if record.headers:
+        kwargs["headers"] = list(record.headers)
+    if record.partition != _UNASSIGNED:
+        kwargs["partition"] = record.partition
+    while True:
+        try:
+            producer.produce(record.topic, **kwargs)
+            return
+        except BufferError:
+            producer.poll(0.05)  # the local queue is full: serve delivery reports, then retry
+
+
+def _kafka_error(exc: BaseException) -> Any:
+    return exc.args[0] if exc.args and hasattr(exc.args[0], "name") else None
+
+
+def _fail(task_id: str, txn_id: str, what: str, exc: BaseException) -> HandoffError:
+    error = _kafka_error(exc)
+    name = error.name() if error is not None else type(exc).__name__
+    if name in ("_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"):
+        return HandoffError(
+            f"task [{task_id}] transactional id {txn_id} was fenced while it {what} ({name}): another hand-off of "
+            "the same plan is running; let it finish (streamproc handoff --status shows its steps)"
+        )
+    return HandoffError(
+        f"task [{task_id}] {what} failed: {error.str() if error is not None else exc}; the transaction is left open, "
+        f"not aborted (an at_least_once application would read its records): run the hand-off again, which fences "
+        f"transactional id {txn_id} and publishes the task anew"
+    )
+
+
+def publish_task(
+    client_config: Mapping[str, object],
+    application_id: str,
+    plan_id: str,
+    results: TaskResults,
+    *,
+    reduce_changelogs: bool = True,
+    resolve_offset: Callable[[TopicPartition, int], int] | None = None,
+    planned_commits: Mapping[str, tuple[int, int]] | None = None,
+) -> PublishedTask:
+    """Produce the task's outputs and changelog records and commit its input offsets in one transaction.
+
+    ``resolve_offset(partition, next_offset)`` may replace an input partition's offset (a repartition partition
+    whose records earlier tasks of this hand-off published: the log end, past their transaction markers).
+    ``planned_commits``: the plan's commits (offset, partition time) for input partitions the report does not name.
+    """
+    from confluent_kafka import KafkaException
+    from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+    task_id = results.task_id
+    txn_id = transactional_id(application_id, plan_id, task_id)
+    changelog_partitions = frozenset(results.changelog_partitions())
+    deliveries = _Deliveries(changelog_partitions)
+    producer = kafka_clients.producer(
+        client_config,
+        **{"transactional.id": txn_id, "enable.idempotence": True, "linger.ms": 20, "compression.type": "lz4"},
+    )
+    group_settings: dict[str, object] = {"group.id": application_id, "enable.auto.commit": False}
+    group = kafka_clients.consumer(client_config, topic=None, **group_settings)
+    outputs = changelog_records = 0
+    try:
+        try:
+            producer.init_transactions(TRANSACTION_TIMEOUT_S)  # fences an earlier attempt with this id
+            producer.begin_transaction()
+        except KafkaException as exc:
+            raise _fail(task_id, txn_id, "began its transaction", exc) from exc
+        try:
+            for topic, partition in results.output_partitions():
+                for record in results.outputs(topic, partition):
+                    _produce(producer, record, deliveries)
+                    outputs += 1
+                producer.poll(0)
+            for topic, partition in sorted(changelog_partitions):
+                records: Iterable[OutgoingRecord] = results.changelog(topic, partition)
+                if reduce_changelogs:
+                    records = last_value_per_key(records)
+                for record in records:
+                    _produce(producer, record, deliveries)
+                    changelog_records += 1
+                producer.poll(0)
+            remaining = producer.flush(TRANSACTION_TIMEOUT_S)
+        except KafkaException as exc:
+            raise _fail(task_id, txn_id, "produced its records", exc) from exc
+        kill_point(f"in-transaction:{task_id}")  # records written, transaction open: the crash tests' mid-point
+        if deliveries.errors or remaining:
+            cause = "; ".join(deliveries.errors) or f"{remaining} records undelivered"
+            raise HandoffError(
+                f"task [{task_id}] could not publish every record ({cause}); the transaction is left open, not "
+                "aborted (an at_least_once application would read its records): fix the cause and run the hand-off "
+                f"again, which fences {txn_id}"
+            )
+        offsets: dict[str, int] = {}
+        positions = []
+        for commit in results.commits(planned_commits):
+            offset = commit.next_offset
+            if resolve_offset is not None:
+                offset = resolve_offset(commit.partition, offset)
+            metadata = TopicPartitionMetadata(commit.partition_time).encode()
+            positions.append(
+                KafkaTopicPartition(commit.partition.topic, commit.partition.partition, offset, metadata=metadata)
+            )
+            offsets[str(commit.partition)] = offset
+        try:
+            if positions:
+                producer.send_offsets_to_transaction(positions, group.consumer_group_metadata(), TRANSACTION_TIMEOUT_S)
+            producer.commit_transaction(TRANSACTION_TIMEOUT_S)
+        except KafkaException as exc:
+            raise _fail(task_id, txn_id, "committed its transaction", exc) from exc
+    finally:
+        group.close()
+        producer.flush(0)
+    missing = sorted(f"{t}-{p}" for t, p in changelog_partitions if (t, p) not in deliveries.last)
+    if missing:  # a changelog file without records: never written by the process step
+        raise HandoffError(f"task [{task_id}] published no record to changelog partition(s) {', '.join(missing)}")
+    log.info("task [%s] published %d output and %d changelog records; committed %s", task_id, outputs,
+             changelog_records, offsets)  # fmt: skip
+    return PublishedTask(
+        task_id,
+        offsets,
+        {f"{t}-{p}": last for (t, p), last in sorted(deliveries.last.items())},
+        outputs,
+        changelog_records,
+    )
+
+
+#: How long the group's offsets may take to show after the commit (the coordinator applies the commit marker
+#: to the group asynchronously: right after ``commit_transaction`` returns, OffsetFetch may not list them yet).
+VERIFY_TIMEOUT_S = 30.0
+
+
+def verify_committed(admin: Any, application_id: str, offsets: Mapping[str, int]) -> None:
+    """Read the group's offsets back (require_stable) until every partition shows its offset, or fail.
+
+    librdkafka reports some commit failures per partition without raising; this is where they surface. The wait
+    is needed because the broker completes ``EndTxn`` before the group coordinator has applied the transaction's
+    offsets (seen on 4.2.2: the first OffsetFetch after the commit lists none, the next ones list them all).
+    """
+    from streamproc.handoff.guard import parse_partition
+    from streamproc.kafka.cluster import read_committed_offsets
+
+    deadline = time.monotonic() + VERIFY_TIMEOUT_S
+    while True:
+        committed, unstable = read_committed_offsets(admin, application_id)
+        wrong = []
+        for name, offset in sorted(offsets.items()):
+            got = committed.get(parse_partition(name))
+            if got is None or got.offset != offset:
+                wrong.append(f"{name}: expected {offset}, found {'none' if got is None else got.offset}")
+        if not wrong and not unstable:
+            return
+        if time.monotonic() >= deadline:
+            pending = "; a transactional commit is still pending" if unstable else ""
+            raise HandoffError(
+                f"group '{application_id}' offsets {VERIFY_TIMEOUT_S:.0f} s after the commit differ: "
+                f"{'; '.join(wrong)}{pending}; check the group with kafka-consumer-groups.sh --describe before "
+                "running the hand-off again"
+            )
+        time.sleep(0.1)

@@ -1,0 +1,82 @@
+"""Write one task's directory in Kafka Streams' layout, ``.checkpoint`` last (state.md §10 step 3).
+
+Called only after the task's transaction committed its offsets (the crash rule: state written before the offsets
+would make an at_least_once application re-process records on top of state that already includes them). Order:
+the old ``.checkpoint`` is deleted first (durably), then the old stores, then the process step's store bundle is
+unpacked, and the new ``.checkpoint`` is written atomically (temp file, fsync, rename, fsync of the directory).
+A crash anywhere before the last step leaves a task directory without a checkpoint: Kafka Streams then restores
+from the changelog (under exactly_once it wipes the directory first), which is correct, only slower.
+
+The app dir's ``.lock`` is held meanwhile, so an instance started on this host waits instead of opening half a task.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import shutil
+import tarfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from streamproc.engine.records import TopicPartition
+from streamproc.engine.task_id import TaskId
+from streamproc.errors import HandoffError
+from streamproc.state.offset_checkpoint import OFFSET_UNKNOWN, OffsetCheckpoint
+from streamproc.state.state_directory import StateDirectory
+from streamproc.state.store_layout import checkpoint_path
+
+log = logging.getLogger(__name__)
+
+
+def checkpoint_offsets(
+    stores: Mapping[str, TopicPartition],
+    published_last: Mapping[TopicPartition, int],
+    restored_last: Mapping[TopicPartition, int],
+) -> dict[TopicPartition, int]:
+    """One entry per persistent logged store: the last changelog offset its state reflects.
+
+    The offset this hand-off published last to the changelog partition; else the last offset the plan restored from
+    (the changelog's end − 1 at plan time: nothing was written since, the guard checked the group was empty); else
+    -4 (``OFFSET_UNKNOWN``: an empty changelog, state.md §10 step 3).
+    """
+    offsets: dict[TopicPartition, int] = {}
+    for _store, changelog in sorted(stores.items()):
+        last = published_last.get(changelog, restored_last.get(changelog, OFFSET_UNKNOWN))
+        offsets[changelog] = last if last >= 0 else OFFSET_UNKNOWN
+    return offsets
+
+
+def _safe_members(tar: tarfile.TarFile, task: TaskId) -> list[tarfile.TarInfo]:
+    members = tar.getmembers()
+    for member in members:
+        path = Path(member.name)
+        if path.is_absolute() or ".." in path.parts or not (member.isfile() or member.isdir()):
+            raise HandoffError(f"task [{task}] store bundle holds an entry outside the task directory: {member.name}")
+    return members
+
+
+def write_task_state(
+    directory: StateDirectory, task_id: TaskId, bundle: bytes, offsets: Mapping[TopicPartition, int]
+) -> Path:
+    """Replace the task's directory by ``bundle`` and write its ``.checkpoint`` with ``offsets``; returns the dir.
+
+    The caller holds ``directory``'s lock.
+    """
+    task_dir = directory.task_dir_path(task_id)
+    checkpoint = OffsetCheckpoint(checkpoint_path(task_dir))
+    checkpoint.delete()  # first: an old checkpoint must never describe the new stores
+    if task_dir.exists():
+        shutil.rmtree(task_dir)
+    task_dir = directory.task_dir(task_id)
+    with tarfile.open(fileobj=io.BytesIO(bundle)) as tar:
+        members = [m for m in _safe_members(tar, task_id) if m.name != ".checkpoint"]  # written last, below
+        tar.extractall(task_dir, members=members, filter="data")
+    for entry in task_dir.rglob("*"):
+        if entry.is_file():
+            with open(entry, "rb+") as handle:  # durable before the checkpoint says the store is complete
+                os.fsync(handle.fileno())
+    checkpoint.write(dict(offsets))
+    log.info("task [%s] state written to %s with checkpoint %s", task_id, task_dir, dict(offsets))
+    return task_dir

@@ -1,0 +1,151 @@
+"""What the process step left for one task (``docs/process.md``), read back for the hand-off.
+
+The report is the process step's commit marker: a task without one did not finish, and the hand-off refuses the
+whole plan rather than publish part of it.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from streamproc.engine.task_id import TaskId
+from streamproc.errors import HandoffError
+from streamproc.plan.cluster_snapshot import TopicPartition
+from streamproc.plan.run_plan import PlannedTask, RunPlan
+from streamproc.spark.task_output import TaskObjects
+from streamproc.storage.object_store import ObjectStore
+
+
+@dataclass(frozen=True, slots=True)
+class OutgoingRecord:
+    """One record to produce: ``partition`` -1 lets the producer choose (a null key without a partitioner)."""
+
+    topic: str
+    partition: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class InputCommit:
+    """The offset to commit for one input partition and the partition time for its commit metadata."""
+
+    partition: TopicPartition
+    next_offset: int
+    partition_time: int
+
+
+@dataclass(frozen=True, slots=True)
+class TaskResults:
+    """One finished task's objects: its report, output and changelog object names, and its store bundle."""
+
+    task: PlannedTask
+    objects: TaskObjects
+    report: dict[str, Any]
+    store: ObjectStore
+
+    @property
+    def task_id(self) -> str:
+        return self.task.task_id
+
+    def commits(self, planned: Mapping[str, tuple[int, int]] | None = None) -> list[InputCommit]:
+        """The report's next offset and partition time per input partition (the task's committable offsets).
+
+        ``planned`` (partition name → the plan's "after" offset and partition time) adds the task's partitions the
+        report does not name: a range with nothing processed that the plan still moves to its end (a start
+        position the user chose), as the plan's hand-off preview says.
+        """
+        entries = {
+            name: (entry["next_offset"], entry["partition_time"])
+            for name, entry in self.report.get("offsets", {}).items()
+        }
+        for name in self.task.source_partitions:
+            if name not in entries and planned is not None and name in planned:
+                entries[name] = planned[name]
+        commits = []
+        for name, (offset, partition_time) in sorted(entries.items()):
+            topic, _, partition = name.rpartition("-")
+            commits.append(InputCommit(TopicPartition(topic, int(partition)), offset, partition_time))
+        return commits
+
+    def output_partitions(self) -> list[tuple[str, int]]:
+        return [_split(name) for name in sorted(self.report.get("outputs", {}))]
+
+    def changelog_partitions(self) -> list[tuple[str, int]]:
+        return [_split(name) for name in sorted(self.report.get("changelogs", {}))]
+
+    def outputs(self, topic: str, partition: int) -> Iterator[OutgoingRecord]:
+        """The records the task's sinks sent to ``topic``/``partition``, in production order."""
+        yield from _records(self.store, self.objects.output(topic, partition), topic, partition)
+
+    def changelog(self, topic: str, partition: int) -> Iterator[OutgoingRecord]:
+        """The task's changelog records for one changelog partition, in write order."""
+        yield from _records(self.store, self.objects.changelog(topic, partition), topic, partition)
+
+    @property
+    def has_bundle(self) -> bool:
+        """The process step wrote a store bundle (the task has persistent stores)."""
+        return self.objects.stores in self.report.get("objects", {})
+
+    def bundle(self) -> bytes | None:
+        """The task's ``stores.tar`` (Kafka Streams' layout, no ``.checkpoint``), ``None`` without persistent stores."""
+        if not self.has_bundle:
+            return None
+        return self.store.get(self.objects.stores)
+
+    def persistent_stores(self, bundle: bytes) -> frozenset[str]:
+        """Store names the bundle holds a directory for: ``rocksdb/<name>`` or a segmented ``<name>/``."""
+        names: set[str] = set()
+        with tarfile.open(fileobj=io.BytesIO(bundle)) as tar:
+            for member in tar.getmembers():
+                parts = Path(member.name).parts
+                if len(parts) >= 2 and parts[0] == "rocksdb":
+                    names.add(parts[1])
+                elif parts:
+                    names.add(parts[0])
+        return frozenset(names)
+
+
+def _split(name: str) -> tuple[str, int]:
+    topic, _, partition = name.rpartition("+")
+    return topic, int(partition)
+
+
+def _records(store: ObjectStore, name: str, topic: str, partition: int) -> Iterator[OutgoingRecord]:
+    parquet = pq.ParquetFile(pa.BufferReader(store.get(name)))
+    for batch in parquet.iter_batches(columns=["timestamp", "key", "value", "headers"]):
+        timestamps, keys, values, headers = (batch.column(i).to_pylist() for i in range(4))
+        for timestamp, key, value, header in zip(timestamps, keys, values, headers, strict=True):
+            yield OutgoingRecord(topic, partition, timestamp, key, value, tuple((h["key"], h["value"]) for h in header))
+
+
+def load_results(plan: RunPlan, plan_id: str, store: ObjectStore) -> list[TaskResults]:
+    """Every planned task's results, in stage order then task order; refuses when any task has no report."""
+    missing = []
+    results: dict[str, TaskResults] = {}
+    for task in plan.tasks:
+        objects = TaskObjects(plan_id, TaskId.parse(task.task_id))
+        if not store.exists(objects.report):
+            missing.append(task.task_id)
+            continue
+        report = json.loads(store.get(objects.report))
+        results[task.task_id] = TaskResults(task, objects, report, store)
+    if missing:
+        raise HandoffError(
+            f"the process step did not finish task(s) {', '.join(missing)} of plan {plan_id} (no report under "
+            f"{TaskObjects(plan_id, TaskId.parse(missing[0])).prefix}); nothing was handed off: run `streamproc "
+            "process` again with the same plan and store until every task is done"
+        )
+    order = {sub: i for i, stage in enumerate(plan.stages) for sub in stage}
+    return sorted(results.values(), key=lambda r: (order.get(r.task.subtopology, 0), TaskId.parse(r.task_id)))

@@ -1,0 +1,132 @@
+"""``streamproc run``: plan → fetch → process → hand-off in one command, for users without Airflow.
+
+Each step is the command of the same name, invoked with the options given here; the plan, the topology text and
+the ledger are kept in ``--work-dir``, so that a run that stopped (a failure, ``--dry-run``, ``--no-handoff``) can
+be continued with the individual commands (``streamproc process``/``handoff --plan <work-dir>/plan.json``). A
+re-run of ``streamproc run`` makes a new plan from the group's current offsets.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from streamproc.cli import (
+    _bootstrap_option,
+    _client_config,
+    _client_setting_option,
+    catch_errors,
+    fetch_command,
+    main,
+    plan_command,
+)
+
+
+def _sink_counts(client_config: dict[str, object], topology: Any) -> list[str]:
+    """``TOPIC=N`` for every static sink topic that exists (what ``process`` asks ``--partitions`` for): the run
+    reads the cluster anyway, so the user need not repeat what Kafka knows."""
+    from streamproc.engine.topology import SinkNodeSpec
+    from streamproc.kafka import clients
+
+    sinks = {s.topic for s in topology.nodes if isinstance(s, SinkNodeSpec) and s.topic is not None}
+    metadata = clients.admin(client_config).list_topics(timeout=30).topics
+    return [f"{t}={len(metadata[t].partitions)}" for t in sorted(sinks) if t in metadata and metadata[t].error is None]
+
+
+@main.command("run")
+@_bootstrap_option
+@_client_setting_option
+@click.option("--application-id", required=True, help="The Kafka Streams application.id (its group id).")
+@click.option("--topology", required=True, help="MODULE:FUNCTION returning the application's Topology.")
+@click.option("--store", "store_uri", required=True, help="Staging location: a directory or s3://bucket/prefix.")
+@click.option(
+    "--work-dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where the plan, the topology text and the ledger are kept.",
+)
+@click.option(
+    "--processing-guarantee",
+    type=click.Choice(["at_least_once", "exactly_once_v2"]),
+    default="at_least_once",
+    show_default=True,
+    help="The application's processing.guarantee.",
+)
+@click.option(
+    "--state-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The application's state.dir on this host: the hand-off writes each task's stores and .checkpoint there.",
+)
+@click.option("--master", default=None, help="Spark master URL (default: local[*]).")
+@click.option("--conf", "conf_values", multiple=True, help="A Spark setting KEY=VALUE (repeatable).")
+@click.option("--partitions", "partition_values", multiple=True, help="TOPIC=N for output topics (repeatable).")
+@click.option("--dry-run", is_flag=True, help="Stop after the plan (printed).")
+@click.option("--no-handoff", is_flag=True, help="Stop after processing.")
+@click.option("--yes", is_flag=True, help="Hand off without asking for confirmation.")
+@click.pass_context
+@catch_errors
+def run_command(
+    ctx: click.Context,
+    bootstrap: str,
+    client_settings: tuple[str, ...],
+    application_id: str,
+    topology: str,
+    store_uri: str,
+    work_dir: Path,
+    processing_guarantee: str,
+    state_dir: Path | None,
+    master: str | None,
+    conf_values: tuple[str, ...],
+    partition_values: tuple[str, ...],
+    dry_run: bool,
+    no_handoff: bool,
+    yes: bool,
+) -> None:
+    """Plan from the group's committed offsets to the latest, fetch, process on Spark and hand off."""
+    from streamproc.handoff.cli import run_handoff
+    from streamproc.spark.cli import process_command
+    from streamproc.spark.task_runner import load_topology
+
+    work_dir.mkdir(parents=True, exist_ok=True)
+    app_topology = load_topology(topology)[0]
+    describe = work_dir / "topology.txt"
+    describe.write_text(str(app_topology.describe()), encoding="utf-8")
+    partition_values = (*_sink_counts(_client_config(bootstrap, client_settings), app_topology), *partition_values)
+    plan_file = work_dir / "plan.json"
+    common = {"bootstrap": bootstrap, "client_settings": client_settings}
+    ctx.invoke(
+        plan_command,
+        **common,
+        application_id=application_id,
+        topology_file=describe,
+        processing_guarantee=processing_guarantee,
+        out=plan_file,
+        dry_run=dry_run,
+    )
+    if dry_run:
+        return
+    ctx.invoke(fetch_command, **common, plan_file=plan_file, store_uri=store_uri)
+    ctx.invoke(
+        process_command,
+        plan_file=plan_file,
+        store_uri=store_uri,
+        topology=topology,
+        master=master,
+        conf_values=conf_values,
+        partition_values=partition_values,
+    )
+    if no_handoff:
+        return
+    run_handoff(
+        ctx,
+        client_config=_client_config(bootstrap, client_settings),
+        plan_file=plan_file,
+        store_uri=store_uri,
+        store_options={},
+        state_dir=state_dir,
+        ledger_file=None,
+        yes=yes,
+        reduce_changelogs=True,
+    )

@@ -1,0 +1,91 @@
+"""The hand-off tests' topology: the Spark tests' count program on topics of its own (importable by name)."""
+
+from __future__ import annotations
+
+from streamproc import Stores, Topology, serde_for
+from tests.integration.spark.topologies import CountPerKey
+
+INPUT = "handoff-count-words"
+OUTPUT = "handoff-count-totals"
+STRING = serde_for("String")
+LONG = serde_for("Long")
+
+
+def count() -> Topology:
+    """Source → count (persistent timestamped store ``counts``, logged) → sink."""
+    t = Topology()
+    t.add_source("words", INPUT, key_deserializer=STRING.deserializer, value_deserializer=STRING.deserializer)
+    t.add_processor("count", CountPerKey, "words")
+    t.add_state_store(
+        Stores.timestamped_key_value_store_builder(
+            Stores.persistent_timestamped_key_value_store("counts"), STRING, LONG
+        ),
+        "count",
+    )
+    t.add_sink("totals", OUTPUT, "count", key_serializer=STRING.serializer, value_serializer=LONG.serializer)
+    return t
+
+
+#: ``StateResumeApp``'s input topics for the end-to-end proof, one per processing guarantee.
+RESUME_INPUT_ALOS = "handoff-resume-words-alos"
+RESUME_INPUT_EOS = "handoff-resume-words-eos"
+RESUME_INPUT_43 = "handoff-resume-words-43"
+RESUME_INPUT_BUNDLE = "handoff-resume-words-bundle"
+
+
+def _state_resume(topic: str) -> Topology:
+    """The Python twin of ``conformance/.../StateResumeApp`` (kv mode): source → count in ``counts``, no sink."""
+    from tests.integration.state.test_kafka_streams_opens_state import Counter
+
+    t = Topology()
+    t.add_source("source", topic, key_deserializer=STRING.deserializer, value_deserializer=STRING.deserializer)
+    t.add_processor("count", Counter, "source")
+    t.add_state_store(
+        Stores.timestamped_key_value_store_builder(
+            Stores.persistent_timestamped_key_value_store("counts"), STRING, LONG
+        ),
+        "count",
+    )
+    return t
+
+
+def state_resume_alos() -> Topology:
+    return _state_resume(RESUME_INPUT_ALOS)
+
+
+def state_resume_eos() -> Topology:
+    return _state_resume(RESUME_INPUT_EOS)
+
+
+REKEY_INPUT = "handoff-rekey-orders"
+REKEY_OUTPUT = "handoff-rekey-totals"
+REKEYED = "rekeyed-repartition"
+
+
+def rekey_count() -> Topology:
+    """Re-key → repartition → count (two stages), on the hand-off tests' own topics."""
+    from tests.integration.spark.topologies import Rekey
+
+    t = Topology()
+    t.add_source("orders", REKEY_INPUT, key_deserializer=STRING.deserializer, value_deserializer=STRING.deserializer)
+    t.add_processor("rekey", Rekey, "orders")
+    t.add_internal_topic(REKEYED)
+    t.add_sink("to-rekeyed", REKEYED, "rekey", key_serializer=STRING.serializer, value_serializer=STRING.serializer)
+    t.add_source("from-rekeyed", REKEYED, key_deserializer=STRING.deserializer, value_deserializer=STRING.deserializer)
+    t.add_processor("count", CountPerKey, "from-rekeyed")
+    t.add_state_store(
+        Stores.timestamped_key_value_store_builder(
+            Stores.persistent_timestamped_key_value_store("counts"), STRING, LONG
+        ),
+        "count",
+    )
+    t.add_sink("totals", REKEY_OUTPUT, "count", key_serializer=STRING.serializer, value_serializer=LONG.serializer)
+    return t
+
+
+def state_resume_43() -> Topology:
+    return _state_resume(RESUME_INPUT_43)
+
+
+def state_resume_bundle() -> Topology:
+    return _state_resume(RESUME_INPUT_BUNDLE)

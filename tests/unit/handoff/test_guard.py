@@ -1,0 +1,94 @@
+"""The hand-off guard's refusals: an active group, a streams group, moved offsets, a locked or newer state dir."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from streamproc.engine.records import TopicPartition
+from streamproc.handoff import guard
+from streamproc.plan.cluster_snapshot import CommittedOffset, GroupMember, GroupState
+from streamproc.plan.run_plan import PlannedRestore, PlannedStore, PlannedTask, RunPlan
+from streamproc.state.offset_checkpoint import OffsetCheckpoint
+
+APP = "orders-app"
+IN0, IN1 = TopicPartition("orders", 0), TopicPartition("orders", 1)
+CHANGELOG = TopicPartition(f"{APP}-counts-changelog", 0)
+
+
+def plan() -> RunPlan:
+    task = PlannedTask("0_0", 0, 0, ("orders-0",), (PlannedStore("counts", CHANGELOG.topic, 0),))
+    restore = PlannedRestore("0_0", "counts", CHANGELOG.topic, 0, 0, 8, None)
+    return RunPlan(APP, "read_uncommitted", "committed", "latest", "committed", (), (task,), ((0,),), (), (), (),
+                   restores=(restore,))  # fmt: skip
+
+
+def test_an_empty_or_absent_group_passes() -> None:
+    guard.check_group(APP, None)
+    guard.check_group(APP, GroupState("classic", "Empty", ()))
+
+
+def test_a_group_with_members_is_refused_naming_them_and_their_hosts() -> None:
+    group = GroupState("classic", "Stable", (GroupMember("app-1-StreamThread-1-consumer", "/10.0.0.7"),))
+    with pytest.raises(guard.GroupActive, match=r"Stable with 1 member\(s\) \(app-1-StreamThread-1-consumer on "
+                       r"/10.0.0.7\): the application is running; stop every instance"):  # fmt: skip
+        guard.check_group(APP, group)
+
+
+def test_a_streams_group_is_refused_with_what_to_do() -> None:
+    with pytest.raises(guard.StreamsGroupRefused, match="KIP-1071 streams group.*group.protocol=classic"):
+        guard.check_group(APP, GroupState("streams", "Empty", ()))
+
+
+def test_a_listed_group_that_describe_does_not_know_is_refused_as_a_streams_group() -> None:
+    guard.check_group_kind(APP, False, None)
+    guard.check_group_kind(APP, True, GroupState("classic", "Empty", ()))
+    with pytest.raises(guard.StreamsGroupRefused, match="exists but is not a classic consumer group"):
+        guard.check_group_kind(APP, True, None)
+
+
+def test_moved_offsets_are_refused_showing_both_sets() -> None:
+    expected = {IN0: 10, IN1: None}
+    guard.check_offsets(APP, expected, {IN0: CommittedOffset(10, "x")})
+    with pytest.raises(guard.OffsetsMoved, match=r"planned orders-0=10, orders-1=none; now orders-0=14, orders-1=3"):
+        guard.check_offsets(APP, expected, {IN0: CommittedOffset(14), IN1: CommittedOffset(3)})
+    with pytest.raises(guard.OffsetsMoved, match="UNSTABLE_OFFSET_COMMIT"):
+        guard.check_offsets(APP, expected, {}, unstable=True)
+
+
+def test_offsets_a_recorded_task_committed_are_expected_on_a_rerun() -> None:
+    expected = guard.expected_offsets(plan(), {"0_0": {"offsets": {"orders-0": 25}}})
+    assert expected == {IN0: 25}
+
+
+def test_a_checkpoint_newer_than_the_plan_is_refused(tmp_path: Path) -> None:
+    task_dir = tmp_path / APP / "0_0"
+    task_dir.mkdir(parents=True)
+    OffsetCheckpoint(task_dir / ".checkpoint").write({CHANGELOG: 7})  # the plan restored up to 7: fine
+    guard.check_state_dir(tmp_path, plan())
+    OffsetCheckpoint(task_dir / ".checkpoint").write({CHANGELOG: 9})
+    with pytest.raises(guard.StateDirRefused, match=r"holds offset 9 for .*-counts-changelog-0, newer than the plan "
+                       r"\(its changelog ended at 8\)"):  # fmt: skip
+        guard.check_state_dir(tmp_path, plan())
+    guard.check_state_dir(tmp_path, plan(), skip_tasks=frozenset({"0_0"}))
+
+
+def test_a_state_dir_locked_by_another_process_is_refused(tmp_path: Path) -> None:
+    app_dir = tmp_path / APP
+    app_dir.mkdir()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl,sys,time; f=open(sys.argv[1],'a+b'); fcntl.lockf(f, fcntl.LOCK_EX); "
+         "print('locked', flush=True); time.sleep(60)", str(app_dir / ".lock")],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        with pytest.raises(guard.StateDirRefused, match=r"is locked .*a Kafka Streams instance"):
+            guard.check_state_dir(tmp_path, plan())
+    finally:
+        holder.kill()
+        holder.wait()
+    guard.check_state_dir(tmp_path, plan())
