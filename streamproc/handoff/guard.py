@@ -15,26 +15,20 @@ from typing import Any
 
 from streamproc.engine.task_id import TaskId
 from streamproc.errors import HandoffError
+from streamproc.plan import preconditions, refusals
 from streamproc.plan.cluster_snapshot import CommittedOffset, GroupState, TopicPartition
 from streamproc.plan.run_plan import RunPlan
 from streamproc.state.offset_checkpoint import OffsetCheckpoint
 from streamproc.state.state_directory import StateDirectory
 from streamproc.state.store_layout import checkpoint_path
 
-#: Group states in which a group has no members and accepts a tool's commits.
-_EMPTY_STATES = frozenset({"Empty", "Dead"})
-
-
-class GroupActive(HandoffError):
-    """The application's group has members: the application is running somewhere."""
+#: The plan's refusals of an active or streams group, raised here too (one rule: plan/preconditions.check_group).
+GroupActive = refusals.GroupActive
+StreamsGroupRefused = refusals.StreamsGroupRefused
 
 
 class OffsetsMoved(HandoffError):
     """The group's committed offsets are no longer those the plan started from."""
-
-
-class StreamsGroupRefused(HandoffError):
-    """The group is a KIP-1071 streams group, which this hand-off cannot check for members."""
 
 
 class StateDirRefused(HandoffError):
@@ -48,49 +42,16 @@ def parse_partition(name: str) -> TopicPartition:
 
 
 def check_group(application_id: str, group: GroupState | None) -> None:
-    """Refuse a group with members (named with their hosts) and a KIP-1071 streams group (§13)."""
-    if group is None:
-        return
-    if group.protocol == "streams":
+    """The plan's rule (``plan/preconditions.check_group``) asked again right before anything is committed; and,
+    beyond it, no hand-off to a streams group at all: its offsets and assignment follow §13, not built yet."""
+    then = "run the hand-off again"
+    if group is not None and group.protocol == "streams":
         raise StreamsGroupRefused(
             f"group '{application_id}' is a KIP-1071 streams group (group.protocol=streams); streamproc cannot yet "
-            "check that a streams group has no members, so it does not hand off to one: stop every instance, check "
-            f"with `kafka-streams-groups.sh --describe --group {application_id}`, and hand off to a classic group "
-            "(run the application with group.protocol=classic)"
+            "hand off to a streams group: stop every instance, check with `kafka-streams-groups.sh --describe "
+            f"--group {application_id}`, and run the application with group.protocol=classic before you {then}"
         )
-    if group.members or group.state not in _EMPTY_STATES:
-        members = ", ".join(f"{m.client_id} on {m.host or 'an unknown host'}" for m in group.members) or "none listed"
-        raise GroupActive(
-            f"group '{application_id}' is {group.state} with {len(group.members)} member(s) ({members}): the "
-            "application is running; stop every instance and run the hand-off again"
-        )
-
-
-def group_listed(admin: Any, application_id: str) -> bool:
-    """Whether ListGroups lists the group at all, whatever its type.
-
-    Needed besides DescribeGroups: confluent-kafka 2.16's ``describe_consumer_groups`` and ``list_consumer_groups``
-    do not show a KIP-1071 streams group (seen on 4.2.2: a running streams app's group is "not found" there), while
-    the legacy ``list_groups`` lists it (state ``Dead`` from the classic DescribeGroups). A group that is listed but
-    not describable as a classic or consumer group is therefore a streams group.
-    """
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # the only client call that lists every group type
-        groups = admin.list_groups(timeout=30)
-    return any(group.id == application_id for group in groups)
-
-
-def check_group_kind(application_id: str, listed: bool, group: GroupState | None) -> None:
-    """Refuse a group that ListGroups lists but DescribeGroups does not know: a streams group (state.md §13)."""
-    if listed and (group is None or group.state == "Dead"):
-        raise StreamsGroupRefused(
-            f"group '{application_id}' exists but is not a classic consumer group: a KIP-1071 streams group "
-            "(group.protocol=streams); streamproc cannot yet check that a streams group has no members, so it does "
-            f"not hand off to one: stop every instance, check with `kafka-streams-groups.sh --describe --group "
-            f"{application_id}`, and hand off to a classic group (run the application with group.protocol=classic)"
-        )
+    preconditions.check_group(group, application_id, then=then)
 
 
 def check_offsets(

@@ -165,7 +165,6 @@ def handoff(
     from streamproc.kafka.cluster import read_committed_offsets, read_group
 
     group = read_group(admin, plan.application_id)
-    guard.check_group_kind(plan.application_id, guard.group_listed(admin, plan.application_id), group)
     guard.check_group(plan.application_id, group)
     committed, unstable = read_committed_offsets(admin, plan.application_id)
     guard.check_offsets(plan.application_id, guard.expected_offsets(plan, published), committed, unstable=unstable)

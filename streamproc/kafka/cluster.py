@@ -34,6 +34,7 @@ from streamproc.plan.cluster_snapshot import (
     TopicState,
 )
 from streamproc.plan.positions import timestamps_needed
+from streamproc.plan.preconditions import UNKNOWN_GROUP_STATE
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +78,12 @@ def _list_offsets(admin: Any, specs: Mapping[Any, Any], isolation: IsolationLeve
 
 
 def read_group(admin: Any, group_id: str) -> GroupState | None:
-    """The group's state and members; ``None`` when the group does not exist (nothing committed, inactive)."""
+    """The group's state and members; ``None`` when the group does not exist (nothing committed, inactive).
+
+    A group that ListGroups lists but DescribeConsumerGroups does not know (or calls ``Dead``) is a KIP-1071 streams
+    group: confluent-kafka 2.16's describe and list calls do not show one (seen on 4.2.2 with a running streams app),
+    so it comes back as ``protocol="streams"`` for the plan and the hand-off to refuse, never as "no group".
+    """
     from confluent_kafka import KafkaException
 
     [future] = admin.describe_consumer_groups([group_id], request_timeout=_TIMEOUT_S).values()
@@ -85,14 +91,26 @@ def read_group(admin: Any, group_id: str) -> GroupState | None:
         description = future.result(timeout=_TIMEOUT_S)
     except KafkaException as exc:
         if exc.args and getattr(exc.args[0], "name", lambda: "")() == "GROUP_ID_NOT_FOUND":
-            return None
+            return _streams_group(admin, group_id)
         raise PlanError(f"could not describe group '{group_id}': {exc}") from exc
     state = _GROUP_STATES.get(description.state.name, description.state.name.title())
     group_type = getattr(getattr(description, "type", None), "name", "CLASSIC").lower()
     members = tuple(GroupMember(client_id=m.client_id, host=m.host) for m in description.members)
     if state == "Dead" and not members:
-        return None
+        return _streams_group(admin, group_id)
     return GroupState(protocol=group_type, state=state, members=members)
+
+
+def _streams_group(admin: Any, group_id: str) -> GroupState | None:
+    """A group only the legacy ListGroups shows (a streams group), or ``None`` when no group has the id."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # the only client call that lists every group type
+        groups = admin.list_groups(timeout=_TIMEOUT_S)
+    if any(group.id == group_id for group in groups):
+        return GroupState(protocol="streams", state=UNKNOWN_GROUP_STATE, members=())
+    return None
 
 
 def read_committed_offsets(admin: Any, group_id: str) -> tuple[dict[TopicPartition, CommittedOffset], bool]:

@@ -10,21 +10,36 @@ from typing import Final
 
 from streamproc.engine.topology_analysis import check_existing_internal_topic, enforce_copartitioning
 from streamproc.plan.cluster_snapshot import ApplicationSpec, ClusterSnapshot, GroupState
-from streamproc.plan.refusals import GroupActive, MissingTopic, PartitionCountChanged
+from streamproc.plan.refusals import GroupActive, MissingTopic, PartitionCountChanged, StreamsGroupRefused
 
 _INACTIVE_GROUP_STATES: Final = frozenset({"Empty", "Dead"})
+#: The state of a group the cluster lists but the client cannot describe (kafka/cluster.read_group: a streams group).
+UNKNOWN_GROUP_STATE: Final = "Unknown"
 
 
-def check_group(group: GroupState | None, application_id: str) -> None:
-    """Refuse while the group has members or is not ``Empty``/``Dead`` (a missing group is inactive)."""
+def check_group(group: GroupState | None, application_id: str, *, then: str = "plan again") -> None:
+    """Refuse while the group has members or is not ``Empty``/``Dead`` (a missing group is inactive), and refuse a
+    KIP-1071 streams group whose members the client cannot list (state.md §13).
+
+    The plan and the hand-off both ask this (``then`` says what to do once the application is stopped): the broker
+    accepts a tool's offset commit even while the group has members (§8.4), so the tool must see an empty group.
+    """
     if group is None:
         return
+    if group.protocol == "streams" and group.state == UNKNOWN_GROUP_STATE:
+        raise StreamsGroupRefused(
+            f"group '{application_id}' is a KIP-1071 streams group (group.protocol=streams) whose members this "
+            "Kafka client cannot list, so streamproc cannot see that the application is stopped: stop every "
+            f"instance, check with `kafka-streams-groups.sh --describe --group {application_id}`, and {then}; or "
+            "run the application with group.protocol=classic",
+            details={"state": group.state},
+        )
     if not group.members and group.state in _INACTIVE_GROUP_STATES:
         return
-    clients = ", ".join(m.client_id for m in group.members) or "no members listed"
+    members = ", ".join(f"{m.client_id} on {m.host or 'an unknown host'}" for m in group.members) or "none listed"
     raise GroupActive(
-        f"group '{application_id}' has {len(group.members)} member(s) in state {group.state} ({clients}); stop every "
-        f"instance of the application (or wait session.timeout.ms for crashed ones) and plan again "
+        f"group '{application_id}' is {group.state} with {len(group.members)} member(s) ({members}): the application "
+        f"is running; stop every instance (or wait session.timeout.ms for crashed ones) and {then} "
         f"(kafka-consumer-groups.sh: Error: Assignments can only be reset if the group '{application_id}' is "
         f"inactive, but the current state is {group.state}.)",
         details={"members": len(group.members), "state": group.state},

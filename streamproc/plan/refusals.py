@@ -36,6 +36,10 @@ class GroupActive(PlanRefusal):
     """The application's group still has members (the reset tools refuse too)."""
 
 
+class StreamsGroupRefused(PlanRefusal):
+    """The group is a KIP-1071 streams group (``group.protocol=streams``): its members cannot be checked yet."""
+
+
 class UnstableOffsets(PlanRefusal):
     """OffsetFetch kept answering ``UNSTABLE_OFFSET_COMMIT`` (a transactional offset commit is pending)."""
 

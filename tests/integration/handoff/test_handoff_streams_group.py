@@ -1,5 +1,5 @@
-"""A KIP-1071 streams group (a real Kafka Streams 4.2.2 app with ``group.protocol=streams``) is refused, running
-or stopped: confluent-kafka's group calls do not show such a group, so the guard must find it another way."""
+"""A KIP-1071 streams group (a real Kafka Streams 4.2.2 app with ``group.protocol=streams``) is refused by the plan
+and the hand-off, running or stopped: confluent-kafka's group calls do not show such a group, so the guard must find it another way."""
 
 from __future__ import annotations
 
@@ -62,12 +62,20 @@ def test_a_streams_group_is_refused_running_and_stopped(
     app_id = unique("handoff-streams-group")
     run_ = processed(kafka_broker, admin, app_id, tmp_path)
     app = streams_app(app_id)  # the application started between the plan and the hand-off
-    assert read_group(admin, app_id) is None  # what confluent-kafka's DescribeGroups makes of a streams group
+    # DescribeConsumerGroups does not know a streams group; read_group finds it through ListGroups
+    group = read_group(admin, app_id)
+    assert group is not None and (group.protocol, group.members) == ("streams", ())
+    planned = run("plan", "--bootstrap", kafka_broker, "--application-id", app_id, "--input-topic", input_topic,
+                  "--dry-run", ok=False)  # fmt: skip
+    assert planned.exit_code == 1
+    assert f"group '{app_id}' is a KIP-1071 streams group (group.protocol=streams) whose members" in planned.output
     args = ["handoff", "--bootstrap", kafka_broker, "--plan", str(run_["plan_file"]), "--store", str(run_["store"]),
             "--yes"]  # fmt: skip
     refused = run(*args, ok=False)
     assert refused.exit_code == 1
-    assert f"group '{app_id}' exists but is not a classic consumer group: a KIP-1071 streams group" in refused.output
+    assert f"group '{app_id}' is a KIP-1071 streams group (group.protocol=streams); streamproc cannot yet hand off" in (
+        refused.output
+    )
 
     assert app.stdin is not None and app.stdout is not None
     app.stdin.close()  # the app closes and leaves: an empty streams group

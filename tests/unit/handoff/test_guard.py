@@ -43,11 +43,17 @@ def test_a_streams_group_is_refused_with_what_to_do() -> None:
         guard.check_group(APP, GroupState("streams", "Empty", ()))
 
 
-def test_a_listed_group_that_describe_does_not_know_is_refused_as_a_streams_group() -> None:
-    guard.check_group_kind(APP, False, None)
-    guard.check_group_kind(APP, True, GroupState("classic", "Empty", ()))
-    with pytest.raises(guard.StreamsGroupRefused, match="exists but is not a classic consumer group"):
-        guard.check_group_kind(APP, True, None)
+def test_the_hand_off_and_the_plan_refuse_a_group_with_one_rule() -> None:
+    """The guard asks the plan's precondition (one definition): same classes, the hand-off's own next step."""
+    from streamproc.plan import preconditions, refusals
+
+    group = GroupState("classic", "Stable", (GroupMember("c-1", "/10.0.0.7"),))
+    with pytest.raises(refusals.GroupActive) as planned:
+        preconditions.check_group(group, APP)
+    with pytest.raises(guard.GroupActive) as handed:
+        guard.check_group(APP, group)
+    assert str(planned.value).replace("plan again", "run the hand-off again") == str(handed.value)
+    assert guard.StreamsGroupRefused is refusals.StreamsGroupRefused
 
 
 def test_moved_offsets_are_refused_showing_both_sets() -> None:

@@ -41,6 +41,7 @@ from streamproc.plan.cluster_snapshot import (
     TopicState,
 )
 from streamproc.plan.positions import offset_for_timestamp, plan_ranges, timestamps_needed
+from streamproc.plan.preconditions import UNKNOWN_GROUP_STATE
 from streamproc.plan.refusals import (
     BadRequest,
     BadResetFile,
@@ -57,6 +58,7 @@ from streamproc.plan.refusals import (
     OutOfRangeRequest,
     PartitionCountChanged,
     ResetFileMismatch,
+    StreamsGroupRefused,
     UnstableOffsets,
 )
 from streamproc.plan.reset_formats import instant_minus, parse_datetime, parse_duration, parse_reset_file
@@ -656,12 +658,19 @@ def test_by_duration_end() -> None:
 # ---------------------------------------------------------------------------------------------------- preconditions
 
 
+def test_a_streams_group_is_refused_naming_what_to_do() -> None:
+    """A KIP-1071 streams group (kafka/cluster.read_group: listed, not describable) is never taken for "no group"."""
+    with pytest.raises(StreamsGroupRefused, match="KIP-1071 streams group.*group.protocol=classic"):
+        plan(snapshot({0: part(0, 5)}, group=GroupState("streams", UNKNOWN_GROUP_STATE, ())), ToDatetimeStart("x"))
+
+
 def test_active_group_is_refused_before_anything_else() -> None:
     group = GroupState("classic", "Stable", (GroupMember("c-1"), GroupMember("c-2")))
     with pytest.raises(GroupActive) as info:
         plan(snapshot({0: part(0, 5)}, group=group), ToDatetimeStart("not a date"))
     text = str(info.value)
-    assert "group 'app' has 2 member(s) in state Stable (c-1, c-2)" in text
+    assert "group 'app' is Stable with 2 member(s) (c-1 on an unknown host, c-2 on an unknown host)" in text
+    assert "stop every instance (or wait session.timeout.ms for crashed ones) and plan again" in text
     assert "Assignments can only be reset if the group 'app' is inactive, but the current state is Stable." in text
 
 
