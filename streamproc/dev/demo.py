@@ -101,7 +101,7 @@ def _recreate_topics(bootstrap: str, topics: dict[str, dict[str, str]]) -> None:
             time.sleep(0.2)
 
 
-def run_pipeline(bootstrap: str) -> None:
+def run_pipeline(bootstrap: str, workdir: Path | None = None) -> None:
     """Plan, fetch, process and hand off the demo application's run: the whole pipeline as it has landed."""
     from streamproc.dev import demo_topology
     from streamproc.fetch import fetch_ranges, planned_ranges
@@ -115,7 +115,7 @@ def run_pipeline(bootstrap: str) -> None:
     from streamproc.storage import load_store
     from streamproc.storage.verify import verify
 
-    workdir = cache_dir() / "run" / "demo"
+    workdir = workdir or cache_dir() / "run" / "demo"
     workdir.mkdir(parents=True, exist_ok=True)
     client = {"bootstrap.servers": bootstrap}
     changelog = f"{APPLICATION_ID}-{demo_topology.STORE}-changelog"

@@ -1,5 +1,6 @@
 """A KIP-1071 streams group (a real Kafka Streams 4.2.2 app with ``group.protocol=streams``) is refused by the plan
-and the hand-off, running or stopped: confluent-kafka's group calls do not show such a group, so the guard must find it another way."""
+and the hand-off, running or stopped: confluent-kafka's group calls do not show such a group, so the cluster reader
+must find it another way."""
 
 from __future__ import annotations
 
