@@ -27,8 +27,10 @@ INPUTS = {"count": [WORDS], "window": [WORDS], "rekey": [WORDS], "join": [CUSTOM
 REPARTITION = "customers-repartition"
 WINDOW_SIZE_MS = 10_000
 WINDOW_GRACE_MS = 2_000
-#: Longer than the data's time span: no segment expires, so the final window store holds every window.
-WINDOW_RETENTION_MS = 86_400_000
+#: Ten years: longer than the data's time span, so no segment expires and the final window store holds every window;
+#: and the app's window changelog (retention + 1 day) keeps records stamped in 2023, which the broker would otherwise
+#: delete by time before the test reads them.
+WINDOW_RETENTION_MS = 315_360_000_000
 REKEY_CUSTOMERS = 97
 
 STRING = serde_for("String")

@@ -99,14 +99,19 @@ def _read_topic(bootstrap: str, topic: str) -> dict[int, list[Row]]:
             "group.id": f"ksproof-reader-{uuid.uuid4().hex[:8]}",
             "enable.auto.commit": False,
             "isolation.level": "read_committed",
+            "auto.offset.reset": "error",
         }
     )
     try:
-        ends = {p: consumer.get_watermark_offsets(KafkaTP(topic, p), timeout=10)[1] for p in range(PARTITIONS)}
+        marks = {p: consumer.get_watermark_offsets(KafkaTP(topic, p), timeout=10) for p in range(PARTITIONS)}
+        assert all(low == 0 for low, _high in marks.values()), f"{topic}: records deleted before reading: {marks}"
+        ends = {p: high for p, (_low, high) in marks.items()}
+        deadline = time.monotonic() + 120
         consumer.assign([KafkaTP(topic, p, 0) for p in range(PARTITIONS) if ends[p] > 0])
         rows: dict[int, list[Row]] = {p: [] for p in range(PARTITIONS)}
         positions = dict.fromkeys(range(PARTITIONS), 0)
         while any(positions[p] < ends[p] for p in range(PARTITIONS)):
+            assert time.monotonic() < deadline, f"{topic}: read {positions} of {ends} after 120 s"
             for message in consumer.consume(10_000, timeout=10):
                 assert message.error() is None, message.error()
                 headers = tuple((k, v) for k, v in (message.headers() or ()))
@@ -132,6 +137,22 @@ def _streamproc_outputs(store: Path, plan: RunPlan, reports: list[dict[str, Any]
                 for r in table
             ]
     return by_partition
+
+
+def _streamproc_changelogs(store: Path, plan: RunPlan, reports: list[dict[str, Any]]) -> dict[tuple[str, int], Any]:
+    """Per (store, changelog partition): the changelog records the tasks wrote, in write order."""
+    result: dict[tuple[str, int], list[Row]] = {}
+    for report in reports:
+        objects = TaskObjects(plan_id(plan), TaskId.parse(report["task_id"]))
+        for name in report["changelogs"]:
+            topic, _, partition = name.rpartition("+")
+            rows = pq.read_table(store / objects.changelog(topic, int(partition))).to_pylist()
+            for r in rows:
+                headers = tuple((h["key"], h["value"]) for h in r["headers"])
+                result.setdefault((r["store"], int(partition)), []).append(
+                    (r["key"], r["value"], r["timestamp"], headers)
+                )
+    return result
 
 
 def _streamproc_store(store: Path, plan: RunPlan, reports: list[dict[str, Any]], name: str, work: Path) -> set[Any]:
@@ -242,6 +263,7 @@ def proof(kafka_broker: str, admin: AdminClient, tmp_path_factory: pytest.TempPa
                 "reports": reports,
                 "outputs": _streamproc_outputs(store, plan, reports, programs.OUTPUTS[name]),
                 "stores": {s: _streamproc_store(store, plan, reports, s, work) for s in stores[name]},
+                "changelogs": _streamproc_changelogs(store, plan, reports),
             }
             seconds[f"streamproc {name}"] = time.monotonic() - started
         out, _ = oracle.communicate(timeout=ORACLE_TIMEOUT_S)
@@ -255,6 +277,12 @@ def proof(kafka_broker: str, admin: AdminClient, tmp_path_factory: pytest.TempPa
         answer = json.loads(line)
         assert "oracle_error" not in answer, f"{answer}\n{(work / 'oracle.log').read_text()[-4000:]}"
         answer["outputs"] = _read_topic(kafka_broker, programs.OUTPUTS[answer["topology"]])
+        answer["changelogs"] = {
+            (s, partition): rows
+            for s in stores[answer["topology"]]
+            for partition, rows in _read_topic(kafka_broker, f"{answer['application_id']}-{s}-changelog").items()
+            if rows
+        }
         theirs[answer["topology"]] = answer
         seconds[f"kafka streams {answer['topology']}"] = answer["elapsed_ms"] / 1000
     print("proof seconds (plan + fetch + process; Kafka Streams apps two at a time, concurrently):", seconds)
@@ -302,6 +330,13 @@ def _single_stage_outputs_equal(ours: dict[str, Any], theirs: dict[str, Any]) ->
 def test_single_stage_programs_equal_kafka_streams_record_for_record(proof: dict[str, Any], name: str) -> None:
     ours, theirs = _check_common(proof, name)
     compared = _single_stage_outputs_equal(ours, theirs)
+    # what the hand-off publishes to the changelogs: the same records in the same order per changelog partition
+    assert sorted(ours["changelogs"]) == sorted(theirs["changelogs"])
+    for where, rows in ours["changelogs"].items():
+        kafka = theirs["changelogs"][where]
+        assert len(rows) == len(kafka), where
+        for index, (a, b) in enumerate(zip(rows, kafka, strict=True)):
+            assert a == b, f"changelog {where} record {index}: streamproc {a}, Kafka Streams {b}"
     assert compared > 0
     sent = proof["sent"]
     reasons: Counter[str] = Counter()
