@@ -13,6 +13,8 @@ meanwhile streamproc plans, fetches and processes the same four programs (``proo
   → sum, the order in which a downstream task reads records of several upstream tasks is producer timing live
   (docs/semantics.md), so what is compared is what that order cannot change: per key, the records (origin,
   timestamp), the order of the records of each upstream task, the number of sums and the last one;
+- the changelogs of the one-stage programs: per changelog partition the app's records (``read_committed``) equal
+  the ones streamproc's tasks wrote, in order (what the hand-off publishes);
 - the final stores (interactive queries against the RocksDB bundles streamproc wrote), key → (value, timestamp);
 - the records each task dropped (Kafka's ``dropped-records-total`` per task against the report);
 - both programs' ``describe()``, so that the two are the same program.
