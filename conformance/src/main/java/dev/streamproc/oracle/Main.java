@@ -21,6 +21,7 @@ import java.io.File;
  *   java -jar streamproc-oracle.jar topology &lt;bootstrap&gt; &lt;topology scenario.json&gt;... [--parallel N]
  *   java -jar streamproc-oracle.jar reference &lt;request.json&gt;
  *   java -jar streamproc-oracle.jar startpos &lt;bootstrap&gt; &lt;planning scenario.json&gt;... [--parallel N]
+ *   java -jar streamproc-oracle.jar proof &lt;bootstrap&gt; &lt;spec.json&gt;
  * </pre>
  *
  * <p>{@code reference} ({@link ReferenceRunner}) answers the reference values of streamproc's unit-level
@@ -81,6 +82,9 @@ public final class Main {
         }
         if (args.length >= 1 && args[0].equals("reference")) {
             System.exit(ReferenceRunner.run(java.util.Arrays.copyOfRange(args, 1, args.length)));
+        }
+        if (args.length >= 1 && args[0].equals("proof")) {
+            System.exit(ProofApps.run(java.util.Arrays.copyOfRange(args, 1, args.length)));
         }
         if (args.length >= 1 && args[0].equals("startpos")) {
             System.exit(StartPositionRunner.run(java.util.Arrays.copyOfRange(args, 1, args.length)));
