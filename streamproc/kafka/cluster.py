@@ -65,16 +65,57 @@ def _result(future: Any, what: str) -> Any:
         raise PlanError(f"could not read {what} from the cluster: {exc}") from exc
 
 
+#: How long ListOffsets is retried on retriable errors (a partition whose leader the client's metadata does not know
+#: yet: NOT_LEADER_OR_FOLLOWER right after a topic's creation or a leader change).
+_RETRY_S = 15.0
+
+
+def _retriable(error: Any) -> bool:
+    """librdkafka marks few admin-result errors retriable; these mean "the client's metadata is behind", not a fault."""
+    from confluent_kafka import KafkaError
+
+    codes = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_LEADER_EPOCH,
+             KafkaError.FENCED_LEADER_EPOCH}  # fmt: skip
+    return error is not None and (error.code() in codes or bool(error.retriable()))
+
+
 def _list_offsets(admin: Any, specs: Mapping[Any, Any], isolation: IsolationLevel, what: str) -> dict[Any, int]:
+    """ListOffsets for every partition in ``specs``; partitions failing with a retriable error are asked again
+    (with backoff, up to ``_RETRY_S``) before the plan gives up naming the partition and the error."""
+    import time
+
     from confluent_kafka import IsolationLevel as KafkaIsolation
+    from confluent_kafka import KafkaException
 
     if not specs:
         return {}
     level = (
         KafkaIsolation.READ_COMMITTED if isolation is IsolationLevel.READ_COMMITTED else KafkaIsolation.READ_UNCOMMITTED
     )
-    futures = admin.list_offsets(dict(specs), isolation_level=level, request_timeout=_TIMEOUT_S)
-    return {tp: _result(f, f"{what} of {tp.topic}-{tp.partition}").offset for tp, f in futures.items()}
+    found: dict[Any, int] = {}
+    pending = dict(specs)
+    deadline = time.monotonic() + _RETRY_S
+    delay = 0.1
+    while True:
+        futures = admin.list_offsets(pending, isolation_level=level, request_timeout=_TIMEOUT_S)
+        retry: dict[Any, Any] = {}
+        for tp, future in futures.items():
+            try:
+                found[tp] = future.result(timeout=_TIMEOUT_S).offset
+            except KafkaException as exc:
+                error = exc.args[0] if exc.args else None
+                if _retriable(error) and time.monotonic() < deadline:
+                    retry[tp] = pending[tp]
+                    continue
+                raise PlanError(f"could not read {what} of {tp.topic}-{tp.partition} from the cluster: {exc}") from exc
+            except Exception as exc:
+                raise PlanError(f"could not read {what} of {tp.topic}-{tp.partition} from the cluster: {exc}") from exc
+        if not retry:
+            return found
+        log.debug("ListOffsets of %d partition(s) retried: %s", len(retry), sorted(map(str, retry)))
+        time.sleep(delay)
+        delay = min(delay * 2, 1.0)
+        pending = retry
 
 
 def read_group(admin: Any, group_id: str) -> GroupState | None:
