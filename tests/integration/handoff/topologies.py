@@ -31,6 +31,7 @@ RESUME_INPUT_ALOS = "handoff-resume-words-alos"
 RESUME_INPUT_EOS = "handoff-resume-words-eos"
 RESUME_INPUT_43 = "handoff-resume-words-43"
 RESUME_INPUT_BUNDLE = "handoff-resume-words-bundle"
+RESUME_INPUT_EOS_43 = "handoff-resume-words-eos-43"
 
 
 def _state_resume(topic: str) -> Topology:
@@ -89,3 +90,7 @@ def state_resume_43() -> Topology:
 
 def state_resume_bundle() -> Topology:
     return _state_resume(RESUME_INPUT_BUNDLE)
+
+
+def state_resume_eos_43() -> Topology:
+    return _state_resume(RESUME_INPUT_EOS_43)
