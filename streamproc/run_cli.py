@@ -22,6 +22,7 @@ from streamproc.cli import (
     main,
     plan_command,
 )
+from streamproc.handoff.cli import kafka_streams_version_option
 
 
 def _sink_counts(client_config: dict[str, object], topology: Any) -> list[str]:
@@ -65,6 +66,7 @@ def _sink_counts(client_config: dict[str, object], topology: Any) -> list[str]:
 @click.option("--dry-run", is_flag=True, help="Stop after the plan (printed).")
 @click.option("--no-handoff", is_flag=True, help="Stop after processing.")
 @click.option("--yes", is_flag=True, help="Hand off without asking for confirmation.")
+@kafka_streams_version_option
 @click.pass_context
 @catch_errors
 def run_command(
@@ -83,6 +85,7 @@ def run_command(
     dry_run: bool,
     no_handoff: bool,
     yes: bool,
+    kafka_streams_version: str,
 ) -> None:
     """Plan from the group's committed offsets to the latest, fetch, process on Spark and hand off."""
     from streamproc.handoff.cli import run_handoff
@@ -129,4 +132,5 @@ def run_command(
         ledger_file=None,
         yes=yes,
         reduce_changelogs=True,
+        kafka_streams_version=kafka_streams_version,
     )

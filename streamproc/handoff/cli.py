@@ -21,6 +21,15 @@ from streamproc.cli import (
 )
 from streamproc.errors import ConfigError
 
+kafka_streams_version_option = click.option(
+    "--kafka-streams-version",
+    type=click.Choice(["4.2", "4.3"]),
+    default="4.2",
+    show_default=True,
+    help="The Kafka Streams version that will open the state: with 4.3 under exactly_once_v2 a task whose store "
+    "has an empty changelog gets no state directory (4.3 would wipe it).",
+)
+
 
 def preview(plan: Any, plan_id: str, state_dir: Path | None) -> str:
     """The plan's hand-off section: commits, checkpoints (where), purges."""
@@ -48,6 +57,7 @@ def run_handoff(
     yes: bool,
     reduce_changelogs: bool,
     state_bundle_uri: str | None = None,
+    kafka_streams_version: str = "4.2",
 ) -> None:
     """The preview, the confirmation and the hand-off (shared with ``streamproc run``)."""
     from streamproc.handoff.procedure import default_ledger_path, handoff
@@ -75,6 +85,7 @@ def run_handoff(
             state_dir=state_dir,
             state_bundle=load_store(state_bundle_uri, **store_options) if state_bundle_uri else None,
             reduce_changelogs=reduce_changelogs,
+            kafka_streams_version=kafka_streams_version,
         )
     payload = {
         "plan_id": summary.plan_id,
@@ -130,6 +141,7 @@ def run_handoff(
     is_flag=True,
     help="Publish every changelog record (default: the last value per key, which restores the same state).",
 )
+@kafka_streams_version_option
 @_s3_options
 @click.pass_context
 @catch_errors
@@ -145,6 +157,7 @@ def handoff_command(
     yes: bool,
     status: bool,
     no_reduce_changelogs: bool,
+    kafka_streams_version: str,
     s3_connect_timeout: float | None,
     s3_read_timeout: float | None,
     s3_max_attempts: int | None,
@@ -182,6 +195,7 @@ def handoff_command(
         ledger_file=ledger_file,
         yes=yes,
         reduce_changelogs=not no_reduce_changelogs,
+        kafka_streams_version=kafka_streams_version,
     )
 
 

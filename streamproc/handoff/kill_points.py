@@ -18,3 +18,23 @@ def kill_point(name: str) -> None:
     """SIGKILL this process when ``STREAMPROC_HANDOFF_KILL_AT`` names this point."""
     if os.environ.get(KILL_AT_ENV) == name:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+#: ``<point>:<subject>`` where the hand-off pauses (the fenced-producer test: another producer takes the task's
+#: transactional id meanwhile); ``STREAMPROC_HANDOFF_PAUSE_DIR`` gets ``paused``, the run goes on at ``resume``.
+PAUSE_AT_ENV = "STREAMPROC_HANDOFF_PAUSE_AT"
+PAUSE_DIR_ENV = "STREAMPROC_HANDOFF_PAUSE_DIR"
+
+
+def pause_point(name: str, timeout_s: float = 120.0) -> None:
+    """Wait at this point for the test's ``resume`` file when ``STREAMPROC_HANDOFF_PAUSE_AT`` names it."""
+    if os.environ.get(PAUSE_AT_ENV) != name:
+        return
+    import time
+    from pathlib import Path
+
+    directory = Path(os.environ[PAUSE_DIR_ENV])
+    (directory / "paused").touch()
+    deadline = time.monotonic() + timeout_s
+    while not (directory / "resume").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)

@@ -23,7 +23,12 @@ from streamproc.handoff.kill_points import kill_point
 from streamproc.handoff.publish import publish_task, verify_committed
 from streamproc.handoff.purge import purge_partition
 from streamproc.handoff.state_bundle import task_object, task_tar, write_manifest
-from streamproc.handoff.state_writer import checkpoint_offsets, write_task_state
+from streamproc.handoff.state_writer import (
+    checkpoint_offsets,
+    clear_task_state,
+    offsets_for_version,
+    write_task_state,
+)
 from streamproc.handoff.task_results import TaskResults, load_results
 from streamproc.kafka import clients as kafka_clients
 from streamproc.ledger import Ledger
@@ -145,22 +150,29 @@ def handoff(
     state_bundle: ObjectStore | None = None,
     reduce_changelogs: bool = True,
     stop_after: str | None = None,
+    kafka_streams_version: str = "4.2",
 ) -> HandoffSummary:
     """Run (or resume) the hand-off of ``plan`` whose tasks the process step finished in ``store``.
 
     ``stop_after`` ("publish:<task>" or "checkpoint:<task>") ends the run right after that step is recorded: the
-    crash tests' step boundary.
+    crash tests' step boundary. ``kafka_streams_version`` is the version that will open the state (4.2 or 4.3).
     """
+    offsets_for_version({}, kafka_streams_version=kafka_streams_version, eos=False)  # refuse an unknown one first
+    eos = plan.isolation_level == "read_committed"
     results = load_results(plan, plan_id, store)
     admin = kafka_clients.admin(client_config)
     published: dict[str, dict[str, Any]] = {}
     checkpointed: set[str] = set()
+    stateless_for_version: set[str] = set()
     for r in results:
         step = ledger.done(plan_id, "publish", r.task_id)
         if step is not None:
             published[r.task_id] = step.detail
-        if ledger.done(plan_id, "checkpoint", r.task_id) is not None:
+        done = ledger.done(plan_id, "checkpoint", r.task_id)
+        if done is not None:
             checkpointed.add(r.task_id)
+            if done.detail.get("no_state"):
+                stateless_for_version.add(r.task_id)
 
     from streamproc.kafka.cluster import read_committed_offsets, read_group
 
@@ -225,10 +237,23 @@ def handoff(
                 {tp: offset for (task, tp), offset in restored_last.items() if task == r.task_id},
             )
             detail: dict[str, Any] = {"offsets": {str(tp): o for tp, o in offsets.items()}}
-            if state_bundle is not None:
+            target = offsets_for_version(offsets, kafka_streams_version=kafka_streams_version, eos=eos)
+            if target is None:
+                log.warning(
+                    "task [%s] no state written: a store's changelog is empty (checkpoint -4), which Kafka Streams "
+                    "%s under exactly_once_v2 takes as a corrupted task; the application starts the task from its "
+                    "changelogs (the empty store restores nothing)",
+                    r.task_id,
+                    kafka_streams_version,
+                )
+                detail["no_state"] = True
+                stateless_for_version.add(r.task_id)
+                if directory is not None:
+                    clear_task_state(directory, TaskId.parse(r.task_id))
+            elif state_bundle is not None:
                 state_bundle.put(task_object(r.task_id), task_tar(bundle, offsets))
                 detail["bundle"] = task_object(r.task_id)
-            if directory is not None:
+            if directory is not None and target is not None:
                 detail["task_dir"] = str(write_task_state(directory, TaskId.parse(r.task_id), bundle, offsets))
             ledger.record(plan_id, "checkpoint", r.task_id, detail)
             done_now["checkpoint"].append(r.task_id)
@@ -236,7 +261,12 @@ def handoff(
             if stop_after == f"checkpoint:{r.task_id}":
                 return _summary(plan_id, done_now, skipped)
         if state_bundle is not None:
-            write_manifest(state_bundle, plan.application_id, plan_id, [r.task_id for r in results if r.has_bundle])
+            write_manifest(
+                state_bundle,
+                plan.application_id,
+                plan_id,
+                [r.task_id for r in results if r.has_bundle and r.task_id not in stateless_for_version],
+            )
     finally:
         if directory is not None:
             directory.unlock()

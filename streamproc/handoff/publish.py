@@ -23,7 +23,7 @@ from typing import Any
 
 from streamproc.errors import HandoffError
 from streamproc.handoff.changelog_reduction import last_value_per_key
-from streamproc.handoff.kill_points import kill_point
+from streamproc.handoff.kill_points import kill_point, pause_point
 from streamproc.handoff.task_results import OutgoingRecord, TaskResults
 from streamproc.kafka import clients as kafka_clients
 from streamproc.plan.cluster_snapshot import TopicPartition
@@ -170,6 +170,7 @@ def publish_task(
         except KafkaException as exc:
             raise _fail(task_id, txn_id, "produced its records", exc) from exc
         kill_point(f"in-transaction:{task_id}")  # records written, transaction open: the crash tests' mid-point
+        pause_point(f"in-transaction:{task_id}")
         if deliveries.errors or remaining:
             cause = "; ".join(deliveries.errors) or f"{remaining} records undelivered"
             raise HandoffError(
@@ -196,7 +197,10 @@ def publish_task(
             raise _fail(task_id, txn_id, "committed its transaction", exc) from exc
     finally:
         group.close()
-        producer.flush(0)
+        try:
+            producer.flush(0)
+        except KafkaException:  # a fenced (fatal) producer raises here too: the error above is the one to report
+            log.debug("task [%s] producer flush after the transaction failed", task_id, exc_info=True)
     missing = sorted(f"{t}-{p}" for t, p in changelog_partitions if (t, p) not in deliveries.last)
     if missing:  # a changelog file without records: never written by the process step
         raise HandoffError(f"task [{task_id}] published no record to changelog partition(s) {', '.join(missing)}")

@@ -48,6 +48,33 @@ def checkpoint_offsets(
     return offsets
 
 
+#: The Kafka Streams versions a hand-off can target (``--kafka-streams-version``).
+KAFKA_STREAMS_VERSIONS = ("4.2", "4.3")
+
+
+def offsets_for_version(
+    offsets: Mapping[TopicPartition, int], *, kafka_streams_version: str, eos: bool
+) -> dict[TopicPartition, int] | None:
+    """The checkpoint entries to write for the target version; ``None``: write no state for this task.
+
+    Both versions restore from the 4.2 layout (4.3 migrates the legacy ``.checkpoint`` on its first start, state.md
+    §15 item 4), except one entry: a -4 (``OFFSET_UNKNOWN``, an empty changelog) under exactly_once_v2. 4.3 drops it
+    during the migration, finds a store without an offset in a non-empty task directory and wipes the task
+    (FINDINGS ``rp42``). Such a store's changelog was empty and this run published nothing to it, so the store is
+    empty too: a task whose every entry is -4 needs no directory at all (the app starts it empty and restores
+    nothing); a task with other stores is not written (the app restores it from its changelogs: correct, slower,
+    where a -4 entry would have wiped it anyway).
+    """
+    if kafka_streams_version not in KAFKA_STREAMS_VERSIONS:
+        raise HandoffError(
+            f"Kafka Streams version {kafka_streams_version!r} is not one the hand-off targets: "
+            f"use one of {', '.join(KAFKA_STREAMS_VERSIONS)}"
+        )
+    if kafka_streams_version == "4.2" or not eos or OFFSET_UNKNOWN not in offsets.values():
+        return dict(offsets)
+    return None
+
+
 def _safe_members(tar: tarfile.TarFile, task: TaskId) -> list[tarfile.TarInfo]:
     members = tar.getmembers()
     for member in members:
@@ -55,6 +82,18 @@ def _safe_members(tar: tarfile.TarFile, task: TaskId) -> list[tarfile.TarInfo]:
         if path.is_absolute() or ".." in path.parts or not (member.isfile() or member.isdir()):
             raise HandoffError(f"task [{task}] store bundle holds an entry outside the task directory: {member.name}")
     return members
+
+
+def clear_task_state(directory: StateDirectory, task_id: TaskId) -> None:
+    """Remove the task's directory (``.checkpoint`` first): the app then starts the task from its changelogs.
+
+    For a task whose state the target version cannot take (:func:`offsets_for_version`): an old directory left
+    there would describe stores from before this run. The caller holds ``directory``'s lock.
+    """
+    task_dir = directory.task_dir_path(task_id)
+    OffsetCheckpoint(checkpoint_path(task_dir)).delete()
+    if task_dir.exists():
+        shutil.rmtree(task_dir)
 
 
 def write_task_state(

@@ -154,8 +154,32 @@ def _streams_group(admin: Any, group_id: str) -> GroupState | None:
     return None
 
 
+#: Listings tried when an offset's metadata string does not decode (see :func:`read_committed_offsets`).
+_METADATA_ATTEMPTS = 5
+
+
 def read_committed_offsets(admin: Any, group_id: str) -> tuple[dict[TopicPartition, CommittedOffset], bool]:
-    """Committed offsets with metadata (``require_stable``); the flag says a transactional commit is pending."""
+    """Committed offsets with metadata (``require_stable``); the flag says a transactional commit is pending.
+
+    confluent-kafka 2.16 now and then returns a metadata string with bytes past its end (seen with Kafka Streams'
+    12-character commit metadata: ``UnicodeDecodeError`` at position 12 when ``.metadata`` is read); the listing is
+    then asked again, and after a few tries the error says so.
+    """
+    for _attempt in range(_METADATA_ATTEMPTS - 1):
+        try:
+            return _read_committed_offsets(admin, group_id)
+        except UnicodeDecodeError:
+            continue
+    try:
+        return _read_committed_offsets(admin, group_id)
+    except UnicodeDecodeError as exc:
+        raise PlanError(
+            f"the committed offsets of group '{group_id}' came back with undecodable metadata "
+            f"{_METADATA_ATTEMPTS} times ({exc}); run again"
+        ) from exc
+
+
+def _read_committed_offsets(admin: Any, group_id: str) -> tuple[dict[TopicPartition, CommittedOffset], bool]:
     from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
 
     request = [ConsumerGroupTopicPartitions(group_id)]

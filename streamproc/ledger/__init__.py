@@ -1,4 +1,4 @@
-"""The run's ledger: which hand-off steps are done (SQLite; schema in the repository's ``sql/ledger.sql``)."""
+"""The run's ledger: which hand-off steps are done (SQLite; schema in ``ledger.sql``, linked from ``sql/``)."""
 
 from streamproc.ledger.ledger import Ledger, LedgerStep
 

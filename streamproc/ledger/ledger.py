@@ -12,13 +12,15 @@ import json
 import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from streamproc.errors import ConfigError
 
-#: The schema file: ``sql/ledger.sql`` at the repository root (streamproc is installed editable from it).
-SCHEMA_FILE = Path(__file__).resolve().parents[2] / "sql" / "ledger.sql"
+#: The schema, shipped inside the package (``package-data``) so that an installed wheel finds it; the repository's
+#: ``sql/ledger.sql`` is a symbolic link to this one file.
+SCHEMA_RESOURCE = resources.files("streamproc.ledger").joinpath("ledger.sql")
 
 #: Step kinds, in the order a hand-off runs them.
 STEP_KINDS = ("publish", "checkpoint", "purge")
@@ -41,9 +43,11 @@ class Ledger:
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         try:
-            schema = SCHEMA_FILE.read_text()
+            schema = SCHEMA_RESOURCE.read_text(encoding="utf-8")
         except OSError as exc:
-            raise ConfigError(f"the ledger schema {SCHEMA_FILE} cannot be read ({exc}); reinstall streamproc") from exc
+            raise ConfigError(
+                f"the ledger schema {SCHEMA_RESOURCE} cannot be read ({exc}); reinstall streamproc"
+            ) from exc
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(self.path, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")

@@ -9,16 +9,20 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from streamproc.engine.records import TopicPartition
-from streamproc.handoff.kill_points import KILL_AT_ENV
+from streamproc.handoff.kill_points import KILL_AT_ENV, PAUSE_AT_ENV, PAUSE_DIR_ENV
+from streamproc.handoff.publish import transactional_id
 from streamproc.kafka.cluster import read_committed_offsets
 from streamproc.plan.run_plan import RunPlan
+from streamproc.spark.job import plan_id
 from streamproc.state.offset_checkpoint import OffsetCheckpoint
 from tests.integration.handoff import topologies
 from tests.integration.handoff.test_handoff import (
@@ -81,3 +85,52 @@ def test_a_rerun_after_kill_9_ends_like_a_clean_run(
     for p in range(PARTITIONS):
         checkpoint = OffsetCheckpoint(state_dir / app_id / f"0_{p}" / ".checkpoint").read()
         assert checkpoint == {TopicPartition(run_["changelog"], p): last[p]}
+
+
+def test_a_producer_fenced_mid_transaction_fails_the_task_and_commits_nothing(
+    kafka_broker: str,
+    admin: AdminClient,
+    input_topic: str,
+    unique: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    """A second producer with the task's transactional id fences the hand-off while its transaction is open: the
+    hand-off fails with the fencing named, nothing of that task is committed, and a re-run completes."""
+    app_id = unique("handoff-fenced")
+    run_ = processed(kafka_broker, admin, app_id, tmp_path)
+    plan: RunPlan = run_["plan"]
+    state_dir, pause = tmp_path / "state", tmp_path / "pause"
+    pause.mkdir()
+    before = log_ends(kafka_broker, topologies.OUTPUT, 2)
+    env = {**os.environ, PAUSE_AT_ENV: "in-transaction:0_0", PAUSE_DIR_ENV: str(pause)}
+    env.pop(KILL_AT_ENV, None)
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "streamproc"), "handoff", "--bootstrap", kafka_broker, "--plan",
+         str(run_["plan_file"]), "--store", str(run_["store"]), "--state-dir", str(state_dir), "--yes"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        while not (pause / "paused").exists():
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+        txn_id = transactional_id(app_id, plan_id(plan), "0_0")
+        intruder = Producer({"bootstrap.servers": kafka_broker, "transactional.id": txn_id})
+        intruder.init_transactions(60)  # fences the paused hand-off's producer and aborts its open transaction
+        (pause / "resume").touch()
+        stdout, stderr = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, stdout + stderr
+    assert f"task [0_0] transactional id {txn_id} was fenced while it committed its transaction (_FENCED)" in stderr
+    assert "Traceback" not in stderr
+    committed, _ = read_committed_offsets(admin, app_id)
+    before_offsets = {c.partition: c.before for c in plan.commits if c.before is not None}
+    assert {str(tp): c.offset for tp, c in committed.items()} == before_offsets  # 0_0 fenced, 0_1 never began
+    assert not (state_dir / app_id / "0_0" / ".checkpoint").exists()
+
+    again = handoff(kafka_broker, run_, state_dir, None)
+    assert again.returncode == 0, again.stderr + again.stdout
+    committed, _ = read_committed_offsets(admin, app_id)
+    assert {str(tp): c.offset for tp, c in committed.items()} == {c.partition: c.after for c in plan.commits}
+    assert len(read_all(kafka_broker, topologies.OUTPUT, 2, start=before)) == RECORDS  # the fenced records: aborted

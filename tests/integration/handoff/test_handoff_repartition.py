@@ -1,11 +1,15 @@
 """Hand-off of a two-stage plan (re-key → repartition → count): the downstream tasks commit their repartition
 partitions past the records and transaction markers the upstream tasks published, and the purge deletes exactly up
-to those committed offsets (the log start equals the committed offset)."""
+to those committed offsets (the log start equals the committed offset); also after a kill -9 between two purges and
+a re-run."""
 
 from __future__ import annotations
 
+import os
 import random
 import struct
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +20,7 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 
+from streamproc.handoff.kill_points import KILL_AT_ENV
 from streamproc.kafka.cluster import read_committed_offsets
 from streamproc.ledger import Ledger
 from streamproc.plan.run_plan import RunPlan
@@ -55,7 +60,7 @@ def watermarks(bootstrap: str, topic: str, partition: int) -> tuple[int, int]:
         consumer.close()
 
 
-def test_repartition_offsets_are_committed_past_the_markers_and_purged_to_them(
+def test_repartition_offsets_are_committed_past_the_markers_and_purged_to_them_after_a_kill_between_purges(
     kafka_broker: str, admin: AdminClient, unique: Callable[[str], str], tmp_path: Path
 ) -> None:
     app_id = unique("handoff-rekey")
@@ -85,9 +90,21 @@ def test_repartition_offsets_are_committed_past_the_markers_and_purged_to_them(
     reports = process_locally(plan, store, {topologies.REKEY_OUTPUT: PARTITIONS})
     assert sum(r["records_processed"] for r in reports if r["task_id"].startswith("1_")) == RECORDS
 
+    # kill -9 right after the first purge is recorded; the re-run does only the others
+    killed = subprocess.run(
+        [str(Path(sys.executable).parent / "streamproc"), "handoff", "--bootstrap", kafka_broker, "--plan",
+         str(plan_file), "--store", str(store), "--state-dir", str(tmp_path / "state"), "--yes"],
+        capture_output=True, text=True, timeout=300, check=False,
+        env={**os.environ, KILL_AT_ENV: f"purge:{repartition}-0"},
+    )  # fmt: skip
+    assert killed.returncode == -9, killed.stderr
+    with Ledger(tmp_path / "plan.ledger.sqlite") as ledger:
+        assert [s.subject for s in ledger.steps() if s.kind == "purge"] == [f"{repartition}-0"]
+        assert len([s for s in ledger.steps() if s.kind == "publish"]) == 2 * PARTITIONS
+    assert watermarks(kafka_broker, repartition, 1)[0] == 0  # not purged yet
     out = run("handoff", "--bootstrap", kafka_broker, "--plan", str(plan_file), "--store", str(store),
               "--state-dir", str(tmp_path / "state"), "--yes")  # fmt: skip
-    assert f"published {2 * PARTITIONS} task(s)" in out.output and f"purged {PARTITIONS} partition(s)" in out.output
+    assert f"published 0 task(s), wrote 0 checkpoint(s), purged {PARTITIONS - 1} partition(s)" in out.output
 
     committed, _ = read_committed_offsets(admin, app_id)
     for p in range(PARTITIONS):

@@ -7,7 +7,8 @@
 3. the app restarts there and processes the last third: it restores 0 records and its store equals that of a second
    Kafka Streams app that processed the whole input alone.
 
-Under at_least_once and exactly_once_v2; and once with step 3 on Kafka Streams 4.3.1 (an upgraded application).
+Under at_least_once and exactly_once_v2; and with step 3 on Kafka Streams 4.3.1 (an upgraded application; the
+hand-off run with ``--kafka-streams-version 4.3``), under both guarantees.
 """
 
 from __future__ import annotations
@@ -49,8 +50,15 @@ ALOS_CASE, EOS_CASE = CASES[0], CASES[2]
         (EOS_CASE, topologies.RESUME_INPUT_EOS, "state_resume_eos", False, False),
         (ALOS_CASE, topologies.RESUME_INPUT_43, "state_resume_43", True, False),
         (EOS_CASE, topologies.RESUME_INPUT_BUNDLE, "state_resume_bundle", False, True),
+        (EOS_CASE, topologies.RESUME_INPUT_EOS_43, "state_resume_eos_43", True, False),
     ],
-    ids=["at_least_once", "exactly_once_v2", "at_least_once-resumed-on-ks4.3", "exactly_once_v2-bundle"],
+    ids=[
+        "at_least_once",
+        "exactly_once_v2",
+        "at_least_once-resumed-on-ks4.3",
+        "exactly_once_v2-bundle",
+        "exactly_once_v2-resumed-on-ks4.3",
+    ],
 )
 def test_kafka_streams_resumes_on_the_handed_off_state(
     case: object,
@@ -104,8 +112,9 @@ def test_kafka_streams_resumes_on_the_handed_off_state(
         installed = run("handoff", "install-state", "--bundle", str(bundle_dir), "--state-dir", str(state_dir))
         assert f"wrote {state_dir / app_id / '0_0'}" in installed.output
     else:
+        version = ("--kafka-streams-version", "4.3") if resume_on_43 else ()
         out = run("handoff", "--bootstrap", kafka_broker, "--plan", str(plan_file), "--store", str(store),
-                  "--state-dir", str(state_dir), "--yes")  # fmt: skip
+                  "--state-dir", str(state_dir), *version, "--yes")  # fmt: skip
     assert "published 1 task(s), wrote 1 checkpoint(s)" in out.output
 
     produce(kafka_broker, topic, thirds[2])

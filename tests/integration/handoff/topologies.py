@@ -31,6 +31,7 @@ RESUME_INPUT_ALOS = "handoff-resume-words-alos"
 RESUME_INPUT_EOS = "handoff-resume-words-eos"
 RESUME_INPUT_43 = "handoff-resume-words-43"
 RESUME_INPUT_BUNDLE = "handoff-resume-words-bundle"
+RESUME_INPUT_EOS_43 = "handoff-resume-words-eos-43"
 
 
 def _state_resume(topic: str) -> Topology:
@@ -89,3 +90,44 @@ def state_resume_43() -> Topology:
 
 def state_resume_bundle() -> Topology:
     return _state_resume(RESUME_INPUT_BUNDLE)
+
+
+def state_resume_eos_43() -> Topology:
+    return _state_resume(RESUME_INPUT_EOS_43)
+
+
+#: The live re-key proof's topics (``REKEY_RESUME_PARTITIONS`` partitions each), per guarantee.
+REKEY_RESUME_PARTITIONS = 2
+REKEY_RESUME_INPUT = {"alos": "handoff-rekey-resume-in-alos", "eos": "handoff-rekey-resume-in-eos"}
+REKEY_RESUME_OUTPUT = {"alos": "handoff-rekey-resume-out-alos", "eos": "handoff-rekey-resume-out-eos"}
+
+
+def _rekey_resume(guarantee: str) -> Topology:
+    """The Python twin of ``tests/integration/handoff/java/RekeyResumeApp.java``: the value becomes the key, through
+    ``<app>-rekeyed-repartition``, counted per key in ``counts``, each count to the output."""
+    from tests.integration.spark.topologies import Rekey
+
+    source, output = REKEY_RESUME_INPUT[guarantee], REKEY_RESUME_OUTPUT[guarantee]
+    t = Topology()
+    t.add_source("orders", source, key_deserializer=STRING.deserializer, value_deserializer=STRING.deserializer)
+    t.add_processor("rekey", Rekey, "orders")
+    t.add_internal_topic(REKEYED)
+    t.add_sink("to-rekeyed", REKEYED, "rekey", key_serializer=STRING.serializer, value_serializer=STRING.serializer)
+    t.add_source("from-rekeyed", REKEYED, key_deserializer=STRING.deserializer, value_deserializer=STRING.deserializer)
+    t.add_processor("count", CountPerKey, "from-rekeyed")
+    t.add_state_store(
+        Stores.timestamped_key_value_store_builder(
+            Stores.persistent_timestamped_key_value_store("counts"), STRING, LONG
+        ),
+        "count",
+    )
+    t.add_sink("totals", output, "count", key_serializer=STRING.serializer, value_serializer=LONG.serializer)
+    return t
+
+
+def rekey_resume_alos() -> Topology:
+    return _rekey_resume("alos")
+
+
+def rekey_resume_eos() -> Topology:
+    return _rekey_resume("eos")
