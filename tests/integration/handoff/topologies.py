@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from streamproc import Stores, Topology, serde_for
-from tests.integration.spark.topologies import CountPerKey
+from tests.integration.spark.topologies import count_topology, rekey_count_topology
 
 INPUT = "handoff-count-words"
 OUTPUT = "handoff-count-totals"
@@ -13,17 +13,7 @@ LONG = serde_for("Long")
 
 def count() -> Topology:
     """Source → count (persistent timestamped store ``counts``, logged) → sink."""
-    t = Topology()
-    t.add_source("words", INPUT, key_deserializer=STRING.deserializer, value_deserializer=STRING.deserializer)
-    t.add_processor("count", CountPerKey, "words")
-    t.add_state_store(
-        Stores.timestamped_key_value_store_builder(
-            Stores.persistent_timestamped_key_value_store("counts"), STRING, LONG
-        ),
-        "count",
-    )
-    t.add_sink("totals", OUTPUT, "count", key_serializer=STRING.serializer, value_serializer=LONG.serializer)
-    return t
+    return count_topology(INPUT, OUTPUT)
 
 
 #: ``StateResumeApp``'s input topics for the end-to-end proof, one per processing guarantee.
@@ -65,23 +55,7 @@ REKEYED = "rekeyed-repartition"
 
 def rekey_count() -> Topology:
     """Re-key → repartition → count (two stages), on the hand-off tests' own topics."""
-    from tests.integration.spark.topologies import Rekey
-
-    t = Topology()
-    t.add_source("orders", REKEY_INPUT, key_deserializer=STRING.deserializer, value_deserializer=STRING.deserializer)
-    t.add_processor("rekey", Rekey, "orders")
-    t.add_internal_topic(REKEYED)
-    t.add_sink("to-rekeyed", REKEYED, "rekey", key_serializer=STRING.serializer, value_serializer=STRING.serializer)
-    t.add_source("from-rekeyed", REKEYED, key_deserializer=STRING.deserializer, value_deserializer=STRING.deserializer)
-    t.add_processor("count", CountPerKey, "from-rekeyed")
-    t.add_state_store(
-        Stores.timestamped_key_value_store_builder(
-            Stores.persistent_timestamped_key_value_store("counts"), STRING, LONG
-        ),
-        "count",
-    )
-    t.add_sink("totals", REKEY_OUTPUT, "count", key_serializer=STRING.serializer, value_serializer=LONG.serializer)
-    return t
+    return rekey_count_topology(REKEY_INPUT, REKEY_OUTPUT)
 
 
 def state_resume_43() -> Topology:
@@ -105,24 +79,7 @@ REKEY_RESUME_OUTPUT = {"alos": "handoff-rekey-resume-out-alos", "eos": "handoff-
 def _rekey_resume(guarantee: str) -> Topology:
     """The Python twin of ``tests/integration/handoff/java/RekeyResumeApp.java``: the value becomes the key, through
     ``<app>-rekeyed-repartition``, counted per key in ``counts``, each count to the output."""
-    from tests.integration.spark.topologies import Rekey
-
-    source, output = REKEY_RESUME_INPUT[guarantee], REKEY_RESUME_OUTPUT[guarantee]
-    t = Topology()
-    t.add_source("orders", source, key_deserializer=STRING.deserializer, value_deserializer=STRING.deserializer)
-    t.add_processor("rekey", Rekey, "orders")
-    t.add_internal_topic(REKEYED)
-    t.add_sink("to-rekeyed", REKEYED, "rekey", key_serializer=STRING.serializer, value_serializer=STRING.serializer)
-    t.add_source("from-rekeyed", REKEYED, key_deserializer=STRING.deserializer, value_deserializer=STRING.deserializer)
-    t.add_processor("count", CountPerKey, "from-rekeyed")
-    t.add_state_store(
-        Stores.timestamped_key_value_store_builder(
-            Stores.persistent_timestamped_key_value_store("counts"), STRING, LONG
-        ),
-        "count",
-    )
-    t.add_sink("totals", output, "count", key_serializer=STRING.serializer, value_serializer=LONG.serializer)
-    return t
+    return rekey_count_topology(REKEY_RESUME_INPUT[guarantee], REKEY_RESUME_OUTPUT[guarantee])
 
 
 def rekey_resume_alos() -> Topology:

@@ -31,34 +31,32 @@ class CountPerKey(Processor):
         self.context.forward(Record(record.key, count, record.timestamp))
 
 
-def count() -> Topology:
-    """Source → count (persistent timestamped store, logged) → sink."""
+def count_topology(
+    input_topic: str, output_topic: str, *, processor: type[Processor] = CountPerKey, sink: str = "totals"
+) -> Topology:
+    """Source ``words`` → ``processor`` (persistent timestamped store ``counts``, logged) → sink: the count program
+    the Spark and hand-off tests share, on the topics each of them owns."""
     t = Topology()
-    t.add_source("words", COUNT_INPUT, key_deserializer=STRING.deserializer, value_deserializer=STRING.deserializer)
-    t.add_processor("count", CountPerKey, "words")
+    t.add_source("words", input_topic, key_deserializer=STRING.deserializer, value_deserializer=STRING.deserializer)
+    t.add_processor("count", processor, "words")
     t.add_state_store(
         Stores.timestamped_key_value_store_builder(
             Stores.persistent_timestamped_key_value_store("counts"), STRING, LONG
         ),
         "count",
     )
-    t.add_sink("totals", COUNT_OUTPUT, "count", key_serializer=STRING.serializer, value_serializer=LONG.serializer)
+    t.add_sink(sink, output_topic, "count", key_serializer=STRING.serializer, value_serializer=LONG.serializer)
     return t
+
+
+def count() -> Topology:
+    """Source → count (persistent timestamped store, logged) → sink."""
+    return count_topology(COUNT_INPUT, COUNT_OUTPUT)
 
 
 def count_renamed() -> Topology:
     """The same program with the sink renamed: not the plan's topology."""
-    t = Topology()
-    t.add_source("words", COUNT_INPUT, key_deserializer=STRING.deserializer, value_deserializer=STRING.deserializer)
-    t.add_processor("count", CountPerKey, "words")
-    t.add_state_store(
-        Stores.timestamped_key_value_store_builder(
-            Stores.persistent_timestamped_key_value_store("counts"), STRING, LONG
-        ),
-        "count",
-    )
-    t.add_sink("sink", COUNT_OUTPUT, "count", key_serializer=STRING.serializer, value_serializer=LONG.serializer)
-    return t
+    return count_topology(COUNT_INPUT, COUNT_OUTPUT, sink="sink")
 
 
 REKEY_INPUT = "spark-rekey-orders"
@@ -77,10 +75,10 @@ class Rekey(Processor):
         self.context.forward(Record(record.value, record.value, record.timestamp, record.headers))
 
 
-def rekey_count() -> Topology:
-    """Sub-topology 0 re-keys into a repartition topic; sub-topology 1 counts per new key (two stages)."""
+def rekey_count_topology(input_topic: str, output_topic: str) -> Topology:
+    """Sub-topology 0 re-keys into ``<application.id>-rekeyed-repartition``; sub-topology 1 counts per new key."""
     t = Topology()
-    t.add_source("orders", REKEY_INPUT, key_deserializer=STRING.deserializer, value_deserializer=STRING.deserializer)
+    t.add_source("orders", input_topic, key_deserializer=STRING.deserializer, value_deserializer=STRING.deserializer)
     t.add_processor("rekey", Rekey, "orders")
     t.add_internal_topic(REKEYED)
     t.add_sink("to-rekeyed", REKEYED, "rekey", key_serializer=STRING.serializer, value_serializer=STRING.serializer)
@@ -92,8 +90,13 @@ def rekey_count() -> Topology:
         ),
         "count",
     )
-    t.add_sink("totals", REKEY_OUTPUT, "count", key_serializer=STRING.serializer, value_serializer=LONG.serializer)
+    t.add_sink("totals", output_topic, "count", key_serializer=STRING.serializer, value_serializer=LONG.serializer)
     return t
+
+
+def rekey_count() -> Topology:
+    """Re-key → repartition → count (two stages) on the Spark tests' topics."""
+    return rekey_count_topology(REKEY_INPUT, REKEY_OUTPUT)
 
 
 class CountFailingOnK7(CountPerKey):
@@ -106,17 +109,7 @@ class CountFailingOnK7(CountPerKey):
 
 
 def _count_with(processor: type[Processor]) -> Topology:
-    t = Topology()
-    t.add_source("words", COUNT_INPUT, key_deserializer=STRING.deserializer, value_deserializer=STRING.deserializer)
-    t.add_processor("count", processor, "words")
-    t.add_state_store(
-        Stores.timestamped_key_value_store_builder(
-            Stores.persistent_timestamped_key_value_store("counts"), STRING, LONG
-        ),
-        "count",
-    )
-    t.add_sink("totals", COUNT_OUTPUT, "count", key_serializer=STRING.serializer, value_serializer=LONG.serializer)
-    return t
+    return count_topology(COUNT_INPUT, COUNT_OUTPUT, processor=processor)
 
 
 def count_failing() -> Topology:
