@@ -365,13 +365,10 @@ def test_a_processor_that_raises_under_a_continue_handler_drops_the_record(
     assert report["records_processed"] == k7_range.end - k7_range.start
 
 
-def test_process_against_s3_writes_the_same_objects_as_against_a_directory(
-    staged: dict[str, Any], s3_server: Any, unique: Callable[[str], str], tmp_path: Path
-) -> None:
+def _staged_on_minio(staged: dict[str, Any], s3_server: Any, bucket: str) -> tuple[str, Any, dict[str, Any]]:
+    """A fresh MinIO bucket holding a copy of the staged segments: the bucket, its store and the store options."""
     from streamproc.storage import load_store
 
-    plan: RunPlan = staged["plan"]
-    bucket = unique("process")
     s3_server.client().create_bucket(Bucket=bucket)
     options = {"endpoint_url": s3_server.endpoint, "access_key_id": s3_server.access_key,
                "secret_access_key": s3_server.secret_key, "region": s3_server.region}  # fmt: skip
@@ -379,6 +376,16 @@ def test_process_against_s3_writes_the_same_objects_as_against_a_directory(
     local = load_store(str(staged["store"]))
     for name in local.list("topics/"):
         s3.put(name, local.get(name))
+    return bucket, s3, options
+
+
+def test_process_against_s3_writes_the_same_objects_as_against_a_directory(
+    staged: dict[str, Any], s3_server: Any, unique: Callable[[str], str], tmp_path: Path
+) -> None:
+    from streamproc.storage import load_store
+
+    plan: RunPlan = staged["plan"]
+    bucket, s3, options = _staged_on_minio(staged, s3_server, unique("process"))
     local_dir = fresh_copy(staged, tmp_path / "local")
     for uri, extra in ((f"s3://{bucket}/staging", options), (str(local_dir), {})):
         process(plan, store_uri=uri, topology=TOPOLOGY, master="local[2]", store_options=extra,
@@ -394,17 +401,9 @@ def test_process_against_s3_writes_the_same_objects_as_against_a_directory(
 def test_the_process_command_takes_the_s3_options_and_runs_against_minio(
     staged: dict[str, Any], s3_server: Any, unique: Callable[[str], str], tmp_path: Path
 ) -> None:
-    from streamproc.storage import load_store
 
     plan: RunPlan = staged["plan"]
-    bucket = unique("process-cli")
-    s3_server.client().create_bucket(Bucket=bucket)
-    options = {"endpoint_url": s3_server.endpoint, "access_key_id": s3_server.access_key,
-               "secret_access_key": s3_server.secret_key, "region": s3_server.region}  # fmt: skip
-    s3 = load_store(f"s3://{bucket}/staging", **options)
-    local = load_store(str(staged["store"]))
-    for name in local.list("topics/"):
-        s3.put(name, local.get(name))
+    bucket, s3, options = _staged_on_minio(staged, s3_server, unique("process-cli"))
     plan_file = tmp_path / "plan.json"
     plan.write(plan_file)
     # The executors find the endpoint and keys as boto3 does (environment), the timeouts come from the options.
