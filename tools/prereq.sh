@@ -18,6 +18,7 @@
 #   STREAMPROC_PREREQ_INSTALL   auto (default: install what it can) or never (only check and print the commands)
 #   STREAMPROC_GO, STREAMPROC_PG_BINDIR, STREAMPROC_CHROMIUM, JAVA_HOME   tried first when set
 #   STREAMPROC_PREREQ_SYSROOT   prefix for the fixed places searched (/usr/lib/jvm, /usr/lib/postgresql); for tests
+# shellcheck disable=SC2329 # the check_<tool> functions are called by name, "check_$tool"
 set -u
 
 PYTHON=${PYTHON:-python3.11}
@@ -35,6 +36,7 @@ PG_MIN=13
 # (h1:5sgfUhn9QCgVl4UYj32GrIYFHI3bi2UX55tNfupXwxc=) Go's checksum database lists for
 # golang.org/toolchain v0.0.1-go1.24.13.linux-amd64. Other platforms: install Go by hand (the line says how).
 GO_TOOLCHAIN=1.24.13
+# shellcheck disable=SC2034 # read as GO_TOOLCHAIN_SHA256_<platform> below
 GO_TOOLCHAIN_SHA256_linux_amd64=d2b048367a3d1a748b87f756fa06df12ce3b419e1d5f2a3612acb8950d615f9f
 
 TOOLS="python java mvn go cc postgresql chromium"
@@ -194,7 +196,7 @@ check_postgresql() {
 		for _d in "$SYSROOT"/usr/lib/postgresql/*/bin; do _cands="$_cands $_d"; done
 		_i=$(command -v initdb 2>/dev/null) && _cands="$_cands ${_i%/initdb}"
 	fi
-	_best= _bestv=
+	_best='' _bestv=''
 	for _d in $_cands; do
 		[ -x "$_d/initdb" ] && [ -x "$_d/pg_ctl" ] && [ -x "$_d/postgres" ] || continue
 		_v=$("$_d/initdb" --version 2>/dev/null | sed -n 's/.*(PostgreSQL) \([0-9][0-9.]*\).*/\1/p')
@@ -272,6 +274,7 @@ if [ -n "$apt_pkgs" ] && [ "$INSTALL" = auto ] && [ "$IS_ROOT" = yes ] && [ "$HA
 	mkdir -p "$CACHE"
 	log="$CACHE/prereq-apt.log"
 	echo "prereq: installing $apt_pkgs with apt-get (log: $log)"
+	# shellcheck disable=SC2086 # $apt_pkgs is a list of package names
 	if DEBIAN_FRONTEND=noninteractive apt-get -qq -o DPkg::Lock::Timeout=600 update >"$log" 2>&1 &&
 		DEBIAN_FRONTEND=noninteractive apt-get -qq -y -o DPkg::Lock::Timeout=600 install $apt_pkgs >>"$log" 2>&1; then
 		installed=$missing
