@@ -90,3 +90,18 @@ def test_an_old_go_makes_it_download_go_1_24_from_the_module_proxy(tmp_path: Pat
     again = _run(env_file, PATH=f"{fake.parent}:{os.environ['PATH']}", STREAMPROC_CACHE=str(cache))
     assert f"prereq: go         1.24.13 {go}\n" in again.stdout  # the cached toolchain, no second download
     assert "downloading" not in again.stdout
+
+
+def test_make_prereq_passes_here_and_hands_the_paths_to_the_recipes(tmp_path: Path) -> None:
+    env_file = tmp_path / "prereq.env"
+    result = subprocess.run(  # noqa: S603
+        ["make", "--no-print-directory", "-C", str(PROJECT_ROOT), "prereq", f"PREREQ_ENV={env_file}"],  # noqa: S607
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert len(re.findall(r"^prereq: ", result.stdout, re.MULTILINE)) == len(TOOLS)
+    assert set(_exported(env_file)) == {"JAVA_HOME", "STREAMPROC_GO", "STREAMPROC_PG_BINDIR", "STREAMPROC_CHROMIUM"}
+    assert all(_exported(env_file).values())
