@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import threading
 from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from streamproc.errors import ConfigError, LedgerError
-from streamproc.ledger import ApplicationBusy, LagRow, Ledger, RangeRow, TaskRow
+from streamproc.ledger import ApplicationBusy, LagRow, Ledger, RangeRow, RunDetail, TaskRow
 from tests.integration.ledger.sample_run import sample_fetch, sample_plan, sample_reports
 
 
@@ -186,3 +188,38 @@ def test_sql_in_an_application_id_is_stored_verbatim(ledger: Ledger) -> None:
         hostile, "d'\"; DELETE FROM runs", "%s", "p' OR '1'='1", "'; DROP TABLE handoff_steps; --")  # fmt: skip
     assert ledger.run_for_dag_run("d'\"; DELETE FROM runs", "%s") is not None
     assert ledger.steps() == []  # the table is still there
+
+
+def _recorded(url: str) -> RunDetail:
+    """The sample run recorded start to end, as a run's steps record it."""
+    plan = sample_plan()
+    with Ledger(url) as ledger:
+        run_id = ledger.begin_run(application_id=plan.application_id, trigger="cli", run_id="the-run")
+        ledger.record_plan(run_id, plan, "plan-1")
+        ledger.set_stage(run_id, "fetch")
+        ledger.record_fetch(run_id, sample_fetch(plan))
+        ledger.set_stage(run_id, "process")
+        ledger.record_tasks(run_id, sample_reports())
+        ledger.set_stage(run_id, "handoff")
+        ledger.record("plan-1", "publish", "0_0", {"offsets": {"orders-0": 5000}, "records": 3790})
+        ledger.record_lag_after(run_id, {"orders-0": 5000, "orders-1": None}, {"orders-0": 5000, "orders-1": 301})
+        ledger.finish_run(run_id, "failed", error="hand-off: task 0_1 was fenced")
+        detail = ledger.run(run_id)
+    assert detail is not None
+    return detail
+
+
+def _without_times(detail: RunDetail) -> RunDetail:
+    return replace(
+        detail,
+        summary=replace(detail.summary, started_at="", finished_at=""),
+        steps=[replace(s, finished_at="") for s in detail.steps],
+    )
+
+
+def test_the_ledger_holds_the_same_figures_on_sqlite_and_postgresql(tmp_path: Path, postgres_server: Any) -> None:
+    on_sqlite = _recorded(f"sqlite:///{tmp_path / 'ledger.sqlite'}")
+    on_postgresql = _recorded(postgres_server.create_database("same_figures"))
+    assert _without_times(on_sqlite) == _without_times(on_postgresql)
+    assert on_sqlite.summary.records_planned == 4100 and on_sqlite.summary.records_dropped == 10
+    assert [(lag.partition, lag.lag_after) for lag in on_postgresql.lag] == [("orders-0", 0), ("orders-1", None)]
