@@ -19,11 +19,14 @@ import sys
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
-from typing import Any, NoReturn, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, ParamSpec, TypeVar
 
 import click
 
 from streamproc.errors import ConfigError, StreamprocError
+
+if TYPE_CHECKING:
+    from streamproc.fetch import RangeFetchResult
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -36,8 +39,16 @@ def _json_output() -> bool:
     return ctx is not None and ctx.find_root().params.get("output") == "json"
 
 
+#: Where ``_fail`` leaves its message in the context (shared by a command and those it invokes): ``streamproc run``
+#: records it in the ledger as why the run failed, since the step's own command already turned it into an exit.
+FAILURE_KEY = "streamproc.failure"
+
+
 def _fail(error: str, message: str) -> NoReturn:
     """Report one error the way the chosen output asks for, and exit 1."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.meta[FAILURE_KEY] = message
     if _json_output():
         click.echo(json.dumps({"error": error, "message": message}, sort_keys=True))
     else:
@@ -400,7 +411,7 @@ def fetch_command(
     s3_connect_timeout: float | None,
     s3_read_timeout: float | None,
     s3_max_attempts: int | None,
-) -> None:
+) -> list[RangeFetchResult]:
     """Copy every planned range to the staging store as proved segments (idempotent, resumable)."""
     from streamproc.fetch import fetch_ranges, planned_ranges
     from streamproc.kafka import clients
@@ -444,6 +455,7 @@ def fetch_command(
         for row in rows
     )
     emit(ctx, {"ranges": rows}, text or "nothing to fetch: every planned range is empty")
+    return results  # for `streamproc run`, which records them in the ledger
 
 
 @main.command("verify")
@@ -640,6 +652,7 @@ def s3_status(ctx: click.Context, workdir: Path | None) -> None:
 
 
 import streamproc.handoff.cli  # noqa: E402, F401  (registers `streamproc handoff`)
+import streamproc.ledger.cli  # noqa: E402, F401  (registers `streamproc ledger`)
 import streamproc.run_cli  # noqa: E402, F401  (registers `streamproc run`)
 import streamproc.spark.cli  # noqa: E402, F401  (registers `streamproc process`; at the end: it imports `main`)
 

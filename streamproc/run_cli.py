@@ -2,8 +2,9 @@
 
 Each step is the command of the same name, invoked with the options given here; the plan, the topology text and
 the ledger are kept in ``--work-dir``, so that a run that stopped (a failure, ``--dry-run``, ``--no-handoff``) can
-be continued with the individual commands (``streamproc process``/``handoff --plan <work-dir>/plan.json``). A
-re-run of ``streamproc run`` makes a new plan from the group's current offsets.
+be continued with the individual commands (``streamproc process``/``handoff --plan <work-dir>/plan.json``; the
+hand-off finds the run's ledger beside the plan). A re-run of ``streamproc run`` makes a new plan from the group's
+current offsets. The run is recorded in the ledger (``streamproc.ledger.run_recording``) as Airflow's runs are.
 """
 
 from __future__ import annotations
@@ -66,6 +67,13 @@ def _sink_counts(client_config: dict[str, object], topology: Any) -> list[str]:
 @click.option("--dry-run", is_flag=True, help="Stop after the plan (printed).")
 @click.option("--no-handoff", is_flag=True, help="Stop after processing.")
 @click.option("--yes", is_flag=True, help="Hand off without asking for confirmation.")
+@click.option(
+    "--ledger",
+    "ledger_url",
+    metavar="URL|FILE",
+    help="The run ledger: a database URL (sqlite:///…, postgresql+psycopg://user@host/db) or a SQLite file. "
+    "Default: env STREAMPROC_LEDGER_URL, else <work-dir>/ledger.sqlite.",
+)
 @kafka_streams_version_option
 @click.pass_context
 @catch_errors
@@ -85,52 +93,68 @@ def run_command(
     dry_run: bool,
     no_handoff: bool,
     yes: bool,
+    ledger_url: str | None,
     kafka_streams_version: str,
 ) -> None:
     """Plan from the group's committed offsets to the latest, fetch, process on Spark and hand off."""
+    from streamproc.cli import FAILURE_KEY
     from streamproc.handoff.cli import run_handoff
+    from streamproc.ledger import run_ledger
+    from streamproc.ledger.run_recording import recorded_run
+    from streamproc.plan.run_plan import RunPlan
     from streamproc.spark.cli import process_command
     from streamproc.spark.task_runner import load_topology
 
     work_dir.mkdir(parents=True, exist_ok=True)
-    app_topology = load_topology(topology)[0]
-    describe = work_dir / "topology.txt"
-    describe.write_text(str(app_topology.describe()), encoding="utf-8")
-    partition_values = (*_sink_counts(_client_config(bootstrap, client_settings), app_topology), *partition_values)
-    plan_file = work_dir / "plan.json"
-    common = {"bootstrap": bootstrap, "client_settings": client_settings}
-    ctx.invoke(
-        plan_command,
-        **common,
-        application_id=application_id,
-        topology_file=describe,
-        processing_guarantee=processing_guarantee,
-        out=plan_file,
-        dry_run=dry_run,
-    )
-    if dry_run:
-        return
-    ctx.invoke(fetch_command, **common, plan_file=plan_file, store_uri=store_uri)
-    ctx.invoke(
-        process_command,
-        plan_file=plan_file,
-        store_uri=store_uri,
-        topology=topology,
-        master=master,
-        conf_values=conf_values,
-        partition_values=partition_values,
-    )
-    if no_handoff:
-        return
-    run_handoff(
-        ctx,
-        client_config=_client_config(bootstrap, client_settings),
-        plan_file=plan_file,
-        store_uri=store_uri,
-        store_options={},
-        state_dir=state_dir,
-        ledger_file=None,
-        yes=yes,
-        reduce_changelogs=True,
-        kafka_streams_version=kafka_streams_version,
-    )
+    ledger = ledger_url or run_ledger(work_dir)
+    with recorded_run(ledger, application_id=application_id, failure=lambda: ctx.meta.get(FAILURE_KEY)) as run:
+        app_topology = load_topology(topology)[0]
+        describe = work_dir / "topology.txt"
+        describe.write_text(str(app_topology.describe()), encoding="utf-8")
+        client_config = _client_config(bootstrap, client_settings)
+        partition_values = (*_sink_counts(client_config, app_topology), *partition_values)
+        plan_file = work_dir / "plan.json"
+        common = {"bootstrap": bootstrap, "client_settings": client_settings}
+        ctx.invoke(
+            plan_command,
+            **common,
+            application_id=application_id,
+            topology_file=describe,
+            processing_guarantee=processing_guarantee,
+            out=plan_file,
+            dry_run=dry_run,
+        )
+        plan = RunPlan.read(plan_file)
+        run.planned(plan)
+        if dry_run:
+            run.stopped_after_plan()
+            return
+        run.fetching()
+        run.fetched(ctx.invoke(fetch_command, **common, plan_file=plan_file, store_uri=store_uri))
+        run.processing()
+        reports = ctx.invoke(
+            process_command,
+            plan_file=plan_file,
+            store_uri=store_uri,
+            topology=topology,
+            master=master,
+            conf_values=conf_values,
+            partition_values=partition_values,
+        )
+        run.processed(reports)
+        if no_handoff:
+            return
+        run.handing_off()
+        run_handoff(
+            ctx,
+            client_config=client_config,
+            plan_file=plan_file,
+            store_uri=store_uri,
+            store_options={},
+            state_dir=state_dir,
+            ledger_file=ledger,
+            yes=yes,
+            reduce_changelogs=True,
+            kafka_streams_version=kafka_streams_version,
+        )
+        run.handed_off(client_config, plan)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from streamproc.errors import PlanError
@@ -116,6 +116,19 @@ def _list_offsets(admin: Any, specs: Mapping[Any, Any], isolation: IsolationLeve
         time.sleep(delay)
         delay = min(delay * 2, 1.0)
         pending = retry
+
+
+def read_end_offsets(
+    client_config: Mapping[str, object], partitions: Sequence[TopicPartition], isolation: IsolationLevel
+) -> dict[TopicPartition, int]:
+    """The end offset of each partition as a consumer at ``isolation`` sees it (the last stable offset under
+    read_committed, else the high watermark): what the group's lag is measured against."""
+    from confluent_kafka import TopicPartition as KafkaTopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    specs = {KafkaTopicPartition(tp.topic, tp.partition): OffsetSpec.latest() for tp in partitions}
+    found = _list_offsets(_admin(client_config), specs, isolation, "the end offset")
+    return {TopicPartition(tp.topic, tp.partition): offset for tp, offset in found.items()}
 
 
 def read_group(admin: Any, group_id: str) -> GroupState | None:

@@ -11,7 +11,6 @@ processes opening a new database at once do not both create the tables.
 from __future__ import annotations
 
 import io
-import os
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +21,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from streamproc.errors import ConfigError, LedgerError
-
-#: The environment variable naming the ledger database (a URL), for the CLI and Airflow alike.
-LEDGER_URL_ENV = "STREAMPROC_LEDGER_URL"
+from streamproc.ledger.location import sqlite_url
 
 #: How long a SQLite writer waits for another writer's transaction before failing.
 SQLITE_BUSY_TIMEOUT_S = 60.0
@@ -33,16 +30,6 @@ SQLITE_BUSY_TIMEOUT_S = 60.0
 _PG_MIGRATION_LOCK = 0x73747265616D70
 
 _MIGRATIONS = "streamproc.ledger:migrations"
-
-
-def ledger_url(default: Path) -> str:
-    """The ledger URL: ``STREAMPROC_LEDGER_URL`` when set, else a SQLite file at ``default``."""
-    configured = os.environ.get(LEDGER_URL_ENV, "").strip()
-    return configured or sqlite_url(default)
-
-
-def sqlite_url(path: Path) -> str:
-    return f"sqlite:///{Path(path).expanduser().resolve()}"
 
 
 def to_url(url_or_path: Path | str) -> URL:

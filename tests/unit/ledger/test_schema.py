@@ -14,7 +14,8 @@ from sqlalchemy import create_engine, inspect
 
 from streamproc.ledger import Ledger, ledger_url
 from streamproc.ledger.ddl import DDL_FILES, render
-from streamproc.ledger.schema import LEDGER_URL_ENV, head_revision
+from streamproc.ledger.location import LEDGER_URL_ENV
+from streamproc.ledger.schema import head_revision
 from streamproc.ledger.tables import metadata
 
 REPO = Path(__file__).resolve().parents[3]
