@@ -38,18 +38,19 @@ def to_url(url_or_path: Path | str) -> URL:
         return make_url(sqlite_url(Path(url_or_path)))
     try:
         url = make_url(url_or_path)
-    except ArgumentError as exc:
+    except (ArgumentError, ValueError):  # its message may quote the URL, password and all: not repeated here
+        scheme = url_or_path.split("://", 1)[0]
         raise ConfigError(
-            f"the ledger URL {url_or_path!r} is not a database URL ({exc}); use sqlite:////abs/path/ledger.sqlite "
-            "or postgresql+psycopg://user@host:5432/db"
-        ) from exc
+            f"the ledger URL ({scheme}://…) cannot be parsed as a database URL; use sqlite:////abs/path/ledger.sqlite "
+            "or postgresql+psycopg://user:password@host:5432/db (a password with @, : or / must be %-encoded)"
+        ) from None
+    if url.drivername in ("postgres", "postgresql"):  # Heroku-style postgres:// too; psycopg is the driver we ship
+        url = url.set(drivername="postgresql+psycopg")
     if url.get_backend_name() not in ("sqlite", "postgresql"):
         raise ConfigError(
             f"the ledger URL {describe(url)} names a {url.get_backend_name()!r} database; the ledger runs on "
             "SQLite (sqlite:///…) or PostgreSQL (postgresql+psycopg://…)"
         )
-    if url.get_backend_name() == "postgresql" and url.drivername == "postgresql":
-        url = url.set(drivername="postgresql+psycopg")  # the driver streamproc depends on, not psycopg2
     return url
 
 
@@ -71,10 +72,12 @@ def open_engine(url: URL) -> Engine:
         migrate(engine)
     except SQLAlchemyError as exc:
         engine.dispose()
-        raise LedgerError(
-            f"cannot open the ledger at {describe(url)}: {_first_line(exc)}; check the URL, that the database "
-            "server is up and that the user may create tables there"
-        ) from exc
+        check = (
+            "check that the path is a SQLite file (or a new one) this user may write"
+            if url.get_backend_name() == "sqlite"
+            else "check the URL, that the database server is up and that the user may create tables there"
+        )
+        raise LedgerError(f"cannot open the ledger at {describe(url)}: {_first_line(exc)}; {check}") from exc
     return engine
 
 

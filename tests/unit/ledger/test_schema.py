@@ -90,3 +90,19 @@ def test_a_ledger_url_of_another_database_is_refused_without_its_password() -> N
     with pytest.raises(ConfigError, match=r"names a 'mysql' database") as refused:
         Ledger("mysql://user:hunter2@localhost/db")
     assert "hunter2" not in str(refused.value)
+
+
+def test_a_database_that_cannot_be_reached_is_one_error_without_the_password() -> None:
+    from streamproc.errors import LedgerError
+
+    with pytest.raises(LedgerError, match=r"cannot open the ledger at postgresql\+psycopg://streamproc:\*\*\*@") as e:
+        Ledger("postgresql+psycopg://streamproc:hunter2@127.0.0.1:1/ledger")
+    assert "hunter2" not in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_url_that_does_not_parse_is_refused_without_repeating_it() -> None:
+    from streamproc.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"cannot be parsed as a database URL") as refused:
+        Ledger("postgresql+psycopg://user:hunter2@host:notaport/db")
+    assert "hunter2" not in str(refused.value)
