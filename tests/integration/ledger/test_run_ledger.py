@@ -1,6 +1,7 @@
-"""``streamproc run`` writes the run ledger: a dry run and a full run on the real broker and Spark, recorded in a
-real PostgreSQL database (``--ledger postgresql+psycopg://…``) and by default in ``<work-dir>/ledger.sqlite``;
-a run refused because another run of the application is active; failed runs say why."""
+"""``streamproc run`` writes the run ledger: a dry run, a run whose hand-off is not confirmed and a full run on the
+real broker and Spark, recorded in a real PostgreSQL database (``--ledger postgresql+psycopg://…``) and by default
+in ``<work-dir>/ledger.sqlite``; a run refused because another run of the application is active; failed runs say
+why."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
+from streamproc.cli import main
 from streamproc.ledger import Ledger
 from streamproc.plan.run_plan import RunPlan
 from streamproc.spark.job import plan_id
@@ -70,21 +73,39 @@ def test_streamproc_run_records_its_run_in_postgresql(
     assert (dry.application_id, dry.trigger, dry.status, dry.stage) == (app_id, "cli", "dry_run", "plan")
     assert (dry.records_planned, dry.records_processed) == (RECORDS, 0)
 
+    # the hand-off is not confirmed at the prompt: the run is rejected after processing
+    rejected = CliRunner().invoke(main, [*args, "--ledger", url], input="n\n", catch_exceptions=False)
+    assert rejected.exit_code == 1 and "error: hand-off not confirmed: nothing was done" in rejected.output
     run(*args, "--ledger", url, "--state-dir", str(tmp_path / "state"), "--yes")
     plan = RunPlan.read(work / "plan.json")
     with Ledger(url) as ledger:
-        [summary] = ledger.runs(app_id)
+        summary, first = ledger.runs(app_id)
         detail = ledger.run(summary.run_id)
-    assert detail is not None
-    assert (summary.trigger, summary.status, summary.stage, summary.error) == ("cli", "succeeded", "handoff", None)
-    assert summary.plan_id == plan_id(plan)
-    assert (summary.records_planned, summary.records_processed, summary.records_dropped) == (RECORDS, RECORDS, 0)
-    assert [(r.kind, r.topic, r.partition, r.start, r.end, r.records_staged) for r in detail.ranges] == [
+        first_detail = ledger.run(first.run_id)
+    assert detail is not None and first_detail is not None
+    for recorded in (first, summary):
+        assert (recorded.trigger, recorded.stage, recorded.plan_id) == ("cli", "handoff", plan_id(plan))
+        assert (recorded.records_planned, recorded.records_processed, recorded.records_dropped) == (RECORDS, RECORDS, 0)
+    assert (first.status, first.error) == ("rejected", "hand-off not confirmed: nothing was done")
+    assert (summary.status, summary.error) == ("succeeded", None)
+
+    # the rejected run fetched and processed: every range copied, every task run
+    assert [(r.kind, r.topic, r.partition, r.start, r.end, r.records_staged) for r in first_detail.ranges] == [
         ("input", topologies.INPUT, p, 0, words[p], words[p]) for p in range(PARTITIONS)
     ]  # the changelogs were empty: nothing to restore
-    assert all(r.segments_written and r.bytes for r in detail.ranges)
-    assert [(t.task_id, t.records_processed, t.dropped, t.skipped) for t in detail.tasks] == [
+    assert all(r.segments_written and r.bytes and r.segments_already_staged == 0 for r in first_detail.ranges)
+    assert [(t.task_id, t.records_processed, t.dropped, t.skipped) for t in first_detail.tasks] == [
         (f"0_{p}", words[p], {}, False) for p in range(PARTITIONS)
+    ]
+    assert [(lag.committed_after, lag.lag_after) for lag in first_detail.lag] == [(None, None)] * PARTITIONS
+    assert first_detail.steps == []
+    # the next run made the same plan (nothing new arrived): it found the ranges staged and the tasks done
+    assert [(r.records_planned, r.records_staged, r.segments_written) for r in detail.ranges] == [
+        (words[p], 0, 0) for p in range(PARTITIONS)
+    ]
+    assert all(r.segments_already_staged for r in detail.ranges)
+    assert [(t.task_id, t.records_processed, t.skipped) for t in detail.tasks] == [
+        (f"0_{p}", words[p], True) for p in range(PARTITIONS)
     ]
     assert [(lag.partition, lag.committed_before, lag.end_offset, lag.lag_before) for lag in detail.lag] == [
         (f"{topologies.INPUT}-{p}", None, words[p], words[p]) for p in range(PARTITIONS)
@@ -106,7 +127,7 @@ def test_streamproc_run_records_its_run_in_postgresql(
         refused.output
     )
     with Ledger(url) as ledger:
-        assert [r.run_id for r in ledger.runs(app_id)] == [active, summary.run_id]
+        assert [r.run_id for r in ledger.runs(app_id)] == [active, summary.run_id, first.run_id]
         ledger.finish_run(active, "rejected")
 
 
