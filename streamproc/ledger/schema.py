@@ -11,12 +11,13 @@ processes opening a new database at once do not both create the tables.
 from __future__ import annotations
 
 import io
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
@@ -114,7 +115,10 @@ def _config() -> Config:
 def migrate(engine: Engine) -> None:
     """Upgrade the database to the newest revision (a no-op when it is there). A ledger file made before the
     migrations existed has the first revision's table and no version: revision 1 creates its table only when
-    missing, so such a file upgrades in place with its steps."""
+    missing, so such a file upgrades in place with its steps. A database at the newest revision is only read
+    (every Airflow task opens the ledger; Alembic would log its context each time)."""
+    if current_revision(engine) == head_revision():
+        return
     config = _config()
     with engine.begin() as connection:
         if engine.dialect.name == "postgresql":
@@ -123,6 +127,16 @@ def migrate(engine: Engine) -> None:
         command.upgrade(config, "head")
 
 
+def current_revision(engine: Engine) -> str | None:
+    """The revision the database is at; ``None`` when Alembic never ran on it."""
+    with engine.connect() as connection:
+        if not inspect(connection).has_table("alembic_version"):
+            return None
+        version: str | None = connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
+        return version
+
+
+@cache
 def head_revision() -> str:
     """The newest revision the package ships."""
     from alembic.script import ScriptDirectory

@@ -106,3 +106,15 @@ def test_a_url_that_does_not_parse_is_refused_without_repeating_it() -> None:
     with pytest.raises(ConfigError, match=r"cannot be parsed as a database URL") as refused:
         Ledger("postgresql+psycopg://user:hunter2@host:notaport/db")
     assert "hunter2" not in str(refused.value)
+
+
+def test_a_ledger_at_the_newest_revision_opens_without_running_alembic(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "ledger.sqlite"
+    with caplog.at_level("INFO", logger="alembic"):
+        Ledger(path).close()
+        assert any(r.name.startswith("alembic") for r in caplog.records)  # the first open migrates
+        caplog.clear()
+        Ledger(path).close()
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("alembic")] == []
