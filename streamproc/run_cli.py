@@ -63,6 +63,20 @@ def _sink_counts(client_config: dict[str, object], topology: Any) -> list[str]:
 @click.option("--master", default=None, help="Spark master URL (default: local[*]).")
 @click.option("--conf", "conf_values", multiple=True, help="A Spark setting KEY=VALUE (repeatable).")
 @click.option("--partitions", "partition_values", multiple=True, help="TOPIC=N for output topics (repeatable).")
+@click.option(
+    "--create-internal-topics",
+    is_flag=True,
+    help="A new application's first run: the plan creates its missing repartition and changelog topics as Kafka "
+    "Streams would (store kinds from the topology); with --dry-run they are only shown.",
+)
+@click.option(
+    "--streams-setting",
+    "streams_settings",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="With --create-internal-topics: the application's replication.factor, "
+    "windowstore.changelog.additional.retention.ms or topic.<config> setting (repeatable).",
+)
 @click.option("--dry-run", is_flag=True, help="Stop after the plan (printed).")
 @click.option("--no-handoff", is_flag=True, help="Stop after processing.")
 @click.option("--yes", is_flag=True, help="Hand off without asking for confirmation.")
@@ -82,6 +96,8 @@ def run_command(
     master: str | None,
     conf_values: tuple[str, ...],
     partition_values: tuple[str, ...],
+    create_internal_topics: bool,
+    streams_settings: tuple[str, ...],
     dry_run: bool,
     no_handoff: bool,
     yes: bool,
@@ -89,6 +105,7 @@ def run_command(
 ) -> None:
     """Plan from the group's committed offsets to the latest, fetch, process on Spark and hand off."""
     from streamproc.handoff.cli import run_handoff
+    from streamproc.plan.internal_topics import store_kinds_of
     from streamproc.spark.cli import process_command
     from streamproc.spark.task_runner import load_topology
 
@@ -107,6 +124,9 @@ def run_command(
         processing_guarantee=processing_guarantee,
         out=plan_file,
         dry_run=dry_run,
+        create_internal_topics=create_internal_topics,
+        streams_settings=streams_settings,
+        store_kind_values=store_kinds_of(app_topology) if create_internal_topics else None,
     )
     if dry_run:
         return

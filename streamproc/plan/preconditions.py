@@ -63,7 +63,7 @@ def check_topics(snapshot: ClusterSnapshot, app: ApplicationSpec) -> None:
         where = f" of sub-topology {sub}" if sub is not None else ""
         parts.append(
             f"internal topic '{topic}'{where} does not exist (Kafka Streams creates it at startup: start the "
-            f"application once or create it, then plan again)"
+            f"application once, then plan again, or plan with --create-internal-topics)"
         )
     quoted = f' (Kafka Streams would fail with "Missing source topics. [{", ".join(external)}]")' if external else ""
     raise MissingTopic("; ".join(parts) + quoted + "; create the topic or fix the topology", topics=missing)
