@@ -115,8 +115,8 @@ def test_plan_creates_internal_topics_as_kafka_streams_does(
     assert plan.internal_topics_created and len(plan.internal_topics) == 4
     assert {r.topic for r in plan.ranges} == {source, f"{our_app}-rekeyed-repartition"}
 
-    events = [json.loads(line) for line in java(topics_classpath, "run", kafka_broker, kafka_app,
-                                                str(tmp_path / "ks-state"), source).splitlines() if line.startswith("{")]  # fmt: skip
+    stdout = java(topics_classpath, "run", kafka_broker, kafka_app, str(tmp_path / "ks-state"), source)
+    events = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
     assert any(e["event"] == "result" for e in events), events
     expected = internal_topics(admin, kafka_app)
     assert set(expected) == {

@@ -101,10 +101,10 @@ def test_every_missing_internal_topic_gets_kafka_streams_counts_and_configs() ->
 
 
 def test_topic_settings_and_store_log_config_take_precedence_as_in_kafka_streams() -> None:
+    given = {"topic.retention.ms": "1000", "topic.min.insync.replicas": "2"}
     settings = InternalTopicSettings.from_streams_settings(
-        {"topic.retention.ms": "1000", "topic.min.insync.replicas": "2", "windowstore.changelog.additional.retention.ms": "5"},
-        {},
-    )  # fmt: skip
+        {**given, "windowstore.changelog.additional.retention.ms": "5"}, {}
+    )
     assert repartition_configs(settings)["retention.ms"] == "1000"  # topic.* overrides the library default
     window = StoreKind(ChangelogKind.WINDOW, 100)
     # the window retention is computed over topic.retention.ms (only the store's own log config keeps it)
