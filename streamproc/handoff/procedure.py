@@ -266,6 +266,7 @@ def handoff(
                 plan.application_id,
                 plan_id,
                 [r.task_id for r in results if r.has_bundle and r.task_id not in stateless_for_version],
+                no_state=sorted(stateless_for_version),
             )
     finally:
         if directory is not None:
