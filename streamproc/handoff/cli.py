@@ -36,7 +36,10 @@ def preview(plan: Any, plan_id: str, state_dir: Path | None) -> str:
     lines = [f"Hand-off of plan {plan_id} for application '{plan.application_id}':"]
     for c in plan.commits:
         before = "none" if c.before is None else str(c.before)
-        lines.append(f"  commit {c.partition}: {before} -> {c.after} (with the tasks' output and changelog records)")
+        appended = plan.appended_note(c.partition)
+        lines.append(
+            f"  commit {c.partition}: {before} -> {c.after}{appended} (with the tasks' output and changelog records)"
+        )
     if state_dir is not None:
         lines.extend(f"  write {state_dir / f}" for f in plan.checkpoint_files)
     else:

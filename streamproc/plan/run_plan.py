@@ -218,6 +218,14 @@ class RunPlan:
             topology=topology,
         )
 
+    def appended_note(self, partition: str) -> str:
+        """For a repartition partition an upstream stage of this run writes to: its commit and purge go further."""
+        internal = {r.name for r in self.ranges if r.internal}
+        fed = any(r.internal for r in self.ranges) and len(self.stages) > 1
+        if partition not in internal or not fed:
+            return ""
+        return " + the records this run's upstream tasks append (then records before it are deleted)"
+
     # --------------------------------------------------------------------------------------------- JSON
     def to_dict(self) -> dict[str, Any]:
         data = {
@@ -445,7 +453,7 @@ class RunPlan:
         lines += ["", "Hand-off (irreversible, after processing):"]
         for c in self.commits:
             before = "none" if c.before is None else str(c.before)
-            lines.append(f"  commit {c.partition}: {before} -> {c.after}")
+            lines.append(f"  commit {c.partition}: {before} -> {c.after}{self.appended_note(c.partition)}")
         lines.extend(f"  write {f}" for f in self.checkpoint_files)
         lines.extend(f"  delete records of {p.partition} before offset {p.before_offset}" for p in self.purges)
         if not (self.commits or self.checkpoint_files or self.purges):
