@@ -8,6 +8,9 @@ re-run of ``streamproc run`` makes a new plan from the group's current offsets.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +37,28 @@ def _sink_counts(client_config: dict[str, object], topology: Any) -> list[str]:
     sinks = {s.topic for s in topology.nodes if isinstance(s, SinkNodeSpec) and s.topic is not None}
     metadata = clients.admin(client_config).list_topics(timeout=30).topics
     return [f"{t}={len(metadata[t].partitions)}" for t in sorted(sinks) if t in metadata and metadata[t].error is None]
+
+
+class StepTimes:
+    """Wall seconds per step of one ``streamproc run``, printed (stderr) as one line when the run stops: where a
+    run's time goes, and the figure ``bench/test_bench_run.py`` records."""
+
+    PREFIX = "streamproc run: "
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def step(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = time.perf_counter() - started
+
+    def line(self) -> str:
+        steps = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in self.seconds.items())
+        return f"{self.PREFIX}{steps} (total {sum(self.seconds.values()):.1f} s)"
 
 
 @main.command("run")
@@ -104,53 +129,108 @@ def run_command(
     kafka_streams_version: str,
 ) -> None:
     """Plan from the group's committed offsets to the latest, fetch, process on Spark and hand off."""
+    times = StepTimes()
+    try:
+        _run_steps(
+            ctx,
+            times,
+            bootstrap=bootstrap,
+            client_settings=client_settings,
+            application_id=application_id,
+            topology=topology,
+            store_uri=store_uri,
+            work_dir=work_dir,
+            processing_guarantee=processing_guarantee,
+            state_dir=state_dir,
+            master=master,
+            conf_values=conf_values,
+            partition_values=partition_values,
+            create_internal_topics=create_internal_topics,
+            streams_settings=streams_settings,
+            dry_run=dry_run,
+            no_handoff=no_handoff,
+            yes=yes,
+            kafka_streams_version=kafka_streams_version,
+        )
+    finally:
+        if times.seconds:
+            click.echo(times.line(), err=True)
+
+
+def _run_steps(
+    ctx: click.Context,
+    times: StepTimes,
+    *,
+    bootstrap: str,
+    client_settings: tuple[str, ...],
+    application_id: str,
+    topology: str,
+    store_uri: str,
+    work_dir: Path,
+    processing_guarantee: str,
+    state_dir: Path | None,
+    master: str | None,
+    conf_values: tuple[str, ...],
+    partition_values: tuple[str, ...],
+    create_internal_topics: bool,
+    streams_settings: tuple[str, ...],
+    dry_run: bool,
+    no_handoff: bool,
+    yes: bool,
+    kafka_streams_version: str,
+) -> None:
     from streamproc.handoff.cli import run_handoff
     from streamproc.plan.internal_topics import store_kinds_of
     from streamproc.spark.cli import process_command
     from streamproc.spark.task_runner import load_topology
 
-    work_dir.mkdir(parents=True, exist_ok=True)
-    app_topology = load_topology(topology)[0]
-    describe = work_dir / "topology.txt"
-    describe.write_text(str(app_topology.describe()), encoding="utf-8")
-    partition_values = (*_sink_counts(_client_config(bootstrap, client_settings), app_topology), *partition_values)
-    plan_file = work_dir / "plan.json"
-    common = {"bootstrap": bootstrap, "client_settings": client_settings}
-    ctx.invoke(
-        plan_command,
-        **common,
-        application_id=application_id,
-        topology_file=describe,
-        processing_guarantee=processing_guarantee,
-        out=plan_file,
-        dry_run=dry_run,
-        create_internal_topics=create_internal_topics,
-        streams_settings=streams_settings,
-        store_kind_values=store_kinds_of(app_topology) if create_internal_topics else None,
-    )
+    with times.step("plan"):
+        work_dir.mkdir(parents=True, exist_ok=True)
+        app_topology = load_topology(topology)[0]
+        describe = work_dir / "topology.txt"
+        describe.write_text(str(app_topology.describe()), encoding="utf-8")
+        sink_counts = _sink_counts(_client_config(bootstrap, client_settings), app_topology)
+        partition_values = (*sink_counts, *partition_values)
+        plan_file = work_dir / "plan.json"
+        common = {"bootstrap": bootstrap, "client_settings": client_settings}
+        ctx.invoke(
+            plan_command,
+            **common,
+            application_id=application_id,
+            topology_file=describe,
+            processing_guarantee=processing_guarantee,
+            out=plan_file,
+            dry_run=dry_run,
+            create_internal_topics=create_internal_topics,
+            streams_settings=streams_settings,
+            store_kind_values=store_kinds_of(app_topology) if create_internal_topics else None,
+        )
     if dry_run:
         return
-    ctx.invoke(fetch_command, **common, plan_file=plan_file, store_uri=store_uri)
-    ctx.invoke(
-        process_command,
-        plan_file=plan_file,
-        store_uri=store_uri,
-        topology=topology,
-        master=master,
-        conf_values=conf_values,
-        partition_values=partition_values,
-    )
+    with times.step("fetch"):
+        ctx.invoke(fetch_command, **common, plan_file=plan_file, store_uri=store_uri)
+    with times.step("process"):
+        ctx.invoke(
+            process_command,
+            plan_file=plan_file,
+            store_uri=store_uri,
+            topology=topology,
+            master=master,
+            conf_values=conf_values,
+            partition_values=partition_values,
+        )
     if no_handoff:
         return
-    run_handoff(
-        ctx,
-        client_config=_client_config(bootstrap, client_settings),
-        plan_file=plan_file,
-        store_uri=store_uri,
-        store_options={},
-        state_dir=state_dir,
-        ledger_file=None,
-        yes=yes,
-        reduce_changelogs=True,
-        kafka_streams_version=kafka_streams_version,
-    )
+    with times.step("hand-off"):
+        run_handoff(
+            ctx,
+            client_config=_client_config(bootstrap, client_settings),
+            plan_file=plan_file,
+            store_uri=store_uri,
+            store_options={},
+            state_dir=state_dir,
+            ledger_file=None,
+            yes=yes,
+            reduce_changelogs=True,
+            kafka_streams_version=kafka_streams_version,
+        )
