@@ -96,9 +96,17 @@ def plan_run(
         clock_given=now_ms is not None,
         topology=None if topology is None else topology if isinstance(topology, str) else str(topology),
     )
-    if not to_create:
-        return plan
-    return replace(plan, internal_topics=to_create, internal_topics_created=not dry_run)
+    if to_create:
+        return replace(plan, internal_topics=to_create, internal_topics_created=not dry_run)
+    stores = [] if analysis is None else [s for sub in analysis.subtopologies for s in sub.stores]
+    missing = sorted({s.changelog_topic for s in stores} - set(snapshot.topics))
+    if missing and create_internal_topics is None:
+        warning = (
+            f"changelog topic(s) {', '.join(missing)} do not exist: the hand-off will refuse to publish to them; if "
+            "the application never ran, plan with --create-internal-topics (they are created as Kafka Streams would)"
+        )
+        return replace(plan, warnings=(*plan.warnings, warning))
+    return plan
 
 
 def create_internal_topics_now(client_config: Mapping[str, object], topics: Sequence[NewInternalTopic]) -> None:
