@@ -16,7 +16,7 @@ import logging
 import os
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, ParamSpec, TypeVar
@@ -198,6 +198,17 @@ def _read_text(path: Path, option: str) -> str:
         raise OSError(exc.errno, exc.strerror, str(path)) from exc
 
 
+def _pairs(items: tuple[str, ...], option: str, shape: str) -> dict[str, str]:
+    """``KEY=VALUE`` option values as a dict; a malformed one is named with its option."""
+    pairs = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise ConfigError(f"{option} takes {shape}, not '{item}'")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
 _bootstrap_option = click.option(
     "--bootstrap",
     envvar="STREAMPROC_BOOTSTRAP",
@@ -272,6 +283,28 @@ _client_setting_option = click.option(
 @click.option(
     "--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the plan JSON here (also with --dry-run)."
 )
+@click.option(
+    "--create-internal-topics",
+    is_flag=True,
+    help="A new application's first run: create its missing repartition and changelog topics as Kafka Streams "
+    "would (names, partition counts, configs); with --dry-run only show them.",
+)
+@click.option(
+    "--store-kind",
+    "store_kinds",
+    multiple=True,
+    metavar="STORE=KIND",
+    help="With --create-internal-topics: a store's kind, which decides its changelog's configs: key_value, "
+    "window:<retention ms>, session:<retention ms>, versioned:<history retention ms> or unlogged (repeatable).",
+)
+@click.option(
+    "--streams-setting",
+    "streams_settings",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="With --create-internal-topics: the application's replication.factor, "
+    "windowstore.changelog.additional.retention.ms or topic.<config> setting (repeatable).",
+)
 @click.option("--dry-run", is_flag=True, help="Print the plan (a table, or JSON with --output json) and stop.")
 @click.pass_context
 @catch_errors
@@ -299,10 +332,15 @@ def plan_command(
     state_dir: Path | None,
     out: Path | None,
     dry_run: bool,
+    create_internal_topics: bool = False,
+    store_kinds: tuple[str, ...] = (),
+    streams_settings: tuple[str, ...] = (),
+    store_kind_values: Mapping[str, Any] | None = None,
 ) -> None:
     """Resolve the offset ranges and tasks of a run (the reset tool's scenarios) into a RunPlan."""
     from streamproc.kafka.planner import plan_run
     from streamproc.plan import cluster_snapshot as cs
+    from streamproc.plan.internal_topics import InternalTopicSettings, StoreKind
 
     starts: list[cs.StartSpec] = []
     if to_earliest:
@@ -336,6 +374,15 @@ def plan_command(
         start_policy=cs.StartPolicy.from_on_data_loss(on_data_loss),
     )
     topology = _read_text(topology_file, "--topology") if topology_file else None
+    first_run = None
+    if create_internal_topics:
+        kinds = dict(store_kind_values or {})
+        for store, value in _pairs(store_kinds, "--store-kind", "STORE=KIND").items():
+            kinds[store] = StoreKind.parse(value, store)
+        settings = _pairs(streams_settings, "--streams-setting", "KEY=VALUE")
+        first_run = InternalTopicSettings.from_streams_settings(settings, kinds)
+    elif store_kinds or streams_settings:
+        raise ConfigError("--store-kind and --streams-setting only matter with --create-internal-topics")
     run_plan = plan_run(
         _client_config(bootstrap, client_settings),
         application_id,
@@ -346,6 +393,8 @@ def plan_command(
         auto_offset_reset=auto_offset_reset,
         state_dir=state_dir,
         isolation_level=isolation_level,
+        create_internal_topics=first_run,
+        dry_run=dry_run,
     )
     if out is not None:
         run_plan.write(out)

@@ -9,8 +9,11 @@ current offsets. The run is recorded in the ledger (``streamproc.ledger.run_reco
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -25,6 +28,9 @@ from streamproc.cli import (
 )
 from streamproc.handoff.cli import kafka_streams_version_option
 
+if TYPE_CHECKING:
+    from streamproc.ledger.run_recording import RunRecording
+
 
 def _sink_counts(client_config: dict[str, object], topology: Any) -> list[str]:
     """``TOPIC=N`` for every static sink topic that exists (what ``process`` asks ``--partitions`` for): the run
@@ -35,6 +41,28 @@ def _sink_counts(client_config: dict[str, object], topology: Any) -> list[str]:
     sinks = {s.topic for s in topology.nodes if isinstance(s, SinkNodeSpec) and s.topic is not None}
     metadata = clients.admin(client_config).list_topics(timeout=30).topics
     return [f"{t}={len(metadata[t].partitions)}" for t in sorted(sinks) if t in metadata and metadata[t].error is None]
+
+
+class StepTimes:
+    """Wall seconds per step of one ``streamproc run``, printed (stderr) as one line when the run stops: where a
+    run's time goes, and the figure ``bench/test_bench_run.py`` records."""
+
+    PREFIX = "streamproc run: "
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def step(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = time.perf_counter() - started
+
+    def line(self) -> str:
+        steps = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in self.seconds.items())
+        return f"{self.PREFIX}{steps} (total {sum(self.seconds.values()):.1f} s)"
 
 
 @main.command("run")
@@ -64,6 +92,20 @@ def _sink_counts(client_config: dict[str, object], topology: Any) -> list[str]:
 @click.option("--master", default=None, help="Spark master URL (default: local[*]).")
 @click.option("--conf", "conf_values", multiple=True, help="A Spark setting KEY=VALUE (repeatable).")
 @click.option("--partitions", "partition_values", multiple=True, help="TOPIC=N for output topics (repeatable).")
+@click.option(
+    "--create-internal-topics",
+    is_flag=True,
+    help="A new application's first run: the plan creates its missing repartition and changelog topics as Kafka "
+    "Streams would (store kinds from the topology); with --dry-run they are only shown.",
+)
+@click.option(
+    "--streams-setting",
+    "streams_settings",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="With --create-internal-topics: the application's replication.factor, "
+    "windowstore.changelog.additional.retention.ms or topic.<config> setting (repeatable).",
+)
 @click.option("--dry-run", is_flag=True, help="Stop after the plan (printed).")
 @click.option("--no-handoff", is_flag=True, help="Stop after processing.")
 @click.option("--yes", is_flag=True, help="Hand off without asking for confirmation.")
@@ -90,6 +132,8 @@ def run_command(
     master: str | None,
     conf_values: tuple[str, ...],
     partition_values: tuple[str, ...],
+    create_internal_topics: bool,
+    streams_settings: tuple[str, ...],
     dry_run: bool,
     no_handoff: bool,
     yes: bool,
@@ -98,21 +142,79 @@ def run_command(
 ) -> None:
     """Plan from the group's committed offsets to the latest, fetch, process on Spark and hand off."""
     from streamproc.cli import FAILURE_KEY
-    from streamproc.handoff.cli import run_handoff
     from streamproc.ledger import run_ledger
     from streamproc.ledger.run_recording import recorded_run
+
+    times = StepTimes()
+    ledger = ledger_url or run_ledger(work_dir)
+    try:
+        with recorded_run(ledger, application_id=application_id, failure=lambda: ctx.meta.get(FAILURE_KEY)) as run:
+            _run_steps(
+                ctx,
+                times,
+                run,
+                ledger=ledger,
+                bootstrap=bootstrap,
+                client_settings=client_settings,
+                application_id=application_id,
+                topology=topology,
+                store_uri=store_uri,
+                work_dir=work_dir,
+                processing_guarantee=processing_guarantee,
+                state_dir=state_dir,
+                master=master,
+                conf_values=conf_values,
+                partition_values=partition_values,
+                create_internal_topics=create_internal_topics,
+                streams_settings=streams_settings,
+                dry_run=dry_run,
+                no_handoff=no_handoff,
+                yes=yes,
+                kafka_streams_version=kafka_streams_version,
+            )
+    finally:
+        if times.seconds:
+            click.echo(times.line(), err=True)
+
+
+def _run_steps(
+    ctx: click.Context,
+    times: StepTimes,
+    run: RunRecording,
+    *,
+    ledger: str,
+    bootstrap: str,
+    client_settings: tuple[str, ...],
+    application_id: str,
+    topology: str,
+    store_uri: str,
+    work_dir: Path,
+    processing_guarantee: str,
+    state_dir: Path | None,
+    master: str | None,
+    conf_values: tuple[str, ...],
+    partition_values: tuple[str, ...],
+    create_internal_topics: bool,
+    streams_settings: tuple[str, ...],
+    dry_run: bool,
+    no_handoff: bool,
+    yes: bool,
+    kafka_streams_version: str,
+) -> None:
+    from streamproc.handoff.cli import run_handoff
+    from streamproc.plan.internal_topics import store_kinds_of
     from streamproc.plan.run_plan import RunPlan
     from streamproc.spark.cli import process_command
     from streamproc.spark.task_runner import load_topology
 
-    work_dir.mkdir(parents=True, exist_ok=True)
-    ledger = ledger_url or run_ledger(work_dir)
-    with recorded_run(ledger, application_id=application_id, failure=lambda: ctx.meta.get(FAILURE_KEY)) as run:
+    with times.step("plan"):
+        work_dir.mkdir(parents=True, exist_ok=True)
         app_topology = load_topology(topology)[0]
         describe = work_dir / "topology.txt"
         describe.write_text(str(app_topology.describe()), encoding="utf-8")
         client_config = _client_config(bootstrap, client_settings)
-        partition_values = (*_sink_counts(client_config, app_topology), *partition_values)
+        sink_counts = _sink_counts(client_config, app_topology)
+        partition_values = (*sink_counts, *partition_values)
         plan_file = work_dir / "plan.json"
         common = {"bootstrap": bootstrap, "client_settings": client_settings}
         ctx.invoke(
@@ -123,14 +225,19 @@ def run_command(
             processing_guarantee=processing_guarantee,
             out=plan_file,
             dry_run=dry_run,
+            create_internal_topics=create_internal_topics,
+            streams_settings=streams_settings,
+            store_kind_values=store_kinds_of(app_topology) if create_internal_topics else None,
         )
         plan = RunPlan.read(plan_file)
         run.planned(plan)
-        if dry_run:
-            run.stopped_after_plan()
-            return
+    if dry_run:
+        run.stopped_after_plan()
+        return
+    with times.step("fetch"):
         run.fetching()
         run.fetched(ctx.invoke(fetch_command, **common, plan_file=plan_file, store_uri=store_uri))
+    with times.step("process"):
         run.processing()
         reports = ctx.invoke(
             process_command,
@@ -142,8 +249,9 @@ def run_command(
             partition_values=partition_values,
         )
         run.processed(reports)
-        if no_handoff:
-            return
+    if no_handoff:
+        return
+    with times.step("hand-off"):
         run.handing_off()
         run_handoff(
             ctx,

@@ -36,7 +36,10 @@ def preview(plan: Any, plan_id: str, state_dir: Path | None) -> str:
     lines = [f"Hand-off of plan {plan_id} for application '{plan.application_id}':"]
     for c in plan.commits:
         before = "none" if c.before is None else str(c.before)
-        lines.append(f"  commit {c.partition}: {before} -> {c.after} (with the tasks' output and changelog records)")
+        appended = plan.appended_note(c.partition)
+        lines.append(
+            f"  commit {c.partition}: {before} -> {c.after}{appended} (with the tasks' output and changelog records)"
+        )
     if state_dir is not None:
         lines.extend(f"  write {state_dir / f}" for f in plan.checkpoint_files)
     else:
@@ -224,5 +227,11 @@ def install_state_command(
     from streamproc.storage import load_store
 
     store = load_store(bundle_uri, **_store_options(s3_connect_timeout, s3_read_timeout, s3_max_attempts, bundle_uri))
-    written = install(store, bundle_uri, state_dir)
-    emit(ctx, {"task_dirs": written}, "\n".join(f"wrote {d}" for d in written) or "the bundle holds no task state")
+    done = install(store, bundle_uri, state_dir)
+    lines = [f"wrote {d}" for d in done.written]
+    lines += [f"removed {d} (the task starts without local state: its changelogs restore it)" for d in done.removed]
+    emit(
+        ctx,
+        {"task_dirs": list(done.written), "removed_task_dirs": list(done.removed)},
+        "\n".join(lines) or "the bundle holds no task state",
+    )
