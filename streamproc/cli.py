@@ -27,6 +27,7 @@ from streamproc.errors import ConfigError, StreamprocError
 
 if TYPE_CHECKING:
     from streamproc.fetch import RangeFetchResult
+    from streamproc.plan.run_plan import RunPlan
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -336,7 +337,7 @@ def plan_command(
     store_kinds: tuple[str, ...] = (),
     streams_settings: tuple[str, ...] = (),
     store_kind_values: Mapping[str, Any] | None = None,
-) -> None:
+) -> RunPlan:
     """Resolve the offset ranges and tasks of a run (the reset tool's scenarios) into a RunPlan."""
     from streamproc.kafka.planner import plan_run
     from streamproc.plan import cluster_snapshot as cs
@@ -403,6 +404,7 @@ def plan_command(
         emit(ctx, run_plan.to_dict(), run_plan.report() + written)
     else:
         emit(ctx, {"plan": str(out)}, f"Plan written to {out}\n\n{run_plan.report()}")
+    return run_plan  # for `streamproc run`, which records it in the ledger
 
 
 def _s3_options(func: Callable[P, R]) -> Callable[P, R]:

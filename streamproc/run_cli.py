@@ -203,7 +203,6 @@ def _run_steps(
 ) -> None:
     from streamproc.handoff.cli import run_handoff
     from streamproc.plan.internal_topics import store_kinds_of
-    from streamproc.plan.run_plan import RunPlan
     from streamproc.spark.cli import process_command
     from streamproc.spark.task_runner import load_topology
 
@@ -217,7 +216,7 @@ def _run_steps(
         partition_values = (*sink_counts, *partition_values)
         plan_file = work_dir / "plan.json"
         common = {"bootstrap": bootstrap, "client_settings": client_settings}
-        ctx.invoke(
+        plan = ctx.invoke(
             plan_command,
             **common,
             application_id=application_id,
@@ -229,7 +228,6 @@ def _run_steps(
             streams_settings=streams_settings,
             store_kind_values=store_kinds_of(app_topology) if create_internal_topics else None,
         )
-        plan = RunPlan.read(plan_file)
         run.planned(plan)
     if dry_run:
         run.stopped_after_plan()

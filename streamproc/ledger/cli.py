@@ -91,7 +91,9 @@ def show_command(ctx: click.Context, ledger_url: str, run_id: str) -> None:
 @ledger_group.command("finish")
 @_ledger_option
 @click.argument("run_id")
-@click.option("--status", type=click.Choice(TERMINAL_STATUSES), default="failed", show_default=True)
+@click.option(
+    "--status", type=click.Choice(TERMINAL_STATUSES), default="failed", show_default=True, help="How the run ended."
+)
 @click.option("--error", "error_text", help="Why (default: ended by hand with `streamproc ledger finish`).")
 @click.pass_context
 @catch_errors
