@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from streamproc.ledger import ledger_url
+from streamproc.ledger import LEDGER_URL_ENV, ledger_url
 
-#: The environment variable (or Airflow Variable) naming the ledger, e.g. ``postgresql+psycopg://...``.
-LEDGER_URL_VARIABLE = "STREAMPROC_LEDGER_URL"
+#: The Airflow Variable naming the ledger when the environment does not (the same name as the variable).
+LEDGER_URL_VARIABLE = LEDGER_URL_ENV
 #: The default ledger file inside ``$AIRFLOW_HOME``.
 DEFAULT_LEDGER_FILE = "streamproc-ledger.sqlite"
 
@@ -23,7 +23,7 @@ def ledger_location() -> str:
 
     Read on every request, so a Variable changed in the UI takes effect without restarting the API server.
     """
-    if not os.environ.get(LEDGER_URL_VARIABLE):
+    if not os.environ.get(LEDGER_URL_ENV, "").strip():
         configured = _airflow_variable(LEDGER_URL_VARIABLE)
         if configured:
             return configured
