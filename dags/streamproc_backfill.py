@@ -28,17 +28,18 @@ with DAG(
 ) as dag:
 
     @task(task_id="plan")
-    def plan() -> dict[str, Any]:
+    def plan() -> list[dict[str, Any]]:
         """Plan the window the form asks for (dry run: stop here)."""
         context = get_current_context()
         params = context["params"]
-        return steps.plan_step(
+        info = steps.plan_step(
             steps.DagRunRef.from_context(context),
             application_id=str(params.get("application_id") or ""),
             settings=lambda: run_settings(params),
             trigger="manual",
             skip_when_nothing_new=False,
         )
+        return steps.plan_result(context, info)
 
     @task(task_id="fetch", map_index_template="{{ range_label }}", retries=2, retry_delay=timedelta(seconds=5))
     def fetch(rng: dict[str, Any]) -> dict[str, Any]:
@@ -58,13 +59,14 @@ with DAG(
         return steps.handoff_step(steps.DagRunRef.from_context(get_current_context()))
 
     planned = plan()
-    fetched = fetch.expand(rng=planned["ranges"])
+    fetched = fetch.expand(rng=planned)
     verified = verify()
     process = ProcessOperator(task_id="process")
     approve = HandoffApprovalOperator(
         task_id="approve_handoff",
-        subject="Hand off plan {{ ti.xcom_pull(task_ids='plan')['plan_id'] }} of {{ params.application_id }}?",
-        body="```\n{{ ti.xcom_pull(task_ids='plan')['preview'] }}\n```",
+        subject="Hand off plan {{ ti.xcom_pull(task_ids='plan', key='plan')['plan_id'] }} "
+        "of {{ params.application_id }}?",
+        body="```\n{{ ti.xcom_pull(task_ids='plan', key='plan')['preview'] }}\n```",
     )
     chain(planned, fetched, verified)
     planned >> verified

@@ -29,19 +29,20 @@ with DAG(
 ) as dag:
 
     @task(task_id="plan")
-    def plan() -> dict[str, Any]:
+    def plan() -> list[dict[str, Any]]:
         """Plan committed → latest; skip the run when no input partition has a new record."""
         context = get_current_context()
         values = incremental_values(
             context["params"], Variable.get(INCREMENTAL_VARIABLE, default=None, deserialize_json=True)
         )
-        return steps.plan_step(
+        info = steps.plan_step(
             steps.DagRunRef.from_context(context),
             application_id=str(values["application_id"]),
             settings=lambda: incremental_settings(values),
             trigger="scheduled",
             skip_when_nothing_new=True,
         )
+        return steps.plan_result(context, info)
 
     @task(task_id="fetch", map_index_template="{{ range_label }}", retries=2, retry_delay=timedelta(seconds=5))
     def fetch(rng: dict[str, Any]) -> dict[str, Any]:
@@ -61,7 +62,7 @@ with DAG(
         return steps.handoff_step(steps.DagRunRef.from_context(get_current_context()))
 
     planned = plan()
-    fetched = fetch.expand(rng=planned["ranges"])
+    fetched = fetch.expand(rng=planned)
     verified = verify()
     chain(planned, fetched, verified)
     planned >> verified

@@ -56,7 +56,7 @@ class ProcessOperator(_spark_submit_operator()):  # type: ignore[misc]
         self._conn_id = settings.spark_conn_id
         require_connection(self._conn_id, "the Spark master")
         steps.set_stage(ref, "process")
-        plan_info = context["ti"].xcom_pull(task_ids=self.plan_task_id)
+        plan_info = context["ti"].xcom_pull(task_ids=self.plan_task_id, key=steps.PLAN_XCOM_KEY)
         args, environment = steps.process_arguments(ref, plan_info)
         self.application_args = args
         python_path = os.pathsep.join(dict.fromkeys(p for p in sys.path if p))

@@ -205,6 +205,17 @@ def plan_step(
     }
 
 
+PLAN_XCOM_KEY = "plan"
+
+
+def plan_result(context: Mapping[str, Any], info: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The plan task's result: the ranges (what the fetch task is mapped over) as its return value, the rest
+    (plan id, preview, sink partition counts) under the XCom key ``plan`` for the process and approval tasks."""
+    context["ti"].xcom_push(key=PLAN_XCOM_KEY, value={k: v for k, v in info.items() if k != "ranges"})
+    ranges: list[dict[str, Any]] = list(info["ranges"])
+    return ranges
+
+
 # ------------------------------------------------------------------------------------------------------ fetch
 def fetch_step(ref: DagRunRef, rng: Mapping[str, Any]) -> dict[str, Any]:
     """Stage one planned range (resuming what an earlier attempt staged) and record it.
