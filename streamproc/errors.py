@@ -188,3 +188,33 @@ class KafkaUnavailableError(StreamprocError):
             f"cannot reach the Kafka cluster at {bootstrap}: {cause}; check --bootstrap (and -X security "
             "settings) and that the brokers are up"
         )
+
+
+class LedgerError(StreamprocError):
+    """The run ledger cannot be opened, migrated or written, or was asked about a run it does not hold."""
+
+
+class ApplicationBusy(LedgerError):
+    """Another run of the same application is active: two runs at once would plan from the same offsets and hand
+    off twice. Names the active run so that the user can find it (Airflow's DAG run, or the CLI's run id)."""
+
+    def __init__(
+        self,
+        application_id: str,
+        *,
+        run_id: str,
+        started_at: str,
+        dag_id: str | None = None,
+        dag_run_id: str | None = None,
+        hint: str = "",
+    ) -> None:
+        self.application_id = application_id
+        self.run_id = run_id
+        self.started_at = started_at
+        self.dag_id = dag_id
+        self.dag_run_id = dag_run_id
+        where = f" (DAG {dag_id}, DAG run {dag_run_id})" if dag_id is not None else ""
+        super().__init__(
+            f"application {application_id!r} is busy: run {run_id}{where} started at {started_at} is still active; "
+            f"wait for it to finish{hint}"
+        )

@@ -141,3 +141,34 @@ def _restore_streamproc_log_levels() -> Iterator[None]:
     yield
     for name, level in _SESSION_LOG_LEVELS.items():
         logging.getLogger(name).setLevel(level)
+
+
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The session's real PostgreSQL server (``streamproc.dev.postgres``); ``create_database(name)`` gives a new
+    empty database's URL, so that each test has its own."""
+    from streamproc.dev import postgres
+
+    workdir = tmp_path_factory.mktemp("postgres")
+    handle = postgres.start(workdir)
+    try:
+        yield PostgresServer(handle)
+    finally:
+        postgres.stop(workdir)
+
+
+class PostgresServer:
+    """The running server: its handle, the URL of a database on it, a new database."""
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+
+    def url(self, database: str = "postgres") -> str:
+        from streamproc.dev import postgres
+
+        return postgres.url(self.handle, database)
+
+    def create_database(self, name: str) -> str:
+        from streamproc.dev import postgres
+
+        return postgres.create_database(self.handle, name)

@@ -88,8 +88,11 @@ def tail(path: Path, lines: int = 40) -> str:
     return "\n".join(content[-lines:])
 
 
-def spawn(args: Sequence[str], *, log_path: Path, env: Mapping[str, str] | None = None, cwd: Path) -> int:
-    """Start ``args`` detached in its own session, stdout and stderr appended to ``log_path``; returns the PID."""
+def spawn(
+    args: Sequence[str], *, log_path: Path, env: Mapping[str, str] | None = None, cwd: Path, user: str | None = None
+) -> int:
+    """Start ``args`` detached in its own session, stdout and stderr appended to ``log_path``; returns the PID.
+    ``user``: run it as that system user (a server that refuses root, started by root)."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as out:
         proc = subprocess.Popen(  # noqa: S603 - arguments are ours, never a shell
@@ -100,6 +103,7 @@ def spawn(args: Sequence[str], *, log_path: Path, env: Mapping[str, str] | None 
             cwd=cwd,
             env={**os.environ, **(env or {})},
             start_new_session=True,
+            user=user,
         )
     return proc.pid
 

@@ -1,5 +1,24 @@
-"""The run's ledger: which hand-off steps are done (SQLite; schema in ``ledger.sql``, linked from ``sql/``)."""
+"""The run ledger: runs, their ranges, tasks, lag and hand-off steps in SQL (SQLite by default, PostgreSQL by URL).
 
-from streamproc.ledger.ledger import Ledger, LedgerStep
+The schema is made by the Alembic migrations in ``migrations/`` (upgraded on open); ``sql/`` in the repository
+shows the DDL they run on each database. API contract: ``Ledger`` (one per process or task), the values below.
+"""
 
-__all__ = ["Ledger", "LedgerStep"]
+from streamproc.errors import ApplicationBusy, LedgerError
+from streamproc.ledger.ledger import Ledger
+from streamproc.ledger.schema import LEDGER_URL_ENV, ledger_url
+from streamproc.ledger.values import LagRow, LedgerStep, RangeRow, RunDetail, RunSummary, TaskRow
+
+__all__ = [
+    "LEDGER_URL_ENV",
+    "ApplicationBusy",
+    "LagRow",
+    "Ledger",
+    "LedgerError",
+    "LedgerStep",
+    "RangeRow",
+    "RunDetail",
+    "RunSummary",
+    "TaskRow",
+    "ledger_url",
+]

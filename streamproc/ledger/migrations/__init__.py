@@ -1,0 +1,1 @@
+"""The ledger's Alembic migrations (``env.py``, ``versions/``), run by ``streamproc.ledger.schema`` on open."""
