@@ -16,7 +16,8 @@ import secrets
 import sys
 import tempfile
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from streamproc.dev import service_process
@@ -29,6 +30,15 @@ NAME = "airflow"
 SIMPLE_AUTH_MANAGER = "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
 #: The components whose health the API server reports; all must be healthy before the server counts as ready.
 COMPONENTS = ("metadatabase", "scheduler", "dag_processor", "triggerer")
+
+
+@dataclass(frozen=True, slots=True)
+class UiUser:
+    """A simple-auth-manager user: name, password and role (``viewer``, ``user``, ``op`` or ``admin``)."""
+
+    name: str
+    password: str
+    role: str = "admin"
 
 
 def airflow_executable() -> Path:
@@ -51,26 +61,26 @@ def start(
     workdir: Path | None = None,
     *,
     dags_folder: Path,
-    users: Mapping[str, str] | None = None,
+    users: Sequence[UiUser] = (),
     env: Mapping[str, str] | None = None,
     timeout_s: float = 240,
 ) -> ServiceHandle:
     """Start ``airflow standalone`` on 127.0.0.1 with a fresh port; wait until every component is healthy.
 
-    ``users`` maps user name to password (each an admin of the simple auth manager); by default one ``admin`` with
-    a random password, both in the handle's ``extra``. ``env`` adds to the processes' environment (the ledger URL,
-    ``AIRFLOW_CONN_*`` connections, Spark settings).
+    ``users`` log in with the simple auth manager; by default one ``admin`` with a random password (the handle's
+    ``extra["users"]`` lists them, passwords included: a loopback-only development server's). ``env`` adds to the
+    processes' environment (the ledger URL, ``AIRFLOW_CONN_*`` connections, Spark settings).
     """
     workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="streamproc-airflow-"))
     workdir.mkdir(parents=True, exist_ok=True)
     previous = ServiceHandle.load(workdir)
     if previous is not None and service_process.is_alive(previous.pid):
         raise DevServiceError(f"Airflow is already running from {workdir} (pid {previous.pid}, {previous.address})")
-    users = dict(users or {"admin": secrets.token_urlsafe(12)})
+    users = list(users) or [UiUser("admin", secrets.token_urlsafe(12))]
     home = workdir / "home"
     home.mkdir(exist_ok=True)
     passwords = home / "simple_auth_manager_passwords.json"
-    passwords.write_text(json.dumps(users), encoding="utf-8")
+    passwords.write_text(json.dumps({u.name: u.password for u in users}), encoding="utf-8")
     passwords.chmod(0o600)
     port = service_process.free_port()
     url = f"http://127.0.0.1:{port}"
@@ -82,14 +92,14 @@ def start(
         "AIRFLOW__CORE__DAGS_FOLDER": str(Path(dags_folder).resolve()),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__AUTH_MANAGER": SIMPLE_AUTH_MANAGER,
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": ",".join(f"{name}:admin" for name in users),
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": ",".join(f"{u.name}:{u.role}" for u in users),
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords),
         "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{url}/execution/",
         "AIRFLOW__API__HOST": "127.0.0.1",
         "AIRFLOW__API__PORT": str(port),
         "AIRFLOW__API__BASE_URL": url,
         "AIRFLOW__API__WORKERS": "1",
-        "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(32),
+        "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(64),
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
         "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
         "AIRFLOW__CORE__PARALLELISM": "4",
@@ -104,7 +114,7 @@ def start(
         address=url,
         workdir=str(workdir),
         log_path=str(log_path),
-        extra={"home": str(home), "users": json.dumps(users)},
+        extra={"home": str(home), "users": json.dumps([asdict(u) for u in users])},
     )
     handle.save()
     log.info("Airflow ready at %s (pid %d, AIRFLOW_HOME %s)", url, pid, home)

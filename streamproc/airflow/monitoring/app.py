@@ -2,9 +2,10 @@
 
 A plugin's FastAPI route is anonymous unless it asks for a user, so every route here depends on one of Airflow's
 own access checks: the page of a DAG run asks for read access to that DAG's runs (``requires_access_dag`` reads the
-``dag_id`` from the path); the list and the page of a run found by its ledger id ask for read access to DAG runs in
-general, and the list shows only runs of DAGs the user may read (runs started by the CLI have no DAG and need the
-general read).
+``dag_id`` from the path); the page of a run found by its ledger id asks for read access to DAG runs in general, and
+to its DAG's runs when it has one; the list shows every run to a user with the general read, and to a user with
+per-DAG rights (an auth manager other than the simple one) the runs of the DAGs they may read, refusing a user who
+may read none. Runs started by the CLI have no DAG and need the general read.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Annotated, Any
 
 from airflow.api_fastapi.app import get_auth_manager
 from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity, DagDetails
-from airflow.api_fastapi.core_api.security import GetUserDep, ReadableDagsFilterDep, requires_access_dag
+from airflow.api_fastapi.core_api.security import GetUserDep, requires_access_dag
 from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -59,11 +60,16 @@ def create_app(open_ledger: Callable[[], Ledger] | None = None) -> FastAPI:
             log.error("streamproc monitoring: the run ledger cannot be read: %s", exc)
             raise HTTPException(status_code=503, detail=f"the run ledger cannot be read: {exc}") from exc
 
-    def runs_for(user: Any, readable: set[str], application: str | None) -> list[RunSummary]:
+    def runs_for(user: Any, application: str | None) -> list[RunSummary]:
+        """The newest runs the user may see: all with the general read, else those of the DAGs they may read."""
         with ledger() as opened:
             runs = opened.runs(application_id=application or None, limit=RUN_LIST_LIMIT)
-        general = _may_read_all_runs(user)
-        return [r for r in runs if (r.dag_id in readable if r.dag_id else general)]
+        if _may_read_all_runs(user):
+            return runs
+        readable = _readable_dag_ids(user)
+        if not readable:
+            raise HTTPException(status_code=403, detail="Forbidden: no DAG whose runs you may read")
+        return [r for r in runs if r.dag_id is not None and r.dag_id in readable]
 
     def by_run_id(run_id: str, user: Any) -> RunDetail:
         with ledger() as opened:
@@ -93,18 +99,17 @@ def create_app(open_ledger: Callable[[], Ledger] | None = None) -> FastAPI:
         html = _render("error.html", status=exc.status_code, detail=exc.detail)
         return HTMLResponse(html, status_code=exc.status_code, headers=exc.headers)
 
-    @app.get("/", include_in_schema=False, dependencies=[_READ_RUNS])
-    def index(request: Request) -> RedirectResponse:
+    @app.get("/", include_in_schema=False)
+    def index(request: Request, _user: GetUserDep) -> RedirectResponse:
         return RedirectResponse(str(request.url_for("run_list")))
 
-    @app.get("/runs", response_class=HTMLResponse, dependencies=[_READ_RUNS])
+    @app.get("/runs", response_class=HTMLResponse)
     def run_list(
         request: Request,
         user: GetUserDep,
-        readable: ReadableDagsFilterDep,
         application: Annotated[str | None, Query()] = None,
     ) -> HTMLResponse:
-        runs = runs_for(user, readable.value or set(), application)
+        runs = runs_for(user, application)
         return HTMLResponse(_render("runs.html", request=request, runs=runs, application=application))
 
     @app.get("/runs/{run_id}", response_class=HTMLResponse, dependencies=[_READ_RUNS])
@@ -115,11 +120,9 @@ def create_app(open_ledger: Callable[[], Ledger] | None = None) -> FastAPI:
     def run_of_dag_run(request: Request, dag_id: str, dag_run_id: str) -> HTMLResponse:
         return HTMLResponse(_render("run.html", request=request, page=run_page(by_dag_run(dag_id, dag_run_id))))
 
-    @app.get("/api/runs", dependencies=[_READ_RUNS])
-    def run_list_json(
-        user: GetUserDep, readable: ReadableDagsFilterDep, application: Annotated[str | None, Query()] = None
-    ) -> JSONResponse:
-        runs = runs_for(user, readable.value or set(), application)
+    @app.get("/api/runs")
+    def run_list_json(user: GetUserDep, application: Annotated[str | None, Query()] = None) -> JSONResponse:
+        runs = runs_for(user, application)
         return JSONResponse({"runs": [dataclasses.asdict(r) for r in runs]})
 
     @app.get("/api/runs/{run_id}", dependencies=[_READ_RUNS])
@@ -152,3 +155,8 @@ def _may_read_all_runs(user: Any) -> bool:
     """Read access to the runs of every DAG: what a run without a DAG (started by the CLI) needs."""
     allowed: bool = get_auth_manager().is_authorized_dag(method="GET", access_entity=DagAccessEntity.RUN, user=user)
     return allowed
+
+
+def _readable_dag_ids(user: Any) -> set[str]:
+    """The DAGs whose runs the user may read, for an auth manager with per-DAG rights."""
+    return set(get_auth_manager().get_authorized_dag_ids(user=user, method="GET"))
