@@ -154,3 +154,28 @@ def token(url: str, username: str, password: str) -> str:
     with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 - loopback
         access_token: str = json.load(response)["access_token"]
     return access_token
+
+
+def connections_env(broker_workdir: Path, s3_workdir: Path) -> dict[str, str]:
+    """The providers' connections (``AIRFLOW_CONN_*``) for the local services that run from these work directories.
+
+    ``kafka_default`` points at the dev broker, ``aws_default`` at the dev MinIO (when it runs), ``spark_default``
+    at Spark ``local[2]``: what the DAGs use unless the form names other connections.
+    """
+    env = {"AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"})}
+    kafka = ServiceHandle.load(broker_workdir)
+    if kafka is not None and service_process.is_alive(kafka.pid):
+        env["AIRFLOW_CONN_KAFKA_DEFAULT"] = json.dumps(
+            {"conn_type": "kafka", "extra": {"bootstrap.servers": kafka.address}}
+        )
+    minio = ServiceHandle.load(s3_workdir)
+    if minio is not None and service_process.is_alive(minio.pid):
+        env["AIRFLOW_CONN_AWS_DEFAULT"] = json.dumps(
+            {
+                "conn_type": "aws",
+                "login": minio.extra["access_key"],
+                "password": minio.extra["secret_key"],
+                "extra": {"endpoint_url": minio.address, "region_name": minio.extra["region"]},
+            }
+        )
+    return env
