@@ -24,7 +24,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from streamproc.airflow.monitoring.source import ledger_location
-from streamproc.airflow.monitoring.views import run_page, stream_time
+from streamproc.airflow.monitoring.views import run_page, short_time, stream_time
 from streamproc.errors import StreamprocError
 from streamproc.ledger import Ledger, RunDetail, RunSummary
 
@@ -44,6 +44,7 @@ _templates = Environment(
     lstrip_blocks=True,
 )
 _templates.filters["stream_time"] = stream_time
+_templates.filters["short_time"] = short_time
 
 
 def create_app(open_ledger: Callable[[], Ledger] | None = None) -> FastAPI:

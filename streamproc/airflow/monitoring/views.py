@@ -59,3 +59,10 @@ def stream_time(millis: int | None) -> str:
     if millis is None or millis < 0:
         return "–"
     return datetime.fromtimestamp(millis / 1000, UTC).isoformat(timespec="milliseconds")
+
+
+def short_time(iso: str | None) -> str:
+    """An ISO-8601 UTC timestamp from the ledger to the second, for tables (``2026-11-24 14:20:25``)."""
+    if not iso:
+        return "–"
+    return iso.replace("T", " ")[:19]
