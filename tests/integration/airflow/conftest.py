@@ -222,3 +222,29 @@ def wait_until(predicate: Any, what: str, timeout_s: float = 60) -> None:
     while not predicate():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.1)
+
+
+def plan_of(run: Any) -> Any:
+    """The plan the DAG run's plan task kept in its work directory."""
+    from streamproc.airflow.steps import PLAN_FILE, DagRunRef
+    from streamproc.plan.run_plan import RunPlan
+
+    return RunPlan.read(DagRunRef(run.dag_id, run.run_id).work_dir() / PLAN_FILE)
+
+
+def admin_client(setup: AirflowSetup) -> Any:
+    """streamproc's shared Admin client on the session's broker."""
+    from streamproc.kafka import clients
+
+    return clients.admin({"bootstrap.servers": setup.bootstrap})
+
+
+def map_index_labels(run: Any) -> list[str]:
+    """The rendered ``map_index_template`` labels of the run's mapped task instances."""
+    from airflow import settings
+
+    session = settings.Session()
+    try:
+        return [ti.rendered_map_index for ti in run.get_task_instances(session=session) if ti.map_index >= 0]
+    finally:
+        session.close()
