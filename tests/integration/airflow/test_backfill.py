@@ -16,6 +16,7 @@ from tests.integration.airflow.conftest import (
     PARTITIONS,
     RECORDS,
     AirflowSetup,
+    TaskLog,
     admin_client,
     backfill_conf,
     map_index_labels,
@@ -30,12 +31,12 @@ pytestmark = pytest.mark.integration
 
 
 def test_a_dry_run_plans_records_and_stops(
-    airflow_setup: AirflowSetup, dagbag: Any, admin: AdminClient, unique: Callable[[str], str], caplog: Any
+    airflow_setup: AirflowSetup, dagbag: Any, admin: AdminClient, unique: Callable[[str], str], task_log: TaskLog
 ) -> None:
     app_id = unique("dry")
     prepare_application(admin, airflow_setup.bootstrap, "checks", app_id)
 
-    run = run_dag(dagbag, BACKFILL, backfill_conf(airflow_setup, "checks", app_id))
+    run = run_dag(dagbag, BACKFILL, backfill_conf(airflow_setup, "checks", app_id), log=task_log)
 
     states = task_states(run)
     assert states["plan"] == "skipped" and states["handoff"] == "skipped"
@@ -47,17 +48,17 @@ def test_a_dry_run_plans_records_and_stops(
     assert detail.summary.records_planned == 400
     assert sorted(r.partition for r in detail.ranges if r.topic.endswith("-words")) == [0, 1]
     assert all(r.records_staged is None for r in detail.ranges)  # nothing fetched
-    assert f"Hand-off of plan {detail.summary.plan_id} for application '{app_id}'" in caplog.text
+    assert f"Hand-off of plan {detail.summary.plan_id} for application '{app_id}'" in task_log.text
 
 
 def test_an_approved_run_processes_hands_off_and_the_ledger_holds_its_figures(
-    airflow_setup: AirflowSetup, dagbag: Any, admin: AdminClient, unique: Callable[[str], str], caplog: Any
+    airflow_setup: AirflowSetup, dagbag: Any, admin: AdminClient, unique: Callable[[str], str], task_log: TaskLog
 ) -> None:
     app_id = unique("approved")
     prepare_application(admin, airflow_setup.bootstrap, "approved", app_id)
     conf = backfill_conf(airflow_setup, "approved", app_id, dry_run=False)
 
-    run = run_dag(dagbag, BACKFILL, conf, answer="Approve")
+    run = run_dag(dagbag, BACKFILL, conf, answer="Approve", log=task_log)
 
     states = task_states(run)
     assert states == dict.fromkeys(states, "success"), states
