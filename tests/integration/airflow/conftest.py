@@ -211,6 +211,7 @@ def run_dag(dagbag: Any, dag_id: str, conf: Mapping[str, Any], *, answer: str | 
             approver.join(10)
     if log is not None:
         log.append(result.stdout + result.stderr)
+    assert_no_secret(result.stdout + result.stderr, f"the log of `airflow dags test {dag_id}`")
     if approver is not None and approver.error is not None:
         raise approver.error
     runs = [r for r in DagRun.find(dag_id=dag_id) if r.run_id not in before_runs]
@@ -285,3 +286,29 @@ class TaskLog:
 @pytest.fixture
 def task_log(tmp_path: Path) -> TaskLog:
     return TaskLog(tmp_path / "task.log")
+
+
+def secrets() -> list[str]:
+    """The values planted in the connections: kafka_default's SASL password, aws_default's secret key."""
+    return [SASL_SECRET, json.loads(os.environ["AIRFLOW_CONN_AWS_DEFAULT"])["password"]]
+
+
+def assert_no_secret(text: str, where: str) -> None:
+    for secret in secrets():
+        assert secret not in text, f"a connection's secret appears in {where}"
+
+
+def ledger_dump(ledger_url: str) -> str:
+    """Every row of every table of the ledger, as text."""
+    import sqlalchemy
+
+    engine = sqlalchemy.create_engine(ledger_url)
+    try:
+        metadata = sqlalchemy.MetaData()
+        metadata.reflect(engine)
+        with engine.connect() as db:
+            return "\n".join(
+                f"{table.name}: {tuple(row)}" for table in metadata.sorted_tables for row in db.execute(table.select())
+            )
+    finally:
+        engine.dispose()

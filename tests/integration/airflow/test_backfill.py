@@ -18,7 +18,9 @@ from tests.integration.airflow.conftest import (
     AirflowSetup,
     TaskLog,
     admin_client,
+    assert_no_secret,
     backfill_conf,
+    ledger_dump,
     map_index_labels,
     plan_of,
     prepare_application,
@@ -85,5 +87,10 @@ def test_an_approved_run_processes_hands_off_and_the_ledger_holds_its_figures(
         r.name: (r.end - r.start, 0) for r in plan.ranges
     }
     assert {(s.kind, s.subject) for s in detail.steps} >= {("publish", "0_0"), ("publish", "0_1")}
+    # no connection's secret in any ledger row (every task log line is searched by run_dag)
+    dump = ledger_dump(airflow_setup.ledger_url)
+    assert app_id in dump
+    assert_no_secret(dump, "the ledger")
+    assert "Spark-Submit cmd" in task_log.text and f"Hand off plan {summary.plan_id}" in task_log.text
     # the fetch tasks are named after their ranges in the UI
     assert any(f"{topologies.input_topic('approved')}-0 [0→" in line for line in map_index_labels(run))
