@@ -85,10 +85,11 @@ class HandoffApprovalOperator(_approval_operator()):  # type: ignore[misc]
         return super().execute(context)
 
     def execute_complete(self, context: Any, event: dict[str, Any]) -> Any:
-        result = super().execute_complete(context, event)
-        if list(result["chosen_options"]) != [self.APPROVE]:
-            user = result.get("responded_by_user") or {}
+        """Record a rejection first: the provider then skips the hand-off by raising (Airflow 3's ``skip``)."""
+        chosen = list(event.get("chosen_options") or [])
+        if "error" not in event and chosen and chosen != [self.APPROVE]:
+            user = event.get("responded_by_user") or {}
             name = user.get("name") if isinstance(user, dict) else getattr(user, "name", None)
             self.log.info("Hand-off rejected%s: nothing is handed off", f" by {name}" if name else "")
             steps.finish(steps.DagRunRef.from_context(context), "rejected", f"rejected by {name or 'a user'}")
-        return result
+        return super().execute_complete(context, event)

@@ -217,7 +217,7 @@ def run_settings(params: Mapping[str, Any]) -> RunSettings:
             "before an earlier end; choose another start or end='latest'"
         )
     start_offset, end_offset = params.get("start_offset"), params.get("end_offset")
-    if _given(params, "start_offset") and _given(params, "end_offset") and int(end_offset) < int(start_offset):
+    if start_offset is not None and end_offset is not None and int(end_offset) < int(start_offset):
         raise ConfigError(f"'end_offset' {end_offset} is before 'start_offset' {start_offset}: ranges are [start, end)")
     start_at, end_at = request.start, request.end
     if isinstance(start_at, cs.ToDatetimeStart) and isinstance(end_at, cs.ToDatetimeEnd):

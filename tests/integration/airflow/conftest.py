@@ -185,21 +185,38 @@ class Approver(threading.Thread):
 
 
 def run_dag(dagbag: Any, dag_id: str, conf: Mapping[str, Any], *, answer: str | None = None, before: Any = None,
-            **test_kwargs: Any) -> Any:  # fmt: skip
-    """``dag.test()`` of one DAG run; with ``answer`` a user approves or rejects the gate. Returns the DagRun."""
-    dag = dagbag.get_dag(dag_id)
+            log: TaskLog | None = None, mark_success_pattern: str | None = None) -> Any:  # fmt: skip
+    """One DAG run with ``airflow dags test`` (``dag.test()`` in a process of its own, as a user runs it), its
+    output appended to ``log``; with ``answer`` a user approves or rejects the gate meanwhile. Returns the DagRun.
+
+    A process per run gives each run's task log to its test alone (Airflow configures its logging once per
+    process) and each Spark driver a fresh JVM.
+    """
+    del dagbag  # the DAG files are parsed by the command, as Airflow parses them
+    from airflow.models.dagrun import DagRun
+
+    before_runs = {r.run_id for r in DagRun.find(dag_id=dag_id)}
     approver = Approver(dag_id, answer, before) if answer is not None else None
     if approver is not None:
         approver.start()
+    command = [str(Path(sys.executable).parent / "airflow"), "dags", "test", dag_id, "--conf", json.dumps(dict(conf))]
+    if mark_success_pattern is not None:
+        command += ["--mark-success-pattern", mark_success_pattern]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")])}
     try:
-        run = dag.test(run_conf=dict(conf), **test_kwargs)
+        result = subprocess.run(command, capture_output=True, text=True, cwd=PROJECT_ROOT, env=env, timeout=600)
     finally:
         if approver is not None:
             approver.stop.set()
             approver.join(10)
+    if log is not None:
+        log.append(result.stdout + result.stderr)
+    assert_no_secret(result.stdout + result.stderr, f"the log of `airflow dags test {dag_id}`")
     if approver is not None and approver.error is not None:
         raise approver.error
-    return run
+    runs = [r for r in DagRun.find(dag_id=dag_id) if r.run_id not in before_runs]
+    assert len(runs) == 1, f"`airflow dags test {dag_id}` made {len(runs)} run(s):\n{result.stdout[-3000:]}"
+    return runs[0]
 
 
 def task_states(run: Any) -> dict[str, str]:
@@ -222,6 +239,79 @@ def wait_until(predicate: Any, what: str, timeout_s: float = 60) -> None:
     while not predicate():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.1)
+
+
+def plan_of(run: Any) -> Any:
+    """The plan the DAG run's plan task kept in its work directory."""
+    from streamproc.airflow.steps import PLAN_FILE, DagRunRef
+    from streamproc.plan.run_plan import RunPlan
+
+    return RunPlan.read(DagRunRef(run.dag_id, run.run_id).work_dir() / PLAN_FILE)
+
+
+def admin_client(setup: AirflowSetup) -> Any:
+    """streamproc's shared Admin client on the session's broker."""
+    from streamproc.kafka import clients
+
+    return clients.admin({"bootstrap.servers": setup.bootstrap})
+
+
+def map_index_labels(run: Any) -> list[str]:
+    """The rendered ``map_index_template`` labels of the run's mapped task instances."""
+    from airflow import settings
+
+    session = settings.Session()
+    try:
+        return [ti.rendered_map_index for ti in run.get_task_instances(session=session) if ti.map_index >= 0]
+    finally:
+        session.close()
+
+
+class TaskLog:
+    """Everything the DAG runs of one test printed: the tasks' log lines and every log record of the runs'
+    processes (streamproc's, librdkafka's, Airflow's), as Airflow's logging and its secrets masker wrote them."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def append(self, text: str) -> None:
+        with self.path.open("a", encoding="utf-8") as out:
+            out.write(text)
+
+    @property
+    def text(self) -> str:
+        return self.path.read_text(encoding="utf-8") if self.path.exists() else ""
+
+
+@pytest.fixture
+def task_log(tmp_path: Path) -> TaskLog:
+    return TaskLog(tmp_path / "task.log")
+
+
+def secrets() -> list[str]:
+    """The values planted in the connections: kafka_default's SASL password, aws_default's secret key."""
+    return [SASL_SECRET, json.loads(os.environ["AIRFLOW_CONN_AWS_DEFAULT"])["password"]]
+
+
+def assert_no_secret(text: str, where: str) -> None:
+    for secret in secrets():
+        assert secret not in text, f"a connection's secret appears in {where}"
+
+
+def ledger_dump(ledger_url: str) -> str:
+    """Every row of every table of the ledger, as text."""
+    import sqlalchemy
+
+    engine = sqlalchemy.create_engine(ledger_url)
+    try:
+        metadata = sqlalchemy.MetaData()
+        metadata.reflect(engine)
+        with engine.connect() as db:
+            return "\n".join(
+                f"{table.name}: {tuple(row)}" for table in metadata.sorted_tables for row in db.execute(table.select())
+            )
+    finally:
+        engine.dispose()
 
 
 # ------------------------------------------------------------------------------- a running Airflow (h-ui's tests)
