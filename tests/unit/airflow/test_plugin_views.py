@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from streamproc.airflow.monitoring.charts import BAR_WIDTH, Series, bar_chart
+from streamproc.airflow.monitoring.charts import BAR_WIDTH, ROW_HEIGHT, Series, bar_chart
 from streamproc.airflow.monitoring.views import run_page, short_time, stream_time
 from streamproc.ledger import LagRow, RunDetail, RunSummary, TaskRow
 
@@ -13,7 +13,8 @@ def test_a_chart_escapes_its_labels_and_scales_its_bars_to_the_largest_value() -
     chart = str(bar_chart("t <b>", ["<script>x</script>", "b&c"], [Series("s\"'", "#000", [50, 100])]))
     assert "<script>" not in chart and "&lt;script&gt;x&lt;/script&gt;" in chart and "b&amp;c" in chart
     assert "<title>t &lt;b&gt;</title>" in chart and "s&quot;&#x27;" in chart
-    widths = [int(w) for w in re.findall(r"<rect x='\d+' y='\d+' width='(\d+)' height", chart)]
+    bars = re.findall(rf"<rect x='\d+' y='\d+' width='(\d+)' height='{ROW_HEIGHT}'", chart)  # not the legend's
+    widths = [int(w) for w in bars]
     assert widths == [BAR_WIDTH // 2, BAR_WIDTH]
 
 
