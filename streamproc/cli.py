@@ -558,7 +558,7 @@ def verify_command(
 # ------------------------------------------------------------------------------------------------------------ dev
 @main.group()
 def dev() -> None:
-    """Local development services: a real Kafka broker and a real S3 server (MinIO)."""
+    """Local development services: a real Kafka broker, a real S3 server (MinIO) and Airflow."""
 
 
 def _default_workdir(service: str) -> Path:
@@ -699,6 +699,71 @@ def s3_status(ctx: click.Context, workdir: Path | None) -> None:
 
     workdir = workdir or _default_workdir("s3")
     status = minio.status(workdir)
+    emit(ctx, {"workdir": str(workdir), "status": status}, status)
+
+
+@dev.group("airflow")
+def airflow_group() -> None:
+    """Airflow 3 (`airflow standalone`) on 127.0.0.1: the repository's DAGs and the streamproc monitoring page."""
+
+
+@airflow_group.command("start")
+@_workdir_option
+@click.option(
+    "--dags",
+    "dags_folder",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=Path("dags"),
+    show_default=True,
+    help="The DAGs folder.",
+)
+@click.pass_context
+@catch_errors
+def airflow_start(ctx: click.Context, workdir: Path | None, dags_folder: Path) -> None:
+    """Start Airflow with connections to the dev broker and MinIO (kafka_default, aws_default, spark_default)."""
+    import json
+
+    from streamproc.dev import airflow_server
+
+    env = airflow_server.connections_env(_default_workdir("broker"), _default_workdir("s3"))
+    handle = airflow_server.start(workdir or _default_workdir("airflow"), dags_folder=dags_folder, env=env)
+    [user] = json.loads(handle.extra["users"])
+    emit(
+        ctx,
+        {"url": handle.address, "user": user["name"], "password": user["password"], "pid": handle.pid,
+         "log": handle.log_path, "airflow_home": handle.extra["home"]},
+        f"Airflow running: {handle.address} (user {user['name']}, password {user['password']}), pid {handle.pid}, "
+        f"log {handle.log_path}",
+    )  # fmt: skip
+
+
+@airflow_group.command("stop")
+@_workdir_option
+@click.pass_context
+@catch_errors
+def airflow_stop(ctx: click.Context, workdir: Path | None) -> None:
+    """Stop Airflow (all its components) by its PID."""
+    from streamproc.dev import airflow_server
+
+    workdir = workdir or _default_workdir("airflow")
+    stopped = airflow_server.stop(workdir)
+    emit(
+        ctx,
+        {"workdir": str(workdir), "stopped": stopped},
+        "Stopped" if stopped else f"No Airflow running from {workdir}",
+    )
+
+
+@airflow_group.command("status")
+@_workdir_option
+@click.pass_context
+@catch_errors
+def airflow_status(ctx: click.Context, workdir: Path | None) -> None:
+    """Say whether Airflow runs and how its components are."""
+    from streamproc.dev import airflow_server
+
+    workdir = workdir or _default_workdir("airflow")
+    status = airflow_server.status(workdir)
     emit(ctx, {"workdir": str(workdir), "status": status}, status)
 
 

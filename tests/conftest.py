@@ -29,6 +29,9 @@ SCENARIOS_DIR = SPEC_DIR / "scenarios"
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 # Airflow reads its config and metadata DB from AIRFLOW_HOME: tests get their own, never the developer's ~/airflow.
 os.environ["AIRFLOW_HOME"] = tempfile.mkdtemp(prefix="streamproc-airflow-home-")
+# ... and read the repository's DAGs, without Airflow's examples (set before anything imports airflow).
+os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(PROJECT_ROOT / "dags")
+os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
