@@ -28,7 +28,8 @@ from tests.integration.airflow.conftest import BACKFILL, AirflowUI, prepare_appl
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-CHROMIUM = Path("/usr/bin/chromium")
+#: what tools/prereq.sh found (make exports it), else Debian's path
+CHROMIUM = Path(os.environ.get("STREAMPROC_CHROMIUM") or "/usr/bin/chromium")
 SCREENSHOTS = PROJECT_ROOT / "docs" / "img"
 VIEWPORT = {"width": 1400, "height": 1000}
 #: guards against a hung run, not a speed requirement: a run on a loaded 2-core machine takes a few minutes
