@@ -66,6 +66,7 @@ def test_run_time_per_step(kafka_broker: str, admin: AdminClient, tmp_path: Path
             "--create-internal-topics", "--streams-setting", "replication.factor=1", "--yes"]  # fmt: skip
     result = CliRunner().invoke(main, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
+    assert f"{PARTITIONS} task(s), {RECORDS} records" in result.output  # the process step's total
     assert f"published {PARTITIONS} task(s), wrote {PARTITIONS} checkpoint(s)" in result.output
     [line] = [x for x in result.output.splitlines() if x.startswith(StepTimes.PREFIX)]
     seconds = {step: float(value) for step, value in STEP.findall(line)}

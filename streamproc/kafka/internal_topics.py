@@ -10,6 +10,7 @@ re-reads the cluster afterwards, so nothing else is assumed about it.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -62,4 +63,27 @@ def create_internal_topics(admin: Any, topics: Sequence[NewInternalTopic]) -> li
                     "delete it (StreamsResetter) and plan again"
                 )
             log.warning("internal topic %s was created by someone else meanwhile; kept", topic.name)
+    _await_leaders(admin, topics)
     return created
+
+
+def _await_leaders(admin: Any, topics: Sequence[NewInternalTopic]) -> None:
+    """Until the metadata shows every topic with all its partitions led (the plan reads their offsets next)."""
+    deadline = time.monotonic() + _TIMEOUT_S
+    while True:
+        metadata = admin.list_topics(timeout=_TIMEOUT_S).topics
+        waiting = [
+            t.name
+            for t in topics
+            if t.name not in metadata
+            or len(metadata[t.name].partitions) != t.partitions
+            or any(p.leader < 0 for p in metadata[t.name].partitions.values())
+        ]
+        if not waiting:
+            return
+        if time.monotonic() >= deadline:
+            raise PlanError(
+                f"internal topic(s) {', '.join(waiting)} were created but have no leader for every partition after "
+                f"{_TIMEOUT_S:.0f} s; check the brokers and plan again (the topics are kept)"
+            )
+        time.sleep(0.2)

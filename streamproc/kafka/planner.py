@@ -16,11 +16,13 @@ from streamproc.engine.task_id import TaskId
 from streamproc.engine.topology_analysis import TopologyAnalysis, analyze
 from streamproc.engine.topology_description import TopologyDescription, parse_description
 from streamproc.errors import PlanError
-from streamproc.kafka.cluster import ClusterReader
+from streamproc.kafka import clients
+from streamproc.kafka.cluster import ClusterReader, read_group
 from streamproc.kafka.internal_topics import create_internal_topics
 from streamproc.kafka.range_reader import refuse_isolation_setting
 from streamproc.plan.cluster_snapshot import ApplicationSpec, ClusterSnapshot, PartitionState, PlanRequest, TopicState
 from streamproc.plan.internal_topics import InternalTopicSettings, NewInternalTopic, internal_topics_to_create
+from streamproc.plan.preconditions import check_group
 from streamproc.plan.run_plan import RunPlan
 from streamproc.plan.run_planner import application_spec, build_run_plan, isolation_for, topics_to_read
 from streamproc.state.local_checkpoints import LocalCheckpoints, read_local_checkpoints
@@ -64,6 +66,8 @@ def plan_run(
         if create_internal_topics is not None:
             to_create = internal_topics_to_create(analysis, reader.partition_counts, create_internal_topics)
             if to_create and not dry_run:
+                # the plan's group rule, before its one write: nothing is created for a running application
+                check_group(read_group(clients.admin(client_config), application_id), application_id)
                 create_internal_topics_now(client_config, to_create)
                 reader = ClusterReader(client_config)  # the metadata with the new topics
                 analysis = analyze(description, application_id, reader.partition_counts)
@@ -111,8 +115,6 @@ def plan_run(
 
 def create_internal_topics_now(client_config: Mapping[str, object], topics: Sequence[NewInternalTopic]) -> None:
     """CreateTopics for the first run's internal topics (the plan's one write to the cluster)."""
-    from streamproc.kafka import clients
-
     create_internal_topics(clients.admin(client_config), topics)
 
 

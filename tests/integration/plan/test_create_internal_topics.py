@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import TopicCollection
+from confluent_kafka import Consumer, TopicCollection
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, ResourceType
 
 from streamproc.plan.run_plan import RunPlan
@@ -102,6 +102,17 @@ def test_plan_creates_internal_topics_as_kafka_streams_does(
         first_run += ["--store-kind", kind]
     unknown = run(*first_run[: -2 * len(STORE_KINDS)], ok=False)
     assert "counts, session-counts, window-counts" in unknown.output and "--store-kind" in unknown.output
+
+    member = Consumer({"bootstrap.servers": kafka_broker, "group.id": our_app, "enable.auto.commit": False})
+    try:  # a running application: refused before anything is created
+        member.subscribe([source])
+        while not member.assignment():
+            member.poll(0.5)
+        active = run(*first_run, ok=False)
+        assert f"group '{our_app}' is Stable with 1 member(s)" in active.output, active.output
+        assert internal_topics(admin, our_app) == {}
+    finally:
+        member.close()
 
     dry = run(*first_run, "--dry-run")
     assert "Internal topics to create for the application's first run (dry run: none created yet)" in dry.output
