@@ -66,7 +66,7 @@ bench: services
 
 # Re-resolve the pins after changing pyproject.toml; installs come only from requirements.lock.
 lock: install
-	$(BIN)/uv pip compile pyproject.toml --extra dev --python-version 3.11 --universal -o requirements.lock
+	$(BIN)/uv pip compile pyproject.toml --all-extras --python-version 3.11 --universal -o requirements.lock
 
 clean:
 	rm -rf $(VENV) $(PREREQ_ENV) .pytest_cache .mypy_cache .ruff_cache conformance/target

@@ -105,11 +105,15 @@ def emit(ctx: click.Context, payload: dict[str, Any], text: str) -> None:
 
 
 def _version_text() -> str:
+    """``streamproc 0.1.0 for Kafka Streams 4.2.2 (confluent-kafka …, librdkafka …)``: the release whose semantics
+    this streamproc reproduces, and the Kafka client it talks to the cluster with."""
     import confluent_kafka
 
+    from streamproc.target import KAFKA_STREAMS_VERSION
+
     return (
-        f"streamproc {metadata.version('streamproc')} (confluent-kafka {metadata.version('confluent-kafka')}, "
-        f"librdkafka {confluent_kafka.libversion()[0]})"
+        f"streamproc {metadata.version('streamproc')} for Kafka Streams {KAFKA_STREAMS_VERSION} "
+        f"(confluent-kafka {metadata.version('confluent-kafka')}, librdkafka {confluent_kafka.libversion()[0]})"
     )
 
 
@@ -141,7 +145,7 @@ def _configure_logging(verbose: int) -> None:
     expose_value=False,
     is_eager=True,
     callback=_print_version,
-    help="Print the versions of streamproc, confluent-kafka and librdkafka, and exit.",
+    help="Print the versions of streamproc, the Kafka Streams it reproduces, confluent-kafka and librdkafka; exit.",
 )
 @click.option(
     "--output",

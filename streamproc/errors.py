@@ -22,6 +22,10 @@ class ConfigError(StreamprocError):
     """A setting is missing, malformed or contradicts another one."""
 
 
+class MissingExtra(ConfigError):
+    """A command or feature needs an optional dependency that is not installed; names the extra to install."""
+
+
 class DevServiceError(StreamprocError):
     """A local development service (broker, S3 server) could not be fetched, started or stopped."""
 

@@ -141,7 +141,10 @@ def run_command(
     kafka_streams_version: str,
 ) -> None:
     """Plan from the group's committed offsets to the latest, fetch, process on Spark and hand off."""
+    from streamproc import extras
     from streamproc.cli import FAILURE_KEY
+
+    extras.require(extras.SPARK, "streamproc run")  # before the plan: a run must not stop at its process step
     from streamproc.ledger import run_ledger
     from streamproc.ledger.run_recording import recorded_run
 

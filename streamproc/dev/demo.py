@@ -111,7 +111,8 @@ def run_pipeline(bootstrap: str, workdir: Path | None = None) -> None:
     from streamproc.kafka.planner import plan_run
     from streamproc.ledger import Ledger
     from streamproc.plan.cluster_snapshot import IsolationLevel, PlanRequest
-    from streamproc.spark.job import plan_id, process
+    from streamproc.plan.run_plan import plan_id
+    from streamproc.spark.job import process
     from streamproc.storage import load_store
     from streamproc.storage.verify import verify
 

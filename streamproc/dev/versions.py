@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-KAFKA_VERSION = "4.2.2"
+from streamproc.target import KAFKA_STREAMS_VERSION
+
+#: The broker release: the Kafka Streams release streamproc reproduces (streamproc/target.py).
+KAFKA_VERSION = KAFKA_STREAMS_VERSION
 
 # MinIO is built from source with `go install`; MinIO publishes no semver tags for Go, so this is the module
 # proxy's pseudo-version of the commit we tested against.

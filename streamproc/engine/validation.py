@@ -28,6 +28,9 @@ from streamproc.errors import RecordValidationError, TopologyError
 
 def check_schema(schema: object, source: str) -> None:
     """Refuse, when the topology is built, a ``value_schema`` that is not a pandera polars schema."""
+    from streamproc import extras
+
+    extras.require(extras.VALIDATION, f"source {source}: value_schema")
     import pandera.polars as pa
 
     if isinstance(schema, pa.DataFrameSchema) or (isinstance(schema, type) and issubclass(schema, pa.DataFrameModel)):

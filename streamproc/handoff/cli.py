@@ -66,7 +66,7 @@ def run_handoff(
     from streamproc.handoff.procedure import handoff
     from streamproc.ledger import Ledger, handoff_ledger
     from streamproc.plan.run_plan import RunPlan
-    from streamproc.spark.job import plan_id as plan_hash
+    from streamproc.plan.run_plan import plan_id as plan_hash
     from streamproc.storage import load_store
 
     plan = RunPlan.read(plan_file)
@@ -175,7 +175,7 @@ def handoff_command(
     if status:
         from streamproc.ledger import Ledger, handoff_ledger
         from streamproc.plan.run_plan import RunPlan
-        from streamproc.spark.job import plan_id as plan_hash
+        from streamproc.plan.run_plan import plan_id as plan_hash
 
         plan_id = plan_hash(RunPlan.read(plan_file))
         with Ledger(ledger_file or handoff_ledger(plan_file)) as ledger:

@@ -33,7 +33,7 @@ class RunRecording:
         self.status = "succeeded"
 
     def planned(self, plan: RunPlan) -> None:
-        from streamproc.spark.job import plan_id
+        from streamproc.plan.run_plan import plan_id
 
         self.ledger.record_plan(self.run_id, plan, plan_id(plan))
 

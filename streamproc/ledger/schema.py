@@ -21,6 +21,7 @@ from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
+from streamproc import extras
 from streamproc.errors import ConfigError, LedgerError
 from streamproc.ledger.location import sqlite_url
 
@@ -62,6 +63,8 @@ def describe(url: URL) -> str:
 
 def open_engine(url: URL) -> Engine:
     """An engine for the ledger at ``url``, its schema migrated to the newest revision."""
+    if url.get_backend_name() == "postgresql" and url.get_driver_name() == "psycopg":
+        extras.require(extras.POSTGRES, "a PostgreSQL ledger")
     try:
         if url.get_backend_name() == "sqlite":
             engine = _sqlite_engine(url)

@@ -10,6 +10,7 @@ naming the field, never a half-understood run.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -558,3 +559,9 @@ class _Validator:
         if not isinstance(value, dict):
             raise PlanError(f"{self._where}.{key} must be an object, not {value!r}")
         return value
+
+
+def plan_id(plan: RunPlan) -> str:
+    """A short content hash of the plan: the prefix of every object this plan's tasks write, and the key the
+    hand-off and the ledger use for the run (here, not in the Spark job, so that they need no Spark)."""
+    return hashlib.sha256(plan.to_json().encode()).hexdigest()[:16]

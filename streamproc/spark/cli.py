@@ -81,6 +81,9 @@ def process_command(
     s3_max_attempts: int | None,
 ) -> list[dict[str, Any]]:
     """Process every planned task on Spark: outputs, changelogs, drops, stores and a report per task."""
+    from streamproc import extras
+
+    extras.require(extras.SPARK, "streamproc process")
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 

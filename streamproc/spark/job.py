@@ -15,7 +15,6 @@ injected failure of the retry test) fails the Spark task, which Spark retries up
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import importlib.util
 import logging
 import os
@@ -31,6 +30,7 @@ from streamproc.engine.task_id import TaskId
 from streamproc.engine.topology import SinkNodeSpec, Topology
 from streamproc.errors import ConfigError, ProcessingError, RecordValidationError, StreamprocError
 from streamproc.plan.run_plan import RunPlan
+from streamproc.plan.run_plan import plan_id as plan_id  # defined with the plan; re-exported for older callers
 from streamproc.spark.task_output import UNASSIGNED, TaskObjects
 from streamproc.spark.task_runner import InputRange, RestoreRange, TaskWork, load_topology, run_task
 
@@ -49,11 +49,6 @@ Progress = Callable[[int, int], None]
 
 class InjectedFailure(RuntimeError):
     """The retry test's executor failure: not a ``StreamprocError``, so Spark retries the task."""
-
-
-def plan_id(plan: RunPlan) -> str:
-    """A short content hash of the plan: the prefix of every object this plan's tasks write."""
-    return hashlib.sha256(plan.to_json().encode()).hexdigest()[:16]
 
 
 def _lines(text: str) -> list[tuple[int, str]]:

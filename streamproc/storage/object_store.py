@@ -439,14 +439,11 @@ def _make_client(
     addressing_style: str | None,
     timeouts: S3Timeouts,
 ) -> Any:
-    try:
-        import boto3
-        from botocore.config import Config
-    except ImportError as e:
-        raise ConfigError(
-            "s3:// storage needs boto3, which is not installed; install it (pip install boto3) or stage to a "
-            "local directory"
-        ) from e
+    from streamproc import extras
+
+    extras.require(extras.S3, "an s3:// store")
+    import boto3
+    from botocore.config import Config
     from botocore.exceptions import BotoCoreError
 
     try:

@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from streamproc.cli import main
+from streamproc.target import KAFKA_STREAMS_VERSION
 
 REFUSED = "127.0.0.1:1"  # never contacted: the commands below fail on their arguments first
 
@@ -49,10 +50,12 @@ def commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[tup
     return found
 
 
-def test_version_names_streamproc_and_its_kafka_client() -> None:
+def test_version_names_streamproc_the_kafka_streams_it_targets_and_its_kafka_client() -> None:
     result = run("--version")
     assert result.exit_code == 0
-    assert result.output.startswith(f"streamproc {metadata.version('streamproc')} (confluent-kafka ")
+    assert result.output.startswith(
+        f"streamproc {metadata.version('streamproc')} for Kafka Streams {KAFKA_STREAMS_VERSION} (confluent-kafka "
+    )
     assert "librdkafka " in result.output
 
 
