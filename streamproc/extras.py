@@ -30,7 +30,7 @@ class Extra:
 
 SPARK = Extra("spark", "Spark", ("pyspark", "rich", "pandera", "polars"))
 VALIDATION = Extra("validation", "pandera", ("pandera", "polars"))
-S3 = Extra("s3", "boto3", ("boto3", "botocore"))
+S3 = Extra("s3", "boto3", ("boto3",))
 POSTGRES = Extra("postgres", "psycopg", ("psycopg",))
 AIRFLOW = Extra("airflow", "Airflow", ("airflow",))
 

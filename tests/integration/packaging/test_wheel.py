@@ -85,6 +85,12 @@ with TopologyTestDriver(topology(), TaskConfig(application_id="words")) as drive
     print(json.dumps({"streamproc": streamproc.__file__, "output": output.read_key_values_to_list()}))
 """
 
+#: A program that validates its source's values: without pandera, building it names the extra to install.
+VALIDATING_SOURCE = """
+from streamproc import Topology
+Topology().add_source("lines", "text", value_schema=object())
+"""
+
 LINES = ["to be or not to be", "that is the question", "to be is to do"]
 
 
@@ -214,7 +220,18 @@ def test_a_command_that_needs_an_extra_names_it(base: Install, tmp_path: Path) -
     s3 = base.run("streamproc", "verify", "--store", "s3://bucket/prefix")
     assert (s3.returncode, s3.stderr) == (
         1,
-        "error: an s3:// store needs boto3 (boto3, botocore not installed): pip install 'streamproc[s3]'\n",
+        "error: an s3:// store needs boto3 (boto3 not installed): pip install 'streamproc[s3]'\n",
+    )
+    postgres = base.run("streamproc", "ledger", "runs", "--ledger", "postgresql+psycopg://user@127.0.0.1:1/ledger")
+    assert (postgres.returncode, postgres.stderr) == (
+        1,
+        "error: a PostgreSQL ledger needs psycopg (psycopg not installed): pip install 'streamproc[postgres]'\n",
+    )
+    validating = base.run("python", "-c", VALIDATING_SOURCE)
+    assert validating.returncode == 1
+    assert validating.stderr.splitlines()[-1] == (
+        "streamproc.errors.MissingExtra: source lines: value_schema needs pandera (pandera, polars not installed): "
+        "pip install 'streamproc[validation]'"
     )
 
 

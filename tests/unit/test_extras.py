@@ -1,0 +1,57 @@
+"""``streamproc.extras`` names the extras pyproject.toml declares, and each module it checks comes from that extra.
+
+The wheel test (tests/integration/packaging/) shows the messages in an install without the extras; here the
+definitions are held to pyproject.toml, so that a renamed extra or a moved dependency cannot leave a message that
+tells users to install the wrong thing.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from importlib import metadata
+
+import pytest
+
+from streamproc import extras
+from streamproc.errors import ConfigError, MissingExtra
+from tests.conftest import PROJECT_ROOT
+
+OPTIONAL = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+EXTRAS = [extras.SPARK, extras.VALIDATION, extras.S3, extras.POSTGRES, extras.AIRFLOW]
+
+
+def _distributions(extra: str) -> set[str]:
+    """The distributions an extra installs by name, following ``streamproc[other]`` to the other extras."""
+    names: set[str] = set()
+    for requirement in OPTIONAL[extra]:
+        name = re.split(r"[\[=<>; ]", requirement, maxsplit=1)[0].lower()
+        if name == "streamproc":
+            for nested in re.search(r"\[(.*)\]", requirement).group(1).split(","):  # type: ignore[union-attr]
+                names |= _distributions(nested.strip())
+        else:
+            names.add(name)
+    return names
+
+
+@pytest.mark.parametrize("extra", EXTRAS, ids=lambda e: e.name)
+def test_each_checked_module_is_installed_by_the_extra_the_message_names(extra: extras.Extra) -> None:
+    provided_by = metadata.packages_distributions()
+    for module in extra.modules:
+        owners = {name.lower() for name in provided_by[module]}
+        assert owners & _distributions(extra.name), f"{module} ({owners}) is not in streamproc[{extra.name}]"
+
+
+def test_a_missing_module_is_one_line_naming_the_extra() -> None:
+    missing = extras.Extra("spark", "Spark", ("pyspark", "no_such_module_for_streamproc"))
+    with pytest.raises(MissingExtra) as caught:
+        extras.require(missing, "streamproc process")
+    assert str(caught.value) == (
+        "streamproc process needs Spark (no_such_module_for_streamproc not installed): pip install 'streamproc[spark]'"
+    )
+    assert isinstance(caught.value, ConfigError)  # the CLI's one-line error, as every setting problem
+
+
+def test_installed_extras_pass() -> None:
+    for extra in EXTRAS:  # the repository's venv has every extra (the dev extra includes them)
+        extras.require(extra, "the test")
