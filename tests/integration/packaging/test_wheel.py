@@ -4,7 +4,8 @@ The wheel is built from a copy of the repository's files (tracked and new, as gi
 pinned by requirements.lock, so the build never writes into the checkout. The base install (no extra) must run
 ``--version``, ``--help``, a Processor-API replay through ``TopologyTestDriver`` and ``plan`` → ``fetch`` →
 ``verify`` against the real broker; a command that needs an extra must name it; and ``[spark]``, installed from
-the same pins, must run ``streamproc process`` on what the base install staged (local Spark, one core).
+the same pins, must run ``streamproc process`` on what the base install staged (local Spark, one core), whose
+outputs the base install hands off to Kafka: the topic then holds the program's output.
 Every install comes from requirements.lock through uv's cache (``uv pip install --constraint requirements.lock``).
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import zipfile
@@ -23,7 +25,7 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
 from streamproc.target import KAFKA_STREAMS_VERSION
@@ -63,7 +65,7 @@ def topology() -> Topology:
     t.add_processor("count", WordCount, "lines")
     store = Stores.key_value_store_builder(Stores.persistent_key_value_store("counts"), STRING, LONG)
     t.add_state_store(store, "count")
-    t.add_sink("out", "word-counts", "count", key_serializer=STRING.serializer, value_serializer=LONG.serializer)
+    t.add_sink("out", "{sink}", "count", key_serializer=STRING.serializer, value_serializer=LONG.serializer)
     return t
 '''
 
@@ -160,7 +162,7 @@ def base(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Install:
     workdir = root / "work"
     workdir.mkdir()
     (workdir / "replay.py").write_text(REPLAY)
-    (workdir / "words_app.py").write_text(WORDS_APP.replace("{source}", "text"))
+    (workdir / "words_app.py").write_text(WORDS_APP.replace("{source}", "text").replace("{sink}", "word-counts"))
     return Install(root / "venv", workdir)
 
 
@@ -256,11 +258,11 @@ def spark(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ins
 def test_the_base_install_stages_a_topic_and_spark_processes_it(
     base: Install, spark: Install, kafka_broker: str, admin: AdminClient, unique: Callable[[str], str]
 ) -> None:
-    topic, app = create_topic(admin, unique("text")), unique("words")
+    topic, sink, app = create_topic(admin, unique("text")), create_topic(admin, unique("counts")), unique("words")
     create_topic(admin, f"{app}-counts-changelog", config={"cleanup.policy": "compact"})
     _produce(kafka_broker, topic, LINES)
     for install in (base, spark):
-        (install.workdir / "words_app.py").write_text(WORDS_APP.replace("{source}", topic))
+        (install.workdir / "words_app.py").write_text(WORDS_APP.replace("{source}", topic).replace("{sink}", sink))
     describe = base.run("python", "-c", "import words_app; print(words_app.topology().describe())")
     assert describe.returncode == 0, describe.stderr
     (base.workdir / "describe.txt").write_text(describe.stdout)
@@ -278,10 +280,32 @@ def test_the_base_install_stages_a_topic_and_spark_processes_it(
     assert verified.returncode == 0, verified.stderr
 
     processed = spark.run("streamproc", "--output", "json", "process", "--plan", str(plan), "--store", str(store),
-                          "--topology", "words_app:topology", "--master", "local[1]",
-                          "--partitions", "word-counts=1", user_path=True)  # fmt: skip
+                          "--topology", "words_app:topology", "--master", "local[1]", "--partitions", f"{sink}=1",
+                          user_path=True)  # fmt: skip
     assert processed.returncode == 0, processed.stderr
     [task] = json.loads(processed.stdout)["tasks"]
     words = sum(len(line.split()) for line in LINES)
     assert (task["task_id"], task["records_processed"], task["dropped"]) == ("0_0", len(LINES), {})
-    assert task["outputs"] == {"word-counts+0": words}
+    assert task["outputs"] == {f"{sink}+0": words}
+
+    handed_off = base.run("streamproc", "handoff", "--bootstrap", kafka_broker, "--plan", str(plan), "--store",
+                          str(store), "--yes")  # fmt: skip
+    assert handed_off.returncode == 0, handed_off.stderr
+    assert _read(kafka_broker, sink, words) == [(word, count) for word, count in _running_counts(LINES)]
+
+
+def _read(bootstrap: str, topic: str, count: int) -> list[tuple[str, int]]:
+    """The first ``count`` records of the topic, as (String key, Long value)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-reader", "auto.offset.reset": "earliest",
+                         "isolation.level": "read_committed"})  # fmt: skip
+    consumer.subscribe([topic])
+    records: list[tuple[str, int]] = []
+    try:
+        while len(records) < count:
+            message = consumer.poll(30)
+            assert message is not None, f"{topic}: {len(records)} of {count} records after 30 s"
+            assert message.error() is None, message.error()
+            records.append((message.key().decode(), struct.unpack(">q", message.value())[0]))
+    finally:
+        consumer.close()
+    return records
