@@ -312,3 +312,18 @@ def ledger_dump(ledger_url: str) -> str:
             )
     finally:
         engine.dispose()
+
+
+AIRFLOW_VALUE_TABLES = ("xcom", "rendered_task_instance_fields", "hitl_detail", "dag_run")
+
+
+def airflow_db_dump(tables: tuple[str, ...] = AIRFLOW_VALUE_TABLES) -> str:
+    """The rows of Airflow's metadata tables where a task's values land (XCom, rendered templates, the approval,
+    the run's conf), as text."""
+    import sqlalchemy
+    from airflow import settings
+
+    metadata = sqlalchemy.MetaData()
+    metadata.reflect(settings.engine, only=list(tables))
+    with settings.engine.connect() as db:
+        return "\n".join(f"{t.name}: {tuple(row)}" for t in metadata.sorted_tables for row in db.execute(t.select()))
