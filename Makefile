@@ -7,10 +7,19 @@ UV_VERSION := 0.13.9
 STAMP := $(VENV)/.installed
 CACHE ?= $(HOME)/.cache/streamproc
 PYTEST_ARGS ?=
+# Written by tools/prereq.sh: the tools it found (JAVA_HOME, STREAMPROC_GO, STREAMPROC_PG_BINDIR, STREAMPROC_CHROMIUM).
+PREREQ_ENV := .prereq.env
+# Runs a recipe's command with those tools.
+WITH_TOOLS := . ./$(PREREQ_ENV) &&
 
-.PHONY: install test unit integration demo lint typecheck bench lock services clean conformance
+.PHONY: prereq install test unit integration demo lint typecheck bench lock services clean conformance
 
-$(STAMP): requirements.lock pyproject.toml streamproc/engine/_bulk_kernel.c
+# Python 3.11, a JDK >= 17, Maven, Go >= 1.24, a C compiler, the PostgreSQL server and Chromium: checked before
+# anything else, installed where possible (apt-get as root; Go from the module proxy), else stop with the command.
+prereq:
+	@PYTHON=$(PYTHON) sh tools/prereq.sh $(PREREQ_ENV)
+
+$(STAMP): requirements.lock pyproject.toml streamproc/engine/_bulk_kernel.c | prereq
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 	$(BIN)/uv pip sync --quiet --python $(BIN)/python requirements.lock
@@ -21,28 +30,28 @@ install: $(STAMP)
 
 # Fetches (once, into $(CACHE)) the Kafka broker jars and the MinIO binary the integration tests start.
 services: install
-	$(BIN)/streamproc dev broker fetch
-	$(BIN)/streamproc dev s3 fetch
+	$(WITH_TOOLS) $(BIN)/streamproc dev broker fetch
+	$(WITH_TOOLS) $(BIN)/streamproc dev s3 fetch
 
 test: services
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
-	$(BIN)/python -m streamproc.conformance.report --broker
+	$(WITH_TOOLS) $(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(WITH_TOOLS) $(BIN)/python -m streamproc.conformance.report --broker
 
 # Every shared and own scenario through streamproc and the real Kafka Streams oracle: task level and pure state
 # operations in one JVM, restore plans and the application level (ordering scenarios, 4 live runs each) through
 # real KafkaStreams apps on a private broker; conformance/results/latest.{json,md}; non-zero when streamproc and
 # Kafka Streams differ anywhere.
 conformance: services
-	$(BIN)/python -m streamproc.conformance.report --broker
+	$(WITH_TOOLS) $(BIN)/python -m streamproc.conformance.report --broker
 
 unit: install
-	$(BIN)/python -m pytest -m "not integration" $(PYTEST_ARGS)
+	$(WITH_TOOLS) $(BIN)/python -m pytest -m "not integration" $(PYTEST_ARGS)
 
 integration: services
-	$(BIN)/python -m pytest -m integration $(PYTEST_ARGS)
+	$(WITH_TOOLS) $(BIN)/python -m pytest -m integration $(PYTEST_ARGS)
 
 demo: services
-	$(BIN)/python -m streamproc.dev.demo
+	$(WITH_TOOLS) $(BIN)/python -m streamproc.dev.demo
 
 lint: install
 	$(BIN)/ruff check streamproc tests bench
@@ -53,11 +62,11 @@ typecheck: install
 	$(BIN)/mypy
 
 bench: services
-	$(BIN)/python -m pytest bench -s $(PYTEST_ARGS)
+	$(WITH_TOOLS) $(BIN)/python -m pytest bench -s $(PYTEST_ARGS)
 
 # Re-resolve the pins after changing pyproject.toml; installs come only from requirements.lock.
 lock: install
 	$(BIN)/uv pip compile pyproject.toml --extra dev --python-version 3.11 --universal -o requirements.lock
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache conformance/target
+	rm -rf $(VENV) $(PREREQ_ENV) .pytest_cache .mypy_cache .ruff_cache conformance/target

@@ -33,10 +33,10 @@ class Count(Processor):
         self.context.forward(Record(record.key, count, record.timestamp))
 
 
-def count() -> Topology:
+def count(input_topic: str = INPUT, output_topic: str = OUTPUT) -> Topology:
     """Count per key in a persistent (RocksDB) timestamped store, logged, every count sent on."""
     t = Topology()
-    t.add_source("in", INPUT, key_deserializer=_BYTES.deserializer, value_deserializer=_BYTES.deserializer)
+    t.add_source("in", input_topic, key_deserializer=_BYTES.deserializer, value_deserializer=_BYTES.deserializer)
     t.add_processor("count", Count, "in")
     t.add_state_store(
         Stores.timestamped_key_value_store_builder(
@@ -44,5 +44,15 @@ def count() -> Topology:
         ),
         "count",
     )
-    t.add_sink("out", OUTPUT, "count", key_serializer=_BYTES.serializer, value_serializer=_LONG.serializer)
+    t.add_sink("out", output_topic, "count", key_serializer=_BYTES.serializer, value_serializer=_LONG.serializer)
     return t
+
+
+#: ``bench/test_bench_run.py``'s topics (a data set of its own, so that both benchmarks can run in one session)
+RUN_INPUT = "bench-run-input"
+RUN_OUTPUT = "bench-run-output"
+
+
+def run_count() -> Topology:
+    """``count`` on the ``streamproc run`` benchmark's topics."""
+    return count(RUN_INPUT, RUN_OUTPUT)

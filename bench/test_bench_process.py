@@ -54,14 +54,14 @@ KEYS = 10_000
 TOPOLOGIES = ("pass_through", "count")
 
 
-def seed(bootstrap: str, start: int, stop: int) -> None:
+def seed(bootstrap: str, start: int, stop: int, topic: str = process_topologies.INPUT) -> None:
     """Records ``start`` .. ``stop`` - 1 of the one data set, keyed, partitioned as Kafka's Java producer does."""
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.size": 1_000_000,
                          "compression.type": "lz4", "partitioner": "murmur2_random"})  # fmt: skip
     for i in range(start, stop):
         while True:
             try:
-                producer.produce(process_topologies.INPUT, key=b"key-%05d" % (i % KEYS), value=b"x" * 100,
+                producer.produce(topic, key=b"key-%05d" % (i % KEYS), value=b"x" * 100,
                                  timestamp=1_000_000 + i)  # fmt: skip
                 break
             except BufferError:

@@ -16,14 +16,18 @@ import logging
 import os
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from importlib import metadata
 from pathlib import Path
-from typing import Any, NoReturn, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, ParamSpec, TypeVar
 
 import click
 
 from streamproc.errors import ConfigError, StreamprocError
+
+if TYPE_CHECKING:
+    from streamproc.fetch import RangeFetchResult
+    from streamproc.plan.run_plan import RunPlan
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -36,8 +40,16 @@ def _json_output() -> bool:
     return ctx is not None and ctx.find_root().params.get("output") == "json"
 
 
+#: Where ``_fail`` leaves its message in the context (shared by a command and those it invokes): ``streamproc run``
+#: records it in the ledger as why the run failed, since the step's own command already turned it into an exit.
+FAILURE_KEY = "streamproc.failure"
+
+
 def _fail(error: str, message: str) -> NoReturn:
     """Report one error the way the chosen output asks for, and exit 1."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.meta[FAILURE_KEY] = message
     if _json_output():
         click.echo(json.dumps({"error": error, "message": message}, sort_keys=True))
     else:
@@ -187,6 +199,17 @@ def _read_text(path: Path, option: str) -> str:
         raise OSError(exc.errno, exc.strerror, str(path)) from exc
 
 
+def _pairs(items: tuple[str, ...], option: str, shape: str) -> dict[str, str]:
+    """``KEY=VALUE`` option values as a dict; a malformed one is named with its option."""
+    pairs = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise ConfigError(f"{option} takes {shape}, not '{item}'")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
 _bootstrap_option = click.option(
     "--bootstrap",
     envvar="STREAMPROC_BOOTSTRAP",
@@ -261,6 +284,28 @@ _client_setting_option = click.option(
 @click.option(
     "--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the plan JSON here (also with --dry-run)."
 )
+@click.option(
+    "--create-internal-topics",
+    is_flag=True,
+    help="A new application's first run: create its missing repartition and changelog topics as Kafka Streams "
+    "would (names, partition counts, configs); with --dry-run only show them.",
+)
+@click.option(
+    "--store-kind",
+    "store_kinds",
+    multiple=True,
+    metavar="STORE=KIND",
+    help="With --create-internal-topics: a store's kind, which decides its changelog's configs: key_value, "
+    "window:<retention ms>, session:<retention ms>, versioned:<history retention ms> or unlogged (repeatable).",
+)
+@click.option(
+    "--streams-setting",
+    "streams_settings",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="With --create-internal-topics: the application's replication.factor, "
+    "windowstore.changelog.additional.retention.ms or topic.<config> setting (repeatable).",
+)
 @click.option("--dry-run", is_flag=True, help="Print the plan (a table, or JSON with --output json) and stop.")
 @click.pass_context
 @catch_errors
@@ -288,10 +333,15 @@ def plan_command(
     state_dir: Path | None,
     out: Path | None,
     dry_run: bool,
-) -> None:
+    create_internal_topics: bool = False,
+    store_kinds: tuple[str, ...] = (),
+    streams_settings: tuple[str, ...] = (),
+    store_kind_values: Mapping[str, Any] | None = None,
+) -> RunPlan:
     """Resolve the offset ranges and tasks of a run (the reset tool's scenarios) into a RunPlan."""
     from streamproc.kafka.planner import plan_run
     from streamproc.plan import cluster_snapshot as cs
+    from streamproc.plan.internal_topics import InternalTopicSettings, StoreKind
 
     starts: list[cs.StartSpec] = []
     if to_earliest:
@@ -325,6 +375,15 @@ def plan_command(
         start_policy=cs.StartPolicy.from_on_data_loss(on_data_loss),
     )
     topology = _read_text(topology_file, "--topology") if topology_file else None
+    first_run = None
+    if create_internal_topics:
+        kinds = dict(store_kind_values or {})
+        for store, value in _pairs(store_kinds, "--store-kind", "STORE=KIND").items():
+            kinds[store] = StoreKind.parse(value, store)
+        settings = _pairs(streams_settings, "--streams-setting", "KEY=VALUE")
+        first_run = InternalTopicSettings.from_streams_settings(settings, kinds)
+    elif store_kinds or streams_settings:
+        raise ConfigError("--store-kind and --streams-setting only matter with --create-internal-topics")
     run_plan = plan_run(
         _client_config(bootstrap, client_settings),
         application_id,
@@ -335,6 +394,8 @@ def plan_command(
         auto_offset_reset=auto_offset_reset,
         state_dir=state_dir,
         isolation_level=isolation_level,
+        create_internal_topics=first_run,
+        dry_run=dry_run,
     )
     if out is not None:
         run_plan.write(out)
@@ -343,6 +404,7 @@ def plan_command(
         emit(ctx, run_plan.to_dict(), run_plan.report() + written)
     else:
         emit(ctx, {"plan": str(out)}, f"Plan written to {out}\n\n{run_plan.report()}")
+    return run_plan  # for `streamproc run`, which records it in the ledger
 
 
 def _s3_options(func: Callable[P, R]) -> Callable[P, R]:
@@ -400,7 +462,7 @@ def fetch_command(
     s3_connect_timeout: float | None,
     s3_read_timeout: float | None,
     s3_max_attempts: int | None,
-) -> None:
+) -> list[RangeFetchResult]:
     """Copy every planned range to the staging store as proved segments (idempotent, resumable)."""
     from streamproc.fetch import fetch_ranges, planned_ranges
     from streamproc.kafka import clients
@@ -444,6 +506,7 @@ def fetch_command(
         for row in rows
     )
     emit(ctx, {"ranges": rows}, text or "nothing to fetch: every planned range is empty")
+    return results  # for `streamproc run`, which records them in the ledger
 
 
 @main.command("verify")
@@ -495,7 +558,7 @@ def verify_command(
 # ------------------------------------------------------------------------------------------------------------ dev
 @main.group()
 def dev() -> None:
-    """Local development services: a real Kafka broker and a real S3 server (MinIO)."""
+    """Local development services: a real Kafka broker, a real S3 server (MinIO) and Airflow."""
 
 
 def _default_workdir(service: str) -> Path:
@@ -639,7 +702,73 @@ def s3_status(ctx: click.Context, workdir: Path | None) -> None:
     emit(ctx, {"workdir": str(workdir), "status": status}, status)
 
 
+@dev.group("airflow")
+def airflow_group() -> None:
+    """Airflow 3 (`airflow standalone`) on 127.0.0.1: the repository's DAGs and the streamproc monitoring page."""
+
+
+@airflow_group.command("start")
+@_workdir_option
+@click.option(
+    "--dags",
+    "dags_folder",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=Path("dags"),
+    show_default=True,
+    help="The DAGs folder.",
+)
+@click.pass_context
+@catch_errors
+def airflow_start(ctx: click.Context, workdir: Path | None, dags_folder: Path) -> None:
+    """Start Airflow with connections to the dev broker and MinIO (kafka_default, aws_default, spark_default)."""
+    import json
+
+    from streamproc.dev import airflow_server
+
+    env = airflow_server.connections_env(_default_workdir("broker"), _default_workdir("s3"))
+    handle = airflow_server.start(workdir or _default_workdir("airflow"), dags_folder=dags_folder, env=env)
+    [user] = json.loads(handle.extra["users"])
+    emit(
+        ctx,
+        {"url": handle.address, "user": user["name"], "password": user["password"], "pid": handle.pid,
+         "log": handle.log_path, "airflow_home": handle.extra["home"]},
+        f"Airflow running: {handle.address} (user {user['name']}, password {user['password']}), pid {handle.pid}, "
+        f"log {handle.log_path}",
+    )  # fmt: skip
+
+
+@airflow_group.command("stop")
+@_workdir_option
+@click.pass_context
+@catch_errors
+def airflow_stop(ctx: click.Context, workdir: Path | None) -> None:
+    """Stop Airflow (all its components) by its PID."""
+    from streamproc.dev import airflow_server
+
+    workdir = workdir or _default_workdir("airflow")
+    stopped = airflow_server.stop(workdir)
+    emit(
+        ctx,
+        {"workdir": str(workdir), "stopped": stopped},
+        "Stopped" if stopped else f"No Airflow running from {workdir}",
+    )
+
+
+@airflow_group.command("status")
+@_workdir_option
+@click.pass_context
+@catch_errors
+def airflow_status(ctx: click.Context, workdir: Path | None) -> None:
+    """Say whether Airflow runs and how its components are."""
+    from streamproc.dev import airflow_server
+
+    workdir = workdir or _default_workdir("airflow")
+    status = airflow_server.status(workdir)
+    emit(ctx, {"workdir": str(workdir), "status": status}, status)
+
+
 import streamproc.handoff.cli  # noqa: E402, F401  (registers `streamproc handoff`)
+import streamproc.ledger.cli  # noqa: E402, F401  (registers `streamproc ledger`)
 import streamproc.run_cli  # noqa: E402, F401  (registers `streamproc run`)
 import streamproc.spark.cli  # noqa: E402, F401  (registers `streamproc process`; at the end: it imports `main`)
 

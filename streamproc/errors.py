@@ -218,3 +218,7 @@ class ApplicationBusy(LedgerError):
             f"application {application_id!r} is busy: run {run_id}{where} started at {started_at} is still active; "
             f"wait for it to finish{hint}"
         )
+
+
+class HandoffNotConfirmed(ConfigError):
+    """The user answered no to the hand-off's confirmation: nothing was handed off (the run is recorded rejected)."""

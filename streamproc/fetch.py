@@ -25,8 +25,9 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -314,6 +315,30 @@ def fetch_range(
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
+@contextmanager
+def _workers_skip_parent_main() -> Iterator[None]:
+    """Spawned workers start without re-running the parent's ``__main__``: they need only this module.
+
+    By spawn's rule a worker first runs the parent's main module as ``__mp_main__``. Inside an Airflow task that is
+    the ``airflow`` command, and importing airflow in the worker fails: the task runner blocks the metadata DB by
+    setting ``AIRFLOW__DATABASE__SQL_ALCHEMY_CONN`` to a URL nothing parses, which the worker inherits. Hiding the
+    main module's path and spec while the pool starts its workers makes spawn skip that step.
+    """
+    main = sys.modules.get("__main__")
+    if main is None:
+        yield
+        return
+    saved = dict(main.__dict__)
+    main.__dict__.pop("__file__", None)
+    main.__spec__ = None
+    try:
+        yield
+    finally:
+        for name in ("__file__", "__spec__"):
+            if name in saved:
+                main.__dict__[name] = saved[name]
+
+
 def _die_with_parent(parent_pid: int) -> None:
     """Worker initializer: a worker never outlives the fetch that started it, even one killed with ``kill -9``.
 
@@ -379,9 +404,12 @@ def fetch_ranges(
     check_disjoint(ranges)
     if processes > 1:
         context = multiprocessing.get_context("spawn")  # fresh interpreters: no librdkafka threads forked
-        with ProcessPoolExecutor(
-            max_workers=processes, mp_context=context, initializer=_die_with_parent, initargs=(os.getpid(),)
-        ) as process_pool:
+        with (
+            _workers_skip_parent_main(),
+            ProcessPoolExecutor(
+                max_workers=processes, mp_context=context, initializer=_die_with_parent, initargs=(os.getpid(),)
+            ) as process_pool,
+        ):
             futures = [
                 process_pool.submit(
                     _fetch_range_in_process,

@@ -2,14 +2,18 @@
 
 Each step is the command of the same name, invoked with the options given here; the plan, the topology text and
 the ledger are kept in ``--work-dir``, so that a run that stopped (a failure, ``--dry-run``, ``--no-handoff``) can
-be continued with the individual commands (``streamproc process``/``handoff --plan <work-dir>/plan.json``). A
-re-run of ``streamproc run`` makes a new plan from the group's current offsets.
+be continued with the individual commands (``streamproc process``/``handoff --plan <work-dir>/plan.json``; the
+hand-off finds the run's ledger beside the plan). A re-run of ``streamproc run`` makes a new plan from the group's
+current offsets. The run is recorded in the ledger (``streamproc.ledger.run_recording``) as Airflow's runs are.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -24,6 +28,9 @@ from streamproc.cli import (
 )
 from streamproc.handoff.cli import kafka_streams_version_option
 
+if TYPE_CHECKING:
+    from streamproc.ledger.run_recording import RunRecording
+
 
 def _sink_counts(client_config: dict[str, object], topology: Any) -> list[str]:
     """``TOPIC=N`` for every static sink topic that exists (what ``process`` asks ``--partitions`` for): the run
@@ -34,6 +41,28 @@ def _sink_counts(client_config: dict[str, object], topology: Any) -> list[str]:
     sinks = {s.topic for s in topology.nodes if isinstance(s, SinkNodeSpec) and s.topic is not None}
     metadata = clients.admin(client_config).list_topics(timeout=30).topics
     return [f"{t}={len(metadata[t].partitions)}" for t in sorted(sinks) if t in metadata and metadata[t].error is None]
+
+
+class StepTimes:
+    """Wall seconds per step of one ``streamproc run``, printed (stderr) as one line when the run stops: where a
+    run's time goes, and the figure ``bench/test_bench_run.py`` records."""
+
+    PREFIX = "streamproc run: "
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def step(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = time.perf_counter() - started
+
+    def line(self) -> str:
+        steps = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in self.seconds.items())
+        return f"{self.PREFIX}{steps} (total {sum(self.seconds.values()):.1f} s)"
 
 
 @main.command("run")
@@ -63,9 +92,30 @@ def _sink_counts(client_config: dict[str, object], topology: Any) -> list[str]:
 @click.option("--master", default=None, help="Spark master URL (default: local[*]).")
 @click.option("--conf", "conf_values", multiple=True, help="A Spark setting KEY=VALUE (repeatable).")
 @click.option("--partitions", "partition_values", multiple=True, help="TOPIC=N for output topics (repeatable).")
+@click.option(
+    "--create-internal-topics",
+    is_flag=True,
+    help="A new application's first run: the plan creates its missing repartition and changelog topics as Kafka "
+    "Streams would (store kinds from the topology); with --dry-run they are only shown.",
+)
+@click.option(
+    "--streams-setting",
+    "streams_settings",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="With --create-internal-topics: the application's replication.factor, "
+    "windowstore.changelog.additional.retention.ms or topic.<config> setting (repeatable).",
+)
 @click.option("--dry-run", is_flag=True, help="Stop after the plan (printed).")
 @click.option("--no-handoff", is_flag=True, help="Stop after processing.")
 @click.option("--yes", is_flag=True, help="Hand off without asking for confirmation.")
+@click.option(
+    "--ledger",
+    "ledger_url",
+    metavar="URL|FILE",
+    help="The run ledger: a database URL (sqlite:///…, postgresql+psycopg://user@host/db) or a SQLite file. "
+    "Default: env STREAMPROC_LEDGER_URL, else <work-dir>/ledger.sqlite.",
+)
 @kafka_streams_version_option
 @click.pass_context
 @catch_errors
@@ -82,55 +132,135 @@ def run_command(
     master: str | None,
     conf_values: tuple[str, ...],
     partition_values: tuple[str, ...],
+    create_internal_topics: bool,
+    streams_settings: tuple[str, ...],
+    dry_run: bool,
+    no_handoff: bool,
+    yes: bool,
+    ledger_url: str | None,
+    kafka_streams_version: str,
+) -> None:
+    """Plan from the group's committed offsets to the latest, fetch, process on Spark and hand off."""
+    from streamproc.cli import FAILURE_KEY
+    from streamproc.ledger import run_ledger
+    from streamproc.ledger.run_recording import recorded_run
+
+    times = StepTimes()
+    ledger = ledger_url or run_ledger(work_dir)
+    try:
+        with recorded_run(ledger, application_id=application_id, failure=lambda: ctx.meta.get(FAILURE_KEY)) as run:
+            _run_steps(
+                ctx,
+                times,
+                run,
+                ledger=ledger,
+                bootstrap=bootstrap,
+                client_settings=client_settings,
+                application_id=application_id,
+                topology=topology,
+                store_uri=store_uri,
+                work_dir=work_dir,
+                processing_guarantee=processing_guarantee,
+                state_dir=state_dir,
+                master=master,
+                conf_values=conf_values,
+                partition_values=partition_values,
+                create_internal_topics=create_internal_topics,
+                streams_settings=streams_settings,
+                dry_run=dry_run,
+                no_handoff=no_handoff,
+                yes=yes,
+                kafka_streams_version=kafka_streams_version,
+            )
+    finally:
+        if times.seconds:
+            click.echo(times.line(), err=True)
+
+
+def _run_steps(
+    ctx: click.Context,
+    times: StepTimes,
+    run: RunRecording,
+    *,
+    ledger: str,
+    bootstrap: str,
+    client_settings: tuple[str, ...],
+    application_id: str,
+    topology: str,
+    store_uri: str,
+    work_dir: Path,
+    processing_guarantee: str,
+    state_dir: Path | None,
+    master: str | None,
+    conf_values: tuple[str, ...],
+    partition_values: tuple[str, ...],
+    create_internal_topics: bool,
+    streams_settings: tuple[str, ...],
     dry_run: bool,
     no_handoff: bool,
     yes: bool,
     kafka_streams_version: str,
 ) -> None:
-    """Plan from the group's committed offsets to the latest, fetch, process on Spark and hand off."""
     from streamproc.handoff.cli import run_handoff
+    from streamproc.plan.internal_topics import store_kinds_of
     from streamproc.spark.cli import process_command
     from streamproc.spark.task_runner import load_topology
 
-    work_dir.mkdir(parents=True, exist_ok=True)
-    app_topology = load_topology(topology)[0]
-    describe = work_dir / "topology.txt"
-    describe.write_text(str(app_topology.describe()), encoding="utf-8")
-    partition_values = (*_sink_counts(_client_config(bootstrap, client_settings), app_topology), *partition_values)
-    plan_file = work_dir / "plan.json"
-    common = {"bootstrap": bootstrap, "client_settings": client_settings}
-    ctx.invoke(
-        plan_command,
-        **common,
-        application_id=application_id,
-        topology_file=describe,
-        processing_guarantee=processing_guarantee,
-        out=plan_file,
-        dry_run=dry_run,
-    )
+    with times.step("plan"):
+        work_dir.mkdir(parents=True, exist_ok=True)
+        app_topology = load_topology(topology)[0]
+        describe = work_dir / "topology.txt"
+        describe.write_text(str(app_topology.describe()), encoding="utf-8")
+        client_config = _client_config(bootstrap, client_settings)
+        sink_counts = _sink_counts(client_config, app_topology)
+        partition_values = (*sink_counts, *partition_values)
+        plan_file = work_dir / "plan.json"
+        common = {"bootstrap": bootstrap, "client_settings": client_settings}
+        plan = ctx.invoke(
+            plan_command,
+            **common,
+            application_id=application_id,
+            topology_file=describe,
+            processing_guarantee=processing_guarantee,
+            out=plan_file,
+            dry_run=dry_run,
+            create_internal_topics=create_internal_topics,
+            streams_settings=streams_settings,
+            store_kind_values=store_kinds_of(app_topology) if create_internal_topics else None,
+        )
+        run.planned(plan)
     if dry_run:
+        run.stopped_after_plan()
         return
-    ctx.invoke(fetch_command, **common, plan_file=plan_file, store_uri=store_uri)
-    ctx.invoke(
-        process_command,
-        plan_file=plan_file,
-        store_uri=store_uri,
-        topology=topology,
-        master=master,
-        conf_values=conf_values,
-        partition_values=partition_values,
-    )
+    with times.step("fetch"):
+        run.fetching()
+        run.fetched(ctx.invoke(fetch_command, **common, plan_file=plan_file, store_uri=store_uri))
+    with times.step("process"):
+        run.processing()
+        reports = ctx.invoke(
+            process_command,
+            plan_file=plan_file,
+            store_uri=store_uri,
+            topology=topology,
+            master=master,
+            conf_values=conf_values,
+            partition_values=partition_values,
+        )
+        run.processed(reports)
     if no_handoff:
         return
-    run_handoff(
-        ctx,
-        client_config=_client_config(bootstrap, client_settings),
-        plan_file=plan_file,
-        store_uri=store_uri,
-        store_options={},
-        state_dir=state_dir,
-        ledger_file=None,
-        yes=yes,
-        reduce_changelogs=True,
-        kafka_streams_version=kafka_streams_version,
-    )
+    with times.step("hand-off"):
+        run.handing_off()
+        run_handoff(
+            ctx,
+            client_config=client_config,
+            plan_file=plan_file,
+            store_uri=store_uri,
+            store_options={},
+            state_dir=state_dir,
+            ledger_file=ledger,
+            yes=yes,
+            reduce_changelogs=True,
+            kafka_streams_version=kafka_streams_version,
+        )
+        run.handed_off(client_config, plan)

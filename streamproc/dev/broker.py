@@ -158,9 +158,15 @@ def _group_coordinator_answers(bootstrap: str) -> bool:
 
 
 def start(
-    workdir: Path | None = None, *, version: str = KAFKA_VERSION, heap: str = "768m", timeout_s: float = 120
+    workdir: Path | None = None,
+    *,
+    version: str = KAFKA_VERSION,
+    heap: str = "768m",
+    timeout_s: float = 120,
+    await_group_coordinator: bool = True,
 ) -> ServiceHandle:
-    """Start a broker in ``workdir`` (a new temp dir if None) and wait until it answers metadata requests."""
+    """Start a broker in ``workdir`` (a new temp dir if None) and wait until it answers metadata requests and (unless
+    ``await_group_coordinator`` is false: a test of a coordinator still loading) group requests."""
     workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="streamproc-kafka-"))
     workdir.mkdir(parents=True, exist_ok=True)
     previous = ServiceHandle.load(workdir)
@@ -202,9 +208,10 @@ def start(
     service_process.wait_until(
         lambda: _metadata_answers(bootstrap), pid=pid, name=NAME, log_path=log_path, timeout_s=timeout_s
     )
-    service_process.wait_until(
-        lambda: _group_coordinator_answers(bootstrap), pid=pid, name=NAME, log_path=log_path, timeout_s=timeout_s
-    )
+    if await_group_coordinator:
+        service_process.wait_until(
+            lambda: _group_coordinator_answers(bootstrap), pid=pid, name=NAME, log_path=log_path, timeout_s=timeout_s
+        )
     handle = ServiceHandle(
         name=NAME,
         pid=pid,

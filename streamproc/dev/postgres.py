@@ -43,8 +43,10 @@ _INSTALL_HINT = (
 
 
 def bindir() -> Path:
-    """Where ``initdb`` and ``postgres`` are: on PATH, else ``pg_config --bindir``, else the newest
-    ``/usr/lib/postgresql/*/bin`` (Debian keeps the server binaries off PATH)."""
+    """Where ``initdb`` and ``postgres`` are: ``STREAMPROC_PG_BINDIR`` (what ``tools/prereq.sh`` found), on PATH,
+    else ``pg_config --bindir``, else the newest ``/usr/lib/postgresql/*/bin`` (Debian keeps them off PATH)."""
+    if chosen := os.environ.get("STREAMPROC_PG_BINDIR"):
+        return Path(chosen)
     on_path = shutil.which("initdb")
     if on_path is not None and shutil.which("postgres") is not None:
         return Path(on_path).parent

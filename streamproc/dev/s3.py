@@ -33,14 +33,23 @@ def binary_path(version: str = MINIO_VERSION) -> Path:
 
 
 def fetch(version: str = MINIO_VERSION) -> Path:
-    """Build MinIO with ``go install`` once; a cached binary is reused."""
+    """Build MinIO with ``go install`` once; a cached binary is reused.
+
+    The Go binary is ``STREAMPROC_GO`` when set (the Makefile passes the Go >= 1.24 that ``tools/prereq.sh`` found
+    or downloaded), else ``go`` on PATH.
+    """
     target = binary_path(version)
     if target.exists():
         log.info("MinIO %s already built at %s", version, target)
         return target
-    go = shutil.which("go")
+    go = os.environ.get("STREAMPROC_GO") or shutil.which("go")  # STREAMPROC_GO: what tools/prereq.sh found
+    if go and not os.access(go, os.X_OK):
+        raise DevServiceError(f"STREAMPROC_GO={go} is not an executable; point it at a Go 1.24+ binary or unset it")
     if go is None:
-        raise DevServiceError("Go ('go') is not on PATH; install Go 1.24+ (https://go.dev/doc/install) and retry")
+        raise DevServiceError(
+            "Go ('go') is not on PATH and STREAMPROC_GO is not set; run `make services` (it downloads Go 1.24 into "
+            "the cache) or install Go 1.24+ (https://go.dev/doc/install) and retry"
+        )
     staging = Path(tempfile.mkdtemp(prefix="minio-", dir=cache_dir()))
     log.info("Building MinIO %s with go install (a few minutes, once)", version)
     result = subprocess.run(  # noqa: S603

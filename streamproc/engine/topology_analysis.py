@@ -617,7 +617,8 @@ def analyze(
         if absent:
             raise MissingTopic(
                 f"MissingTopic: internal topics {absent} do not exist; the live application creates them at its first "
-                "rebalance. Run it once (or create them as Kafka Streams would) before planning a batch",
+                "rebalance. Run it once before planning a batch, or (a new application's first run) plan with "
+                "--create-internal-topics to create them as Kafka Streams would",
                 topics=absent,
                 kafka_exception="MissingSourceTopicException",
                 kafka_message=f"Missing source topics {absent}",

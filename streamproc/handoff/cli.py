@@ -19,7 +19,7 @@ from streamproc.cli import (
     emit,
     main,
 )
-from streamproc.errors import ConfigError
+from streamproc.errors import ConfigError, HandoffNotConfirmed
 
 kafka_streams_version_option = click.option(
     "--kafka-streams-version",
@@ -36,7 +36,10 @@ def preview(plan: Any, plan_id: str, state_dir: Path | None) -> str:
     lines = [f"Hand-off of plan {plan_id} for application '{plan.application_id}':"]
     for c in plan.commits:
         before = "none" if c.before is None else str(c.before)
-        lines.append(f"  commit {c.partition}: {before} -> {c.after} (with the tasks' output and changelog records)")
+        appended = plan.appended_note(c.partition)
+        lines.append(
+            f"  commit {c.partition}: {before} -> {c.after}{appended} (with the tasks' output and changelog records)"
+        )
     if state_dir is not None:
         lines.extend(f"  write {state_dir / f}" for f in plan.checkpoint_files)
     else:
@@ -53,15 +56,15 @@ def run_handoff(
     store_uri: str,
     store_options: dict[str, Any],
     state_dir: Path | None,
-    ledger_file: Path | None,
+    ledger_file: Path | str | None,
     yes: bool,
     reduce_changelogs: bool,
     state_bundle_uri: str | None = None,
     kafka_streams_version: str = "4.2",
 ) -> None:
     """The preview, the confirmation and the hand-off (shared with ``streamproc run``)."""
-    from streamproc.handoff.procedure import default_ledger_path, handoff
-    from streamproc.ledger import Ledger
+    from streamproc.handoff.procedure import handoff
+    from streamproc.ledger import Ledger, handoff_ledger
     from streamproc.plan.run_plan import RunPlan
     from streamproc.spark.job import plan_id as plan_hash
     from streamproc.storage import load_store
@@ -74,8 +77,8 @@ def run_handoff(
             raise ConfigError("the hand-off is irreversible: with --output json pass --yes (no prompt is shown)")
         click.echo(preview(plan, plan_id, state_dir), err=True)
         if not click.confirm("Hand off?", err=True):
-            raise ConfigError("hand-off not confirmed: nothing was done")
-    with Ledger(ledger_file or default_ledger_path(plan_file)) as ledger:
+            raise HandoffNotConfirmed("hand-off not confirmed: nothing was done")
+    with Ledger(ledger_file or handoff_ledger(plan_file)) as ledger:
         summary = handoff(
             plan,
             plan_id,
@@ -131,8 +134,10 @@ def run_handoff(
 @click.option(
     "--ledger",
     "ledger_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="The run's ledger (default: <plan>.ledger.sqlite next to the plan).",
+    metavar="URL|FILE",
+    help="The run's ledger: a SQLite file or a database URL (sqlite:///…, postgresql+psycopg://…). Default: env "
+    "STREAMPROC_LEDGER_URL, else ledger.sqlite beside the plan when `streamproc run` made one there, else "
+    "<plan>.ledger.sqlite.",
 )
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.option("--status", is_flag=True, help="Only print the steps the ledger recorded for this plan.")
@@ -153,7 +158,7 @@ def handoff_command(
     store_uri: str | None,
     state_dir: Path | None,
     state_bundle_uri: str | None,
-    ledger_file: Path | None,
+    ledger_file: str | None,
     yes: bool,
     status: bool,
     no_reduce_changelogs: bool,
@@ -168,13 +173,12 @@ def handoff_command(
     if plan_file is None:
         raise ConfigError("--plan is required (the plan the process step ran)")
     if status:
-        from streamproc.handoff.procedure import default_ledger_path
-        from streamproc.ledger import Ledger
+        from streamproc.ledger import Ledger, handoff_ledger
         from streamproc.plan.run_plan import RunPlan
         from streamproc.spark.job import plan_id as plan_hash
 
         plan_id = plan_hash(RunPlan.read(plan_file))
-        with Ledger(ledger_file or default_ledger_path(plan_file)) as ledger:
+        with Ledger(ledger_file or handoff_ledger(plan_file)) as ledger:
             steps = ledger.steps(plan_id)
         rows = [{"kind": s.kind, "subject": s.subject, "finished_at": s.finished_at, "detail": s.detail} for s in steps]
         text = "\n".join(f"{s.finished_at}  {s.kind:<10} {s.subject}" for s in steps)
@@ -223,5 +227,11 @@ def install_state_command(
     from streamproc.storage import load_store
 
     store = load_store(bundle_uri, **_store_options(s3_connect_timeout, s3_read_timeout, s3_max_attempts, bundle_uri))
-    written = install(store, bundle_uri, state_dir)
-    emit(ctx, {"task_dirs": written}, "\n".join(f"wrote {d}" for d in written) or "the bundle holds no task state")
+    done = install(store, bundle_uri, state_dir)
+    lines = [f"wrote {d}" for d in done.written]
+    lines += [f"removed {d} (the task starts without local state: its changelogs restore it)" for d in done.removed]
+    emit(
+        ctx,
+        {"task_dirs": list(done.written), "removed_task_dirs": list(done.removed)},
+        "\n".join(lines) or "the bundle holds no task state",
+    )

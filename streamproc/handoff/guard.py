@@ -43,15 +43,11 @@ def parse_partition(name: str) -> TopicPartition:
 
 def check_group(application_id: str, group: GroupState | None) -> None:
     """The plan's rule (``plan/preconditions.check_group``) asked again right before anything is committed; and,
-    beyond it, no hand-off to a streams group at all: its offsets and assignment follow §13, not built yet."""
-    then = "run the hand-off again"
+    beyond it, no hand-off to a streams group at all, even one whose members a client could list (§13 is not
+    built): the refusal says how to move the application to a classic group."""
     if group is not None and group.protocol == "streams":
-        raise StreamsGroupRefused(
-            f"group '{application_id}' is a KIP-1071 streams group (group.protocol=streams); streamproc cannot yet "
-            "hand off to a streams group: stop every instance, check with `kafka-streams-groups.sh --describe "
-            f"--group {application_id}`, and run the application with group.protocol=classic before you {then}"
-        )
-    preconditions.check_group(group, application_id, then=then)
+        raise preconditions.streams_group_refusal(application_id)
+    preconditions.check_group(group, application_id, then="run the hand-off again")
 
 
 def check_offsets(

@@ -69,9 +69,17 @@ def _check_sink_topics(admin: Any, results: list[TaskResults]) -> None:
     needed = {t for r in results for t, _ in (*r.output_partitions(), *r.changelog_partitions())}
     missing = sorted(t for t in needed if t not in metadata or metadata[t].error is not None)
     if missing:
+        changelogs = {t for r in results for t, _ in r.changelog_partitions()}
+        first_run = (
+            "; a changelog is missing because the application never ran: make the plan again with "
+            "--create-internal-topics (it creates them as Kafka Streams would), then process and hand off that plan"
+            if changelogs & set(missing)
+            else ""
+        )
         raise HandoffError(
             f"topic(s) {', '.join(missing)} that the tasks' results go to do not exist; nothing was handed off: "
-            "create them as the application would (partition counts, compaction for changelogs) and run again"
+            f"create them as the application would (partition counts, compaction for changelogs) and run again"
+            f"{first_run}"
         )
 
 
@@ -266,6 +274,7 @@ def handoff(
                 plan.application_id,
                 plan_id,
                 [r.task_id for r in results if r.has_bundle and r.task_id not in stateless_for_version],
+                no_state=sorted(stateless_for_version),
             )
     finally:
         if directory is not None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from streamproc.errors import PlanError
@@ -118,7 +118,66 @@ def _list_offsets(admin: Any, specs: Mapping[Any, Any], isolation: IsolationLeve
         pending = retry
 
 
-def read_group(admin: Any, group_id: str) -> GroupState | None:
+def read_end_offsets(
+    client_config: Mapping[str, object], partitions: Sequence[TopicPartition], isolation: IsolationLevel
+) -> dict[TopicPartition, int]:
+    """The end offset of each partition as a consumer at ``isolation`` sees it (the last stable offset under
+    read_committed, else the high watermark): what the group's lag is measured against."""
+    from confluent_kafka import TopicPartition as KafkaTopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    specs = {KafkaTopicPartition(tp.topic, tp.partition): OffsetSpec.latest() for tp in partitions}
+    found = _list_offsets(_admin(client_config), specs, isolation, "the end offset")
+    return {TopicPartition(tp.topic, tp.partition): offset for tp, offset in found.items()}
+
+
+#: How long a group call waits for the group's coordinator to finish loading (a broker just started or recovering).
+COORDINATOR_WAIT_S = 60.0
+#: What the coordinator answers while it is not ready to serve the group: its ``__consumer_offsets`` partition is
+#: being created or loaded, or has just moved.
+_COORDINATOR_NOT_READY = frozenset({"COORDINATOR_LOAD_IN_PROGRESS", "NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE"})
+
+
+class CoordinatorNotReady(PlanError):
+    """The group's coordinator kept answering "loading" (or "not the coordinator") for the whole wait."""
+
+
+def _error_name(exc: BaseException) -> str:
+    return str(getattr(exc.args[0], "name", lambda: "")()) if exc.args else ""
+
+
+def _describe_group(admin: Any, group_id: str, wait_s: float) -> Any:
+    """DescribeConsumerGroups, asked again while the coordinator is not ready (up to ``wait_s``).
+
+    This is also the probe that must answer before the group's offsets are listed: librdkafka 2.16 crashes the
+    process (SIGSEGV) on OffsetFetch while the coordinator is still loading (seen on a fresh 4.2.2 broker), where
+    DescribeConsumerGroups reports ``NOT_COORDINATOR``/``COORDINATOR_LOAD_IN_PROGRESS`` as errors.
+    """
+    from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + wait_s
+    delay = 0.1
+    while True:
+        [future] = admin.describe_consumer_groups([group_id], request_timeout=_TIMEOUT_S).values()
+        try:
+            return future.result(timeout=_TIMEOUT_S)
+        except KafkaException as exc:
+            name = _error_name(exc)
+            if name not in _COORDINATOR_NOT_READY:
+                raise
+            if time.monotonic() >= deadline:
+                raise CoordinatorNotReady(
+                    f"group '{group_id}': the group coordinator still answers {name} after {wait_s:.0f} s (its "
+                    "__consumer_offsets partition is being loaded: the broker was just started, restarted or is "
+                    'recovering); wait until the broker has finished loading (its log says "Finished loading '
+                    'offsets and group metadata") and run again'
+                ) from exc
+            log.info("group '%s': coordinator not ready (%s); asking again", group_id, name)
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
+
+def read_group(admin: Any, group_id: str, *, wait_s: float | None = None) -> GroupState | None:
     """The group's state and members; ``None`` when the group does not exist (nothing committed, inactive).
 
     A group that ListGroups lists but DescribeConsumerGroups does not know (or calls ``Dead``) is a KIP-1071 streams
@@ -127,11 +186,10 @@ def read_group(admin: Any, group_id: str) -> GroupState | None:
     """
     from confluent_kafka import KafkaException
 
-    [future] = admin.describe_consumer_groups([group_id], request_timeout=_TIMEOUT_S).values()
     try:
-        description = future.result(timeout=_TIMEOUT_S)
+        description = _describe_group(admin, group_id, COORDINATOR_WAIT_S if wait_s is None else wait_s)
     except KafkaException as exc:
-        if exc.args and getattr(exc.args[0], "name", lambda: "")() == "GROUP_ID_NOT_FOUND":
+        if _error_name(exc) == "GROUP_ID_NOT_FOUND":
             return _streams_group(admin, group_id)
         raise PlanError(f"could not describe group '{group_id}': {exc}") from exc
     state = _GROUP_STATES.get(description.state.name, description.state.name.title())
@@ -158,13 +216,19 @@ def _streams_group(admin: Any, group_id: str) -> GroupState | None:
 _METADATA_ATTEMPTS = 5
 
 
-def read_committed_offsets(admin: Any, group_id: str) -> tuple[dict[TopicPartition, CommittedOffset], bool]:
+def read_committed_offsets(
+    admin: Any, group_id: str, *, wait_s: float | None = None
+) -> tuple[dict[TopicPartition, CommittedOffset], bool]:
     """Committed offsets with metadata (``require_stable``); the flag says a transactional commit is pending.
+
+    The group's coordinator is asked first (:func:`read_group`, waiting up to ``wait_s`` while it loads): listing
+    offsets from a coordinator that is still loading crashes librdkafka 2.16.
 
     confluent-kafka 2.16 now and then returns a metadata string with bytes past its end (seen with Kafka Streams'
     12-character commit metadata: ``UnicodeDecodeError`` at position 12 when ``.metadata`` is read); the listing is
     then asked again, and after a few tries the error says so.
     """
+    read_group(admin, group_id, wait_s=wait_s)
     for _attempt in range(_METADATA_ATTEMPTS - 1):
         try:
             return _read_committed_offsets(admin, group_id)
@@ -269,8 +333,8 @@ class ClusterReader:
         )
         policies = _cleanup_policies(admin, present)
         ids = _topic_ids(admin, present)
-        committed, unstable = read_committed_offsets(admin, app.application_id)
         group = read_group(admin, app.application_id)
+        committed, unstable = read_committed_offsets(admin, app.application_id)
         by_key = {(tp.topic, tp.partition): tp for tp in kafka_tps}
 
         def partition_state(topic: str, partition: int, times: Mapping[int, int]) -> PartitionState:

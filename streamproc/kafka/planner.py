@@ -9,15 +9,20 @@ application's ``state.dir``. Every decision is made by pure code on those values
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from streamproc.engine.task_id import TaskId
 from streamproc.engine.topology_analysis import TopologyAnalysis, analyze
 from streamproc.engine.topology_description import TopologyDescription, parse_description
 from streamproc.errors import PlanError
-from streamproc.kafka.cluster import ClusterReader
+from streamproc.kafka import clients
+from streamproc.kafka.cluster import ClusterReader, read_group
+from streamproc.kafka.internal_topics import create_internal_topics
 from streamproc.kafka.range_reader import refuse_isolation_setting
-from streamproc.plan.cluster_snapshot import ApplicationSpec, PlanRequest
+from streamproc.plan.cluster_snapshot import ApplicationSpec, ClusterSnapshot, PartitionState, PlanRequest, TopicState
+from streamproc.plan.internal_topics import InternalTopicSettings, NewInternalTopic, internal_topics_to_create
+from streamproc.plan.preconditions import check_group
 from streamproc.plan.run_plan import RunPlan
 from streamproc.plan.run_planner import application_spec, build_run_plan, isolation_for, topics_to_read
 from streamproc.state.local_checkpoints import LocalCheckpoints, read_local_checkpoints
@@ -35,12 +40,17 @@ def plan_run(
     now_ms: int | None = None,
     state_dir: Path | None = None,
     isolation_level: str | None = None,
+    create_internal_topics: InternalTopicSettings | None = None,
+    dry_run: bool = False,
 ) -> RunPlan:
     """Resolve a full ``RunPlan``; with no topology, ``source_topics`` are planned as one sub-topology's inputs.
 
     ``state_dir`` is the application's ``state.dir`` as the batch will use it: each task's ``.checkpoint`` there
     decides where its stores' changelog restore starts (no directory: from the changelog's log start).
     ``isolation_level`` is the consumer's ``isolation.level`` where the guarantee leaves it open.
+    ``create_internal_topics`` (a new application's first run): the topology's missing repartition and changelog
+    topics are created as Kafka Streams would create them, then planned like existing, empty ones; with
+    ``dry_run`` nothing is created and the plan plans them as empty topics without ids (a preview).
     """
     refuse_isolation_setting(client_config)
     isolation = isolation_for(processing_guarantee, isolation_level)
@@ -48,11 +58,23 @@ def plan_run(
         raise PlanError("give the application's topology (describe() text) or its source topics")
     reader = ClusterReader(client_config)
     analysis: TopologyAnalysis | None = None
+    to_create: tuple[NewInternalTopic, ...] = ()
     if topology is not None:
         description = parse_description(topology) if isinstance(topology, str) else topology
-        analysis = analyze(description, application_id, reader.partition_counts)
+        first_run = create_internal_topics is not None
+        analysis = analyze(description, application_id, reader.partition_counts, require_internal_topics=not first_run)
+        if create_internal_topics is not None:
+            to_create = internal_topics_to_create(analysis, reader.partition_counts, create_internal_topics)
+            if to_create and not dry_run:
+                # the plan's group rule, before its one write: nothing is created for a running application
+                check_group(read_group(clients.admin(client_config), application_id), application_id)
+                create_internal_topics_now(client_config, to_create)
+                reader = ClusterReader(client_config)  # the metadata with the new topics
+                analysis = analyze(description, application_id, reader.partition_counts)
         app = application_spec(application_id, analysis, isolation_level=isolation, auto_offset_reset=auto_offset_reset)
     else:
+        if create_internal_topics is not None:
+            raise PlanError("--create-internal-topics needs the application's topology (its internal topics)")
         app = ApplicationSpec(
             application_id=application_id,
             source_topics=tuple(sorted(set(source_topics))),
@@ -60,13 +82,15 @@ def plan_run(
             auto_offset_reset=auto_offset_reset,
         )
     snapshot = reader.snapshot(app, request, now_ms=now_ms, also_topics=topics_to_read(analysis, app))
+    if to_create and dry_run:
+        snapshot = _with_empty_topics(snapshot, to_create)
     local = LocalCheckpoints()
     if state_dir is not None and analysis is not None:
         # The task directories of stateful tasks, as the plan has always read them: <app dir>/<sub>_<partition>.
         stateful = {sub.id for sub in analysis.subtopologies if sub.stores}
         tasks = sorted({TaskId(t.subtopology, t.partition) for t in analysis.tasks if t.subtopology in stateful})
         local = read_local_checkpoints(state_dir, application_id, tasks, read_global=bool(analysis.global_stores))
-    return build_run_plan(
+    plan = build_run_plan(
         app,
         request,
         snapshot,
@@ -76,3 +100,34 @@ def plan_run(
         clock_given=now_ms is not None,
         topology=None if topology is None else topology if isinstance(topology, str) else str(topology),
     )
+    if to_create:
+        return replace(plan, internal_topics=to_create, internal_topics_created=not dry_run)
+    stores = [] if analysis is None else [s for sub in analysis.subtopologies for s in sub.stores]
+    missing = sorted({s.changelog_topic for s in stores} - set(snapshot.topics))
+    if missing and create_internal_topics is None:
+        warning = (
+            f"changelog topic(s) {', '.join(missing)} do not exist: the hand-off will refuse to publish to them; if "
+            "the application never ran, plan with --create-internal-topics (they are created as Kafka Streams would)"
+        )
+        return replace(plan, warnings=(*plan.warnings, warning))
+    return plan
+
+
+def create_internal_topics_now(client_config: Mapping[str, object], topics: Sequence[NewInternalTopic]) -> None:
+    """CreateTopics for the first run's internal topics (the plan's one write to the cluster)."""
+    create_internal_topics(clients.admin(client_config), topics)
+
+
+def _with_empty_topics(snapshot: ClusterSnapshot, topics: Sequence[NewInternalTopic]) -> ClusterSnapshot:
+    """The snapshot as it will be once ``topics`` exist: empty partitions, no topic ids (a dry run's preview)."""
+    empty = PartitionState(log_start=0, high_watermark=0, last_stable_offset=0, log_end=0)
+    added = {
+        t.name: TopicState(
+            partitions=dict.fromkeys(range(t.partitions), empty),
+            cleanup_policy=t.configs.get("cleanup.policy", "delete"),
+            internal=True,
+        )
+        for t in topics
+    }
+    counts = {**snapshot.partition_counts, **{t.name: t.partitions for t in topics}}
+    return replace(snapshot, topics={**snapshot.topics, **added}, partition_counts=counts)

@@ -6,7 +6,7 @@ shows the DDL they run on each database. API contract: ``Ledger`` (one per proce
 
 from streamproc.errors import ApplicationBusy, LedgerError
 from streamproc.ledger.ledger import Ledger
-from streamproc.ledger.schema import LEDGER_URL_ENV, ledger_url
+from streamproc.ledger.location import LEDGER_URL_ENV, handoff_ledger, ledger_url, run_ledger
 from streamproc.ledger.values import LagRow, LedgerStep, RangeRow, RunDetail, RunSummary, TaskRow
 
 __all__ = [
@@ -20,5 +20,7 @@ __all__ = [
     "RunDetail",
     "RunSummary",
     "TaskRow",
+    "handoff_ledger",
     "ledger_url",
+    "run_ledger",
 ]

@@ -46,6 +46,9 @@ if TYPE_CHECKING:
     from streamproc.fetch import RangeFetchResult
     from streamproc.plan.run_plan import RunPlan
 
+#: Later than any timestamp the ledger writes: the end of a run that has not ended.
+_NEVER = "9999"
+
 _PARTITION_NAME = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 
 
@@ -360,7 +363,9 @@ class Ledger:
         return [_summary(row) for row in rows]
 
     def run(self, run_id: str) -> RunDetail | None:
-        """Everything recorded about one run, or ``None`` when the ledger has no such run."""
+        """Everything recorded about one run, or ``None`` when the ledger has no such run. Its steps are the hand-off
+        steps of its plan that finished while it ran: a later run of the same plan (nothing new arrived, so the
+        same plan) did its own, and a run resuming a hand-off lists the steps it did, not those it skipped."""
         with self._transaction("read a run") as db:
             row = db.execute(q.RUN, {"run_id": run_id}).first()
             if row is None:
@@ -373,7 +378,14 @@ class Ledger:
             tasks = db.execute(q.TASKS, key).all()
             drops = db.execute(q.DROPS, key).all()
             letters = db.execute(q.DEAD_LETTERS, key).all()
-            steps = [] if summary.plan_id is None else db.execute(q.PLAN_STEPS, {"plan_id": summary.plan_id}).all()
+            steps = (
+                []
+                if summary.plan_id is None
+                else db.execute(
+                    q.PLAN_STEPS_BETWEEN,
+                    {"plan_id": summary.plan_id, "since": summary.started_at, "until": summary.finished_at or _NEVER},
+                ).all()
+            )
         return RunDetail(
             summary=summary,
             ranges=_ranges(planned, staged),

@@ -77,6 +77,17 @@ PLAN_STEPS: Select[Any] = (
     select(*STEP_COLUMNS).where(handoff_steps.c.plan_id == bindparam("plan_id")).order_by(*_STEP_ORDER)
 )
 
+#: The steps of one plan that finished between two instants (a run's start and end), in the order they finished.
+PLAN_STEPS_BETWEEN: Select[Any] = (
+    select(*STEP_COLUMNS)
+    .where(
+        handoff_steps.c.plan_id == bindparam("plan_id"),
+        handoff_steps.c.finished_at >= bindparam("since"),
+        handoff_steps.c.finished_at <= bindparam("until"),
+    )
+    .order_by(*_STEP_ORDER)
+)
+
 # --- runs and the application lock -------------------------------------------------------------------------------
 
 #: Start a run (status 'running', stage 'plan').

@@ -11,20 +11,18 @@ processes opening a new database at once do not both create the tables.
 from __future__ import annotations
 
 import io
-import os
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from streamproc.errors import ConfigError, LedgerError
-
-#: The environment variable naming the ledger database (a URL), for the CLI and Airflow alike.
-LEDGER_URL_ENV = "STREAMPROC_LEDGER_URL"
+from streamproc.ledger.location import sqlite_url
 
 #: How long a SQLite writer waits for another writer's transaction before failing.
 SQLITE_BUSY_TIMEOUT_S = 60.0
@@ -35,34 +33,25 @@ _PG_MIGRATION_LOCK = 0x73747265616D70
 _MIGRATIONS = "streamproc.ledger:migrations"
 
 
-def ledger_url(default: Path) -> str:
-    """The ledger URL: ``STREAMPROC_LEDGER_URL`` when set, else a SQLite file at ``default``."""
-    configured = os.environ.get(LEDGER_URL_ENV, "").strip()
-    return configured or sqlite_url(default)
-
-
-def sqlite_url(path: Path) -> str:
-    return f"sqlite:///{Path(path).expanduser().resolve()}"
-
-
 def to_url(url_or_path: Path | str) -> URL:
     """A ``Path`` or a string without a scheme is a SQLite file; anything else must be a SQLAlchemy URL."""
     if isinstance(url_or_path, Path) or "://" not in url_or_path:
         return make_url(sqlite_url(Path(url_or_path)))
     try:
         url = make_url(url_or_path)
-    except ArgumentError as exc:
+    except (ArgumentError, ValueError):  # its message may quote the URL, password and all: not repeated here
+        scheme = url_or_path.split("://", 1)[0]
         raise ConfigError(
-            f"the ledger URL {url_or_path!r} is not a database URL ({exc}); use sqlite:////abs/path/ledger.sqlite "
-            "or postgresql+psycopg://user@host:5432/db"
-        ) from exc
+            f"the ledger URL ({scheme}://…) cannot be parsed as a database URL; use sqlite:////abs/path/ledger.sqlite "
+            "or postgresql+psycopg://user:password@host:5432/db (a password with @, : or / must be %-encoded)"
+        ) from None
+    if url.drivername in ("postgres", "postgresql"):  # Heroku-style postgres:// too; psycopg is the driver we ship
+        url = url.set(drivername="postgresql+psycopg")
     if url.get_backend_name() not in ("sqlite", "postgresql"):
         raise ConfigError(
             f"the ledger URL {describe(url)} names a {url.get_backend_name()!r} database; the ledger runs on "
             "SQLite (sqlite:///…) or PostgreSQL (postgresql+psycopg://…)"
         )
-    if url.get_backend_name() == "postgresql" and url.drivername == "postgresql":
-        url = url.set(drivername="postgresql+psycopg")  # the driver streamproc depends on, not psycopg2
     return url
 
 
@@ -84,10 +73,12 @@ def open_engine(url: URL) -> Engine:
         migrate(engine)
     except SQLAlchemyError as exc:
         engine.dispose()
-        raise LedgerError(
-            f"cannot open the ledger at {describe(url)}: {_first_line(exc)}; check the URL, that the database "
-            "server is up and that the user may create tables there"
-        ) from exc
+        check = (
+            "check that the path is a SQLite file (or a new one) this user may write"
+            if url.get_backend_name() == "sqlite"
+            else "check the URL, that the database server is up and that the user may create tables there"
+        )
+        raise LedgerError(f"cannot open the ledger at {describe(url)}: {_first_line(exc)}; {check}") from exc
     return engine
 
 
@@ -124,7 +115,10 @@ def _config() -> Config:
 def migrate(engine: Engine) -> None:
     """Upgrade the database to the newest revision (a no-op when it is there). A ledger file made before the
     migrations existed has the first revision's table and no version: revision 1 creates its table only when
-    missing, so such a file upgrades in place with its steps."""
+    missing, so such a file upgrades in place with its steps. A database at the newest revision is only read
+    (every Airflow task opens the ledger; Alembic would log its context each time)."""
+    if current_revision(engine) == head_revision():
+        return
     config = _config()
     with engine.begin() as connection:
         if engine.dialect.name == "postgresql":
@@ -133,6 +127,16 @@ def migrate(engine: Engine) -> None:
         command.upgrade(config, "head")
 
 
+def current_revision(engine: Engine) -> str | None:
+    """The revision the database is at; ``None`` when Alembic never ran on it."""
+    with engine.connect() as connection:
+        if not inspect(connection).has_table("alembic_version"):
+            return None
+        version: str | None = connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
+        return version
+
+
+@cache
 def head_revision() -> str:
     """The newest revision the package ships."""
     from alembic.script import ScriptDirectory

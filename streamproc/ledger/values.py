@@ -99,7 +99,8 @@ class TaskRow:
 
 @dataclass(frozen=True, slots=True)
 class RunDetail:
-    """One run with everything recorded about it; ``steps`` are the hand-off steps of its plan."""
+    """One run with everything recorded about it; ``steps`` are the hand-off steps of its plan that finished while
+    it ran (between its start and its end)."""
 
     summary: RunSummary
     ranges: list[RangeRow]

@@ -17,6 +17,30 @@ _INACTIVE_GROUP_STATES: Final = frozenset({"Empty", "Dead"})
 UNKNOWN_GROUP_STATE: Final = "Unknown"
 
 
+def streams_group_refusal(application_id: str) -> StreamsGroupRefused:
+    """The one refusal of a KIP-1071 streams group (plan and hand-off), with the steps that make a hand-off possible.
+
+    streamproc cannot see a streams group's members (confluent-kafka 2.16 does not describe such groups), and an
+    offset commit to one is accepted by the broker even while it has members (state.md §13), so it refuses. The way
+    out keeps the application's positions: save the committed offsets with the streams-group tool, delete the group
+    (a streams group cannot become a classic one), plan from the saved offsets and run the application with the
+    classic protocol. Kafka Streams' partition times (the commit metadata) are not in the export: the resumed tasks
+    start their stream time from the records they read next.
+    """
+    tool = "kafka-streams-groups.sh --bootstrap-server <bootstrap>"
+    csv = f"{application_id}-offsets.csv"
+    return StreamsGroupRefused(
+        f"group '{application_id}' is a KIP-1071 streams group (group.protocol=streams) whose members this Kafka "
+        "client cannot list, so streamproc can neither see that the application is stopped nor hand off to it. To "
+        f"run the batch: stop every instance and check that `{tool} --describe --group {application_id} --members` "
+        f"lists none; save the group's offsets with `{tool} --reset-offsets --group {application_id} "
+        f"--all-input-topics --to-current --dry-run --export > {csv}`; delete the group with `{tool} --delete "
+        f"--group {application_id}`; plan again with --from-file {csv}; after the hand-off start the application "
+        "with group.protocol=classic (the saved offsets keep its positions, not its partition times)",
+        details={"protocol": "streams"},
+    )
+
+
 def check_group(group: GroupState | None, application_id: str, *, then: str = "plan again") -> None:
     """Refuse while the group has members or is not ``Empty``/``Dead`` (a missing group is inactive), and refuse a
     KIP-1071 streams group whose members the client cannot list (state.md §13).
@@ -27,13 +51,7 @@ def check_group(group: GroupState | None, application_id: str, *, then: str = "p
     if group is None:
         return
     if group.protocol == "streams" and group.state == UNKNOWN_GROUP_STATE:
-        raise StreamsGroupRefused(
-            f"group '{application_id}' is a KIP-1071 streams group (group.protocol=streams) whose members this "
-            "Kafka client cannot list, so streamproc cannot see that the application is stopped: stop every "
-            f"instance, check with `kafka-streams-groups.sh --describe --group {application_id}`, and {then}; or "
-            "run the application with group.protocol=classic",
-            details={"state": group.state},
-        )
+        raise streams_group_refusal(application_id)
     if not group.members and group.state in _INACTIVE_GROUP_STATES:
         return
     members = ", ".join(f"{m.client_id} on {m.host or 'an unknown host'}" for m in group.members) or "none listed"
@@ -63,7 +81,7 @@ def check_topics(snapshot: ClusterSnapshot, app: ApplicationSpec) -> None:
         where = f" of sub-topology {sub}" if sub is not None else ""
         parts.append(
             f"internal topic '{topic}'{where} does not exist (Kafka Streams creates it at startup: start the "
-            f"application once or create it, then plan again)"
+            f"application once, then plan again, or plan with --create-internal-topics)"
         )
     quoted = f' (Kafka Streams would fail with "Missing source topics. [{", ".join(external)}]")' if external else ""
     raise MissingTopic("; ".join(parts) + quoted + "; create the topic or fix the topology", topics=missing)

@@ -21,6 +21,7 @@ from streamproc.engine.topology_analysis import TopologyAnalysis
 from streamproc.errors import PlanError
 from streamproc.intervals import first_overlap
 from streamproc.plan.cluster_snapshot import IsolationLevel
+from streamproc.plan.internal_topics import NewInternalTopic
 from streamproc.plan.resolved_ranges import ResolvedRanges
 
 FORMAT = "streamproc-run-plan"
@@ -133,6 +134,10 @@ class RunPlan:
     #: The topology's ``describe()`` text the plan was made from (``None``: planned from topics only); the process
     #: step refuses a topology whose ``describe()`` differs.
     topology: str | None = None
+    #: A first run's internal topics (``--create-internal-topics``): created by the plan step, or with
+    #: ``internal_topics_created`` false only previewed (a dry run creates nothing).
+    internal_topics: tuple[NewInternalTopic, ...] = ()
+    internal_topics_created: bool = False
 
     # ------------------------------------------------------------------------------------------- building
     @classmethod
@@ -213,6 +218,14 @@ class RunPlan:
             topology=topology,
         )
 
+    def appended_note(self, partition: str) -> str:
+        """For a repartition partition an upstream stage of this run writes to: its commit and purge go further."""
+        internal = {r.name for r in self.ranges if r.internal}
+        fed = any(r.internal for r in self.ranges) and len(self.stages) > 1
+        if partition not in internal or not fed:
+            return ""
+        return " + the records this run's upstream tasks append (then records before it are deleted)"
+
     # --------------------------------------------------------------------------------------------- JSON
     def to_dict(self) -> dict[str, Any]:
         data = {
@@ -282,6 +295,11 @@ class RunPlan:
         }
         if self.topology is not None:  # absent rather than null: plans made without a topology keep their bytes
             data["topology"] = self.topology
+        if self.internal_topics:  # absent too when no topic is created
+            data["create_internal_topics"] = {
+                "created": self.internal_topics_created,
+                "topics": [t.to_dict() for t in self.internal_topics],
+            }
         return data
 
     def to_json(self) -> str:
@@ -396,6 +414,7 @@ class RunPlan:
             warnings=tuple(str(w) for w in v.items("warnings")),
             restores=tuple(restores),
             topology=_optional_topology(data),
+            **_optional_internal_topics(data),
         )
 
     # ---------------------------------------------------------------------------------------------- text
@@ -425,10 +444,16 @@ class RunPlan:
                     f"  {restore.task_id} {restore.store}: {restore.name} [{restore.start}, {restore.end}) "
                     f"({checkpoint}{wiped})"
                 )
+        if self.internal_topics:
+            if self.internal_topics_created:
+                lines += ["", "Internal topics created for the application's first run (as Kafka Streams would):"]
+            else:
+                lines += ["", "Internal topics to create for the application's first run (dry run: none created yet):"]
+            lines.extend(f"  {t.describe()}" for t in self.internal_topics)
         lines += ["", "Hand-off (irreversible, after processing):"]
         for c in self.commits:
             before = "none" if c.before is None else str(c.before)
-            lines.append(f"  commit {c.partition}: {before} -> {c.after}")
+            lines.append(f"  commit {c.partition}: {before} -> {c.after}{self.appended_note(c.partition)}")
         lines.extend(f"  write {f}" for f in self.checkpoint_files)
         lines.extend(f"  delete records of {p.partition} before offset {p.before_offset}" for p in self.purges)
         if not (self.commits or self.checkpoint_files or self.purges):
@@ -454,6 +479,17 @@ def _check_ranges_disjoint(ranges: Sequence[PlannedRange], restores: Sequence[Pl
 
 #: Kafka's topic id (``Uuid``) as text: 16 bytes in base64 without padding.
 _TOPIC_ID = re.compile(r"[A-Za-z0-9+/_-]{22}")
+
+
+def _optional_internal_topics(data: dict[str, Any]) -> dict[str, Any]:
+    """The plan's ``create_internal_topics`` block (absent: none created)."""
+    block = data.get("create_internal_topics")
+    if block is None:
+        return {}
+    v = _Validator(block, "create_internal_topics")
+    items = enumerate(v.items("topics"))
+    topics = tuple(NewInternalTopic.from_dict(item, f"create_internal_topics.topics[{i}]") for i, item in items)
+    return {"internal_topics": topics, "internal_topics_created": v.flag("created")}
 
 
 def _optional_topology(data: dict[str, Any]) -> str | None:

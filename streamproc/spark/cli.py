@@ -79,7 +79,7 @@ def process_command(
     s3_connect_timeout: float | None,
     s3_read_timeout: float | None,
     s3_max_attempts: int | None,
-) -> None:
+) -> list[dict[str, Any]]:
     """Process every planned task on Spark: outputs, changelogs, drops, stores and a report per task."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -131,3 +131,4 @@ def process_command(
     )
     total = sum(row["records_processed"] for row in rows)
     emit(ctx, {"tasks": rows}, f"{text}\n{len(rows)} task(s), {total} records" if rows else "no tasks in the plan")
+    return reports  # for `streamproc run`, which records them in the ledger

@@ -327,3 +327,41 @@ def airflow_db_dump(tables: tuple[str, ...] = AIRFLOW_VALUE_TABLES) -> str:
     metadata.reflect(settings.engine, only=list(tables))
     with settings.engine.connect() as db:
         return "\n".join(f"{t.name}: {tuple(row)}" for t in metadata.sorted_tables for row in db.execute(t.select()))
+
+
+# ------------------------------------------------------------------------------- a running Airflow (h-ui's tests)
+@dataclass(frozen=True, slots=True)
+class AirflowUI:
+    """``airflow standalone`` serving the repository's DAGs and the streamproc plugin; users ``admin``, ``viewer``."""
+
+    url: str
+    passwords: dict[str, str]
+    log_path: Path
+    setup: AirflowSetup
+
+    def token(self, user: str = "admin") -> str:
+        from streamproc.dev import airflow_server
+
+        return airflow_server.token(self.url, user, self.passwords[user])
+
+
+@pytest.fixture(scope="session")
+def airflow_ui(airflow_setup: AirflowSetup, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AirflowUI]:
+    """The session's running Airflow: the same connections, ledger and work directory as ``airflow_setup``."""
+    from streamproc.dev import airflow_server
+
+    workdir = tmp_path_factory.mktemp("airflow-ui")
+    users = [airflow_server.UiUser("admin", "admin-" + os.urandom(6).hex()),
+             airflow_server.UiUser("viewer", "viewer-" + os.urandom(6).hex(), role="viewer")]  # fmt: skip
+    # The tasks import the tests' topologies by name (tests.integration.airflow.topologies:...). Not the project
+    # root itself on the path: its streamproc.egg-info (left by the editable install) would register the plugin's
+    # entry point a second time.
+    importable = workdir / "importable"
+    importable.mkdir()
+    (importable / "tests").symlink_to(PROJECT_ROOT / "tests")
+    handle = airflow_server.start(workdir, dags_folder=PROJECT_ROOT / "dags", users=users,
+                                  env={"PYTHONPATH": str(importable)})  # fmt: skip
+    try:
+        yield AirflowUI(handle.address, {u.name: u.password for u in users}, Path(handle.log_path), airflow_setup)
+    finally:
+        airflow_server.stop(workdir)

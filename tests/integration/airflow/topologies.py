@@ -9,7 +9,7 @@ from __future__ import annotations
 from streamproc import Topology
 from tests.integration.spark.topologies import count_topology
 
-NAMES = ("approved", "rejected", "stale", "incremental", "checks", "retry")
+NAMES = ("approved", "rejected", "stale", "incremental", "checks", "retry", "browser")
 
 
 def input_topic(name: str) -> str:
@@ -47,3 +47,7 @@ def checks() -> Topology:
 
 def retry() -> Topology:
     return count_topology(input_topic("retry"), output_topic("retry"))
+
+
+def browser() -> Topology:
+    return count_topology(input_topic("browser"), output_topic("browser"))

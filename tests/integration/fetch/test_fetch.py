@@ -119,6 +119,35 @@ def test_worker_processes_stage_the_same_objects_as_threads(
     assert len(objects(processes)) == 18
 
 
+_MAIN_THAT_MUST_NOT_RUN_TWICE = """
+import sys
+if __name__ != "__main__":  # what the airflow command does in a task's child: it cannot start there
+    raise RuntimeError("the parent's main module ran again in a fetch worker")
+from streamproc.fetch import FetchRange, fetch_ranges
+from streamproc.storage import load_store
+ranges = [FetchRange(sys.argv[3], p, 0, 40) for p in range(2)]
+print(sum(r.records for r in fetch_ranges({"bootstrap.servers": sys.argv[1]}, load_store(sys.argv[2]), ranges,
+                                           processes=2)))
+"""
+
+
+def test_worker_processes_do_not_run_the_parents_main_module_again(
+    kafka_broker: str, admin: AdminClient, unique: Callable[[str], str], tmp_path: Path
+) -> None:
+    """Under an Airflow task the parent's main module is the ``airflow`` command, whose import fails in a worker."""
+    topic = create_topic(admin, unique("main"), partitions=2)
+    for p in range(2):
+        produce(kafka_broker, topic, 40, partition=p)
+    script = tmp_path / "task_main.py"
+    script.write_text(_MAIN_THAT_MUST_NOT_RUN_TWICE, encoding="utf-8")
+    done = subprocess.run(  # noqa: S603
+        [sys.executable, str(script), kafka_broker, str(tmp_path / "store"), topic],
+        capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "80"
+
+
 _KILLABLE_FETCH = """
 import sys
 from streamproc.fetch import FetchRange, fetch_range

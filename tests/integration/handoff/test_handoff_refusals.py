@@ -60,7 +60,12 @@ def test_a_missing_changelog_topic_is_refused_before_anything_is_published(
                   str(run_["store"]), "--yes", ok=False)  # fmt: skip
     assert refused.exit_code == 1
     assert f"topic(s) {run_['changelog']} that the tasks' results go to do not exist" in refused.output
+    assert "make the plan again with --create-internal-topics" in refused.output
     assert read_committed_offsets(admin, app_id) == ({}, False)
+    # the plan says so up front
+    replanned = run("plan", "--bootstrap", kafka_broker, "--application-id", app_id, "--topology",
+                    str(tmp_path / "topology.txt"), "--dry-run")  # fmt: skip
+    assert f"warning: changelog topic(s) {run_['changelog']} do not exist: the hand-off will refuse" in replanned.output
 
 
 def test_changelog_records_older_than_retention_are_warned_about_before_publishing(

@@ -88,3 +88,16 @@ def rekey_resume_alos() -> Topology:
 
 def rekey_resume_eos() -> Topology:
     return _rekey_resume("eos")
+
+
+#: The first-run proof's topics (``REKEY_RESUME_PARTITIONS`` partitions each): the app never ran before streamproc.
+FIRST_RUN_INPUT = {"alos": "handoff-first-run-in-alos", "eos": "handoff-first-run-in-eos"}
+FIRST_RUN_OUTPUT = {"alos": "handoff-first-run-out-alos", "eos": "handoff-first-run-out-eos"}
+
+
+def first_run_alos() -> Topology:
+    return rekey_count_topology(FIRST_RUN_INPUT["alos"], FIRST_RUN_OUTPUT["alos"])
+
+
+def first_run_eos() -> Topology:
+    return rekey_count_topology(FIRST_RUN_INPUT["eos"], FIRST_RUN_OUTPUT["eos"])

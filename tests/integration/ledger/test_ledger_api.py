@@ -223,3 +223,27 @@ def test_the_ledger_holds_the_same_figures_on_sqlite_and_postgresql(tmp_path: Pa
     assert _without_times(on_sqlite) == _without_times(on_postgresql)
     assert on_sqlite.summary.records_planned == 4100 and on_sqlite.summary.records_dropped == 10
     assert [(lag.partition, lag.lag_after) for lag in on_postgresql.lag] == [("orders-0", 0), ("orders-1", None)]
+
+
+def test_a_new_database_opened_by_many_at_once_is_migrated_once(ledger_url: str) -> None:
+    """Airflow's mapped tasks may open a ledger nobody has opened yet at the same moment."""
+    openers = 6
+    barrier = threading.Barrier(openers)
+    failed: list[BaseException] = []
+
+    def open_and_record(index: int) -> None:
+        barrier.wait()
+        try:
+            with Ledger(ledger_url) as ledger:
+                ledger.record("p", "publish", f"0_{index}", {})
+        except BaseException as exc:  # noqa: BLE001 - any failure fails the test below
+            failed.append(exc)
+
+    threads = [threading.Thread(target=open_and_record, args=(i,)) for i in range(openers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failed == []
+    with Ledger(ledger_url) as ledger:
+        assert sorted(s.subject for s in ledger.steps("p")) == [f"0_{i}" for i in range(openers)]

@@ -52,13 +52,17 @@ def test_incomplete_cache_without_maven_is_a_clear_error(tmp_path: Path, monkeyp
 def test_cached_minio_is_reused_without_go(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("STREAMPROC_CACHE", str(tmp_path))
     monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.delenv("STREAMPROC_GO", raising=False)  # `make test` sets it (tools/prereq.sh)
     binary = tmp_path / f"minio-{MINIO_VERSION}" / "minio"
     binary.parent.mkdir(parents=True)
     binary.write_bytes(b"")
 
     assert s3.fetch() == binary
     binary.unlink()
-    with pytest.raises(DevServiceError, match="Go .* is not on PATH"):
+    with pytest.raises(DevServiceError, match="Go .* is not on PATH and STREAMPROC_GO is not set"):
+        s3.fetch()
+    monkeypatch.setenv("STREAMPROC_GO", str(tmp_path / "no-such-go"))
+    with pytest.raises(DevServiceError, match="STREAMPROC_GO=.*no-such-go is not an executable"):
         s3.fetch()
 
 

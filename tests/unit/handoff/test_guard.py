@@ -39,7 +39,7 @@ def test_a_group_with_members_is_refused_naming_them_and_their_hosts() -> None:
 
 
 def test_a_streams_group_is_refused_with_what_to_do() -> None:
-    with pytest.raises(guard.StreamsGroupRefused, match="KIP-1071 streams group.*group.protocol=classic"):
+    with pytest.raises(guard.StreamsGroupRefused, match="KIP-1071 streams group.*--export.*group.protocol=classic"):
         guard.check_group(APP, GroupState("streams", "Empty", ()))
 
 

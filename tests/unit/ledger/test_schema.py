@@ -14,7 +14,8 @@ from sqlalchemy import create_engine, inspect
 
 from streamproc.ledger import Ledger, ledger_url
 from streamproc.ledger.ddl import DDL_FILES, render
-from streamproc.ledger.schema import LEDGER_URL_ENV, head_revision
+from streamproc.ledger.location import LEDGER_URL_ENV
+from streamproc.ledger.schema import head_revision
 from streamproc.ledger.tables import metadata
 
 REPO = Path(__file__).resolve().parents[3]
@@ -89,3 +90,31 @@ def test_a_ledger_url_of_another_database_is_refused_without_its_password() -> N
     with pytest.raises(ConfigError, match=r"names a 'mysql' database") as refused:
         Ledger("mysql://user:hunter2@localhost/db")
     assert "hunter2" not in str(refused.value)
+
+
+def test_a_database_that_cannot_be_reached_is_one_error_without_the_password() -> None:
+    from streamproc.errors import LedgerError
+
+    with pytest.raises(LedgerError, match=r"cannot open the ledger at postgresql\+psycopg://streamproc:\*\*\*@") as e:
+        Ledger("postgresql+psycopg://streamproc:hunter2@127.0.0.1:1/ledger")
+    assert "hunter2" not in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_url_that_does_not_parse_is_refused_without_repeating_it() -> None:
+    from streamproc.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"cannot be parsed as a database URL") as refused:
+        Ledger("postgresql+psycopg://user:hunter2@host:notaport/db")
+    assert "hunter2" not in str(refused.value)
+
+
+def test_a_ledger_at_the_newest_revision_opens_without_running_alembic(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "ledger.sqlite"
+    with caplog.at_level("INFO", logger="alembic"):
+        Ledger(path).close()
+        assert any(r.name.startswith("alembic") for r in caplog.records)  # the first open migrates
+        caplog.clear()
+        Ledger(path).close()
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("alembic")] == []

@@ -660,7 +660,7 @@ def test_by_duration_end() -> None:
 
 def test_a_streams_group_is_refused_naming_what_to_do() -> None:
     """A KIP-1071 streams group (kafka/cluster.read_group: listed, not describable) is never taken for "no group"."""
-    with pytest.raises(StreamsGroupRefused, match="KIP-1071 streams group.*group.protocol=classic"):
+    with pytest.raises(StreamsGroupRefused, match="KIP-1071 streams group.*--export.*group.protocol=classic"):
         plan(snapshot({0: part(0, 5)}, group=GroupState("streams", UNKNOWN_GROUP_STATE, ())), ToDatetimeStart("x"))
 
 

@@ -1,0 +1,174 @@
+"""The browser test: a user backfills from the Airflow UI and reads the result on the streamproc tab.
+
+Headless Chromium (Debian's ``chromium``, driven by Playwright's Python package) against the session's running
+``airflow standalone``: log in, fill the backfill form (dry run off), trigger, approve the hand-off under "Required
+Actions", open the run's streamproc tab and the run list. The figures on the page are checked against the ledger
+and the hand-off against the broker (lag after is zero: the committed offsets reached the planned ends). The
+screenshots go to ``docs/img/`` (the README shows them).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote
+
+import httpx
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from streamproc.dev.service_process import tail
+from streamproc.ledger import Ledger, RunDetail
+from tests.conftest import PROJECT_ROOT
+from tests.integration.airflow import topologies
+from tests.integration.airflow.conftest import BACKFILL, AirflowUI, prepare_application
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+#: what tools/prereq.sh found (make exports it), else Debian's path
+CHROMIUM = Path(os.environ.get("STREAMPROC_CHROMIUM") or "/usr/bin/chromium")
+SCREENSHOTS = PROJECT_ROOT / "docs" / "img"
+VIEWPORT = {"width": 1400, "height": 1000}
+#: guards against a hung run, not a speed requirement: a run on a loaded 2-core machine takes a few minutes
+RUN_GUARD_S = 900
+
+
+@pytest.fixture(autouse=True)
+def _airflow_log_on_failure(airflow_ui: AirflowUI) -> Iterator[None]:
+    """Printed after the test; pytest shows it only when it failed."""
+    yield
+    print(f"--- last lines of {airflow_ui.log_path}:\n{tail(airflow_ui.log_path, 120)}")
+
+
+@pytest.fixture
+def page(airflow_ui: AirflowUI) -> Iterator[Any]:
+    """A logged-in admin's browser tab (the simple auth manager's login form)."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        # --no-sandbox: Chromium's sandbox refuses to start as root (CI containers); the pages are our own.
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        try:
+            tab = browser.new_page(viewport=VIEWPORT)
+            tab.set_default_timeout(60_000)
+            tab.goto(f"{airflow_ui.url}/")
+            tab.fill("input[name=username]", "admin")
+            tab.fill("input[name=password]", airflow_ui.passwords["admin"])
+            tab.click("button[type=submit]")
+            tab.wait_for_url(f"{airflow_ui.url}/")
+            yield tab
+        finally:
+            browser.close()
+
+
+def api(airflow_ui: AirflowUI) -> httpx.Client:
+    return httpx.Client(base_url=airflow_ui.url, headers={"Authorization": f"Bearer {airflow_ui.token()}"}, timeout=30)
+
+
+def wait_for(check: Callable[[], Any], what: str) -> Any:
+    """Poll ``check`` until it returns something truthy; fail naming ``what`` after the guard time."""
+    deadline = time.monotonic() + RUN_GUARD_S
+    while not (result := check()):
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(2)
+    return result
+
+
+def task_state(airflow_ui: AirflowUI, dag_run_id: str, task_id: str) -> str | None:
+    with api(airflow_ui) as client:
+        response = client.get(f"/api/v2/dags/{BACKFILL}/dagRuns/{quote(dag_run_id, safe='')}/taskInstances/{task_id}")
+    state: str | None = response.json().get("state") if response.status_code == 200 else None
+    return state
+
+
+def run_state(airflow_ui: AirflowUI, dag_run_id: str) -> str:
+    with api(airflow_ui) as client:
+        state: str = client.get(f"/api/v2/dags/{BACKFILL}/dagRuns/{quote(dag_run_id, safe='')}").json()["state"]
+    return state
+
+
+def test_a_backfill_triggered_from_the_form_and_approved_in_the_ui_shows_the_ledgers_figures(
+    airflow_ui: AirflowUI, page: Any, admin: AdminClient
+) -> None:
+    setup = airflow_ui.setup
+    app_id = f"browser-{os.urandom(3).hex()}"
+    prepare_application(admin, setup.bootstrap, "browser", app_id)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+
+    # the form: application, topology and store; dry run off
+    page.goto(f"{airflow_ui.url}/dags/{BACKFILL}")
+    page.get_by_test_id("trigger-dag-button").click()
+    dialog = page.get_by_role("dialog")
+    dialog.get_by_role("button", name="Application").click()
+    page.fill("#element_application_id", app_id)
+    page.fill("#element_topology", topologies.reference("browser"))
+    page.screenshot(path=SCREENSHOTS / "airflow-backfill-form.png")
+    dialog.get_by_role("button", name="Run", exact=True).click()
+    page.fill("#element_store", setup.store(app_id))
+    dry_run = page.locator("input[name=element_dry_run]")
+    assert dry_run.is_checked()  # the form's default: a dry run
+    page.locator("#switch\\:element_dry_run").click()
+    assert not dry_run.is_checked()
+    page.get_by_test_id("trigger-dag-submit").click()
+    page.wait_for_url(f"{airflow_ui.url}/dags/{BACKFILL}/runs/**")
+    dag_run_id = unquote(page.url.split("/runs/", 1)[1].split("/")[0])
+
+    # the approval gate, answered in the UI
+    wait_for(lambda: task_state(airflow_ui, dag_run_id, "approve_handoff") == "awaiting_input" or
+             run_state(airflow_ui, dag_run_id) == "failed", "the approval gate")  # fmt: skip
+    assert run_state(airflow_ui, dag_run_id) == "running", "the run failed before the approval gate"
+    page.goto(f"{airflow_ui.url}/required_actions")
+    page.get_by_text(f"of {app_id}?").click()  # the subject: "Hand off plan <id> of <application>?"
+    approve = page.get_by_test_id("hitl-option-Approve")
+    approve.wait_for()
+    assert app_id in page.get_by_text("Hand-off of plan").first.inner_text()  # the preview is the body
+    page.screenshot(path=SCREENSHOTS / "airflow-approval.png")
+    approve.click()
+    final = wait_for(lambda: run_state(airflow_ui, dag_run_id) in ("success", "failed") and
+                     run_state(airflow_ui, dag_run_id), "the run to finish")  # fmt: skip
+    assert final == "success"
+
+    # the run's streamproc tab: the ledger's figures
+    with Ledger(setup.ledger_url) as ledger:
+        run = ledger.run_for_dag_run(BACKFILL, dag_run_id)
+    assert run is not None
+    assert run.summary.status == "succeeded" and run.summary.application_id == app_id
+    page.goto(f"{airflow_ui.url}/dags/{BACKFILL}/runs/{quote(dag_run_id, safe='')}/plugin/streamproc-run")
+    frame = page.frame_locator("iframe[title=streamproc]")
+    frame.locator("#records-processed").wait_for()
+    assert_page_shows(frame, run)
+    assert all(lag.lag_after == 0 for lag in run.lag), run.lag  # the hand-off committed the planned ends
+    page.screenshot(path=SCREENSHOTS / "airflow-run-page.png", full_page=True)
+
+    # the run list (Browse → streamproc runs)
+    page.get_by_role("button", name="Browse").click()
+    page.get_by_role("menuitem", name="streamproc runs").click()
+    page.wait_for_url("**/plugin/streamproc-runs")
+    listing = page.frame_locator("iframe[title='streamproc runs']")
+    row = listing.locator(f"tr[data-run-id='{run.summary.run_id}']")
+    assert int(row.locator("[data-field=records_processed]").inner_text()) == run.summary.records_processed
+    page.screenshot(path=SCREENSHOTS / "airflow-run-list.png")
+
+
+def assert_page_shows(frame: Any, run: RunDetail) -> None:
+    """The numbers on the run page are the ledger's."""
+    summary = run.summary
+    assert frame.locator("#status").inner_text() == summary.status
+    assert frame.locator("#application-id").inner_text() == summary.application_id
+    assert int(frame.locator("#records-planned").inner_text()) == summary.records_planned
+    assert int(frame.locator("#records-processed").inner_text()) == summary.records_processed
+    assert int(frame.locator("#records-dropped").inner_text()) == summary.records_dropped
+    assert summary.records_processed > 0
+    for task in run.tasks:
+        cell = frame.locator(f"#tasks tr[data-task='{task.task_id}'] [data-field=records_processed]")
+        assert int(cell.inner_text()) == task.records_processed
+    for lag in run.lag:
+        row = frame.locator(f"#lag tr[data-partition='{lag.partition}']")
+        assert int(row.locator("[data-field=lag_before]").inner_text()) == lag.lag_before
+        assert row.locator("[data-field=lag_after]").inner_text() == str(lag.lag_after)
+    assert frame.locator("#steps tr").count() == len(run.steps) + 1  # the header row and one per hand-off step

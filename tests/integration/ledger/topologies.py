@@ -1,0 +1,19 @@
+"""The ledger's CLI test topology: the Spark tests' count program on topics of its own (importable by name)."""
+
+from __future__ import annotations
+
+from streamproc import Topology
+from tests.integration.spark.topologies import count_topology
+
+INPUT = "ledger-count-words"
+OUTPUT = "ledger-count-totals"
+
+
+def count() -> Topology:
+    """Source → count (persistent timestamped store ``counts``, logged) → sink."""
+    return count_topology(INPUT, OUTPUT)
+
+
+def count_of_a_missing_topic() -> Topology:
+    """The same program on an input topic that does not exist: the plan refuses it."""
+    return count_topology("ledger-no-such-topic", OUTPUT)
