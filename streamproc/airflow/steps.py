@@ -146,18 +146,30 @@ def plan_step(
     from streamproc.fetch import planned_ranges
     from streamproc.handoff.cli import preview
     from streamproc.kafka.planner import plan_run
+    from streamproc.ledger import ApplicationBusy
     from streamproc.run_cli import _sink_counts
     from streamproc.spark.job import plan_id as plan_hash
     from streamproc.spark.task_runner import load_topology
 
     with open_ledger() as ledger:
-        ledger.begin_run(
-            application_id=application_id,
-            trigger=trigger,
-            dag_id=ref.dag_id,
-            dag_run_id=ref.dag_run_id,
-            run_id=ref.run_id,
-        )
+        try:
+            ledger.begin_run(
+                application_id=application_id,
+                trigger=trigger,
+                dag_id=ref.dag_id,
+                dag_run_id=ref.dag_run_id,
+                run_id=ref.run_id,
+            )
+        except ApplicationBusy as exc:  # the ledger shows this DAG run too, failed, and why
+            ledger.record_refused_run(
+                application_id=application_id,
+                trigger=trigger,
+                error=f"plan: {type(exc).__name__}: {exc}",
+                dag_id=ref.dag_id,
+                dag_run_id=ref.dag_run_id,
+                run_id=ref.run_id,
+            )
+            raise
     run = settings()
     client_config = KafkaClusterHook(run.kafka_conn_id).client_config()
     store_options(run.store, run.aws_conn_id)  # a missing S3 connection fails the plan, not the fetch
