@@ -91,7 +91,7 @@ def _write_settings(ref: DagRunRef, settings: RunSettings) -> None:
     (ref.work_dir() / SETTINGS_FILE).write_text(json.dumps(values, indent=2, sort_keys=True), encoding="utf-8")
 
 
-def _read_settings(ref: DagRunRef) -> RunSettings:
+def read_settings(ref: DagRunRef) -> RunSettings:
     from streamproc.plan.cluster_snapshot import PlanRequest
 
     path = ref.work_dir() / SETTINGS_FILE
@@ -105,7 +105,7 @@ def _read_settings(ref: DagRunRef) -> RunSettings:
     return RunSettings(request=PlanRequest(), **values)
 
 
-def _read_plan(ref: DagRunRef) -> tuple[Any, str]:
+def read_plan(ref: DagRunRef) -> tuple[Any, str]:
     from streamproc.plan.run_plan import RunPlan
     from streamproc.spark.job import plan_id
 
@@ -239,8 +239,8 @@ def fetch_step(ref: DagRunRef, rng: Mapping[str, Any]) -> dict[str, Any]:
     from streamproc.fetch import FetchRange, fetch_ranges
     from streamproc.plan.cluster_snapshot import IsolationLevel
 
-    settings = _read_settings(ref)
-    plan, _plan_id = _read_plan(ref)
+    settings = read_settings(ref)
+    plan, _plan_id = read_plan(ref)
     with open_ledger() as ledger:
         ledger.set_stage(ref.run_id, "fetch")
     client_config = KafkaClusterHook(settings.kafka_conn_id).client_config()
@@ -284,8 +284,8 @@ def verify_step(ref: DagRunRef) -> dict[str, Any]:
     from streamproc.fetch import planned_ranges
     from streamproc.storage.verify import verify
 
-    settings = _read_settings(ref)
-    plan, _plan_id = _read_plan(ref)
+    settings = read_settings(ref)
+    plan, _plan_id = read_plan(ref)
     with open_ledger() as ledger:
         ledger.set_stage(ref.run_id, "verify")
     store, _options = _store(settings)
@@ -309,7 +309,7 @@ def process_arguments(ref: DagRunRef, plan_info: Mapping[str, Any]) -> tuple[lis
     """``spark-submit`` application arguments of the process step, and the S3 settings as its environment."""
     from streamproc.airflow.hooks import s3_environment
 
-    settings = _read_settings(ref)
+    settings = read_settings(ref)
     args = ["--plan", str(ref.work_dir() / PLAN_FILE), "--store", settings.store, "--topology", settings.topology]
     for item in plan_info.get("partitions", ()):
         args += ["--partitions", str(item)]
@@ -324,8 +324,8 @@ def record_process(ref: DagRunRef) -> list[dict[str, Any]]:
     """The process step's task reports, read back from the store, into the ledger."""
     from streamproc.handoff.task_results import load_results
 
-    settings = _read_settings(ref)
-    plan, plan_id = _read_plan(ref)
+    settings = read_settings(ref)
+    plan, plan_id = read_plan(ref)
     store, _options = _store(settings)
     reports = [result.report for result in load_results(plan, plan_id, store)]
     with open_ledger() as ledger:
@@ -349,8 +349,8 @@ def handoff_step(ref: DagRunRef) -> dict[str, Any]:
     from streamproc.handoff.procedure import handoff
     from streamproc.plan.cluster_snapshot import TopicPartition
 
-    settings = _read_settings(ref)
-    plan, plan_id = _read_plan(ref)
+    settings = read_settings(ref)
+    plan, plan_id = read_plan(ref)
     hook = KafkaClusterHook(settings.kafka_conn_id)
     client_config = hook.client_config()
     store, _options = _store(settings)
