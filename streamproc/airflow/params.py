@@ -140,9 +140,9 @@ def _required(params: Mapping[str, Any], name: str) -> Any:
     return params[name]
 
 
-def _mode_field(params: Mapping[str, Any], mode_param: str, fields: Mapping[str, str]) -> Any:
+def _mode_field(params: Mapping[str, Any], mode_param: str, fields: Mapping[str, str], default: str) -> Any:
     """The value of the field the chosen mode needs; a missing one, or a field of another mode, names both."""
-    mode = params.get(mode_param)
+    mode = params.get(mode_param) or default
     needed = fields.get(str(mode))
     for field_name in fields.values():
         if field_name != needed and _given(params, field_name):
@@ -158,8 +158,8 @@ def _mode_field(params: Mapping[str, Any], mode_param: str, fields: Mapping[str,
 
 
 def _start(params: Mapping[str, Any]) -> cs.StartSpec:
-    mode = params.get("start", "committed")
-    value = _mode_field(params, "start", START_FIELDS)
+    mode = params.get("start") or "committed"
+    value = _mode_field(params, "start", START_FIELDS, "committed")
     if mode == "committed":
         return cs.CommittedStart()
     if mode == "earliest":
@@ -180,8 +180,8 @@ def _start(params: Mapping[str, Any]) -> cs.StartSpec:
 
 
 def _end(params: Mapping[str, Any]) -> cs.EndSpec:
-    mode = params.get("end", "latest")
-    value = _mode_field(params, "end", END_FIELDS)
+    mode = params.get("end") or "latest"
+    value = _mode_field(params, "end", END_FIELDS, "latest")
     if mode == "latest":
         return cs.LatestEnd()
     if mode == "to_datetime":

@@ -91,7 +91,7 @@ def _write_settings(ref: DagRunRef, settings: RunSettings) -> None:
     (ref.work_dir() / SETTINGS_FILE).write_text(json.dumps(values, indent=2, sort_keys=True), encoding="utf-8")
 
 
-def _read_settings(ref: DagRunRef) -> RunSettings:
+def read_settings(ref: DagRunRef) -> RunSettings:
     from streamproc.plan.cluster_snapshot import PlanRequest
 
     path = ref.work_dir() / SETTINGS_FILE
@@ -105,7 +105,7 @@ def _read_settings(ref: DagRunRef) -> RunSettings:
     return RunSettings(request=PlanRequest(), **values)
 
 
-def _read_plan(ref: DagRunRef) -> tuple[Any, str]:
+def read_plan(ref: DagRunRef) -> tuple[Any, str]:
     from streamproc.plan.run_plan import RunPlan
     from streamproc.spark.job import plan_id
 
@@ -146,18 +146,30 @@ def plan_step(
     from streamproc.fetch import planned_ranges
     from streamproc.handoff.cli import preview
     from streamproc.kafka.planner import plan_run
+    from streamproc.ledger import ApplicationBusy
     from streamproc.run_cli import _sink_counts
     from streamproc.spark.job import plan_id as plan_hash
     from streamproc.spark.task_runner import load_topology
 
     with open_ledger() as ledger:
-        ledger.begin_run(
-            application_id=application_id,
-            trigger=trigger,
-            dag_id=ref.dag_id,
-            dag_run_id=ref.dag_run_id,
-            run_id=ref.run_id,
-        )
+        try:
+            ledger.begin_run(
+                application_id=application_id,
+                trigger=trigger,
+                dag_id=ref.dag_id,
+                dag_run_id=ref.dag_run_id,
+                run_id=ref.run_id,
+            )
+        except ApplicationBusy as exc:  # the ledger shows this DAG run too, failed, and why
+            ledger.record_refused_run(
+                application_id=application_id,
+                trigger=trigger,
+                error=f"plan: {type(exc).__name__}: {exc}",
+                dag_id=ref.dag_id,
+                dag_run_id=ref.dag_run_id,
+                run_id=ref.run_id,
+            )
+            raise
     run = settings()
     client_config = KafkaClusterHook(run.kafka_conn_id).client_config()
     store_options(run.store, run.aws_conn_id)  # a missing S3 connection fails the plan, not the fetch
@@ -221,13 +233,14 @@ def fetch_step(ref: DagRunRef, rng: Mapping[str, Any]) -> dict[str, Any]:
     """Stage one planned range (resuming what an earlier attempt staged) and record it.
 
     The range is fetched in a worker process that dies with the task (``fetch_ranges``' process pool): killing
-    either ends the attempt, and Airflow's retry fetches only the segments still missing.
+    either ends the attempt, and Airflow's retry fetches only the segments still missing. The ledger's staged
+    records are the range's, not only the last attempt's (:func:`_staged_records`).
     """
     from streamproc.fetch import FetchRange, fetch_ranges
     from streamproc.plan.cluster_snapshot import IsolationLevel
 
-    settings = _read_settings(ref)
-    plan, _plan_id = _read_plan(ref)
+    settings = read_settings(ref)
+    plan, _plan_id = read_plan(ref)
     with open_ledger() as ledger:
         ledger.set_stage(ref.run_id, "fetch")
     client_config = KafkaClusterHook(settings.kafka_conn_id).client_config()
@@ -241,9 +254,9 @@ def fetch_step(ref: DagRunRef, rng: Mapping[str, Any]) -> dict[str, Any]:
         processes=2,
         store_options=options,
     )
+    [result] = [_staged_records(store, r) for r in results]
     with open_ledger() as ledger:
-        ledger.record_fetch(ref.run_id, results)
-    [result] = results
+        ledger.record_fetch(ref.run_id, [result])
     return {
         "range": range_label(rng),
         "records": result.records,
@@ -253,14 +266,26 @@ def fetch_step(ref: DagRunRef, rng: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _staged_records(store: Any, result: Any) -> Any:
+    """``result`` with ``records`` counting every record staged for the range: a resumed fetch copied only the
+    missing segments' records, the others were staged by the attempt that was killed."""
+    import dataclasses
+
+    from streamproc.storage.staging import range_status
+
+    rng = result.range
+    status = range_status(store, rng.topic, rng.partition, rng.start, rng.end, topic_id=rng.topic_id)
+    return dataclasses.replace(result, records=sum(m.record_count for m in status.complete))
+
+
 # ----------------------------------------------------------------------------------------------------- verify
 def verify_step(ref: DagRunRef) -> dict[str, Any]:
     """Prove every planned range is staged by sound segments (streamproc verify --plan)."""
     from streamproc.fetch import planned_ranges
     from streamproc.storage.verify import verify
 
-    settings = _read_settings(ref)
-    plan, _plan_id = _read_plan(ref)
+    settings = read_settings(ref)
+    plan, _plan_id = read_plan(ref)
     with open_ledger() as ledger:
         ledger.set_stage(ref.run_id, "verify")
     store, _options = _store(settings)
@@ -284,7 +309,7 @@ def process_arguments(ref: DagRunRef, plan_info: Mapping[str, Any]) -> tuple[lis
     """``spark-submit`` application arguments of the process step, and the S3 settings as its environment."""
     from streamproc.airflow.hooks import s3_environment
 
-    settings = _read_settings(ref)
+    settings = read_settings(ref)
     args = ["--plan", str(ref.work_dir() / PLAN_FILE), "--store", settings.store, "--topology", settings.topology]
     for item in plan_info.get("partitions", ()):
         args += ["--partitions", str(item)]
@@ -299,8 +324,8 @@ def record_process(ref: DagRunRef) -> list[dict[str, Any]]:
     """The process step's task reports, read back from the store, into the ledger."""
     from streamproc.handoff.task_results import load_results
 
-    settings = _read_settings(ref)
-    plan, plan_id = _read_plan(ref)
+    settings = read_settings(ref)
+    plan, plan_id = read_plan(ref)
     store, _options = _store(settings)
     reports = [result.report for result in load_results(plan, plan_id, store)]
     with open_ledger() as ledger:
@@ -324,8 +349,8 @@ def handoff_step(ref: DagRunRef) -> dict[str, Any]:
     from streamproc.handoff.procedure import handoff
     from streamproc.plan.cluster_snapshot import TopicPartition
 
-    settings = _read_settings(ref)
-    plan, plan_id = _read_plan(ref)
+    settings = read_settings(ref)
+    plan, plan_id = read_plan(ref)
     hook = KafkaClusterHook(settings.kafka_conn_id)
     client_config = hook.client_config()
     store, _options = _store(settings)

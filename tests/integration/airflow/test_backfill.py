@@ -18,6 +18,7 @@ from tests.integration.airflow.conftest import (
     AirflowSetup,
     TaskLog,
     admin_client,
+    airflow_db_dump,
     assert_no_secret,
     backfill_conf,
     ledger_dump,
@@ -91,6 +92,10 @@ def test_an_approved_run_processes_hands_off_and_the_ledger_holds_its_figures(
     dump = ledger_dump(airflow_setup.ledger_url)
     assert app_id in dump
     assert_no_secret(dump, "the ledger")
-    assert "Spark-Submit cmd" in task_log.text and f"Hand off plan {summary.plan_id}" in task_log.text
+    stored = airflow_db_dump()
+    assert summary.plan_id in stored  # the plan task's XCom is there
+    assert_no_secret(stored, "Airflow's metadata (XCom, rendered fields, approval, run conf)")
+    log = task_log.text
+    assert "Spark-Submit cmd: spark-submit --master local[2]" in log and "2 task(s), 400 records" in log
     # the fetch tasks are named after their ranges in the UI
     assert any(f"{topologies.input_topic('approved')}-0 [0→" in line for line in map_index_labels(run))
