@@ -23,36 +23,29 @@ from pathlib import Path
 from typing import Any
 
 from streamproc.airflow.hooks import KafkaClusterHook, store_options
+from streamproc.airflow.ledger_location import airflow_home
+from streamproc.airflow.ledger_location import ledger_location as shared_ledger_location
 from streamproc.airflow.params import RunSettings
 from streamproc.errors import ConfigError, StorageError
 from streamproc.ledger import Ledger
 
 log = logging.getLogger(__name__)
 
-LEDGER_URL_VARIABLE = "STREAMPROC_LEDGER_URL"
 WORK_DIR_ENV = "STREAMPROC_WORK_DIR"
 PLAN_FILE = "plan.json"
 SETTINGS_FILE = "settings.json"
 
 
-def airflow_home() -> Path:
-    """``$AIRFLOW_HOME`` (Airflow's own default ``~/airflow`` when unset)."""
-    return Path(os.environ.get("AIRFLOW_HOME") or Path.home() / "airflow")
+def _task_variable(key: str) -> str | None:
+    from airflow.sdk import Variable
+
+    value = Variable.get(key, default=None)
+    return None if value is None else str(value)
 
 
 def ledger_location() -> str:
-    """The ledger: env ``STREAMPROC_LEDGER_URL``, else the Airflow Variable of that name, else a SQLite file in
-    ``$AIRFLOW_HOME``."""
-    from streamproc.ledger import ledger_url
-
-    if os.environ.get(LEDGER_URL_VARIABLE):
-        return ledger_url(airflow_home() / "streamproc-ledger.sqlite")
-    from airflow.sdk import Variable
-
-    configured = Variable.get(LEDGER_URL_VARIABLE, default=None)
-    if configured:
-        return str(configured)
-    return ledger_url(airflow_home() / "streamproc-ledger.sqlite")
+    """The ledger (``streamproc.airflow.ledger_location``), the Variable read through the Task SDK."""
+    return shared_ledger_location(_task_variable)
 
 
 def open_ledger() -> Ledger:
@@ -147,7 +140,7 @@ def plan_step(
     from streamproc.handoff.cli import preview
     from streamproc.kafka.planner import plan_run
     from streamproc.ledger import ApplicationBusy
-    from streamproc.run_cli import _sink_counts
+    from streamproc.run_cli import sink_partition_counts
     from streamproc.spark.job import plan_id as plan_hash
     from streamproc.spark.task_runner import load_topology
 
@@ -213,7 +206,7 @@ def plan_step(
         "ranges": ranges,
         "preview": shown,
         "records": records,
-        "partitions": _sink_counts(client_config, topology),
+        "partitions": sink_partition_counts(client_config, topology),
     }
 
 
