@@ -23,10 +23,10 @@ from streamproc.cli import (
     _client_setting_option,
     catch_errors,
     fetch_command,
+    kafka_streams_version_option,
     main,
     plan_command,
 )
-from streamproc.handoff.cli import kafka_streams_version_option
 
 if TYPE_CHECKING:
     from streamproc.ledger.run_recording import RunRecording

@@ -48,6 +48,13 @@ def ledger_location() -> str:
     return shared_ledger_location(_task_variable)
 
 
+def preview_markdown(preview: str) -> str:
+    """The hand-off preview as the approval form shows it: its heading, then one list item per action (a fenced
+    block is rendered as one run-on paragraph there); each action in backticks so topic names stay literal."""
+    head, *actions = preview.splitlines() or [""]
+    return "\n".join([head, "", *(f"- `{action.strip()}`" for action in actions if action.strip())])
+
+
 def open_ledger() -> Ledger:
     return Ledger(ledger_location())
 
@@ -137,7 +144,7 @@ def plan_step(
     from airflow.sdk.exceptions import AirflowSkipException
 
     from streamproc.fetch import planned_ranges
-    from streamproc.handoff.cli import preview
+    from streamproc.handoff.preview import preview
     from streamproc.kafka.planner import plan_run
     from streamproc.ledger import ApplicationBusy
     from streamproc.run_cli import sink_partition_counts
@@ -205,6 +212,7 @@ def plan_step(
         "plan_file": str(work / PLAN_FILE),
         "ranges": ranges,
         "preview": shown,
+        "preview_markdown": preview_markdown(shown),
         "records": records,
         "partitions": sink_partition_counts(client_config, topology),
     }
