@@ -25,6 +25,8 @@ COMPOSE_FILE = PROJECT_ROOT / "docker-compose.yml"
 ENV_EXAMPLE = PROJECT_ROOT / ".env.example"
 SCHEMA_FILE = Path(__file__).with_name("compose-spec.json")
 
+#: boto3's variables for MinIO's key pair (the compose file's MINIO_ROOT_USER / MINIO_ROOT_PASSWORD)
+_S3_KEY_VARIABLES = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
 _REFERENCE = re.compile(r"\$(\$|\{([A-Za-z_][A-Za-z0-9_]*)\})")
 #: the hosts a container binds to "every interface" with; on the test machine everything binds loopback
 _ANY_HOST = "0.0.0.0"  # noqa: S104 - a value compared with the compose file's, not bound here
@@ -125,6 +127,8 @@ class LocalEquivalent:
 
     def value(self, name: str, value: str) -> str:
         """The local value of the compose variable ``name``."""
+        if name in _S3_KEY_VARIABLES:
+            return self.s3_keys[_S3_KEY_VARIABLES.index(name)]
         if value.startswith("postgresql+"):
             return self._database_url(name, value)
         if name.startswith("AIRFLOW_CONN_"):

@@ -116,6 +116,7 @@ def test_services_start_in_order_on_healthchecks_and_airflow_runs_its_components
         env = compose_file.environment(compose, name)
         assert env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"].startswith("postgresql+psycopg://")
         assert env["STREAMPROC_LEDGER_URL"].startswith("postgresql+psycopg://")
+        assert env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN_ASYNC"] == env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"]
         assert env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] != env["STREAMPROC_LEDGER_URL"]  # two databases
         assert "/var/lib/streamproc/state" in compose_file.mount_points(compose, name)
     assert services["spark-worker"]["deploy"]["replicas"] == 2
