@@ -207,6 +207,19 @@ def _run_the_dag(
             return runs if done and any(r["dag_run_id"] == triggered for r in runs) else None
 
         runs = wait_for("the DAG runs to finish", finished, 420, dirs["airflow"])
+        # the compose file's healthchecks of the components pass against the running ones
+        for service in services:
+            check = compose_file.service(compose, service)["healthcheck"]["test"]
+            if check[1] == "airflow":
+                command = [str(airflow_server.airflow_executable()), *check[2:]]
+                done = subprocess.run(command, env={**os.environ, **env}, capture_output=True, text=True,
+                                      check=False, timeout=120)  # fmt: skip
+                assert done.returncode == 0, f"{service}'s healthcheck {check[1:]}: {done.stdout}{done.stderr}"
+            else:
+                url = check[-1].replace(f"localhost:{compose_file.exposed_port(compose, service)}",
+                                        handle.address.removeprefix("http://"))  # fmt: skip
+                with urllib.request.urlopen(url, timeout=10) as answer:  # noqa: S310 - loopback
+                    assert answer.status == 200
     finally:
         airflow_server.stop(dirs["airflow"])
 
