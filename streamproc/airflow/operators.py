@@ -52,7 +52,7 @@ class ProcessOperator(_spark_submit_operator()):  # type: ignore[misc]
 
     def execute(self, context: Any) -> Any:
         ref = steps.DagRunRef.from_context(context)
-        settings = steps._read_settings(ref)
+        settings = steps.read_settings(ref)
         self._conn_id = settings.spark_conn_id
         require_connection(self._conn_id, "the Spark master")
         steps.set_stage(ref, "process")

@@ -23,36 +23,29 @@ from pathlib import Path
 from typing import Any
 
 from streamproc.airflow.hooks import KafkaClusterHook, store_options
+from streamproc.airflow.ledger_location import airflow_home
+from streamproc.airflow.ledger_location import ledger_location as shared_ledger_location
 from streamproc.airflow.params import RunSettings
 from streamproc.errors import ConfigError, StorageError
 from streamproc.ledger import Ledger
 
 log = logging.getLogger(__name__)
 
-LEDGER_URL_VARIABLE = "STREAMPROC_LEDGER_URL"
 WORK_DIR_ENV = "STREAMPROC_WORK_DIR"
 PLAN_FILE = "plan.json"
 SETTINGS_FILE = "settings.json"
 
 
-def airflow_home() -> Path:
-    """``$AIRFLOW_HOME`` (Airflow's own default ``~/airflow`` when unset)."""
-    return Path(os.environ.get("AIRFLOW_HOME") or Path.home() / "airflow")
+def _task_variable(key: str) -> str | None:
+    from airflow.sdk import Variable
+
+    value = Variable.get(key, default=None)
+    return None if value is None else str(value)
 
 
 def ledger_location() -> str:
-    """The ledger: env ``STREAMPROC_LEDGER_URL``, else the Airflow Variable of that name, else a SQLite file in
-    ``$AIRFLOW_HOME``."""
-    from streamproc.ledger import ledger_url
-
-    if os.environ.get(LEDGER_URL_VARIABLE):
-        return ledger_url(airflow_home() / "streamproc-ledger.sqlite")
-    from airflow.sdk import Variable
-
-    configured = Variable.get(LEDGER_URL_VARIABLE, default=None)
-    if configured:
-        return str(configured)
-    return ledger_url(airflow_home() / "streamproc-ledger.sqlite")
+    """The ledger (``streamproc.airflow.ledger_location``), the Variable read through the Task SDK."""
+    return shared_ledger_location(_task_variable)
 
 
 def open_ledger() -> Ledger:
@@ -91,7 +84,7 @@ def _write_settings(ref: DagRunRef, settings: RunSettings) -> None:
     (ref.work_dir() / SETTINGS_FILE).write_text(json.dumps(values, indent=2, sort_keys=True), encoding="utf-8")
 
 
-def _read_settings(ref: DagRunRef) -> RunSettings:
+def read_settings(ref: DagRunRef) -> RunSettings:
     from streamproc.plan.cluster_snapshot import PlanRequest
 
     path = ref.work_dir() / SETTINGS_FILE
@@ -105,7 +98,7 @@ def _read_settings(ref: DagRunRef) -> RunSettings:
     return RunSettings(request=PlanRequest(), **values)
 
 
-def _read_plan(ref: DagRunRef) -> tuple[Any, str]:
+def read_plan(ref: DagRunRef) -> tuple[Any, str]:
     from streamproc.plan.run_plan import RunPlan
     from streamproc.spark.job import plan_id
 
@@ -146,18 +139,30 @@ def plan_step(
     from streamproc.fetch import planned_ranges
     from streamproc.handoff.cli import preview
     from streamproc.kafka.planner import plan_run
-    from streamproc.run_cli import _sink_counts
+    from streamproc.ledger import ApplicationBusy
+    from streamproc.run_cli import sink_partition_counts
     from streamproc.spark.job import plan_id as plan_hash
     from streamproc.spark.task_runner import load_topology
 
     with open_ledger() as ledger:
-        ledger.begin_run(
-            application_id=application_id,
-            trigger=trigger,
-            dag_id=ref.dag_id,
-            dag_run_id=ref.dag_run_id,
-            run_id=ref.run_id,
-        )
+        try:
+            ledger.begin_run(
+                application_id=application_id,
+                trigger=trigger,
+                dag_id=ref.dag_id,
+                dag_run_id=ref.dag_run_id,
+                run_id=ref.run_id,
+            )
+        except ApplicationBusy as exc:  # the ledger shows this DAG run too, failed, and why
+            ledger.record_refused_run(
+                application_id=application_id,
+                trigger=trigger,
+                error=f"plan: {type(exc).__name__}: {exc}",
+                dag_id=ref.dag_id,
+                dag_run_id=ref.dag_run_id,
+                run_id=ref.run_id,
+            )
+            raise
     run = settings()
     client_config = KafkaClusterHook(run.kafka_conn_id).client_config()
     store_options(run.store, run.aws_conn_id)  # a missing S3 connection fails the plan, not the fetch
@@ -201,7 +206,7 @@ def plan_step(
         "ranges": ranges,
         "preview": shown,
         "records": records,
-        "partitions": _sink_counts(client_config, topology),
+        "partitions": sink_partition_counts(client_config, topology),
     }
 
 
@@ -227,8 +232,8 @@ def fetch_step(ref: DagRunRef, rng: Mapping[str, Any]) -> dict[str, Any]:
     from streamproc.fetch import FetchRange, fetch_ranges
     from streamproc.plan.cluster_snapshot import IsolationLevel
 
-    settings = _read_settings(ref)
-    plan, _plan_id = _read_plan(ref)
+    settings = read_settings(ref)
+    plan, _plan_id = read_plan(ref)
     with open_ledger() as ledger:
         ledger.set_stage(ref.run_id, "fetch")
     client_config = KafkaClusterHook(settings.kafka_conn_id).client_config()
@@ -272,8 +277,8 @@ def verify_step(ref: DagRunRef) -> dict[str, Any]:
     from streamproc.fetch import planned_ranges
     from streamproc.storage.verify import verify
 
-    settings = _read_settings(ref)
-    plan, _plan_id = _read_plan(ref)
+    settings = read_settings(ref)
+    plan, _plan_id = read_plan(ref)
     with open_ledger() as ledger:
         ledger.set_stage(ref.run_id, "verify")
     store, _options = _store(settings)
@@ -297,7 +302,7 @@ def process_arguments(ref: DagRunRef, plan_info: Mapping[str, Any]) -> tuple[lis
     """``spark-submit`` application arguments of the process step, and the S3 settings as its environment."""
     from streamproc.airflow.hooks import s3_environment
 
-    settings = _read_settings(ref)
+    settings = read_settings(ref)
     args = ["--plan", str(ref.work_dir() / PLAN_FILE), "--store", settings.store, "--topology", settings.topology]
     for item in plan_info.get("partitions", ()):
         args += ["--partitions", str(item)]
@@ -312,8 +317,8 @@ def record_process(ref: DagRunRef) -> list[dict[str, Any]]:
     """The process step's task reports, read back from the store, into the ledger."""
     from streamproc.handoff.task_results import load_results
 
-    settings = _read_settings(ref)
-    plan, plan_id = _read_plan(ref)
+    settings = read_settings(ref)
+    plan, plan_id = read_plan(ref)
     store, _options = _store(settings)
     reports = [result.report for result in load_results(plan, plan_id, store)]
     with open_ledger() as ledger:
@@ -337,8 +342,8 @@ def handoff_step(ref: DagRunRef) -> dict[str, Any]:
     from streamproc.handoff.procedure import handoff
     from streamproc.plan.cluster_snapshot import TopicPartition
 
-    settings = _read_settings(ref)
-    plan, plan_id = _read_plan(ref)
+    settings = read_settings(ref)
+    plan, plan_id = read_plan(ref)
     hook = KafkaClusterHook(settings.kafka_conn_id)
     client_config = hook.client_config()
     store, _options = _store(settings)

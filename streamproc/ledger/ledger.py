@@ -347,6 +347,34 @@ class Ledger:
             db.execute(q.FINISH_RUN, {"b_run_id": run_id, "status": status, "finished_at": now(), "error": error})
             db.execute(q.RELEASE_LOCK, {"run_id": run_id})
 
+    def record_refused_run(
+        self,
+        *,
+        application_id: str,
+        trigger: str,
+        error: str,
+        dag_id: str | None = None,
+        dag_run_id: str | None = None,
+        run_id: str | None = None,
+    ) -> str:
+        """A run refused before it began (``ApplicationBusy``): recorded as failed, with why, without taking the
+        application's lock, so that the run list and the DAG run's page say why it did not run."""
+        if trigger not in TRIGGERS:
+            raise ConfigError(f"unknown run trigger {trigger!r}; use one of {', '.join(TRIGGERS)}")
+        run_id = run_id or _new_run_id()
+        at = now()
+        with self._transaction("record a refused run") as db:
+            if db.execute(q.RUN, {"run_id": run_id}).first() is None:
+                db.execute(
+                    q.INSERT_RUN,
+                    {"run_id": run_id, "application_id": application_id, "trigger": trigger, "dag_id": dag_id,
+                     "dag_run_id": dag_run_id, "plan_id": None, "status": "failed", "stage": STAGES[0],
+                     "error": error, "started_at": at, "finished_at": at},
+                )  # fmt: skip
+            else:
+                db.execute(q.FINISH_RUN, {"b_run_id": run_id, "status": "failed", "finished_at": at, "error": error})
+        return run_id
+
     def _require_run(self, db: Connection, run_id: str) -> None:
         if db.execute(q.RUN, {"run_id": run_id}).first() is None:
             raise LedgerError(f"the ledger at {self.url} has no run {run_id}; begin_run first")

@@ -8,11 +8,13 @@ the secrets test looks for in every task log line and ledger row.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import random
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -184,6 +186,15 @@ class Approver(threading.Thread):
                 session.close()
 
 
+@functools.cache
+def _importable_tests() -> str:
+    """A directory holding only ``tests`` (a link): the DAG run's tasks import the tests' topologies by name. Not the
+    project root: its ``streamproc.egg-info`` would register the plugin's entry point a second time."""
+    directory = Path(tempfile.mkdtemp(prefix="streamproc-importable-"))
+    (directory / "tests").symlink_to(PROJECT_ROOT / "tests")
+    return str(directory)
+
+
 def run_dag(dagbag: Any, dag_id: str, conf: Mapping[str, Any], *, answer: str | None = None, before: Any = None,
             log: TaskLog | None = None, mark_success_pattern: str | None = None) -> Any:  # fmt: skip
     """One DAG run with ``airflow dags test`` (``dag.test()`` in a process of its own, as a user runs it), its
@@ -202,9 +213,9 @@ def run_dag(dagbag: Any, dag_id: str, conf: Mapping[str, Any], *, answer: str | 
     command = [str(Path(sys.executable).parent / "airflow"), "dags", "test", dag_id, "--conf", json.dumps(dict(conf))]
     if mark_success_pattern is not None:
         command += ["--mark-success-pattern", mark_success_pattern]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([_importable_tests(), os.environ.get("PYTHONPATH", "")])}
     try:
-        result = subprocess.run(command, capture_output=True, text=True, cwd=PROJECT_ROOT, env=env, timeout=600)
+        result = subprocess.run(command, capture_output=True, text=True, cwd=_importable_tests(), env=env, timeout=600)
     finally:
         if approver is not None:
             approver.stop.set()

@@ -83,9 +83,12 @@ def test_a_run_beside_another_active_run_of_the_application_is_refused(
         assert task_states(run)["plan"] == "failed"
         assert f"ApplicationBusy: application '{app_id}' is busy: run {other}" in task_log.text
         with Ledger(airflow_setup.ledger_url) as ledger:
-            runs = ledger.runs(application_id=app_id)
-        # the ledger shows why: the other run holds the application
-        assert [(r.run_id, r.status) for r in runs] == [(other, "running")]
+            runs = {r.run_id: r for r in ledger.runs(application_id=app_id)}
+            refused = ledger.run_for_dag_run(BACKFILL, run.run_id)
+        # the ledger shows why: this DAG run failed naming the other run, which still holds the application
+        assert refused is not None and refused.summary.status == "failed"
+        assert refused.summary.error is not None and f"is busy: run {other}" in refused.summary.error
+        assert {run_id: r.status for run_id, r in runs.items()} == {other: "running", refused.summary.run_id: "failed"}
     finally:
         with Ledger(airflow_setup.ledger_url) as ledger:
             ledger.finish_run(other, "succeeded")

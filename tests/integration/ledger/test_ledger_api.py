@@ -247,3 +247,20 @@ def test_a_new_database_opened_by_many_at_once_is_migrated_once(ledger_url: str)
     assert failed == []
     with Ledger(ledger_url) as ledger:
         assert sorted(s.subject for s in ledger.steps("p")) == [f"0_{i}" for i in range(openers)]
+
+
+def test_a_refused_run_is_recorded_failed_without_the_lock(tmp_path: Any) -> None:
+    from streamproc.ledger import ApplicationBusy, Ledger
+
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        holder = ledger.begin_run(application_id="app", trigger="cli")
+        with pytest.raises(ApplicationBusy) as refused:
+            ledger.begin_run(application_id="app", trigger="manual", dag_id="d", dag_run_id="r", run_id="d:r")
+        ledger.record_refused_run(application_id="app", trigger="manual", error=str(refused.value), dag_id="d",
+                                  dag_run_id="r", run_id="d:r")  # fmt: skip
+        detail = ledger.run_for_dag_run("d", "r")
+        assert detail is not None
+        assert (detail.summary.status, detail.summary.error) == ("failed", str(refused.value))
+        assert detail.summary.finished_at is not None
+        ledger.finish_run(holder, "succeeded")  # the lock was never the refused run's
+        assert ledger.begin_run(application_id="app", trigger="cli") != holder
