@@ -66,7 +66,7 @@ with DAG(
         task_id="approve_handoff",
         subject="Hand off plan {{ ti.xcom_pull(task_ids='plan', key='plan')['plan_id'] }} "
         "of {{ params.application_id }}?",
-        body="```\n{{ ti.xcom_pull(task_ids='plan', key='plan')['preview'] }}\n```",
+        body="{{ ti.xcom_pull(task_ids='plan', key='plan')['preview_markdown'] }}",
     )
     chain(planned, fetched, verified)
     planned >> verified

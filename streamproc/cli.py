@@ -411,6 +411,18 @@ def plan_command(
     return run_plan  # for `streamproc run`, which records it in the ledger
 
 
+#: Shared by `streamproc handoff` and `streamproc run` (defined here, where both import from, so that importing
+#: either module first works).
+kafka_streams_version_option = click.option(
+    "--kafka-streams-version",
+    type=click.Choice(["4.2", "4.3"]),
+    default="4.2",
+    show_default=True,
+    help="The Kafka Streams version that will open the state: with 4.3 under exactly_once_v2 a task whose store "
+    "has an empty changelog gets no state directory (4.3 would wipe it).",
+)
+
+
 def _s3_options(func: Callable[P, R]) -> Callable[P, R]:
     """``--s3-connect-timeout``, ``--s3-read-timeout``, ``--s3-max-attempts`` (unset: ``STREAMPROC_S3_*``)."""
     for name, kind, what in (

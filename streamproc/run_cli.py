@@ -23,16 +23,16 @@ from streamproc.cli import (
     _client_setting_option,
     catch_errors,
     fetch_command,
+    kafka_streams_version_option,
     main,
     plan_command,
 )
-from streamproc.handoff.cli import kafka_streams_version_option
 
 if TYPE_CHECKING:
     from streamproc.ledger.run_recording import RunRecording
 
 
-def _sink_counts(client_config: dict[str, object], topology: Any) -> list[str]:
+def sink_partition_counts(client_config: dict[str, object], topology: Any) -> list[str]:
     """``TOPIC=N`` for every static sink topic that exists (what ``process`` asks ``--partitions`` for): the run
     reads the cluster anyway, so the user need not repeat what Kafka knows."""
     from streamproc.engine.topology import SinkNodeSpec
@@ -215,7 +215,7 @@ def _run_steps(
         describe = work_dir / "topology.txt"
         describe.write_text(str(app_topology.describe()), encoding="utf-8")
         client_config = _client_config(bootstrap, client_settings)
-        sink_counts = _sink_counts(client_config, app_topology)
+        sink_counts = sink_partition_counts(client_config, app_topology)
         partition_values = (*sink_counts, *partition_values)
         plan_file = work_dir / "plan.json"
         common = {"bootstrap": bootstrap, "client_settings": client_settings}

@@ -100,14 +100,9 @@ class KafkaClusterHook(_kafka_base_hook()):  # type: ignore[misc]
         self, partitions: Iterable[TopicPartition], isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED
     ) -> dict[TopicPartition, int]:
         """ListOffsets LATEST per partition: the high watermark, or the last stable offset under read_committed."""
-        from confluent_kafka import TopicPartition as KafkaTopicPartition
-        from confluent_kafka.admin import OffsetSpec
+        from streamproc.kafka.cluster import end_offsets  # the planner's ListOffsets, retries included
 
-        from streamproc.kafka.cluster import _list_offsets  # the planner's ListOffsets, retries included
-
-        specs = {KafkaTopicPartition(tp.topic, tp.partition): OffsetSpec.latest() for tp in partitions}
-        found = _list_offsets(self.admin(), specs, isolation, "end offset")
-        return {TopicPartition(tp.topic, tp.partition): offset for tp, offset in found.items()}
+        return end_offsets(self.admin(), partitions, isolation)
 
     def delete_records(self, partition: TopicPartition, before_offset: int) -> int:
         """DeleteRecords up to ``before_offset``; returns the partition's new log start."""

@@ -23,36 +23,36 @@ from pathlib import Path
 from typing import Any
 
 from streamproc.airflow.hooks import KafkaClusterHook, store_options
+from streamproc.airflow.ledger_location import airflow_home
+from streamproc.airflow.ledger_location import ledger_location as shared_ledger_location
 from streamproc.airflow.params import RunSettings
 from streamproc.errors import ConfigError, StorageError
 from streamproc.ledger import Ledger
 
 log = logging.getLogger(__name__)
 
-LEDGER_URL_VARIABLE = "STREAMPROC_LEDGER_URL"
 WORK_DIR_ENV = "STREAMPROC_WORK_DIR"
 PLAN_FILE = "plan.json"
 SETTINGS_FILE = "settings.json"
 
 
-def airflow_home() -> Path:
-    """``$AIRFLOW_HOME`` (Airflow's own default ``~/airflow`` when unset)."""
-    return Path(os.environ.get("AIRFLOW_HOME") or Path.home() / "airflow")
+def _task_variable(key: str) -> str | None:
+    from airflow.sdk import Variable
+
+    value = Variable.get(key, default=None)
+    return None if value is None else str(value)
 
 
 def ledger_location() -> str:
-    """The ledger: env ``STREAMPROC_LEDGER_URL``, else the Airflow Variable of that name, else a SQLite file in
-    ``$AIRFLOW_HOME``."""
-    from streamproc.ledger import ledger_url
+    """The ledger (``streamproc.airflow.ledger_location``), the Variable read through the Task SDK."""
+    return shared_ledger_location(_task_variable)
 
-    if os.environ.get(LEDGER_URL_VARIABLE):
-        return ledger_url(airflow_home() / "streamproc-ledger.sqlite")
-    from airflow.sdk import Variable
 
-    configured = Variable.get(LEDGER_URL_VARIABLE, default=None)
-    if configured:
-        return str(configured)
-    return ledger_url(airflow_home() / "streamproc-ledger.sqlite")
+def preview_markdown(preview: str) -> str:
+    """The hand-off preview as the approval form shows it: its heading, then one list item per action (a fenced
+    block is rendered as one run-on paragraph there); each action in backticks so topic names stay literal."""
+    head, *actions = preview.splitlines() or [""]
+    return "\n".join([head, "", *(f"- `{action.strip()}`" for action in actions if action.strip())])
 
 
 def open_ledger() -> Ledger:
@@ -144,10 +144,10 @@ def plan_step(
     from airflow.sdk.exceptions import AirflowSkipException
 
     from streamproc.fetch import planned_ranges
-    from streamproc.handoff.cli import preview
+    from streamproc.handoff.preview import preview
     from streamproc.kafka.planner import plan_run
     from streamproc.ledger import ApplicationBusy
-    from streamproc.run_cli import _sink_counts
+    from streamproc.run_cli import sink_partition_counts
     from streamproc.spark.job import plan_id as plan_hash
     from streamproc.spark.task_runner import load_topology
 
@@ -212,8 +212,9 @@ def plan_step(
         "plan_file": str(work / PLAN_FILE),
         "ranges": ranges,
         "preview": shown,
+        "preview_markdown": preview_markdown(shown),
         "records": records,
-        "partitions": _sink_counts(client_config, topology),
+        "partitions": sink_partition_counts(client_config, topology),
     }
 
 

@@ -17,35 +17,11 @@ from streamproc.cli import (
     _store_options,
     catch_errors,
     emit,
+    kafka_streams_version_option,
     main,
 )
 from streamproc.errors import ConfigError, HandoffNotConfirmed
-
-kafka_streams_version_option = click.option(
-    "--kafka-streams-version",
-    type=click.Choice(["4.2", "4.3"]),
-    default="4.2",
-    show_default=True,
-    help="The Kafka Streams version that will open the state: with 4.3 under exactly_once_v2 a task whose store "
-    "has an empty changelog gets no state directory (4.3 would wipe it).",
-)
-
-
-def preview(plan: Any, plan_id: str, state_dir: Path | None) -> str:
-    """The plan's hand-off section: commits, checkpoints (where), purges."""
-    lines = [f"Hand-off of plan {plan_id} for application '{plan.application_id}':"]
-    for c in plan.commits:
-        before = "none" if c.before is None else str(c.before)
-        appended = plan.appended_note(c.partition)
-        lines.append(
-            f"  commit {c.partition}: {before} -> {c.after}{appended} (with the tasks' output and changelog records)"
-        )
-    if state_dir is not None:
-        lines.extend(f"  write {state_dir / f}" for f in plan.checkpoint_files)
-    else:
-        lines.append("  no state directory (--state-dir not given): the application restores from the changelogs")
-    lines.extend(f"  delete records of {p.partition} before offset {p.before_offset}" for p in plan.purges)
-    return "\n".join(lines)
+from streamproc.handoff.preview import preview
 
 
 def run_handoff(

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from streamproc.errors import PlanError
@@ -123,11 +123,18 @@ def read_end_offsets(
 ) -> dict[TopicPartition, int]:
     """The end offset of each partition as a consumer at ``isolation`` sees it (the last stable offset under
     read_committed, else the high watermark): what the group's lag is measured against."""
+    return end_offsets(_admin(client_config), partitions, isolation)
+
+
+def end_offsets(
+    admin: Any, partitions: Iterable[TopicPartition], isolation: IsolationLevel
+) -> dict[TopicPartition, int]:
+    """``read_end_offsets`` through an Admin client the caller holds (ListOffsets LATEST, retries included)."""
     from confluent_kafka import TopicPartition as KafkaTopicPartition
     from confluent_kafka.admin import OffsetSpec
 
     specs = {KafkaTopicPartition(tp.topic, tp.partition): OffsetSpec.latest() for tp in partitions}
-    found = _list_offsets(_admin(client_config), specs, isolation, "the end offset")
+    found = _list_offsets(admin, specs, isolation, "the end offset")
     return {TopicPartition(tp.topic, tp.partition): offset for tp, offset in found.items()}
 
 

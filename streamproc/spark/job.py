@@ -275,10 +275,13 @@ def spark_context(master: str | None, conf: Mapping[str, str], *, python_path: S
     spark_conf = SparkConf().setAppName("streamproc process")
     if master is not None or not under_submit:
         spark_conf.setMaster(master or "local[*]")
+    # Loopback unless the deployment says otherwise: a driver whose executors run on other hosts names the address
+    # they reach it by (SPARK_LOCAL_HOSTNAME, or spark-submit's --conf spark.driver.host) and binds SPARK_LOCAL_IP.
+    local_ip = os.environ["SPARK_LOCAL_IP"]
+    spark_conf.setIfMissing("spark.driver.host", os.environ.get("SPARK_LOCAL_HOSTNAME") or local_ip)
+    spark_conf.setIfMissing("spark.driver.bindAddress", local_ip)
     spark_conf = (
-        spark_conf.set("spark.driver.host", "127.0.0.1")
-        .set("spark.driver.bindAddress", "127.0.0.1")
-        .set("spark.ui.enabled", "false")
+        spark_conf.set("spark.ui.enabled", "false")
         .set("spark.ui.showConsoleProgress", "false")  # the CLI draws its own progress bar
         .set("spark.executorEnv.PYTHONPATH", os.environ.get("PYTHONPATH", ""))
     )

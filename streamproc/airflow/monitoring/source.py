@@ -2,32 +2,15 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
-from streamproc.ledger import LEDGER_URL_ENV, ledger_url
-
-#: The Airflow Variable naming the ledger when the environment does not (the same name as the variable).
-LEDGER_URL_VARIABLE = LEDGER_URL_ENV
-#: The default ledger file inside ``$AIRFLOW_HOME``.
-DEFAULT_LEDGER_FILE = "streamproc-ledger.sqlite"
-
-
-def airflow_home() -> Path:
-    """``$AIRFLOW_HOME``, else Airflow's own default ``~/airflow``."""
-    return Path(os.environ.get("AIRFLOW_HOME") or Path.home() / "airflow")
+from streamproc.airflow.ledger_location import ledger_location as shared_ledger_location
 
 
 def ledger_location() -> str:
-    """The ledger URL: env ``STREAMPROC_LEDGER_URL``, else the Airflow Variable, else the file in ``$AIRFLOW_HOME``.
+    """The ledger URL (``streamproc.airflow.ledger_location``), the Variable read from the metadata DB.
 
     Read on every request, so a Variable changed in the UI takes effect without restarting the API server.
     """
-    if not os.environ.get(LEDGER_URL_ENV, "").strip():
-        configured = _airflow_variable(LEDGER_URL_VARIABLE)
-        if configured:
-            return configured
-    return ledger_url(airflow_home() / DEFAULT_LEDGER_FILE)
+    return shared_ledger_location(_airflow_variable)
 
 
 def _airflow_variable(key: str) -> str | None:
