@@ -24,25 +24,31 @@ $(STAMP): requirements.lock pyproject.toml streamproc/engine/_bulk_kernel.c | pr
 	@$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 	$(BIN)/uv pip sync --quiet --python $(BIN)/python requirements.lock
 	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps --reinstall-package streamproc -e .
+	@# the repository's tooling (streamproc_dev: services, demo, conformance), which the wheel does not carry, is
+	@# importable in this venv from any directory (Airflow and Spark processes of the demo import it): the .pth names a
+	@# directory holding only a link to it, not the repository, whose streamproc.egg-info would register the Airflow
+	@# plugin a second time
+	@mkdir -p $(VENV)/repository && ln -sfn $(CURDIR)/streamproc_dev $(VENV)/repository/streamproc_dev
+	@$(BIN)/python -c 'import sys, sysconfig, pathlib; pathlib.Path(sysconfig.get_path("purelib"), "streamproc-repository.pth").write_text(sys.argv[1] + "\n")' '$(CURDIR)/$(VENV)/repository'
 	@touch $@
 
 install: $(STAMP)
 
 # Fetches (once, into $(CACHE)) the Kafka broker jars and the MinIO binary the integration tests start.
 services: install
-	$(WITH_TOOLS) $(BIN)/streamproc dev broker fetch
-	$(WITH_TOOLS) $(BIN)/streamproc dev s3 fetch
+	$(WITH_TOOLS) $(BIN)/python -m streamproc_dev broker fetch
+	$(WITH_TOOLS) $(BIN)/python -m streamproc_dev s3 fetch
 
 test: services
 	$(WITH_TOOLS) $(BIN)/python -m pytest $(PYTEST_ARGS)
-	$(WITH_TOOLS) $(BIN)/python -m streamproc.conformance.report --broker
+	$(WITH_TOOLS) $(BIN)/python -m streamproc_dev.conformance.report --broker
 
 # Every shared and own scenario through streamproc and the real Kafka Streams oracle: task level and pure state
 # operations in one JVM, restore plans and the application level (ordering scenarios, 4 live runs each) through
 # real KafkaStreams apps on a private broker; conformance/results/latest.{json,md}; non-zero when streamproc and
 # Kafka Streams differ anywhere.
 conformance: services
-	$(WITH_TOOLS) $(BIN)/python -m streamproc.conformance.report --broker
+	$(WITH_TOOLS) $(BIN)/python -m streamproc_dev.conformance.report --broker
 
 unit: install
 	$(WITH_TOOLS) $(BIN)/python -m pytest -m "not integration" $(PYTEST_ARGS)
@@ -51,11 +57,11 @@ integration: services
 	$(WITH_TOOLS) $(BIN)/python -m pytest -m integration $(PYTEST_ARGS)
 
 demo: services
-	$(WITH_TOOLS) $(BIN)/python -m streamproc.dev.demo
+	$(WITH_TOOLS) $(BIN)/python -m streamproc_dev.demo
 
 lint: install
-	$(BIN)/ruff check streamproc tests bench
-	$(BIN)/ruff format --check streamproc tests bench
+	$(BIN)/ruff check streamproc streamproc_dev tests bench
+	$(BIN)/ruff format --check streamproc streamproc_dev tests bench
 	$(BIN)/mypy
 
 typecheck: install

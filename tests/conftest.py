@@ -51,8 +51,8 @@ def scenarios_dir() -> Path:
 # ----------------------------------------------------------------------------------------------------- services
 @pytest.fixture(scope="session")
 def kafka_broker_handle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """The session's real broker; tests that must stop and restart it use ``streamproc.dev.broker`` on its workdir."""
-    from streamproc.dev import broker
+    """The session's real broker; tests that must stop and restart it use ``streamproc_dev.broker`` on its workdir."""
+    from streamproc_dev import broker
 
     workdir = tmp_path_factory.mktemp("kafka")
     handle = broker.start(workdir)
@@ -99,7 +99,7 @@ class S3Server:
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
     """The session's real MinIO server: endpoint and keys."""
-    from streamproc.dev import s3
+    from streamproc_dev import s3
 
     workdir = tmp_path_factory.mktemp("minio")
     handle = s3.start(workdir)
@@ -145,9 +145,9 @@ def _restore_streamproc_log_levels() -> Iterator[None]:
 
 @pytest.fixture(scope="session")
 def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """The session's real PostgreSQL server (``streamproc.dev.postgres``); ``create_database(name)`` gives a new
+    """The session's real PostgreSQL server (``streamproc_dev.postgres``); ``create_database(name)`` gives a new
     empty database's URL, so that each test has its own."""
-    from streamproc.dev import postgres
+    from streamproc_dev import postgres
 
     workdir = tmp_path_factory.mktemp("postgres")
     handle = postgres.start(workdir)
@@ -164,11 +164,11 @@ class PostgresServer:
         self.handle = handle
 
     def url(self, database: str = "postgres") -> str:
-        from streamproc.dev import postgres
+        from streamproc_dev import postgres
 
         return postgres.url(self.handle, database)
 
     def create_database(self, name: str) -> str:
-        from streamproc.dev import postgres
+        from streamproc_dev import postgres
 
         return postgres.create_database(self.handle, name)

@@ -351,7 +351,7 @@ class AirflowUI:
     setup: AirflowSetup
 
     def token(self, user: str = "admin") -> str:
-        from streamproc.dev import airflow_server
+        from streamproc_dev import airflow_server
 
         return airflow_server.token(self.url, user, self.passwords[user])
 
@@ -359,7 +359,7 @@ class AirflowUI:
 @pytest.fixture(scope="session")
 def airflow_ui(airflow_setup: AirflowSetup, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AirflowUI]:
     """The session's running Airflow: the same connections, ledger and work directory as ``airflow_setup``."""
-    from streamproc.dev import airflow_server
+    from streamproc_dev import airflow_server
 
     workdir = tmp_path_factory.mktemp("airflow-ui")
     users = [airflow_server.UiUser("admin", "admin-" + os.urandom(6).hex()),

@@ -20,8 +20,8 @@ import httpx
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from streamproc.dev.service_process import tail
 from streamproc.ledger import Ledger, RunDetail
+from streamproc_dev.service_process import tail
 from tests.conftest import PROJECT_ROOT
 from tests.integration.airflow import topologies
 from tests.integration.airflow.conftest import BACKFILL, AirflowUI, prepare_application

@@ -18,8 +18,8 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from streamproc.dev.service_process import tail
 from streamproc.ledger import Ledger, RunDetail
+from streamproc_dev.service_process import tail
 from tests.integration.airflow.conftest import AirflowUI
 from tests.integration.ledger.sample_run import sample_fetch, sample_plan, sample_reports
 

@@ -46,7 +46,7 @@ def refused_address() -> str:
 @pytest.fixture
 def stopped_broker(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """A real broker that held a topic and a plan for it, then was stopped: its address and the plan file."""
-    from streamproc.dev import broker
+    from streamproc_dev import broker
 
     workdir = tmp_path / "kafka"
     handle = broker.start(workdir)

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from streamproc.conformance.oracle import CONFORMANCE_DIR, ensure_oracle_jar
 from streamproc.engine.topology_analysis import TopologyAnalysis, analyze
 from streamproc.engine.topology_description import format_description, parse_description
 from streamproc.errors import NotCopartitioned
+from streamproc_dev.conformance.oracle import CONFORMANCE_DIR, ensure_oracle_jar
 
 GOLDEN_DIR = CONFORMANCE_DIR / "golden"
 APPLICATION_ID = "golden-app"  # GoldenTopologies.APPLICATION_ID

@@ -16,15 +16,15 @@ from typing import Any
 
 import pytest
 
-from streamproc.conformance import run_scenario
-from streamproc.conformance.oracle import (
+from streamproc_dev.conformance import run_scenario
+from streamproc_dev.conformance.oracle import (
     compare_to_expected,
     differences_from_app_set,
     ensure_oracle_jar,
     observable,
     run_oracle_app,
 )
-from streamproc.conformance.report import RAN, STATUS_FAIL, STATUS_PASS, Row, RunnerOutcome, build_row
+from streamproc_dev.conformance.report import RAN, STATUS_FAIL, STATUS_PASS, Row, RunnerOutcome, build_row
 
 RUNS = 4
 

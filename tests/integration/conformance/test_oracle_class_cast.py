@@ -2,7 +2,7 @@
 
 ``ClassCastRouting`` (``conformance/``) runs ``source -> parent -> [cast, sibling]`` and ``source -> [cast,
 sibling]`` on Kafka's own ``TopologyTestDriver`` with a recording wrapper around the real processing handlers;
-:func:`streamproc.conformance.ordering.class_cast_routing` runs the same topology on streamproc's driver, where a
+:func:`streamproc_dev.conformance.ordering.class_cast_routing` runs the same topology on streamproc's driver, where a
 ``ClassCastError`` plays the ``ClassCastException``. The two must agree on who handles what, with which exception, and
 what runs afterwards. Java and Python names differ by design and are mapped: ``StreamsException`` =
 ``StreamsError``, ``ClassCastException`` = ``ClassCastError``, ``java.lang.String`` = ``str``.
@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from streamproc.conformance.oracle import ensure_oracle_jar
-from streamproc.conformance.ordering import class_cast_routing
+from streamproc_dev.conformance.oracle import ensure_oracle_jar
+from streamproc_dev.conformance.ordering import class_cast_routing
 
 CASES = {
     "child_of_processor_continue": {"with_parent": True, "resume": True},

@@ -1,6 +1,6 @@
 """``planning`` scenarios: Kafka's reset tool (``StreamsResetter --dry-run``) on a real broker = the plan's starts.
 
-Every shared and own planning scenario goes to the reset-tool oracle (``streamproc.conformance.reset_tool``); the
+Every shared and own planning scenario goes to the reset-tool oracle (``streamproc_dev.conformance.reset_tool``); the
 ones it can rebuild (a reset-tool start mode or an active group, a log without transactions) are laid out on the
 broker and the tool's offsets must equal the starts of streamproc's plan, and of the scenario's ``expected``; where
 streamproc refuses, the tool must refuse too or reset past offsets the application has not processed.
@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from streamproc.conformance import run_scenario
-from streamproc.conformance.report import compare_to_kafka_streams
-from streamproc.conformance.reset_tool import run_reset_tool
+from streamproc_dev.conformance import run_scenario
+from streamproc_dev.conformance.report import compare_to_kafka_streams
+from streamproc_dev.conformance.reset_tool import run_reset_tool
 from tests.conftest import PROJECT_ROOT, SCENARIOS_DIR
 
 pytestmark = pytest.mark.integration

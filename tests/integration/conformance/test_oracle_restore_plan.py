@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from streamproc.conformance import oracle, run_scenario
-from streamproc.conformance.oracle import compare_to_expected, is_restore_plan, run_oracle_restore
-from streamproc.conformance.report import RAN, run_restore_oracle
+from streamproc_dev.conformance import oracle, run_scenario
+from streamproc_dev.conformance.oracle import compare_to_expected, is_restore_plan, run_oracle_restore
+from streamproc_dev.conformance.report import RAN, run_restore_oracle
 from tests.conftest import PROJECT_ROOT
 
 pytestmark = pytest.mark.integration

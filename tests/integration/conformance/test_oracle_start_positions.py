@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from streamproc.conformance import run_scenario
-from streamproc.conformance.report import RAN, STATUS_PARTIAL, STATUS_PASS, STATUS_PENDING, Row, run_report
-from streamproc.conformance.start_positions import END_REFUSALS, compare, covers, run_start_positions
+from streamproc_dev.conformance import run_scenario
+from streamproc_dev.conformance.report import RAN, STATUS_PARTIAL, STATUS_PASS, STATUS_PENDING, Row, run_report
+from streamproc_dev.conformance.start_positions import END_REFUSALS, compare, covers, run_start_positions
 from tests.conftest import PROJECT_ROOT, SCENARIOS_DIR
 
 pytestmark = pytest.mark.integration

@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from streamproc.conformance import run_scenario
-from streamproc.conformance.oracle import (
+from streamproc_dev.conformance import run_scenario
+from streamproc_dev.conformance.oracle import (
     KS43_STATE_OPERATIONS,
     OracleError,
     answers_with_ks43,
@@ -34,7 +34,7 @@ from streamproc.conformance.oracle import (
     ensure_oracle_jar,
     run_oracle,
 )
-from streamproc.conformance.report import RAN, RunnerOutcome, compare_to_kafka_streams, run_oracle_batch
+from streamproc_dev.conformance.report import RAN, RunnerOutcome, compare_to_kafka_streams, run_oracle_batch
 from tests.conftest import PROJECT_ROOT, SCENARIOS_DIR
 
 pytestmark = pytest.mark.integration

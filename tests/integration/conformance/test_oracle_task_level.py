@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from streamproc.conformance.oracle import (
+from streamproc_dev.conformance.oracle import (
     compare_to_expected,
     documented_findings,
     ensure_oracle_jar,

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from streamproc.conformance.oracle import run_oracle_topology
-from streamproc.conformance.report import RAN, compare_to_kafka_streams, run_topology_oracle
-from streamproc.conformance.topology import run_scenario
+from streamproc_dev.conformance.oracle import run_oracle_topology
+from streamproc_dev.conformance.report import RAN, compare_to_kafka_streams, run_topology_oracle
+from streamproc_dev.conformance.topology import run_scenario
 from tests.conftest import PROJECT_ROOT, SCENARIOS_DIR
 
 pytestmark = pytest.mark.integration
@@ -80,7 +80,7 @@ def test_unequal_user_topics_are_refused_only_with_a_repartition_topic(answers: 
 
 
 def test_report_rows_take_the_live_result(answers: dict[Path, dict[str, Any]], monkeypatch: pytest.MonkeyPatch) -> None:
-    from streamproc.conformance import oracle
+    from streamproc_dev.conformance import oracle
 
     monkeypatch.setattr(oracle, "run_oracle_topology", lambda bootstrap, paths: {p: answers[p] for p in paths})
     scenarios = {p: _load(p) for p in ALL}

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from streamproc.conformance import run_scenario
-from streamproc.conformance.oracle import compare_to_expected
-from streamproc.conformance.report import RAN, RunnerOutcome, compare_to_kafka_streams, run_oracle_batch
+from streamproc_dev.conformance import run_scenario
+from streamproc_dev.conformance.oracle import compare_to_expected
+from streamproc_dev.conformance.report import RAN, RunnerOutcome, compare_to_kafka_streams, run_oracle_batch
 from tests.conftest import PROJECT_ROOT
 
 pytestmark = pytest.mark.integration

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from streamproc.conformance.reference import KAFKA_UTILS_TEST_KEYS, PARTITION_COUNTS, murmur2_keys
 from streamproc.engine.partitioner import murmur2, partition_for_key
 from streamproc.engine.serdes import IntegerSerializer, LongSerializer, StringSerializer
+from streamproc_dev.conformance.reference import KAFKA_UTILS_TEST_KEYS, PARTITION_COUNTS, murmur2_keys
 
 KEYS = murmur2_keys()
 SERIALIZERS: dict[str, Any] = {"string": StringSerializer(), "long": LongSerializer(), "int": IntegerSerializer()}

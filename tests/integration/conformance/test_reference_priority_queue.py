@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from streamproc.conformance.reference import PRIORITY_QUEUE_SEEDS, priority_queue_traces
 from streamproc.engine.java_priority_queue import JavaPriorityQueue
+from streamproc_dev.conformance.reference import PRIORITY_QUEUE_SEEDS, priority_queue_traces
 
 TRACES = priority_queue_traces()
 

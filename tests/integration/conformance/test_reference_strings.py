@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from streamproc.conformance.reference import string_inputs
 from streamproc.engine.serdes import StringDeserializer, StringSerializer
+from streamproc_dev.conformance.reference import string_inputs
 
 INPUTS = string_inputs()
 

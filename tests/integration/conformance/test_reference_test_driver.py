@@ -2,7 +2,7 @@
 4.2.2), program by program, on inputs generated from fixed seeds.
 
 The programs are ``tests/driver_programs.py`` here and ``TestDriverRunner`` in the oracle project; the oracle's
-``reference`` mode runs Kafka's driver on :func:`streamproc.conformance.reference.driver_program_inputs` at test
+``reference`` mode runs Kafka's driver on :func:`streamproc_dev.conformance.reference.driver_program_inputs` at test
 time and every output record (key, value, timestamp, headers, order), store content, queue size and refusal must
 be the same here. What each program shows: ``filter`` the input topic's clock and headers; ``counter`` stream-time
 and wall-clock punctuation (due times, catch-up, key order); ``rekey`` a topic the topology both writes and reads,
@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from streamproc.conformance.reference import TEST_DRIVER_SEEDS, driver_program_inputs
 from streamproc.engine.stream_task import TaskConfig
 from streamproc.errors import TopologyError
 from streamproc.testing import TestOutputTopic, TestRecord, TopologyTestDriver
+from streamproc_dev.conformance.reference import TEST_DRIVER_SEEDS, driver_program_inputs
 from tests.driver_programs import (
     APP,
     LONG,

@@ -29,10 +29,10 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from streamproc.dev import airflow_server, spark_cluster
 from streamproc.kafka import clients
 from streamproc.kafka.cluster import read_committed_offsets
 from streamproc.ledger import Ledger
+from streamproc_dev import airflow_server, spark_cluster
 from tests.conftest import PROJECT_ROOT, PostgresServer, S3Server
 from tests.integration.airflow.conftest import produce
 from tests.integration.airflow.test_backfill_refusals import commit_offsets

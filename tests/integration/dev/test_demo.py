@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from streamproc.dev import demo
 from streamproc.kafka.cluster import read_committed_offsets
 from streamproc.plan.cluster_snapshot import TopicPartition
 from streamproc.state.offset_checkpoint import OffsetCheckpoint
+from streamproc_dev import demo
 
 pytestmark = pytest.mark.integration
 

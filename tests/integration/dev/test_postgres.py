@@ -7,7 +7,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from streamproc.dev import postgres, service_process
+from streamproc_dev import postgres, service_process
 
 
 def test_a_private_server_starts_serves_databases_and_stops(tmp_path: Path) -> None:

@@ -10,9 +10,9 @@ from botocore.exceptions import ClientError
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from streamproc.dev import broker
-from streamproc.dev.service_process import is_alive
 from streamproc.errors import DevServiceError
+from streamproc_dev import broker
+from streamproc_dev.service_process import is_alive
 from tests.conftest import S3Server
 
 

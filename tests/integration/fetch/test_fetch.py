@@ -219,7 +219,7 @@ def test_fetch_to_s3_is_verified_and_identical_to_local(
 
 
 def test_a_broker_that_goes_away_mid_fetch_and_comes_back_costs_nothing(tmp_path: Path) -> None:
-    from streamproc.dev import broker
+    from streamproc_dev import broker
 
     workdir = tmp_path / "kafka"
     handle = broker.start(workdir)

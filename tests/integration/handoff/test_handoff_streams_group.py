@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from streamproc.conformance.oracle import ORACLE_JAR, ensure_oracle_jar
-from streamproc.conformance.reset_tool import tools_jar
-from streamproc.dev.broker import KAFKA_VERSION, libs_dir
 from streamproc.kafka.cluster import read_committed_offsets, read_group
 from streamproc.plan.run_plan import RunPlan
 from streamproc.spark.job import task_work
 from streamproc.spark.task_runner import run_task
+from streamproc_dev.broker import KAFKA_VERSION, libs_dir
+from streamproc_dev.conformance.oracle import ORACLE_JAR, ensure_oracle_jar
+from streamproc_dev.conformance.reset_tool import tools_jar
 from tests.integration.handoff import topologies
 from tests.integration.handoff.test_handoff import TOPOLOGY, processed, run
 

@@ -183,6 +183,7 @@ def test_the_wheel_holds_the_product_and_not_the_repositorys_tooling(wheel: Path
     assert {name.split("/")[0] for name in names} == {"streamproc", f"streamproc-{version}.dist-info"}
     packages = {str(Path(name).parent) for name in names if name.endswith(".py")}
     assert {"streamproc", "streamproc/engine", "streamproc/state", "streamproc/spark", "streamproc/airflow"} <= packages
+    assert not [p for p in packages if p.startswith(("streamproc/dev", "streamproc/conformance", "streamproc/tests"))]
     assert any(name.startswith("streamproc/engine/_bulk_kernel") and name.endswith(".so") for name in names)
     for data in ("streamproc/py.typed", "streamproc/ledger/migrations/script.py.mako"):
         assert data in names
@@ -200,6 +201,7 @@ def test_the_base_install_prints_its_version_and_help(base: Install) -> None:
     assert usage.returncode == 0, usage.stderr
     commands = usage.stdout.split("Commands:")[1].split()
     assert {"plan", "fetch", "verify", "process", "handoff", "run", "ledger"} <= set(commands)
+    assert "dev" not in commands and "conformance" not in commands
 
 
 def test_the_base_install_replays_a_processor_api_program(base: Install) -> None:

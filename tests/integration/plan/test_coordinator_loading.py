@@ -27,7 +27,7 @@ STREAMPROC = Path(sys.executable).with_name("streamproc")
 @pytest.fixture
 def fresh_broker(tmp_path: Path) -> Iterator[str]:
     """A broker of its own that has never served a group request (its group coordinator does not exist yet)."""
-    from streamproc.dev import broker
+    from streamproc_dev import broker
 
     handle = broker.start(tmp_path / "kafka", await_group_coordinator=False)
     try:

@@ -39,7 +39,6 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as KafkaTP
 from confluent_kafka.admin import AdminClient
 
-from streamproc.conformance.oracle import ensure_oracle_jar
 from streamproc.engine.task_id import TaskId
 from streamproc.plan.run_plan import RunPlan
 from streamproc.spark.job import plan_id, process
@@ -47,6 +46,7 @@ from streamproc.spark.task_output import TaskObjects
 from streamproc.spark.task_runner import load_topology
 from streamproc.state.rocksdb_store import RocksDBKeyValueBytesStore
 from streamproc.state.store_type import StoreType
+from streamproc_dev.conformance.oracle import ensure_oracle_jar
 from tests.integration.conftest import create_topic
 from tests.integration.spark import proof_topologies as programs
 from tests.integration.spark.conftest import run, wait_for_leaders

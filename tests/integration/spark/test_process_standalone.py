@@ -1,6 +1,6 @@
 """``streamproc process`` on a real Spark standalone cluster: a master and two workers from the pyspark package.
 
-Started by :mod:`streamproc.dev.spark_cluster` (``bin/spark-class`` of the pyspark package on 127.0.0.1, each process
+Started by :mod:`streamproc_dev.spark_cluster` (``bin/spark-class`` of the pyspark package on 127.0.0.1, each process
 in its own session with its own work directory, stopped by PID at the end).
 """
 
@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from streamproc.dev import spark_cluster as spark_cluster_service
 from streamproc.plan.run_plan import RunPlan
 from streamproc.spark.job import process
+from streamproc_dev import spark_cluster as spark_cluster_service
 from tests.integration.spark import topologies
 from tests.integration.spark.test_process import (
     PARTITIONS,

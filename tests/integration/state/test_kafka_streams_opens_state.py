@@ -39,7 +39,6 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 from rocksdict import AccessType, Options, Rdict
 
-from streamproc.conformance.oracle import CONFORMANCE_DIR, ORACLE_JAR, ensure_oracle_jar
 from streamproc.engine.processor import Processor, ProcessorContext
 from streamproc.engine.processor_topology import ProcessorNode, ProcessorTopology, SourceNode
 from streamproc.engine.records import ConsumerRecord, Record, TopicPartition
@@ -64,6 +63,7 @@ from streamproc.state.store_layout import column_families
 from streamproc.state.store_registration import KS_VERSION_4_3
 from streamproc.state.store_type import StoreType
 from streamproc.state.stores import KeyValueStore, TimestampedKeyValueStore, TimestampedWindowStore, ValueAndTimestamp
+from streamproc_dev.conformance.oracle import CONFORMANCE_DIR, ORACLE_JAR, ensure_oracle_jar
 from tests.integration.conftest import create_topic
 
 APP_SOURCE_DIR = CONFORMANCE_DIR / "src" / "main" / "java" / "dev" / "streamproc" / "oracle"

@@ -142,44 +142,6 @@ def test_verify_refuses_an_unknown_storage_scheme() -> None:
     assert "unknown storage scheme 'ftp://'" in one_error_line(run("verify", "--store", "ftp://host/x"))
 
 
-def test_conformance_run_refuses_a_file_that_is_not_a_scenario(tmp_path: Path) -> None:
-    scenario = tmp_path / "s.json"
-    scenario.write_text("[1, 2]")
-    line = one_error_line(run("conformance", "run", str(scenario)))
-    assert line.startswith(f"error: scenario {scenario}: 'kind' must be one of")
-    assert json_error(run("--output", "json", "conformance", "run", str(scenario)))["error"] == "ConfigError"
-
-
-def test_conformance_run_prints_a_scenarios_result(scenarios_dir: Path) -> None:
-    scenario = scenarios_dir / "ordering" / "o01-tie-two-partitions-alternate.json"
-    result = run("conformance", "run", str(scenario))
-    assert result.exit_code == 0, result.output
-    expected = json.loads(scenario.read_text())["expected"]
-    assert sorted(json.loads(result.stdout)) == sorted(expected)
-
-
-@pytest.mark.parametrize("service", ["broker", "s3"])
-def test_dev_status_and_stop_of_a_workdir_without_a_service_honour_output(service: str, tmp_path: Path) -> None:
-    status = run("dev", service, "status", "--workdir", str(tmp_path))
-    assert status.exit_code == 0 and str(tmp_path) in status.stdout and status.stdout.startswith("no ")
-    status_json = json.loads(run("--output", "json", "dev", service, "status", "--workdir", str(tmp_path)).stdout)
-    assert status_json == {"workdir": str(tmp_path), "status": status.stdout.strip()}
-
-    stop = run("dev", service, "stop", "--workdir", str(tmp_path))
-    assert stop.exit_code == 0 and stop.stdout.startswith("No ") and str(tmp_path) in stop.stdout
-    stop_json = json.loads(run("--output", "json", "dev", service, "stop", "--workdir", str(tmp_path)).stdout)
-    assert stop_json == {"workdir": str(tmp_path), "stopped": False}
-
-
-def test_dev_fetch_of_cached_services_honours_output() -> None:
-    # make install / make services cached both; a cached fetch only reports where
-    libs = json.loads(run("--output", "json", "dev", "broker", "fetch").stdout)["libs"]
-    assert any(Path(libs).glob("kafka_2.13-*.jar"))
-    binary = json.loads(run("--output", "json", "dev", "s3", "fetch").stdout)["binary"]
-    assert Path(binary).name == "minio" and Path(binary).is_file()
-    assert run("dev", "broker", "fetch").stdout == f"Kafka jars in {libs}\n"
-
-
 def test_verbose_shows_debug_logs_and_quiet_hides_librdkafka() -> None:
     run("-v", "verify", "--store", "ftp://host/x")
     assert logging.getLogger("streamproc").getEffectiveLevel() == logging.DEBUG

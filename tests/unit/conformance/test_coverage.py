@@ -1,4 +1,4 @@
-"""``streamproc.conformance.coverage``: the parts of a result, what an oracle's answer covers, projections."""
+"""``streamproc_dev.conformance.coverage``: the parts of a result, what an oracle's answer covers, projections."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from streamproc.conformance.coverage import kafka_answered, only_expected_differences, project, result_parts
+from streamproc_dev.conformance.coverage import kafka_answered, only_expected_differences, project, result_parts
 
 PLAN: dict[str, Any] = {
     "error": None,

@@ -1,4 +1,4 @@
-"""Every ordering scenario in ``../shared/spec/scenarios/ordering/`` through ``streamproc.conformance.ordering``."""
+"""Every ordering scenario in ``../shared/spec/scenarios/ordering/`` through ``streamproc_dev.conformance.ordering``."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from streamproc.conformance import run_scenario as dispatch
-from streamproc.conformance.ordering import run_scenario
+from streamproc_dev.conformance import run_scenario as dispatch
+from streamproc_dev.conformance.ordering import run_scenario
 from tests.conftest import SCENARIOS_DIR
 
 ORDERING = sorted((SCENARIOS_DIR / "ordering").glob("*.json"))

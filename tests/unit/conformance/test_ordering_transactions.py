@@ -1,4 +1,4 @@
-"""Transactional inputs and leader epochs in ordering scenarios (``streamproc.conformance.ordering``).
+"""Transactional inputs and leader epochs in ordering scenarios (``streamproc_dev.conformance.ordering``).
 
 What a consumer hands to Kafka Streams: never a control marker, and no record of an aborted transaction under
 ``read_committed``; the task commits the position past trailing markers. The own scenarios ``c50``-``c59`` hold
@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from streamproc.conformance.ordering import delivered_records, end_position, read_committed, run_scenario
 from streamproc.errors import ConfigError
+from streamproc_dev.conformance.ordering import delivered_records, end_position, read_committed, run_scenario
 
 OWN = Path(__file__).resolve().parents[3] / "conformance" / "scenarios"
 TRANSACTIONAL = sorted(OWN.glob("c5*.json"))

@@ -1,4 +1,5 @@
-"""Every shared and own planning scenario (``scenarios/planning/*.json``) through ``streamproc.conformance.planning``.
+"""Every shared and own planning scenario (``scenarios/planning/*.json``) through
+``streamproc_dev.conformance.planning``.
 
 Results are compared on the keys the scenario expects (``reference_tool_output`` is informational). Error
 expectations compare the type, the partitions/topics and structured fields it names, and require every
@@ -13,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from streamproc.conformance import run_scenario
+from streamproc_dev.conformance import run_scenario
 from tests.conftest import PROJECT_ROOT, SCENARIOS_DIR
 
 PLANNING_DIR = SCENARIOS_DIR / "planning"

@@ -1,4 +1,5 @@
-"""``streamproc.conformance.report``: row logic (pending never passes, mismatches fail the run), comparisons, files."""
+"""``streamproc_dev.conformance.report``: row logic (pending never passes, mismatches fail the run), comparisons,
+files."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from streamproc.conformance import report
-from streamproc.conformance.coverage import result_parts, snapshot_of
-from streamproc.conformance.report import (
+from streamproc.errors import ConfigError
+from streamproc_dev.conformance import report
+from streamproc_dev.conformance.coverage import result_parts, snapshot_of
+from streamproc_dev.conformance.report import (
     ERROR,
     EXIT_MISMATCH,
     EXIT_OK,
@@ -28,8 +30,7 @@ from streamproc.conformance.report import (
     exit_code,
     totals,
 )
-from streamproc.conformance.reset_tool import NOT_OBSERVABLE as RESET_TOOL_NOT_OBSERVABLE
-from streamproc.errors import ConfigError
+from streamproc_dev.conformance.reset_tool import NOT_OBSERVABLE as RESET_TOOL_NOT_OBSERVABLE
 from tests.conftest import PROJECT_ROOT, SCENARIOS_DIR
 
 OWN = PROJECT_ROOT / "conformance" / "scenarios"

@@ -1,4 +1,5 @@
-"""Every ``scenarios/state/*.json`` through ``streamproc.conformance.state`` (errors: type and quoted substrings)."""
+"""Every ``scenarios/state/*.json`` through ``streamproc_dev.conformance.state`` (errors: type and quoted
+substrings)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from streamproc.conformance import run_scenario
+from streamproc_dev.conformance import run_scenario
 from tests.conftest import SCENARIOS_DIR
 
 STATE_DIR = SCENARIOS_DIR / "state"

@@ -1,4 +1,5 @@
-"""Every scenario of ``scenarios/topology/`` through ``streamproc.conformance.topology`` (README comparison rules)."""
+"""Every scenario of ``scenarios/topology/`` through ``streamproc_dev.conformance.topology`` (README comparison
+rules)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from streamproc.conformance import run_scenario as dispatch
-from streamproc.conformance.topology import compare, run_scenario
+from streamproc_dev.conformance import run_scenario as dispatch
+from streamproc_dev.conformance.topology import compare, run_scenario
 from tests.conftest import PROJECT_ROOT, SCENARIOS_DIR
 
 SHARED_FILES = sorted((SCENARIOS_DIR / "topology").glob("*.json"))

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from streamproc.dev import broker, s3
-from streamproc.dev.service_process import ServiceHandle, free_port, is_alive, port_open
-from streamproc.dev.versions import KAFKA_VERSION, MINIO_VERSION
 from streamproc.errors import DevServiceError
+from streamproc_dev import broker, s3
+from streamproc_dev.service_process import ServiceHandle, free_port, is_alive, port_open
+from streamproc_dev.versions import KAFKA_VERSION, MINIO_VERSION
 from tests.conftest import PROJECT_ROOT
 
 

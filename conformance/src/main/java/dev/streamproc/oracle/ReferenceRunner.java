@@ -27,7 +27,7 @@ import org.apache.kafka.common.utils.Utils;
  *   java -jar streamproc-oracle.jar reference &lt;request.json&gt;
  * </pre>
  *
- * <p>The request (written by {@code streamproc.conformance.reference}, inputs generated from fixed seeds) may hold:
+ * <p>The request (written by {@code streamproc_dev.conformance.reference}, inputs generated from fixed seeds) may hold:
  * <ul>
  *   <li>{@code priority_queue}: a list of traces, each {@code {"ops": ["o<key>", "p", "r<id>", ...]}}: offer a new
  *   element with that {@code long} key (ids count from 0), poll, or {@code remove(element id)}, on a real

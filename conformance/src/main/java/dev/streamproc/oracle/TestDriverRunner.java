@@ -36,7 +36,7 @@ import org.apache.kafka.streams.test.TestRecord;
  * The programs of {@code tests/unit/driver_programs.py} on Kafka's own {@link TopologyTestDriver}
  * (kafka-streams-test-utils 4.2.2), for the {@code test_driver} section of {@code reference} ({@link
  * ReferenceRunner}): the request gives each program's inputs (generated from fixed seeds by
- * {@code streamproc.conformance.reference}), the answer is what Kafka's driver produced, so that
+ * {@code streamproc_dev.conformance.reference}), the answer is what Kafka's driver produced, so that
  * {@code tests/integration/conformance/test_reference_test_driver.py} checks streamproc's driver against it.
  *
  * <p>Output records are {@code {"key", "value", "timestamp", "headers": [[key, utf-8 value]]}}, in the order the

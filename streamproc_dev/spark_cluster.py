@@ -17,9 +17,9 @@ import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
-from streamproc.dev import service_process
-from streamproc.dev.service_process import ServiceHandle
 from streamproc.errors import DevServiceError
+from streamproc_dev import service_process
+from streamproc_dev.service_process import ServiceHandle
 
 log = logging.getLogger(__name__)
 

@@ -61,7 +61,7 @@ def run_start_positions(bootstrap: str, paths: list[Path], *, parallelism: int =
     """Each path's answer from one ``startpos`` JVM (``parallelism`` apps at a time): ``{"result", "observations"}``
     with ``answered``, ``not_observable`` and ``kafka_behaviour`` added, ``{"unsupported"}`` or ``{"oracle_error"}``.
     An end refusal comes back ``unsupported`` with :func:`not_comparable_reason`."""
-    from streamproc.conformance import oracle
+    from streamproc_dev.conformance import oracle
 
     if not paths:
         return {}

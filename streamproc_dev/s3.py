@@ -15,10 +15,10 @@ import tempfile
 import urllib.request
 from pathlib import Path
 
-from streamproc.dev import service_process
-from streamproc.dev.service_process import ServiceHandle
-from streamproc.dev.versions import MINIO_MODULE, MINIO_VERSION, cache_dir
 from streamproc.errors import DevServiceError
+from streamproc_dev import service_process
+from streamproc_dev.service_process import ServiceHandle
+from streamproc_dev.versions import MINIO_MODULE, MINIO_VERSION, cache_dir
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ duration, because the tool reads the real clock; a duration streamproc cannot re
 offsets) are unsupported.
 
 The tool comes from ``org.apache.kafka:kafka-tools`` **4.2.0**: Maven Central has no 4.2.2 build of that artifact.
-It runs on the broker's 4.2.2 jars (``streamproc.dev.broker``), with ``-Duser.timezone=UTC``.
+It runs on the broker's 4.2.2 jars (``streamproc_dev.broker``), with ``-Duser.timezone=UTC``.
 """
 
 from __future__ import annotations
@@ -39,10 +39,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from streamproc.conformance.oracle import JVM_OPTIONS, OracleError
-from streamproc.dev.versions import KAFKA_VERSION, cache_dir
 from streamproc.errors import StreamprocError
 from streamproc.plan.reset_formats import instant_minus, parse_duration
+from streamproc_dev.conformance.oracle import JVM_OPTIONS, OracleError
+from streamproc_dev.versions import KAFKA_VERSION, cache_dir
 
 logger = logging.getLogger(__name__)
 

@@ -24,9 +24,9 @@ import time
 import uuid
 from pathlib import Path
 
-from streamproc.dev import service_process
-from streamproc.dev.service_process import ServiceHandle
 from streamproc.errors import DevServiceError
+from streamproc_dev import service_process
+from streamproc_dev.service_process import ServiceHandle
 
 log = logging.getLogger(__name__)
 

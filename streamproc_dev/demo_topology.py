@@ -1,6 +1,6 @@
 """The demo application's topology (``make demo``): order totals per customer, with the Processor API.
 
-Importable on Spark executors as ``streamproc.dev.demo_topology:order_totals`` (it ships with the package).
+Importable on Spark executors as ``streamproc_dev.demo_topology:order_totals`` (it ships with the package).
 """
 
 from __future__ import annotations

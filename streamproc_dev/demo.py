@@ -1,7 +1,7 @@
 """``make demo``: a local broker, a seeded input topic, and the pipeline: plan, fetch, process and hand-off.
 
 The demo keeps its broker in ``~/.cache/streamproc/run/broker`` and leaves it running, so that a user can look at
-what it did (``streamproc dev broker status``) and a second ``make demo`` reuses it.
+what it did (``python -m streamproc_dev broker status``) and a second ``make demo`` reuses it.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from streamproc.dev import broker
-from streamproc.dev.service_process import ServiceHandle, is_alive
-from streamproc.dev.versions import cache_dir
+from streamproc_dev import broker
+from streamproc_dev.service_process import ServiceHandle, is_alive
+from streamproc_dev.versions import cache_dir
 
 log = logging.getLogger("streamproc.demo")
 
@@ -103,7 +103,6 @@ def _recreate_topics(bootstrap: str, topics: dict[str, dict[str, str]]) -> None:
 
 def run_pipeline(bootstrap: str, workdir: Path | None = None) -> None:
     """Plan, fetch, process and hand off the demo application's run: the whole pipeline as it has landed."""
-    from streamproc.dev import demo_topology
     from streamproc.fetch import fetch_ranges, planned_ranges
     from streamproc.handoff.procedure import handoff
     from streamproc.kafka import clients
@@ -115,6 +114,7 @@ def run_pipeline(bootstrap: str, workdir: Path | None = None) -> None:
     from streamproc.spark.job import process
     from streamproc.storage import load_store
     from streamproc.storage.verify import verify
+    from streamproc_dev import demo_topology
 
     workdir = workdir or cache_dir() / "run" / "demo"
     workdir.mkdir(parents=True, exist_ok=True)
@@ -151,7 +151,7 @@ def run_pipeline(bootstrap: str, workdir: Path | None = None) -> None:
     reports = process(
         plan,
         store_uri=str(staging),
-        topology="streamproc.dev.demo_topology:order_totals",
+        topology="streamproc_dev.demo_topology:order_totals",
         master="local[2]",
         partitions={demo_topology.TOTALS: PARTITIONS},
     )
@@ -195,7 +195,7 @@ def main() -> int:
     for partition in sorted(per_partition):
         print(f"  {TOPIC}-{partition}: {per_partition[partition]} records, offsets [0, {per_partition[partition]})")
     run_pipeline(handle.address)
-    print("Stop the broker with: .venv/bin/streamproc dev broker stop   (or make it fresh: --fresh on start)")
+    print("Stop the broker with: .venv/bin/python -m streamproc_dev broker stop   (or make it fresh: --fresh on start)")
     return 0
 
 

@@ -1,13 +1,13 @@
 """The conformance results table: every scenario through streamproc and, where it can, through Kafka Streams itself.
 
-``python -m streamproc.conformance.report`` runs every scenario under ``../shared/spec/scenarios/`` (all kinds) and
+``python -m streamproc_dev.conformance.report`` runs every scenario under ``../shared/spec/scenarios/`` (all kinds) and
 ``conformance/scenarios/`` (the project's own, generated from Kafka Streams) through streamproc's runners
-(:func:`streamproc.conformance.run_scenario`) and, for the kinds and operations it covers, through the task-level
+(:func:`streamproc_dev.conformance.run_scenario`) and, for the kinds and operations it covers, through the task-level
 Kafka Streams 4.2.2 oracle (``conformance/``, one JVM for all scenarios: ``java -jar … batch``). It writes
 ``conformance/results/latest.json`` (one row per scenario) and ``conformance/results/latest.md`` (a table and
 totals).
 
-With ``--bootstrap HOST:PORT`` (or ``--app``, which starts a throw-away broker with ``streamproc.dev.broker``) the
+With ``--bootstrap HOST:PORT`` (or ``--app``, which starts a throw-away broker with ``streamproc_dev.broker``) the
 ordering scenarios also run through the application-level oracle (``java -jar … app``: a real ``KafkaStreams``
 instance, several runs with different ``max.poll.records`` and fetch sizes). Its column holds the *set* of distinct
 live results; streamproc's result must be one of them (observable keys only, never more than the set), except
@@ -21,14 +21,15 @@ and so do the ``topology`` scenarios (``java -jar … topology``, :func:`run_top
 as a real app on topics with its partition counts; ``stages`` is streamproc's own and not compared). Their results
 fill the Kafka Streams column of those rows, which the task-level oracle cannot answer. ``planning`` scenarios whose
 start is one of the reset tool's scenarios get Kafka's reset tool as their oracle (:func:`run_reset_tool_oracle`,
-``streamproc.conformance.reset_tool``): the range starts must be the offsets ``StreamsResetter --dry-run`` prints,
-and a refusal must be where the tool refuses too or would skip unprocessed offsets. Those that start from committed
-offsets get a real ``KafkaStreams`` app (:func:`run_start_position_oracle`, ``streamproc.conformance.start_positions``):
-the ranges must start where the app starts, and a refusal must be where the app dies or silently loses data.
+``streamproc_dev.conformance.reset_tool``): the range starts must be the offsets ``StreamsResetter --dry-run``
+prints, and a refusal must be where the tool refuses too or would skip unprocessed offsets. Those that start from
+committed offsets get a real ``KafkaStreams`` app (:func:`run_start_position_oracle`,
+``streamproc_dev.conformance.start_positions``): the ranges must start where the app starts, and a refusal must be
+where the app dies or silently loses data.
 
 A row's ``status`` is ``pass`` only when streamproc's result equals Kafka Streams' on the whole scenario. Where
 Kafka Streams answered only part of it (the reset tool: a plan's starts; a live topology: everything but
-``stages``; :mod:`streamproc.conformance.coverage`) the row is ``partial``: equal to Kafka on what Kafka answered,
+``stages``; :mod:`streamproc_dev.conformance.coverage`) the row is ``partial``: equal to Kafka on what Kafka answered,
 equal to ``expected`` on the rest, and the row lists both. Where Kafka Streams did not run (no oracle mode for the
 kind, an uncovered state operation, no application-level runner yet) the row is ``pending`` with a reason, never
 ``pass``, even when streamproc agrees with the scenario's ``expected``. Any disagreement anywhere is a ``fail``.
@@ -37,7 +38,7 @@ Scenarios whose ``expected`` holds parts written from streamproc's own output (`
 the oracle itself could not run, 0 otherwise.
 
 The comparison rules for Kafka Streams' results (prefix and simple-class-name rules of ``error`` blocks) live with
-the oracle wrapper, ``streamproc/conformance/oracle.py``:
+the oracle wrapper, ``streamproc_dev/conformance/oracle.py``:
 the report is a development tool run from the repository root, like the oracle it drives.
 """
 
@@ -61,9 +62,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from streamproc.conformance import reset_tool, start_positions
-from streamproc.conformance import run_scenario as run_streamproc_scenario
-from streamproc.conformance.coverage import (
+from streamproc.errors import ConfigError
+from streamproc_dev.conformance import reset_tool, start_positions
+from streamproc_dev.conformance import run_scenario as run_streamproc_scenario
+from streamproc_dev.conformance.coverage import (
     PLANNING_INFORMATIONAL,
     Snapshot,
     kafka_answered,
@@ -71,9 +73,8 @@ from streamproc.conformance.coverage import (
     result_parts,
     snapshot_of,
 )
-from streamproc.conformance.oracle import JVM_OPTIONS, READS_WALL_CLOCK
-from streamproc.conformance.topology import compare as compare_topology
-from streamproc.errors import ConfigError
+from streamproc_dev.conformance.oracle import JVM_OPTIONS, READS_WALL_CLOCK
+from streamproc_dev.conformance.topology import compare as compare_topology
 
 logger = logging.getLogger(__name__)
 
@@ -81,7 +82,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SHARED_SCENARIOS_DIR = PROJECT_ROOT.parent / "shared" / "spec" / "scenarios"
 OWN_SCENARIOS_DIR = PROJECT_ROOT / "conformance" / "scenarios"
 RESULTS_DIR = PROJECT_ROOT / "conformance" / "results"
-ORACLE_MODULE = "streamproc.conformance.oracle"
+ORACLE_MODULE = "streamproc_dev.conformance.oracle"
 
 # Runner outcomes (one cell of a row).
 RAN = "ran"
@@ -179,7 +180,7 @@ class Row:
 
 
 def _oracle_module() -> ModuleType:
-    """``streamproc.conformance.oracle`` (jar build, Kafka-result comparison)."""
+    """``streamproc_dev.conformance.oracle`` (jar build, Kafka-result comparison)."""
     return importlib.import_module(ORACLE_MODULE)
 
 
@@ -248,7 +249,7 @@ def compare_to_spec(kind: str, expected: dict[str, Any], actual: dict[str, Any])
     """Differences between streamproc's result and a scenario's ``expected``, by the kind's comparison rules.
 
     The rules are those of the unit tests in ``tests/unit/conformance/`` (scenarios README): ordering results are
-    equal; topology results by :func:`streamproc.conformance.topology.compare`; state and planning errors by type
+    equal; topology results by :func:`streamproc_dev.conformance.topology.compare`; state and planning errors by type
     and quoted texts, other planning results on the expected keys that are not informational.
     """
     if kind == "topology":
@@ -322,7 +323,7 @@ def build_row(
 
     - streamproc failed to run, or the oracle failed on a scenario it covers: ``fail`` (nothing was compared);
     - Kafka Streams ran: ``fail`` when streamproc differs from it; where it answered only part of the result
-      (:mod:`streamproc.conformance.coverage`), the other parts are compared with ``expected``: ``fail`` on a
+      (:mod:`streamproc_dev.conformance.coverage`), the other parts are compared with ``expected``: ``fail`` on a
       difference there, else ``partial``; ``pass`` when Kafka answered everything and streamproc equals it;
     - Kafka Streams did not run (pending): ``fail`` when streamproc differs from ``expected``, else ``pending``.
 
@@ -596,11 +597,11 @@ def run_reset_tool_oracle(
 ) -> dict[Path, RunnerOutcome]:
     """Kafka's reset tool's answer to the start positions of the ``planning`` scenarios it can rebuild.
 
-    ``streamproc.conformance.reset_tool``: the scenario's topics, log starts and committed offsets on the broker,
+    ``streamproc_dev.conformance.reset_tool``: the scenario's topics, log starts and committed offsets on the broker,
     then ``StreamsResetter --dry-run``. The others are ``pending`` with the reason (a refusal, no reset mode, a log
     layout it cannot build).
     """
-    from streamproc.conformance import reset_tool
+    from streamproc_dev.conformance import reset_tool
 
     return _live_outcomes(
         paths, scenarios, bootstrap, lambda s: s.get("kind") == "planning", reset_tool.run_reset_tool, "reset tool"
@@ -612,9 +613,9 @@ def run_start_position_oracle(
 ) -> dict[Path, RunnerOutcome]:
     """A real ``KafkaStreams`` app's start positions for the ``planning`` scenarios that start from committed offsets.
 
-    ``streamproc.conformance.start_positions`` (the jar's ``startpos`` mode): the scenario's topics, logs and commits
-    on the broker, then the app; where it starts per partition, or how it fails. Refusals of a requested end stay
-    ``pending`` with the app's starts in the reason.
+    ``streamproc_dev.conformance.start_positions`` (the jar's ``startpos`` mode): the scenario's topics, logs and
+    commits on the broker, then the app; where it starts per partition, or how it fails. Refusals of a requested end
+    stay ``pending`` with the app's starts in the reason.
     """
     return _live_outcomes(
         paths, scenarios, bootstrap, start_positions.covers, start_positions.run_start_positions, "startpos"
@@ -725,7 +726,7 @@ def render_markdown(rows: Sequence[Row], summary: dict[str, Any]) -> str:
     lines = [
         "# Conformance results",
         "",
-        f"Generated {summary['generated_at']} by `python -m streamproc.conformance.report` in "
+        f"Generated {summary['generated_at']} by `python -m streamproc_dev.conformance.report` in "
         f"{summary['duration_s']:.1f} s (Kafka Streams oracle {summary['oracle_duration_s']:.1f} s, one JVM; "
         f"streamproc {summary['streamproc_duration_s']:.1f} s).",
         "",
@@ -857,8 +858,10 @@ def run_report(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m streamproc.conformance.report``."""
-    parser = argparse.ArgumentParser(prog="python -m streamproc.conformance.report", description=__doc__.split("\n")[0])
+    """Entry point of ``python -m streamproc_dev.conformance.report``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m streamproc_dev.conformance.report", description=__doc__.split("\n")[0]
+    )
     parser.add_argument(
         "--scenarios",
         type=Path,
@@ -869,12 +872,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-oracle", action="store_true", help="do not run Kafka Streams (every row pending/fail)")
     parser.add_argument("--bootstrap", help="a Kafka broker for the application-level oracle (ordering scenarios)")
     parser.add_argument(
-        "--app", action="store_true", help="start a throw-away broker (streamproc.dev.broker) for the application level"
+        "--app", action="store_true", help="start a throw-away broker (streamproc_dev.broker) for the application level"
     )
     parser.add_argument(
         "--broker",
         action="store_true",
-        help="start a private broker (streamproc.dev.broker) for every live mode (restore_plan scenarios through real "
+        help="start a private broker (streamproc_dev.broker) for every live mode (restore_plan scenarios through real "
         "KafkaStreams apps, the application level) and stop it afterwards; --bootstrap uses a running one instead",
     )
     parser.add_argument("--app-runs", type=int, default=4, help="live runs per scenario (default 4)")
@@ -891,7 +894,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     bootstrap: str | None = args.bootstrap
     try:
         if bootstrap is None and (args.app or args.broker):
-            from streamproc.dev import broker
+            from streamproc_dev import broker
 
             broker_dir = Path(tempfile.mkdtemp(prefix="streamproc-conformance-broker-"))
             bootstrap = broker.start(broker_dir).address
@@ -903,7 +906,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ORACLE_UNAVAILABLE
     finally:
         if broker_dir is not None:
-            from streamproc.dev import broker
+            from streamproc_dev import broker
 
             broker.stop(broker_dir)
             shutil.rmtree(broker_dir, ignore_errors=True)

@@ -14,10 +14,10 @@ from typing import Any
 from streamproc.errors import ConfigError
 
 _RUNNERS = {
-    "ordering": "streamproc.conformance.ordering",
-    "topology": "streamproc.conformance.topology",
-    "planning": "streamproc.conformance.planning",
-    "state": "streamproc.conformance.state",
+    "ordering": "streamproc_dev.conformance.ordering",
+    "topology": "streamproc_dev.conformance.topology",
+    "planning": "streamproc_dev.conformance.planning",
+    "state": "streamproc_dev.conformance.state",
 }
 
 

@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from streamproc.conformance.oracle import JVM_OPTIONS, OracleError, ensure_oracle_jar
+from streamproc_dev.conformance.oracle import JVM_OPTIONS, OracleError, ensure_oracle_jar
 
 PRIORITY_QUEUE_SEEDS = range(1, 61)
 MURMUR2_SEED = 2026

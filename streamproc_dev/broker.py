@@ -18,15 +18,15 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from streamproc.dev import service_process
-from streamproc.dev.service_process import ServiceHandle
-from streamproc.dev.versions import KAFKA_VERSION, cache_dir
 from streamproc.errors import DevServiceError
+from streamproc_dev import service_process
+from streamproc_dev.service_process import ServiceHandle
+from streamproc_dev.versions import KAFKA_VERSION, cache_dir
 
 log = logging.getLogger(__name__)
 
 NAME = "kafka-broker"
-POM = Path(__file__).resolve().parents[2] / "tools" / "kafka" / "pom.xml"
+POM = Path(__file__).resolve().parents[1] / "tools" / "kafka" / "pom.xml"
 _COMPLETE = ".complete"
 
 # Single-node settings: replication factor 1 for every internal topic, few partitions for the internal topics so

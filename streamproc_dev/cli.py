@@ -1,0 +1,252 @@
+"""``python -m streamproc_dev``: the repository's own commands, which the streamproc wheel does not carry.
+
+``broker``, ``s3`` and ``airflow`` start, stop and check the real local services the tests and the demo use;
+``conformance run`` prints streamproc's result for one conformance scenario. The options, output (``--output json``)
+and one-line errors are ``streamproc``'s: the helpers come from :mod:`streamproc.cli`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import click
+
+from streamproc.cli import _configure_logging, catch_errors, emit
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--output",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text for people; json for scripts (results and errors as JSON objects on stdout).",
+)
+@click.option("-v", "--verbose", count=True, help="Debug logs on stderr; -vv adds other libraries'.")
+def main(output: str, verbose: int) -> None:
+    """The repository's tooling: local services (a Kafka broker, MinIO, Airflow) and the conformance scenarios."""
+    _configure_logging(verbose)
+
+
+def _default_workdir(service: str) -> Path:
+    from streamproc_dev.versions import cache_dir
+
+    return cache_dir() / "run" / service
+
+
+_workdir_option = click.option(
+    "--workdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where the service keeps its data, log and PID [default: ~/.cache/streamproc/run/<service>].",
+)
+
+
+@main.group()
+def broker() -> None:
+    """A single-node KRaft Kafka broker on 127.0.0.1 from Maven Central's jars."""
+
+
+@broker.command("fetch")
+@click.pass_context
+@catch_errors
+def broker_fetch(ctx: click.Context) -> None:
+    """Copy the broker jars into the cache (once)."""
+    from streamproc_dev import broker as kafka_broker
+
+    libs = kafka_broker.fetch()
+    emit(ctx, {"libs": str(libs)}, f"Kafka jars in {libs}")
+
+
+@broker.command("start")
+@_workdir_option
+@click.option("--fresh", is_flag=True, help="Delete the work directory's data first.")
+@click.pass_context
+@catch_errors
+def broker_start(ctx: click.Context, workdir: Path | None, fresh: bool) -> None:
+    """Start the broker (restarting it on its old data and ports when the work directory has some)."""
+    from streamproc_dev import broker as kafka_broker
+
+    workdir = workdir or _default_workdir("broker")
+    if fresh and workdir.exists():
+        kafka_broker.stop(workdir)
+        shutil.rmtree(workdir)
+    handle = kafka_broker.start(workdir)
+    emit(
+        ctx,
+        {"bootstrap": handle.address, "pid": handle.pid, "log": handle.log_path},
+        f"Kafka broker running: bootstrap {handle.address}, pid {handle.pid}, log {handle.log_path}",
+    )
+
+
+@broker.command("stop")
+@_workdir_option
+@click.pass_context
+@catch_errors
+def broker_stop(ctx: click.Context, workdir: Path | None) -> None:
+    """Stop the broker started from the work directory, by its PID."""
+    from streamproc_dev import broker as kafka_broker
+
+    workdir = workdir or _default_workdir("broker")
+    stopped = kafka_broker.stop(workdir)
+    emit(
+        ctx,
+        {"workdir": str(workdir), "stopped": stopped},
+        "Stopped" if stopped else f"No broker running from {workdir}",
+    )
+
+
+@broker.command("status")
+@_workdir_option
+@click.pass_context
+@catch_errors
+def broker_status(ctx: click.Context, workdir: Path | None) -> None:
+    """Say whether the broker runs and answers."""
+    from streamproc_dev import broker as kafka_broker
+
+    workdir = workdir or _default_workdir("broker")
+    status = kafka_broker.status(workdir)
+    emit(ctx, {"workdir": str(workdir), "status": status}, status)
+
+
+@main.group()
+def s3() -> None:
+    """A MinIO S3 server on 127.0.0.1, built with go install."""
+
+
+@s3.command("fetch")
+@click.pass_context
+@catch_errors
+def s3_fetch(ctx: click.Context) -> None:
+    """Build the MinIO binary into the cache (once)."""
+    from streamproc_dev import s3 as minio
+
+    binary = minio.fetch()
+    emit(ctx, {"binary": str(binary)}, f"MinIO at {binary}")
+
+
+@s3.command("start")
+@_workdir_option
+@click.pass_context
+@catch_errors
+def s3_start(ctx: click.Context, workdir: Path | None) -> None:
+    """Start MinIO."""
+    from streamproc_dev import s3 as minio
+
+    handle = minio.start(workdir or _default_workdir("s3"))
+    emit(
+        ctx,
+        {"endpoint": handle.address, "pid": handle.pid, **handle.extra},
+        f"MinIO running: endpoint {handle.address}, access key {handle.extra['access_key']}, pid {handle.pid}",
+    )
+
+
+@s3.command("stop")
+@_workdir_option
+@click.pass_context
+@catch_errors
+def s3_stop(ctx: click.Context, workdir: Path | None) -> None:
+    """Stop MinIO by its PID."""
+    from streamproc_dev import s3 as minio
+
+    workdir = workdir or _default_workdir("s3")
+    stopped = minio.stop(workdir)
+    emit(
+        ctx, {"workdir": str(workdir), "stopped": stopped}, "Stopped" if stopped else f"No MinIO running from {workdir}"
+    )
+
+
+@s3.command("status")
+@_workdir_option
+@click.pass_context
+@catch_errors
+def s3_status(ctx: click.Context, workdir: Path | None) -> None:
+    """Say whether MinIO runs and is live."""
+    from streamproc_dev import s3 as minio
+
+    workdir = workdir or _default_workdir("s3")
+    status = minio.status(workdir)
+    emit(ctx, {"workdir": str(workdir), "status": status}, status)
+
+
+@main.group("airflow")
+def airflow_group() -> None:
+    """Airflow 3 (`airflow standalone`) on 127.0.0.1: the repository's DAGs and the streamproc monitoring page."""
+
+
+@airflow_group.command("start")
+@_workdir_option
+@click.option(
+    "--dags",
+    "dags_folder",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=Path("dags"),
+    show_default=True,
+    help="The DAGs folder.",
+)
+@click.pass_context
+@catch_errors
+def airflow_start(ctx: click.Context, workdir: Path | None, dags_folder: Path) -> None:
+    """Start Airflow with connections to the dev broker and MinIO (kafka_default, aws_default, spark_default)."""
+    import json
+
+    from streamproc_dev import airflow_server
+
+    env = airflow_server.connections_env(_default_workdir("broker"), _default_workdir("s3"))
+    handle = airflow_server.start(workdir or _default_workdir("airflow"), dags_folder=dags_folder, env=env)
+    [user] = json.loads(handle.extra["users"])
+    emit(
+        ctx,
+        {"url": handle.address, "user": user["name"], "password": user["password"], "pid": handle.pid,
+         "log": handle.log_path, "airflow_home": handle.extra["home"]},
+        f"Airflow running: {handle.address} (user {user['name']}, password {user['password']}), pid {handle.pid}, "
+        f"log {handle.log_path}",
+    )  # fmt: skip
+
+
+@airflow_group.command("stop")
+@_workdir_option
+@click.pass_context
+@catch_errors
+def airflow_stop(ctx: click.Context, workdir: Path | None) -> None:
+    """Stop Airflow (all its components) by its PID."""
+    from streamproc_dev import airflow_server
+
+    workdir = workdir or _default_workdir("airflow")
+    stopped = airflow_server.stop(workdir)
+    emit(
+        ctx,
+        {"workdir": str(workdir), "stopped": stopped},
+        "Stopped" if stopped else f"No Airflow running from {workdir}",
+    )
+
+
+@airflow_group.command("status")
+@_workdir_option
+@click.pass_context
+@catch_errors
+def airflow_status(ctx: click.Context, workdir: Path | None) -> None:
+    """Say whether Airflow runs and how its components are."""
+    from streamproc_dev import airflow_server
+
+    workdir = workdir or _default_workdir("airflow")
+    status = airflow_server.status(workdir)
+    emit(ctx, {"workdir": str(workdir), "status": status}, status)
+
+
+@main.group()
+def conformance() -> None:
+    """Run the spec's conformance scenarios through streamproc."""
+
+
+@conformance.command("run")
+@click.argument("scenario_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@catch_errors
+def conformance_run(scenario_file: Path) -> None:
+    """Print streamproc's result for SCENARIO_FILE as JSON, in the shape of the scenario's ``expected``."""
+    from streamproc_dev.conformance import load_scenario, run_scenario
+
+    result = run_scenario(load_scenario(scenario_file))
+    click.echo(json.dumps(result, indent=2, sort_keys=True))
