@@ -46,6 +46,7 @@ class AirflowSetup:
     work_dir: Path
     bucket: str
     s3_secret: str
+    environment: dict[str, str]
 
     def store(self, name: str) -> str:
         return f"s3://{self.bucket}/{name}"
@@ -55,7 +56,8 @@ class AirflowSetup:
 def airflow_setup(
     kafka_broker: str, s3_server: S3Server, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[AirflowSetup]:
-    """Connections, the ledger URL and the work directory in the environment; ``airflow db migrate`` once."""
+    """Connections, the ledger URL and the work directory (set per test by ``_airflow_environment``); ``airflow db
+    migrate`` once."""
     base = tmp_path_factory.mktemp("airflow")
     bucket = "airflow-dags-" + os.urandom(4).hex()
     s3_server.client().create_bucket(Bucket=bucket)
@@ -75,20 +77,22 @@ def airflow_setup(
         ),
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
     }
-    saved = {key: os.environ.get(key) for key in settings}
-    os.environ.update(settings)
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL", "AWS_REGION"):
-        os.environ.pop(name, None)  # only the connection may supply them
     airflow = Path(sys.executable).parent / "airflow"
-    subprocess.run([str(airflow), "db", "migrate"], check=True, capture_output=True, cwd=PROJECT_ROOT)
-    try:
-        yield AirflowSetup(kafka_broker, settings["STREAMPROC_LEDGER_URL"], base / "work", bucket, s3_server.secret_key)
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    subprocess.run([str(airflow), "db", "migrate"], check=True, capture_output=True, cwd=PROJECT_ROOT,
+                   env={**os.environ, **settings})  # fmt: skip
+    yield AirflowSetup(
+        kafka_broker, settings["STREAMPROC_LEDGER_URL"], base / "work", bucket, s3_server.secret_key, settings
+    )
+
+
+@pytest.fixture(autouse=True)
+def _airflow_environment(airflow_setup: AirflowSetup, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The connections, the ledger URL and the work directory in the environment of each Airflow test only: set for
+    the whole session they leaked into later tests (``streamproc run``/``handoff`` then wrote the Airflow ledger)."""
+    for key, value in airflow_setup.environment.items():
+        monkeypatch.setenv(key, value)
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL", "AWS_REGION"):
+        monkeypatch.delenv(name, raising=False)  # only the connection may supply them
 
 
 @pytest.fixture(scope="session")
@@ -371,7 +375,7 @@ def airflow_ui(airflow_setup: AirflowSetup, tmp_path_factory: pytest.TempPathFac
     importable.mkdir()
     (importable / "tests").symlink_to(PROJECT_ROOT / "tests")
     handle = airflow_server.start(workdir, dags_folder=PROJECT_ROOT / "dags", users=users,
-                                  env={"PYTHONPATH": str(importable)})  # fmt: skip
+                                  env={**airflow_setup.environment, "PYTHONPATH": str(importable)})  # fmt: skip
     try:
         yield AirflowUI(handle.address, {u.name: u.password for u in users}, Path(handle.log_path), airflow_setup)
     finally:

@@ -21,6 +21,7 @@ from streamproc_dev.broker import KAFKA_VERSION, libs_dir
 from streamproc_dev.conformance.oracle import ORACLE_JAR, ensure_oracle_jar
 from streamproc_dev.conformance.reset_tool import tools_jar
 from tests.integration.handoff import topologies
+from tests.integration.handoff.conftest import PARTITIONS
 from tests.integration.handoff.test_handoff import TOPOLOGY, processed, run
 
 pytestmark = pytest.mark.integration
@@ -45,7 +46,8 @@ def streams_app(classpath: str, kafka_broker: str, tmp_path: Path) -> Iterator[C
 
     def start(app_id: str) -> subprocess.Popen[str]:
         proc = subprocess.Popen(
-            ["java", "-cp", classpath, "StreamsGroupApp", kafka_broker, app_id, str(tmp_path / "ks"), topologies.INPUT],
+            ["java", "-cp", classpath, "StreamsGroupApp", kafka_broker, app_id, str(tmp_path / "ks"), topologies.INPUT,
+             str(PARTITIONS)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         )  # fmt: skip
         started.append(proc)

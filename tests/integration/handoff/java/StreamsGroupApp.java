@@ -1,15 +1,21 @@
 import java.util.Properties;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
+import org.apache.kafka.streams.processor.api.FixedKeyRecord;
 
 /**
  * A Kafka Streams app in a KIP-1071 streams group ({@code group.protocol=streams}): counts per key of the input.
- * Prints {@code running} once RUNNING and runs until stdin closes. Usage: {@code StreamsGroupApp <bootstrap>
- * <application.id> <state.dir> <input topic>}.
+ * Prints {@code running} once RUNNING and it has processed a record of each of the input's partitions (so that its
+ * close commits an offset for every partition, whatever the machine's speed), and runs until stdin closes. Usage:
+ * {@code StreamsGroupApp <bootstrap> <application.id> <state.dir> <input topic> <input partitions>}.
  */
 public final class StreamsGroupApp {
     private StreamsGroupApp() {
@@ -25,7 +31,28 @@ public final class StreamsGroupApp {
         props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         final StreamsBuilder builder = new StreamsBuilder();
-        builder.stream(args[3]).groupByKey().count();
+        final int partitions = Integer.parseInt(args[4]);
+        final Set<Integer> seen = ConcurrentHashMap.newKeySet();
+        final CountDownLatch everyPartitionSeen = new CountDownLatch(1);
+        builder.stream(args[3]).processValues(() -> new FixedKeyProcessor<Object, Object, Object>() {
+            private FixedKeyProcessorContext<Object, Object> context;
+
+            @Override
+            public void init(final FixedKeyProcessorContext<Object, Object> context) {
+                this.context = context;
+            }
+
+            @Override
+            public void process(final FixedKeyRecord<Object, Object> record) {
+                context.recordMetadata().ifPresent(m -> {
+                    seen.add(m.partition());
+                    if (seen.size() >= partitions) {
+                        everyPartitionSeen.countDown();
+                    }
+                });
+                context.forward(record);
+            }
+        }).groupByKey().count();
         final KafkaStreams streams = new KafkaStreams(builder.build(), props);
         final CountDownLatch running = new CountDownLatch(1);
         streams.setStateListener((now, before) -> {
@@ -35,6 +62,7 @@ public final class StreamsGroupApp {
         });
         streams.start();
         running.await();
+        everyPartitionSeen.await();
         System.out.println("running");
         System.out.flush();
         while (System.in.read() != -1) {
