@@ -14,10 +14,10 @@ from pathlib import Path
 
 from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from streamproc.plan.planner import plan_run
 
 from streamproc.engine.records import TopicPartition as EngineTP
 from streamproc.fetch import fetch_ranges, planned_ranges
+from streamproc.kafka.planner import plan_run
 from streamproc.plan.cluster_snapshot import IsolationLevel, PlanRequest
 from streamproc.state.offset_checkpoint import OffsetCheckpoint
 from streamproc.storage import load_store
