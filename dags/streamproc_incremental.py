@@ -8,14 +8,13 @@ STREAMPROC_INCREMENTAL (JSON) for those left empty. The file does no work when p
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 from airflow.sdk import DAG, Variable, chain, get_current_context, task
 
 from streamproc.airflow import steps
-from streamproc.airflow.operators import ProcessOperator
 from streamproc.airflow.params import INCREMENTAL_VARIABLE, incremental_params, incremental_settings, incremental_values
+from streamproc.airflow.tasks import handoff, stage_and_process
 
 with DAG(
     dag_id="streamproc_incremental",
@@ -44,26 +43,4 @@ with DAG(
         )
         return steps.plan_result(context, info)
 
-    @task(task_id="fetch", map_index_template="{{ range_label }}", retries=2, retry_delay=timedelta(seconds=5))
-    def fetch(rng: dict[str, Any]) -> dict[str, Any]:
-        """Stage one planned range; a retry resumes it."""
-        context = get_current_context()
-        context["range_label"] = steps.range_label(rng)  # type: ignore[typeddict-unknown-key]
-        return steps.fetch_step(steps.DagRunRef.from_context(context), rng)
-
-    @task(task_id="verify", trigger_rule="none_failed_min_one_success")
-    def verify() -> dict[str, Any]:
-        """Every planned range staged by sound segments."""
-        return steps.verify_step(steps.DagRunRef.from_context(get_current_context()))
-
-    @task(task_id="handoff")
-    def handoff() -> dict[str, Any]:
-        """Publish, commit, write state, purge."""
-        return steps.handoff_step(steps.DagRunRef.from_context(get_current_context()))
-
-    planned = plan()
-    fetched = fetch.expand(rng=planned)
-    verified = verify()
-    chain(planned, fetched, verified)
-    planned >> verified
-    chain(verified, ProcessOperator(task_id="process"), handoff())
+    chain(stage_and_process(plan()), handoff())
