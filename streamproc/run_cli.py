@@ -152,29 +152,9 @@ def run_command(
     ledger = ledger_url or run_ledger(work_dir)
     try:
         with recorded_run(ledger, application_id=application_id, failure=lambda: ctx.meta.get(FAILURE_KEY)) as run:
-            _run_steps(
-                ctx,
-                times,
-                run,
-                ledger=ledger,
-                bootstrap=bootstrap,
-                client_settings=client_settings,
-                application_id=application_id,
-                topology=topology,
-                store_uri=store_uri,
-                work_dir=work_dir,
-                processing_guarantee=processing_guarantee,
-                state_dir=state_dir,
-                master=master,
-                conf_values=conf_values,
-                partition_values=partition_values,
-                create_internal_topics=create_internal_topics,
-                streams_settings=streams_settings,
-                dry_run=dry_run,
-                no_handoff=no_handoff,
-                yes=yes,
-                kafka_streams_version=kafka_streams_version,
-            )
+            # every option but --ledger, as click parsed them (one list of names: the signatures below)
+            options = {name: value for name, value in ctx.params.items() if name != "ledger_url"}
+            _run_steps(ctx, times, run, ledger=ledger, **options)
     finally:
         if times.seconds:
             click.echo(times.line(), err=True)
