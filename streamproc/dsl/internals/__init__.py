@@ -1,0 +1,1 @@
+"""The DSL's processors, one module per Kafka Streams class they mirror (``kstream.internals.*``)."""
