@@ -1,4 +1,4 @@
-"""``docs/formats.md``: its examples are what streamproc writes, and its tables name every field.
+"""``docs/formats.md``: its examples are what streamproc writes, and its tables name every field and ledger column.
 
 Each example is parsed with the real validators (``RunPlan.from_dict``, ``Manifest.from_json``) and must
 re-serialise to exactly the text in the doc, so an example can neither drift from the format nor be hand-made.
@@ -46,3 +46,16 @@ def test_the_tables_name_every_field() -> None:
     tables = "\n".join(line for line in DOC.splitlines() if line.startswith("|"))
     missing = sorted(f for f in fields if f"`{f}`" not in tables)
     assert not missing, f"fields not described in docs/formats.md: {missing}"
+
+
+def test_the_ledger_section_names_every_table_and_column() -> None:
+    from streamproc.ledger.tables import metadata
+
+    ledger = DOC[DOC.index("## The run ledger") :]
+    missing = [f"table {t.name}" for t in metadata.sorted_tables if f"#### `{t.name}`" not in ledger]
+    for table in metadata.sorted_tables:
+        start = ledger.index(f"#### `{table.name}`")
+        end = ledger.find("\n#### ", start + 1)
+        text = ledger[start : end if end != -1 else None]
+        missing += [f"{table.name}.{c.name}" for c in table.columns if f"| `{c.name}` |" not in text]
+    assert not missing, f"not described in docs/formats.md's ledger section: {missing}"
