@@ -210,6 +210,7 @@ def _run_steps(
             create_internal_topics=create_internal_topics,
             streams_settings=streams_settings,
             store_kind_values=store_kinds_of(app_topology) if create_internal_topics else None,
+            state_dir=state_dir,
         )
         run.planned(plan)
     if dry_run:
@@ -228,6 +229,7 @@ def _run_steps(
             master=master,
             conf_values=conf_values,
             partition_values=partition_values,
+            state_dir=state_dir,
         )
         run.processed(reports)
     if no_handoff:
