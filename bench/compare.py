@@ -171,8 +171,9 @@ class Bench:
             cpu_s_without_jit_gc=round(m.cpu_s - jit - gc, 2),
             records_per_cpu_s_without_jit=round(data.records / (m.cpu_s - jit)),
             records_per_cpu_s_without_jit_gc=round(data.records / (m.cpu_s - jit - gc)),
-            records_per_stream_thread_cpu_s=round(data.records / max(threads_cpu.get("stream_threads", 0.0), 1e-9)),
         )
+        if threads_cpu.get("stream_threads"):
+            figures["records_per_stream_thread_cpu_s"] = round(data.records / threads_cpu["stream_threads"])
         return figures
 
     def quix(self, data: generator.DataSet, workload: str, cores: int) -> dict[str, Any]:

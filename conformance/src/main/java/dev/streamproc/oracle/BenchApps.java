@@ -63,7 +63,7 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 final class BenchApps {
     static final long WINDOW_MS = 60_000L;
-    static final Duration GRACE = Duration.ofHours(1);
+    static final Duration GRACE = Duration.ofDays(7); // longer than any data set spans: nothing is dropped as late
 
     private BenchApps() {
     }
@@ -282,6 +282,8 @@ final class BenchApps {
         props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, args[0]);
         props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, Integer.parseInt(args[6]));
         props.put(StreamsConfig.STATE_DIR_CONFIG, args[9]);
+        // short, so that the stream threads' names survive Linux's 15-character comm: "ks-StreamThread"
+        props.put(StreamsConfig.CLIENT_ID_CONFIG, "ks");
         props.put("auto.offset.reset", "earliest");
         if (args[7].equals("off")) {
             props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0L);
