@@ -343,7 +343,7 @@ def markdown(results: dict[str, Any]) -> str:
             f"| {r['records']:,} | {r['partitions']} | {r['workload']} | {r['system']} | {r['variant']} | {r['cores']} "
             f"| {r['wall_s']} | {r['records_per_s']:,} | {r['cpu_s']} | {r['records_per_cpu_s']:,} "
             f"| {_opt(r, 'records_per_cpu_s_without_jit_gc')} | {_opt(r, 'records_per_stream_thread_cpu_s')} "
-            f"| {r['peak_rss_mb_largest']:.0f} / {r.get('peak_rss_mb_sum', 0):.0f} "
+            f"| {r['peak_rss_mb_largest']:.0f}{_opt_sum(r)} "
             f"| {r.get('disk_read_mb', '')} / {r.get('disk_write_mb', '')} | {r.get('broker_cpu_s', '')} | {steps} |"
         )
     lines += ["", "## The issue's goals (per CPU-second)", "", "| data | goal | streamproc | other | ratio | met |",
@@ -351,11 +351,17 @@ def markdown(results: dict[str, Any]) -> str:
     for g in results["goals"]:
         lines.append(f"| {g['data']} | {g['goal']} | {g['streamproc']:,} | {g['other']:,} | {g['ratio']:.2f}× "
                      f"| {'yes' if g['met'] else '**no**'} |")  # fmt: skip
+    if results.get("notes"):
+        lines += ["", "## Notes", ""] + [f"- {note}" for note in results["notes"]]
     failures = [r for r in results["runs"] if "error" in r]
     if failures:
         lines += ["", "## Runs that failed", ""]
         lines += [f"- {r['system']} {r['variant']} {r['workload']} {r['records']:,}: {r['error']}" for r in failures]
     return "\n".join(lines) + "\n"
+
+
+def _opt_sum(row: dict[str, Any]) -> str:
+    return f" / {row['peak_rss_mb_sum']:.0f}" if "peak_rss_mb_sum" in row else ""
 
 
 def _opt(row: dict[str, Any], key: str) -> str:
