@@ -12,7 +12,7 @@ PREREQ_ENV := .prereq.env
 # Runs a recipe's command with those tools.
 WITH_TOOLS := . ./$(PREREQ_ENV) &&
 
-.PHONY: prereq install test unit integration demo lint typecheck bench lock services clean conformance
+.PHONY: prereq install test unit integration demo lint typecheck bench bench-quick bench-venv lock services clean conformance
 
 # Python 3.11, a JDK >= 17, Maven, Go >= 1.24, a C compiler, the PostgreSQL server and Chromium: checked before
 # anything else, installed where possible (apt-get as root; Go from the module proxy), else stop with the command.
@@ -76,12 +76,28 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-bench: services
+# Quix Streams, the Python peer of the comparison, needs confluent-kafka < 2.13: a venv of its own (bench/README.md).
+QUIX_VENV := .venv-quix
+$(QUIX_VENV)/.installed: bench/quix-requirements.txt | install
+	@test -x $(QUIX_VENV)/bin/python || $(PYTHON) -m venv $(QUIX_VENV)
+	$(BIN)/uv pip sync --quiet --python $(QUIX_VENV)/bin/python bench/quix-requirements.txt
+	@touch $@
+
+bench-venv: $(QUIX_VENV)/.installed
+
+# Everything: the step benchmarks (pytest, bench/test_bench_*.py), then streamproc against Kafka Streams and Quix
+# Streams over 1 M and 10 M records, 8 and 32 partitions, 1 and 2 cores, three repeats (hours).
+bench: services bench-venv
 	$(WITH_TOOLS) $(BIN)/python -m pytest bench -s $(PYTEST_ARGS)
+	$(WITH_TOOLS) $(BIN)/python -m bench.compare --full
+
+# The comparison on 1 M records, 8 partitions, one repeat (under 10 minutes): bench/results/<date>-<machine>-compare.*
+bench-quick: services bench-venv
+	$(WITH_TOOLS) $(BIN)/python -m bench.compare --quick
 
 # Re-resolve the pins after changing pyproject.toml; installs come only from requirements.lock.
 lock: install
 	$(BIN)/uv pip compile pyproject.toml --all-extras --python-version 3.11 --universal -o requirements.lock
 
 clean:
-	rm -rf $(VENV) $(PREREQ_ENV) .pytest_cache .mypy_cache .ruff_cache conformance/target
+	rm -rf $(VENV) $(QUIX_VENV) $(PREREQ_ENV) .pytest_cache .mypy_cache .ruff_cache conformance/target

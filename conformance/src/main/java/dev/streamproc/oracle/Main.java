@@ -22,6 +22,7 @@ import java.io.File;
  *   java -jar streamproc-oracle.jar reference &lt;request.json&gt;
  *   java -jar streamproc-oracle.jar startpos &lt;bootstrap&gt; &lt;planning scenario.json&gt;... [--parallel N]
  *   java -jar streamproc-oracle.jar proof &lt;bootstrap&gt; &lt;spec.json&gt;
+ *   java -jar streamproc-oracle.jar bench &lt;bootstrap&gt; &lt;app id&gt; &lt;workload&gt; ... (bench/compare.py; {@link BenchApps})
  * </pre>
  *
  * <p>{@code reference} ({@link ReferenceRunner}) answers the reference values of streamproc's unit-level
@@ -76,6 +77,9 @@ public final class Main {
         }
         if (args.length >= 1 && args[0].equals("batch")) {
             System.exit(batch(java.util.Arrays.copyOfRange(args, 1, args.length)));
+        }
+        if (args.length >= 1 && args[0].equals("bench")) {
+            System.exit(BenchApps.run(java.util.Arrays.copyOfRange(args, 1, args.length)));
         }
         if (args.length >= 1 && args[0].equals("topology")) {
             System.exit(TopologyRunner.run(java.util.Arrays.copyOfRange(args, 1, args.length)));

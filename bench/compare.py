@@ -1,0 +1,452 @@
+"""streamproc against real Kafka Streams 4.2 and Quix Streams on the same records (issue #17): ``make bench-quick``,
+``make bench`` (``python -m bench.compare --quick|--full``).
+
+Every system reprocesses the same cached data set (:mod:`bench.generator`) from its first offset to its end offsets,
+the way its users do it today, each in processes of its own that this one measures (:mod:`bench.measure`):
+
+- **streamproc**: ``streamproc run`` end to end (plan + fetch + process on Spark ``local[c]`` + hand-off), a new
+  application id and empty state, at_least_once; the per-step wall seconds are the line it prints;
+- **streamproc engine**: the same plan's tasks run one after the other in one Python process, staged segments →
+  engine → output files, no Spark (:mod:`bench.engine_only`): the engine's own cost, set against Kafka Streams'
+  stream threads (its steady state);
+- **Kafka Streams 4.2.2** (``conformance/…/BenchApps.java``): the reset tool (``StreamsResetter --to-earliest``,
+  its own JVM), then the app: wipe state (``cleanUp``), start, run until its last stage has seen every record, stop;
+  1 and 2 stream threads, the record cache at its default (10 MiB) and off;
+- **Quix Streams 3.28** (``bench/quix_app.py``, its own venv): a new consumer group and state directory, run until
+  its last stage has seen every record, stop.
+
+One core or two: ``taskset`` on every process of the run (and ``local[1]``/``local[2]`` for Spark). CPU seconds are
+those of every process the run started (for Kafka Streams the reset tool too) — the figure that stays meaningful on
+a shared machine; for the JVM also without its JIT compiler threads and GC threads, and its stream threads alone.
+The broker's CPU is reported apart. Results: ``bench/results/<date>-<machine>-compare.{json,md}`` and the plots
+(:mod:`bench.plots`). Never asserts a timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from bench import generator
+from bench.conftest import RESULTS, machine
+from bench.measure import Measured, become_subreaper, run_measured
+from streamproc_dev.broker import libs_dir
+from streamproc_dev.conformance.oracle import ensure_oracle_jar
+from streamproc_dev.versions import cache_dir
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKLOADS = ("pass_through", "count", "window")
+STEP = re.compile(r"(plan|fetch|process|hand-off) (\d+\.\d) s")
+QUIX_PYTHON = ROOT / ".venv-quix" / "bin" / "python"
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What one invocation measures."""
+
+    sizes: tuple[int, ...]
+    partitions: tuple[int, ...]
+    repeats: int
+    cores: tuple[int, ...]  # streamproc, Quix and Kafka Streams (1 thread, cache off) on each
+    ks_variants: tuple[tuple[int, str], ...]  # (stream threads, cache) on the most cores
+    apis: tuple[str, ...]
+
+
+QUICK = Plan(sizes=(1_000_000,), partitions=(8,), repeats=1, cores=(2,),
+             ks_variants=((1, "default"), (1, "off"), (2, "off")), apis=("papi",))  # fmt: skip
+FULL = Plan(sizes=(1_000_000, 10_000_000), partitions=(8, 32), repeats=3, cores=(1, 2),
+            ks_variants=((1, "default"), (1, "off"), (2, "default"), (2, "off")), apis=("papi", "dsl"))  # fmt: skip
+
+
+def _taskset(cores: int) -> list[str]:
+    return ["taskset", "-c", ",".join(str(c) for c in range(cores))]
+
+
+class Bench:
+    def __init__(self, bootstrap: str, broker_pid: int, work: Path, log: Path) -> None:
+        self.bootstrap, self.broker_pid, self.work, self.log = bootstrap, broker_pid, work, log
+        self.admin = AdminClient({"bootstrap.servers": bootstrap})
+        self.oracle = ensure_oracle_jar()
+        self.env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def topic(self, partitions: int) -> str:
+        name = f"bench-out-{uuid.uuid4().hex[:10]}"
+        self.admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])[name].result(60)
+        return name
+
+    def drop_topics(self, *markers: str) -> None:
+        """Delete every topic whose name contains one of ``markers`` (a run's outputs and internal topics)."""
+        names = [t for t in self.admin.list_topics(timeout=30).topics if any(m in t for m in markers)]
+        if names:
+            for future in self.admin.delete_topics(names).values():
+                future.result(60)
+
+    def measured(self, commands: list[list[str]], env: dict[str, str]) -> Measured:
+        return run_measured(commands, env=env, cwd=ROOT, log=self.log, broker_pid=self.broker_pid)
+
+    # -- the systems -------------------------------------------------------------------------------------------
+
+    def streamproc(self, data: generator.DataSet, workload: str, cores: int, api: str) -> dict[str, Any]:
+        output = self.topic(data.partitions)
+        app = f"bench-sp-{workload.replace('_', '-')}-{uuid.uuid4().hex[:8]}"
+        run_dir = Path(tempfile.mkdtemp(dir=self.work))
+        factory = f"bench.workloads:{workload}" if api == "papi" else f"bench.workloads:dsl_{workload}"
+        command = [*_taskset(cores), str(ROOT / ".venv" / "bin" / "streamproc"), "run", "--bootstrap", self.bootstrap,
+                   "--application-id", app, "--topology", factory, "--store", str(run_dir / "staging"),
+                   "--work-dir", str(run_dir / "work"), "--state-dir", str(run_dir / "state"),
+                   "--master", f"local[{cores}]", "--create-internal-topics",
+                   "--streams-setting", "replication.factor=1", "--yes"]  # fmt: skip
+        env = {**self.env, "STREAMPROC_BENCH_INPUT": data.topic, "STREAMPROC_BENCH_OUTPUT": output}
+        try:
+            m = self.measured([command], env)
+        finally:
+            shutil.rmtree(run_dir, ignore_errors=True)
+            self.drop_topics(output, app)
+        out = m.stdout[0] + m.stderr[0]
+        if f"{data.records} records" not in out:
+            raise RuntimeError(f"streamproc run did not process {data.records} records:\n{out[-2000:]}")
+        [line] = [x for x in out.splitlines() if x.startswith("streamproc run: ")]
+        return {**_figures(m, data.records), "steps_s": {k: float(v) for k, v in STEP.findall(line)}}
+
+    def engine_only(self, data: generator.DataSet, workload: str, api: str) -> dict[str, Any]:
+        output = self.topic(data.partitions)
+        app = f"bench-eng-{workload.replace('_', '-')}-{uuid.uuid4().hex[:8]}"
+        run_dir = Path(tempfile.mkdtemp(dir=self.work))
+        command = [*_taskset(1), sys.executable, "-m", "bench.engine_only", self.bootstrap, app, workload, api,
+                   str(run_dir), str(data.records)]  # fmt: skip
+        env = {**self.env, "STREAMPROC_BENCH_INPUT": data.topic, "STREAMPROC_BENCH_OUTPUT": output}
+        try:
+            m = self.measured([command], env)
+        finally:
+            shutil.rmtree(run_dir, ignore_errors=True)
+            self.drop_topics(output, app)
+        inner = json.loads(m.stdout[0].strip().splitlines()[-1])
+        figures = {"wall_s": round(inner["wall_s"], 2), "cpu_s": round(inner["cpu_s"], 2),
+                   "records_per_s": round(data.records / inner["wall_s"]),
+                   "records_per_cpu_s": round(data.records / inner["cpu_s"]),
+                   "stage_wall_s": round(inner["stage_wall_s"], 2), "process_wall_s_with_staging": round(m.wall_s, 2),
+                   "peak_rss_mb_largest": round(m.peak_rss_mb_largest, 1)}  # fmt: skip
+        return figures
+
+    def kafka_streams(
+        self, data: generator.DataSet, workload: str, api: str, threads: int, cache: str, cores: int
+    ) -> dict[str, Any]:
+        output = self.topic(data.partitions)
+        app = f"bench-ks-{api}-{workload.replace('_', '-')}-{data.records}-{data.partitions}p-t{threads}-{cache}"
+        state = Path(tempfile.mkdtemp(dir=self.work))
+        tools = cache_dir() / "kafka-tools-4.2.0" / "kafka-tools-4.2.0.jar"
+        reset = [*_taskset(cores), "java", "-cp", f"{libs_dir()}/*:{tools}", "org.apache.kafka.tools.StreamsResetter",
+                 "--bootstrap-server", self.bootstrap, "--application-id", app, "--input-topics", data.topic,
+                 "--to-earliest", "--force"]  # fmt: skip
+        streams = [*_taskset(cores), "java", "-jar", str(self.oracle), "bench", self.bootstrap, app, workload, api,
+                   data.topic, output, str(threads), cache, str(data.records), str(state)]  # fmt: skip
+        try:
+            m = self.measured([reset, streams], self.env)
+        finally:
+            shutil.rmtree(state, ignore_errors=True)
+            self.drop_topics(output, app + "-")
+        inner = json.loads(m.stdout[1].strip().splitlines()[-1])
+        threads_cpu = inner["thread_cpu_s"]
+        jit, gc = threads_cpu.get("jit", 0.0), threads_cpu.get("gc", 0.0)
+        figures = _figures(m, data.records)
+        figures.update(
+            reset_s=m.command_wall_s[0],
+            app_s=m.command_wall_s[1],
+            processing_s=round(inner["processing_s"], 2),
+            jvm_thread_cpu_s={k: round(v, 2) for k, v in threads_cpu.items()},
+            cpu_s_without_jit=round(m.cpu_s - jit, 2),
+            cpu_s_without_jit_gc=round(m.cpu_s - jit - gc, 2),
+            records_per_cpu_s_without_jit=round(data.records / (m.cpu_s - jit)),
+            records_per_cpu_s_without_jit_gc=round(data.records / (m.cpu_s - jit - gc)),
+        )
+        if threads_cpu.get("stream_threads"):
+            figures["records_per_stream_thread_cpu_s"] = round(data.records / threads_cpu["stream_threads"])
+        return figures
+
+    def quix(self, data: generator.DataSet, workload: str, cores: int) -> dict[str, Any]:
+        output = self.topic(data.partitions)
+        group = f"bench-quix-{workload.replace('_', '-')}-{uuid.uuid4().hex[:8]}"
+        state = Path(tempfile.mkdtemp(dir=self.work))
+        command = [*_taskset(cores), str(QUIX_PYTHON), str(ROOT / "bench" / "quix_app.py"), self.bootstrap, group,
+                   workload, data.topic, output, str(data.records), str(state)]  # fmt: skip
+        env = {k: v for k, v in self.env.items() if k != "PYTHONPATH"}
+        try:
+            m = self.measured([command], env)
+        finally:
+            shutil.rmtree(state, ignore_errors=True)
+            self.drop_topics(output, group)
+        inner = json.loads(m.stdout[0].strip().splitlines()[-1])
+        return {**_figures(m, data.records), "processing_s": round(inner["processing_s"], 2)}
+
+
+def _figures(m: Measured, records: int) -> dict[str, Any]:
+    return {
+        "wall_s": round(m.wall_s, 2),
+        "cpu_s": round(m.cpu_s, 2),
+        "records_per_s": round(records / m.wall_s),
+        "records_per_cpu_s": round(records / m.cpu_s),
+        "peak_rss_mb_largest": round(m.peak_rss_mb_largest, 1),
+        "peak_rss_mb_sum": round(m.peak_rss_mb_sum, 1),
+        "disk_read_mb": round(m.disk_read_bytes / 2**20, 1),
+        "disk_write_mb": round(m.disk_write_bytes / 2**20, 1),
+        "broker_cpu_s": round(m.broker_cpu_s, 2),
+        "broker_disk_write_mb": round(m.broker_disk_write_bytes / 2**20, 1),
+    }
+
+
+def runs_for(plan: Plan, workloads: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Every (system, variant) to run per data set, in order."""
+    from bench.workloads import DSL_WORKLOADS
+
+    out: list[dict[str, Any]] = []
+    most = max(plan.cores)
+    for api in plan.apis:
+        names = workloads if api == "papi" else tuple(w for w in workloads if w in DSL_WORKLOADS)
+        for workload in names:
+            for cores in plan.cores:
+                out.append({"system": "streamproc", "variant": f"run {api} local[{cores}]", "workload": workload,
+                            "api": api, "cores": cores})  # fmt: skip
+            if workload != "window":  # engine_only runs single-stage workloads
+                out.append({"system": "streamproc-engine", "variant": f"engine {api}", "workload": workload,
+                            "api": api, "cores": 1})  # fmt: skip
+    for api in plan.apis:
+        for workload in workloads:
+            for threads, cache in plan.ks_variants:
+                out.append({"system": "kafka-streams", "variant": f"{api} {threads}t cache {cache}",
+                            "workload": workload, "api": api, "threads": threads, "cache": cache,
+                            "cores": most})  # fmt: skip
+            for cores in plan.cores:
+                if cores != most:
+                    out.append({"system": "kafka-streams", "variant": f"{api} 1t cache off", "workload": workload,
+                                "api": api, "threads": 1, "cache": "off", "cores": cores})  # fmt: skip
+    for workload in workloads:
+        for cores in plan.cores:
+            out.append({"system": "quix-streams", "variant": "quix", "workload": workload, "api": "quix",
+                        "cores": cores})  # fmt: skip
+    return out
+
+
+def run_one(bench: Bench, data: generator.DataSet, spec: dict[str, Any]) -> dict[str, Any]:
+    system, workload, cores, api = spec["system"], spec["workload"], spec["cores"], spec["api"]
+    if system == "streamproc":
+        return bench.streamproc(data, workload, cores, api)
+    if system == "streamproc-engine":
+        return bench.engine_only(data, workload, api)
+    if system == "kafka-streams":
+        return bench.kafka_streams(data, workload, api, spec["threads"], spec["cache"], cores)
+    return bench.quix(data, workload, cores)
+
+
+KEY = ("system", "variant", "workload", "records", "partitions", "cores")
+
+
+def summarise(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The median of the repeats of each configuration (by wall time), failures apart."""
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for r in runs:
+        if "error" not in r:
+            groups.setdefault(tuple(r[k] for k in KEY), []).append(r)
+    out = []
+    for rows in groups.values():
+        rows = sorted(rows, key=lambda r: r["wall_s"])
+        median = rows[len(rows) // 2]
+        out.append({**median, "repeats": len(rows), "wall_s_spread": [rows[0]["wall_s"], rows[-1]["wall_s"]]})
+    return out
+
+
+def _find(summary: list[dict[str, Any]], **where: Any) -> dict[str, Any] | None:
+    for row in summary:
+        if all(row.get(k) == v for k, v in where.items()):
+            return row
+    return None
+
+
+def goals(summary: list[dict[str, Any]], records: int, partitions: int, cores: int) -> list[dict[str, Any]]:
+    """The issue's ratio goals that this comparison measures, met or not (per CPU-second)."""
+    out = []
+    base = {"records": records, "partitions": partitions}
+
+    def add(goal: str, mine: dict[str, Any] | None, field: str, theirs: dict[str, Any] | None, their_field: str,
+            target: float) -> None:  # fmt: skip
+        if mine is None or theirs is None:
+            return
+        ratio = mine[field] / theirs[their_field]
+        out.append({"goal": goal, "streamproc": mine[field], "other": theirs[their_field], "ratio": round(ratio, 3),
+                    "target": target, "met": ratio >= target})  # fmt: skip
+
+    for workload, target_off, target_default in (("pass_through", 0.5, None), ("count", 0.8, 0.5)):
+        engine = _find(summary, system="streamproc-engine", variant="engine papi", workload=workload, **base)
+        off = _find(summary, system="kafka-streams", variant="papi 1t cache off", workload=workload, cores=cores,
+                    **base)  # fmt: skip
+        add(f"engine {workload} ≥ {target_off}× KS stream thread, cache off", engine, "records_per_cpu_s", off,
+            "records_per_stream_thread_cpu_s", target_off)  # fmt: skip
+        if target_default is not None:
+            default = _find(summary, system="kafka-streams", variant="papi 1t cache default", workload=workload,
+                            cores=cores, **base)  # fmt: skip
+            add(f"engine {workload} ≥ {target_default}× KS stream thread, default cache", engine,
+                "records_per_cpu_s", default, "records_per_stream_thread_cpu_s", target_default)  # fmt: skip
+    for workload in WORKLOADS:
+        run = _find(summary, system="streamproc", variant=f"run papi local[{cores}]", workload=workload, **base)
+        ks = _find(summary, system="kafka-streams", variant="papi 1t cache default", workload=workload, cores=cores,
+                   **base)  # fmt: skip
+        quix = _find(summary, system="quix-streams", workload=workload, cores=cores, **base)
+        add(f"streamproc run {workload} ≥ 1.0× KS reset + restart (all its CPU)", run, "records_per_cpu_s", ks,
+            "records_per_cpu_s", 1.0)  # fmt: skip
+        add(f"streamproc run {workload} ≥ 3× Quix Streams", run, "records_per_cpu_s", quix, "records_per_cpu_s", 3.0)
+    return out
+
+
+def markdown(results: dict[str, Any]) -> str:
+    m = results["machine"]
+    lines = [
+        f"# streamproc, Kafka Streams 4.2.2, Quix Streams 3.28.1 on the same records — {results['date']}",
+        "",
+        f"Machine: {m['cpu_model']}, {m['cpus']} CPUs, {m.get('memory_gb', '?')} GB, Python {m['python']}, "
+        f"{m['platform']}; load average (1 min) at the start {results['load_average_start']}, at the end "
+        f"{m['load_average_1m']} (shared with other work: wall figures are disturbed, CPU-second figures much less). "
+        f"Plan: {results['plan']}. Data: "
+        + "; ".join(
+            f"`{d['topic']}` ({d['records']:,} records, {d['partitions']} partitions, {d['users']:,} "
+            f"Zipf-{d['zipf_s']} keys, {d['value_bytes']}-byte values, {'reused' if d['reused'] else 'produced'})"
+            for d in results["data_sets"]
+        ),
+        "",
+        "rec/CPU-s counts every process the run started (Kafka Streams: the reset tool's JVM and the app's JVM, JIT "
+        "and GC included; streamproc run: the CLI, Spark's JVM and Python workers); *no JIT/GC* leaves out the JVM's "
+        "compiler and GC threads, *stream thr.* counts only the stream threads' CPU (Kafka Streams' steady state). "
+        "Peak RSS: the largest process / the sum of every process's peak. Disk: bytes the run's processes read and "
+        "wrote through the block layer (the broker's own writes apart).",
+        "",
+        "| records | part. | workload | system | variant | cores | wall s | rec/s | CPU s | rec/CPU-s "
+        "| rec/CPU-s no JIT/GC | rec/CPU-s stream thr. | peak RSS MiB | disk r/w MiB | broker CPU s | steps s |",
+        "|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    order = {s: i for i, s in enumerate(("streamproc", "streamproc-engine", "kafka-streams", "quix-streams"))}
+    rows = sorted(results["summary"], key=lambda r: (r["records"], r["partitions"], WORKLOADS.index(r["workload"]),
+                                                     order[r["system"]], r["variant"], r["cores"]))  # fmt: skip
+    for r in rows:
+        steps = " ".join(f"{k} {v}" for k, v in r.get("steps_s", {}).items())
+        lines.append(
+            f"| {r['records']:,} | {r['partitions']} | {r['workload']} | {r['system']} | {r['variant']} | {r['cores']} "
+            f"| {r['wall_s']} | {r['records_per_s']:,} | {r['cpu_s']} | {r['records_per_cpu_s']:,} "
+            f"| {_opt(r, 'records_per_cpu_s_without_jit_gc')} | {_opt(r, 'records_per_stream_thread_cpu_s')} "
+            f"| {r['peak_rss_mb_largest']:.0f}{_opt_sum(r)} "
+            f"| {r.get('disk_read_mb', '')} / {r.get('disk_write_mb', '')} | {r.get('broker_cpu_s', '')} | {steps} |"
+        )
+    lines += ["", "## The issue's goals (per CPU-second)", "", "| data | goal | streamproc | other | ratio | met |",
+              "|---|---|---:|---:|---:|---|"]  # fmt: skip
+    for g in results["goals"]:
+        lines.append(f"| {g['data']} | {g['goal']} | {g['streamproc']:,} | {g['other']:,} | {g['ratio']:.2f}× "
+                     f"| {'yes' if g['met'] else '**no**'} |")  # fmt: skip
+    if results.get("notes"):
+        lines += ["", "## Notes", ""] + [f"- {note}" for note in results["notes"]]
+    failures = [r for r in results["runs"] if "error" in r]
+    if failures:
+        lines += ["", "## Runs that failed", ""]
+        lines += [f"- {r['system']} {r['variant']} {r['workload']} {r['records']:,}: {r['error']}" for r in failures]
+    return "\n".join(lines) + "\n"
+
+
+def _opt_sum(row: dict[str, Any]) -> str:
+    return f" / {row['peak_rss_mb_sum']:.0f}" if "peak_rss_mb_sum" in row else ""
+
+
+def _opt(row: dict[str, Any], key: str) -> str:
+    return f"{row[key]:,}" if key in row else ""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--full", action="store_true", help="every size, partition count, core count (make bench)")
+    parser.add_argument("--quick", action="store_true", help="1 M records, 8 partitions, one repeat (default)")
+    parser.add_argument("--workloads", default=",".join(WORKLOADS))
+    parser.add_argument("--systems", default="streamproc,streamproc-engine,kafka-streams,quix-streams")
+    parser.add_argument("--repeats", type=int, default=None)
+    parser.add_argument("--sizes", default=None, help="records per data set, comma-separated (overrides the plan)")
+    args = parser.parse_args(argv)
+    plan = FULL if args.full else QUICK
+    if args.repeats or args.sizes:
+        sizes = tuple(int(n) for n in args.sizes.split(",")) if args.sizes else plan.sizes
+        plan = Plan(sizes, plan.partitions, args.repeats or plan.repeats, plan.cores, plan.ks_variants, plan.apis)
+    if "quix-streams" in args.systems and not QUIX_PYTHON.exists():
+        print(f"Quix Streams' venv {QUIX_PYTHON.parent.parent} is missing: run `make bench-venv`", file=sys.stderr)
+        return 2
+    workloads = tuple(args.workloads.split(","))
+    systems = set(args.systems.split(","))
+    become_subreaper()
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d") + "-" + os.uname().nodename
+    RESULTS.mkdir(exist_ok=True)
+    log = RESULTS / f"{stamp}-compare.log"
+    log.write_text("")
+    results: dict[str, Any] = {"date": stamp[:10], "plan": "full" if args.full else "quick", "data_sets": [],
+                               "load_average_start": round(os.getloadavg()[0], 2), "runs": []}  # fmt: skip
+    handle = generator.start_broker()
+    work = Path(tempfile.mkdtemp(prefix="streamproc-bench-"))
+    try:
+        bench = Bench(handle.address, handle.pid, work, log)
+        for records in plan.sizes:
+            for partitions in plan.partitions:
+                data = generator.DataSet(records, partitions)
+                started = time.perf_counter()
+                results["data_sets"].append(generator.ensure(handle.address, data))
+                print(f"data set {data.topic}: ready in {time.perf_counter() - started:.0f} s", flush=True)
+                for repeat in range(plan.repeats):
+                    for spec in runs_for(plan, workloads):
+                        if spec["system"] not in systems:
+                            continue
+                        row = {**spec, "records": records, "partitions": partitions, "repeat": repeat}
+                        try:
+                            row.update(run_one(bench, data, spec))
+                        except Exception as e:  # noqa: BLE001 - one failed run is reported, the others still run
+                            row["error"] = str(e).splitlines()[0][:300]
+                        results["runs"].append(row)
+                        print(f"{records:,} {partitions}p {spec['system']} {spec['variant']} {spec['workload']} "
+                              f"cores={spec['cores']}: " + (row.get("error") or
+                              f"{row['wall_s']} s, {row['records_per_cpu_s']:,} rec/CPU-s"), flush=True)  # fmt: skip
+                        write(results, stamp)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        generator.stop_broker()
+    write(results, stamp)
+    from bench import plots
+
+    for path in plots.draw(results, RESULTS, stamp):
+        print(f"plot: {path}")
+    return 0
+
+
+def _memory_gb() -> float:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            return round(int(line.split()[1]) / 2**20, 1)
+    return 0.0
+
+
+def write(results: dict[str, Any], stamp: str) -> None:
+    results["machine"] = {**machine(), "memory_gb": _memory_gb()}
+    results["summary"] = summarise(results["runs"])
+    results["goals"] = []
+    for records in sorted({r["records"] for r in results["summary"]}):
+        for partitions in sorted({r["partitions"] for r in results["summary"]}):
+            for cores in sorted({r["cores"] for r in results["summary"]}, reverse=True)[:1]:
+                for g in goals(results["summary"], records, partitions, cores):
+                    results["goals"].append({"data": f"{records:,} × {partitions}p", **g})
+    (RESULTS / f"{stamp}-compare.json").write_text(json.dumps(results, indent=2) + "\n")
+    (RESULTS / f"{stamp}-compare.md").write_text(markdown(results))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,196 @@
+"""What one system's run costs: wall, CPU of every process it started, peak RSS, disk bytes; the broker's share apart.
+
+The commands of a run (for Kafka Streams: the reset tool's JVM, then the app's JVM) are started from this process,
+which is a *child subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``): a grandchild its parent does not wait for (Spark's
+JVM after ``streamproc run`` exits, Python workers) is re-parented here and reaped here. So after the run
+``getrusage(RUSAGE_CHILDREN)`` holds the CPU of *every* process the run started, exactly, and this process's
+``/proc/self/io`` the disk bytes they read and wrote (the kernel adds a reaped child's I/O counters to its parent's).
+Peak RSS comes from :class:`bench.resources.DescendantSampler`-style sampling of ``VmHWM`` (every 0.2 s): the largest
+process's peak and the sum of every process's peak (an upper bound of the run's footprint). The broker is a
+separate process shared by every system: its CPU and disk bytes in the window are reported apart.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+import subprocess
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.resources import peak_rss_mb
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> None:
+    """Orphaned descendants of this process's children are re-parented here (Linux ≥ 3.4)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
+
+
+def _io(pid: int | str = "self") -> dict[str, int]:
+    try:
+        lines = Path(f"/proc/{pid}/io").read_text().splitlines()
+    except OSError:
+        return {}
+    return {k: int(v) for k, v in (line.split(": ") for line in lines)}
+
+
+def _cpu(pid: int) -> float:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = text[text.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _process_table() -> dict[int, int]:
+    """pid → parent pid of every process."""
+    table = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                text = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            table[int(entry)] = int(text[text.rindex(")") + 2 :].split()[1])
+    return table
+
+
+@dataclass
+class _PeakSampler:
+    exclude: frozenset[int]
+    interval: float = 0.2
+    peaks: dict[int, float] = field(default_factory=dict)
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    def _descendants(self) -> list[int]:
+        table = _process_table()
+        children: dict[int, list[int]] = {}
+        for pid, parent in table.items():
+            children.setdefault(parent, []).append(pid)
+        out, pending = [], [p for p in children.get(os.getpid(), []) if p not in self.exclude]
+        while pending:
+            pid = pending.pop()
+            out.append(pid)
+            pending.extend(children.get(pid, []))
+        return out
+
+    def sample(self) -> None:
+        for pid in self._descendants():
+            rss = peak_rss_mb(pid)
+            if rss is not None:
+                self.peaks[pid] = max(self.peaks.get(pid, 0.0), rss)
+
+    def run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.sample()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """One run: the commands' outputs and what the run cost."""
+
+    stdout: tuple[str, ...]
+    stderr: tuple[str, ...]
+    command_wall_s: tuple[float, ...]
+    wall_s: float
+    cpu_s: float
+    peak_rss_mb_largest: float
+    peak_rss_mb_sum: float
+    disk_read_bytes: int
+    disk_write_bytes: int
+    broker_cpu_s: float
+    broker_disk_write_bytes: int
+
+
+def _reap_orphans(exclude: frozenset[int], timeout_s: float = 120) -> None:
+    """Wait for every child left (re-parented orphans still shutting down), so that their CPU is counted."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        mine = [pid for pid, parent in _process_table().items() if parent == os.getpid() and pid not in exclude]
+        if not mine:
+            return
+        for pid in mine:
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                continue
+            if done == 0:
+                time.sleep(0.1)
+
+
+def run_measured(
+    commands: Sequence[Sequence[str]],
+    *,
+    env: Mapping[str, str],
+    cwd: Path,
+    log: Path,
+    broker_pid: int,
+    timeout_s: float = 4 * 3600,
+) -> Measured:
+    """Run ``commands`` one after the other (each must exit 0) and measure them together (module doc)."""
+    exclude = frozenset({broker_pid})
+    _reap_orphans(exclude, timeout_s=5)
+    cpu0, io0 = _children_cpu(), _io()
+    broker_cpu0, broker_io0 = _cpu(broker_pid), _io(broker_pid)
+    sampler = _PeakSampler(exclude)
+    thread = threading.Thread(target=sampler.run, name="bench-peaks", daemon=True)
+    thread.start()
+    outputs, errors, walls = [], [], []
+    started = time.perf_counter()
+    try:
+        with log.open("ab") as err:
+            for command in commands:
+                err.write(f"\n$ {' '.join(command)}\n".encode())
+                err.flush()
+                t0 = time.perf_counter()
+                proc = subprocess.run(  # noqa: S603 - our own commands
+                    list(command), env=dict(env), cwd=cwd, capture_output=True, timeout=timeout_s, check=False
+                )
+                walls.append(time.perf_counter() - t0)
+                err.write(proc.stderr)
+                outputs.append(proc.stdout.decode(errors="replace"))
+                errors.append(proc.stderr.decode(errors="replace"))
+                if proc.returncode != 0:
+                    raise RuntimeError(
+                        f"{command[0]} … exited {proc.returncode}; its stderr is in {log}; stdout:\n"
+                        + outputs[-1][-2000:]
+                    )
+    finally:
+        wall = time.perf_counter() - started
+        sampler.sample()
+        sampler.stop()
+        thread.join()
+        _reap_orphans(exclude)
+    io1 = _io()
+    broker_io1 = _io(broker_pid)
+    return Measured(
+        stdout=tuple(outputs),
+        stderr=tuple(errors),
+        command_wall_s=tuple(round(w, 2) for w in walls),
+        wall_s=wall,
+        cpu_s=_children_cpu() - cpu0,
+        peak_rss_mb_largest=max(sampler.peaks.values(), default=0.0),
+        peak_rss_mb_sum=sum(sampler.peaks.values()),
+        disk_read_bytes=io1.get("read_bytes", 0) - io0.get("read_bytes", 0),
+        disk_write_bytes=io1.get("write_bytes", 0) - io0.get("write_bytes", 0),
+        broker_cpu_s=_cpu(broker_pid) - broker_cpu0,
+        broker_disk_write_bytes=broker_io1.get("write_bytes", 0) - broker_io0.get("write_bytes", 0),
+    )

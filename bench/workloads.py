@@ -1,0 +1,129 @@
+"""The comparison's workloads as streamproc Processor API topologies (``bench/compare.py``; imported by Spark workers).
+
+The same logic runs in Kafka Streams (``conformance/…/BenchApps.java``) and Quix Streams (``bench/quix_app.py``) on the
+same records. A value is ``IIIII,AAAAAA,…`` (item: 5 digits, amount: 6 digits, padding to ~200 bytes; see
+``bench/generator.py``):
+
+- ``pass_through``: drop amounts ending in 0, keep the value's first 12 bytes, send on (filter + map_values + to);
+- ``count``: count per key in a persistent (RocksDB) timestamped store, logged, every count sent on
+  (``groupByKey().count()`` with the record cache off);
+- ``window``: re-key by item through a repartition topic, then sum the amount per item in 60 s tumbling windows
+  (persistent timestamped window store, retention 7 days + 60 s: longer than the data spans, so no record is
+  dropped as late), every update sent on.
+
+``streamproc run --topology bench.workloads:count`` takes no arguments, so the topics come from the environment
+(``STREAMPROC_BENCH_INPUT``, ``STREAMPROC_BENCH_OUTPUT``), which Spark's local workers inherit. DSL versions of the
+same workloads go in :data:`DSL_WORKLOADS` once the DSL (issue #16) has landed: ``compare.py`` runs every entry.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from streamproc import Processor, ProcessorContext, Record, Stores, Topology, serde_for
+from streamproc.state.stores import ValueAndTimestamp
+
+WINDOW_MS = 60_000
+GRACE_MS = 7 * 86_400_000  # longer than any data set spans: no system drops a record as late
+#: the window workload's repartition topic (``<application.id>-rekeyed-repartition`` at run time)
+REKEYED = "rekeyed-repartition"
+_BYTES = serde_for("ByteArray")
+_LONG = serde_for("Long")
+
+
+def _topics() -> tuple[str, str]:
+    return os.environ["STREAMPROC_BENCH_INPUT"], os.environ["STREAMPROC_BENCH_OUTPUT"]
+
+
+def amount(value: bytes) -> int:
+    return int(value[6:12])
+
+
+class FilterMap(Processor):
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+
+    def process(self, record: Record[Any, Any]) -> None:
+        value = record.value
+        if value[11] != 48:  # b"0"
+            self.context.forward(record.with_value(value[:12]))
+
+
+class Count(Processor):
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+        self.store: Any = context.get_state_store("counts")
+
+    def process(self, record: Record[Any, Any]) -> None:
+        old = self.store.get(record.key)
+        count = 1 if old is None else old.value + 1
+        self.store.put(record.key, ValueAndTimestamp(count, record.timestamp))
+        self.context.forward(record.with_value(count))
+
+
+class Rekey(Processor):
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+
+    def process(self, record: Record[Any, Any]) -> None:
+        self.context.forward(record.with_key(record.value[:5]))
+
+
+class WindowSum(Processor):
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+        self.store: Any = context.get_state_store("sums")
+
+    def process(self, record: Record[Any, Any]) -> None:
+        start = record.timestamp - record.timestamp % WINDOW_MS
+        old = self.store.fetch_at(record.key, start)
+        total = (0 if old is None else old.value) + amount(record.value)
+        self.store.put(record.key, ValueAndTimestamp(total, record.timestamp), start)
+        self.context.forward(record.with_value(total))
+
+
+def _source(t: Topology, name: str, topic: str) -> None:
+    t.add_source(name, topic, key_deserializer=_BYTES.deserializer, value_deserializer=_BYTES.deserializer)
+
+
+def pass_through() -> Topology:
+    source, sink = _topics()
+    t = Topology()
+    _source(t, "in", source)
+    t.add_processor("filter-map", FilterMap, "in")
+    t.add_sink("out", sink, "filter-map", key_serializer=_BYTES.serializer, value_serializer=_BYTES.serializer)
+    return t
+
+
+def count() -> Topology:
+    source, sink = _topics()
+    t = Topology()
+    _source(t, "in", source)
+    t.add_processor("count", Count, "in")
+    store = Stores.persistent_timestamped_key_value_store("counts")
+    t.add_state_store(Stores.timestamped_key_value_store_builder(store, _BYTES, _LONG), "count")
+    t.add_sink("out", sink, "count", key_serializer=_BYTES.serializer, value_serializer=_LONG.serializer)
+    return t
+
+
+def window() -> Topology:
+    source, sink = _topics()
+    t = Topology()
+    _source(t, "in", source)
+    t.add_processor("rekey", Rekey, "in")
+    t.add_internal_topic(REKEYED)
+    t.add_sink("to-rekeyed", REKEYED, "rekey", key_serializer=_BYTES.serializer, value_serializer=_BYTES.serializer)
+    _source(t, "from-rekeyed", REKEYED)
+    t.add_processor("sum", WindowSum, "from-rekeyed")
+    store = Stores.persistent_timestamped_window_store("sums", WINDOW_MS + GRACE_MS, WINDOW_MS)
+    t.add_state_store(Stores.timestamped_window_store_builder(store, _BYTES, _LONG), "sum")
+    t.add_sink("out", sink, "sum", key_serializer=_BYTES.serializer, value_serializer=_LONG.serializer)
+    return t
+
+
+#: workload name → topology factory, Processor API
+PAPI_WORKLOADS: dict[str, Callable[[], Topology]] = {"pass_through": pass_through, "count": count, "window": window}
+#: the same workloads written with the DSL (issue #16); empty until it lands — add ``name: factory`` here
+DSL_WORKLOADS: dict[str, Callable[[], Topology]] = {}
