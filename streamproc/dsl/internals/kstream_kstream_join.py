@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from streamproc.dsl.internals.outer_join_store import LeftOrRightValue, TimestampedKeyAndJoinSide
+from streamproc.dsl.internals.outer_join_store import LeftOrRightValue, OuterJoinStore, TimestampedKeyAndJoinSide
 from streamproc.dsl.internals.processor_support import ContextualProcessor, ValueJoinerWithKey, record_dropped
 from streamproc.dsl.internals.windows import JoinWindows
 from streamproc.engine.dropped_records import REASON_NULL_KEY_OR_VALUE
@@ -95,7 +95,7 @@ class KStreamKStreamJoinProcessor(ContextualProcessor):
     def __init__(self, supplier: KStreamKStreamJoin) -> None:
         self.s = supplier
         self.other_window: WindowStore[Any, Any]
-        self.outer_store: KeyValueStore[Any, Any] | None = None
+        self.outer_store: OuterJoinStore | None = None
         self.tracker: TimeTracker
 
     def init(self, context: ProcessorContext) -> None:
@@ -107,7 +107,7 @@ class KStreamKStreamJoinProcessor(ContextualProcessor):
         if self.s.windows.spurious_result_fix and self.s.outer_join_store_name is not None:
             store = context.get_state_store(self.s.outer_join_store_name)
             assert isinstance(store, KeyValueStore), f"{self.s.outer_join_store_name} is not a key-value store"
-            self.outer_store = store
+            self.outer_store = OuterJoinStore(store)
             self.tracker.emit_interval_ms = self.s.emit_interval_ms
 
     def process(self, record: Record[Any, Any]) -> None:
@@ -141,9 +141,8 @@ class KStreamKStreamJoinProcessor(ContextualProcessor):
                 self.context().forward(record.with_value(self._join(record.key, record.value, None)))
             else:
                 tracker.update_min_time(timestamp)
-                side_value = (
-                    LeftOrRightValue.make_left(record.value) if s.left_side else LeftOrRightValue.make_right(record.value)
-                )
+                make = LeftOrRightValue.make_left if s.left_side else LeftOrRightValue.make_right
+                side_value = make(record.value)
                 self.outer_store.put(TimestampedKeyAndJoinSide(record.key, timestamp, s.left_side), side_value)
 
     def _join(self, key: Any, this_value: Any, other_value: Any) -> Any:

@@ -84,9 +84,7 @@ class KStreamSessionWindowAggregateProcessor(ContextualProcessor):
 
     def _forward(self, session: Windowed[Any], new: Any, old: Any) -> None:
         """A new record (no headers), stamped with the session's end (``SessionCacheFlushListener``)."""
-        forward_change(
-            self.context(), Record(session, Change(new, old), session.window.end), self.send_old_values
-        )
+        forward_change(self.context(), Record(session, Change(new, old), session.window.end), self.send_old_values)
 
 
 class KStreamSessionWindowAggregate:

@@ -89,19 +89,14 @@ class KStreamWindowAggregateProcessor(ContextualProcessor):
                 new_timestamp = max(timestamp, old_and_ts.timestamp)
             new = self.aggregator(record.key, record.value, old)
             self.store.put(record.key, ValueAndTimestamp.make(new, new_timestamp), start)
-            forward_change(
-                self.context(),
-                record.with_key(Windowed(record.key, window)).with_value(Change(new, old)).with_timestamp(new_timestamp),
-                self.send_old_values,
-            )
+            update = Record(Windowed(record.key, window), Change(new, old), new_timestamp, record.headers)
+            forward_change(self.context(), update, self.send_old_values)
 
 
 class KStreamWindowAggregate:
     """``KStreamWindowAggregate(windows, storeName, emitStrategy=onWindowUpdate, initializer, aggregator)``."""
 
-    def __init__(
-        self, windows: TimeWindows, store_name: str, initializer: Initializer, aggregator: Aggregator
-    ) -> None:
+    def __init__(self, windows: TimeWindows, store_name: str, initializer: Initializer, aggregator: Aggregator) -> None:
         self.windows = windows
         self.store_name = store_name
         self.initializer = initializer

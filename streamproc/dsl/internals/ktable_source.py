@@ -22,7 +22,6 @@ from streamproc.dsl.internals.processor_support import (
 from streamproc.engine.dropped_records import REASON_NULL_KEY_OR_VALUE
 from streamproc.engine.processor import ProcessorContext
 from streamproc.engine.records import Record
-from streamproc.errors import TopologyError
 from streamproc.state.stores import TimestampedKeyValueStore, ValueAndTimestamp
 
 
@@ -63,25 +62,34 @@ class KTableSourceProcessor(ContextualProcessor):
 
 
 class KTableSource:
-    """``KTableSource(storeName, queryableName)``: ``store_name`` None for a table not (yet) materialized."""
+    """``KTableSource(storeName, queryableName)``: ``store_name`` is the name the table's store has if it is ever
+    materialized; ``queryable_name`` is set when it is (given, or by :meth:`materialize`)."""
 
-    def __init__(self, store_name: str | None) -> None:
+    def __init__(self, store_name: str, queryable_name: str | None = None) -> None:
         self.store_name = store_name
+        self.queryable_name = queryable_name
         self.send_old_values = False
 
     def __call__(self) -> KTableSourceProcessor:
-        return KTableSourceProcessor(self.store_name, self.send_old_values)
+        return KTableSourceProcessor(self.queryable_name, self.send_old_values)
 
-    def enable_sending_old_values(self) -> None:
-        """Old values need the store: refused on a table built without one (the DSL materializes it first)."""
-        if self.store_name is None:
-            raise TopologyError("a KTable source sends old values only when materialized; give it a store name")
+    def enable_sending_old_values(self, force_materialization: bool) -> bool:
+        """Old values need the store: without it, only when ``force_materialization`` (which materializes)."""
+        if self.queryable_name is None:
+            if not force_materialization:
+                return False
+            self.materialize()
         self.send_old_values = True
+        return True
+
+    def materialize(self) -> None:
+        """A join or a downstream aggregation needs the table's values: keep them in ``store_name``."""
+        self.queryable_name = self.store_name
 
     def materialized(self) -> bool:
-        return self.store_name is not None
+        return self.queryable_name is not None
 
     def view(self) -> KTableValueGetterSupplier:
-        if self.store_name is None:
-            raise TopologyError("a KTable source offers a value getter only when materialized; give it a store name")
+        """The store's getter; materializes the table (``KTableSource#view`` does too)."""
+        self.materialize()
         return TimestampedStoreGetterSupplier(self.store_name)

@@ -24,7 +24,7 @@ from streamproc.dsl.internals.kstream_window_aggregate import (
     reduce_initializer,
 )
 from streamproc.dsl.internals.ktable_source import KTableSource
-from streamproc.dsl.internals.outer_join_store import left_or_right_value_serde, timestamped_key_and_join_side_serde
+from streamproc.dsl.internals.outer_join_store import outer_join_value_serde, timestamped_key_and_join_side_serde
 from streamproc.dsl.internals.processor_support import ContextualProcessor
 from streamproc.dsl.internals.windows import JoinWindows, SessionWindows, TimeWindows
 from streamproc.engine.records import Record
@@ -138,6 +138,8 @@ def stream_stream_join_topology(params: dict[str, Any]) -> Topology:
     this_store, other_store, shared = join_store_names(kind)
     this_name, other_name = this_store.removesuffix("-store"), other_store.removesuffix("-store")
     trackers = TimeTrackerSupplier()
+    # Kafka's TopologyTestDriver sets the internal emit interval of the outer-join fix to 0 (no wall-clock throttle)
+    emit = {"emit_interval_ms": 0}
     t = Topology()
     _source(t, "KSTREAM-SOURCE-0000000000", "left")
     _source(t, "KSTREAM-SOURCE-0000000001", "right")
@@ -151,10 +153,11 @@ def stream_stream_join_topology(params: dict[str, Any]) -> Topology:
         outer=kind != "inner",
         outer_join_store_name=shared,
         time_trackers=trackers,
+        **emit,
     )
     right = KStreamKStreamJoin(
         this_store, windows, joiner, left_side=False, outer=kind == "outer", outer_join_store_name=shared,
-        time_trackers=trackers,
+        time_trackers=trackers, **emit,
     )  # fmt: skip
     t.add_processor(this_name, left, "KSTREAM-WINDOWED-0000000002")
     t.add_processor(other_name, right, "KSTREAM-WINDOWED-0000000003")
@@ -168,7 +171,7 @@ def stream_stream_join_topology(params: dict[str, Any]) -> Topology:
         builder = Stores.key_value_store_builder(
             Stores.persistent_key_value_store(shared),
             timestamped_key_and_join_side_serde(STRING),
-            left_or_right_value_serde(STRING, STRING),
+            outer_join_value_serde(STRING, STRING),
         )
         t.add_state_store(builder, this_name, other_name)
     return _out(t, "KSTREAM-MERGE-0000000006")
@@ -247,9 +250,7 @@ def dsl_ops_inputs(seed: int) -> dict[str, Any]:
             "program": "stream_table_join",
             "kind": rng.choice(["inner", "left"]),
             "store": TABLE_STORE,
-            "inputs": _stream(
-                rng, ["stream", "table"], rng.randint(5, 40), late=0.2, null_key=0.1, null_value=0.15
-            ),
+            "inputs": _stream(rng, ["stream", "table"], rng.randint(5, 40), late=0.2, null_key=0.1, null_value=0.15),
         },
     }
     for kind in ("inner", "left", "outer"):
@@ -263,8 +264,6 @@ def dsl_ops_inputs(seed: int) -> dict[str, Any]:
             "after": rng.choice([0, 5, 10] if before else [5, 10]),
             "grace": rng.choice([0, 5, 20]),
             "stores": [this_store, other_store],
-            "inputs": _stream(
-                rng, ["left", "right"], rng.randint(5, 40), late=0.2, null_key=0.05, null_value=0.05
-            ),
+            "inputs": _stream(rng, ["left", "right"], rng.randint(5, 40), late=0.2, null_key=0.05, null_value=0.05),
         }
     return programs
