@@ -18,6 +18,7 @@ from streamproc.dsl.internals.kstream_kstream_join import KStreamJoinWindow, KSt
 from streamproc.dsl.internals.kstream_ktable_join import KStreamKTableJoin
 from streamproc.dsl.internals.kstream_pass_through import KStreamPassThrough
 from streamproc.dsl.internals.kstream_session_window_aggregate import KStreamSessionWindowAggregate
+from streamproc.dsl.internals.kstream_sliding_window_aggregate import KStreamSlidingWindowAggregate
 from streamproc.dsl.internals.kstream_window_aggregate import (
     KStreamWindowAggregate,
     reduce_aggregator,
@@ -36,7 +37,7 @@ from streamproc.dsl.internals.ktable_suppress_processor import (
 )
 from streamproc.dsl.internals.outer_join_store import outer_join_value_serde, timestamped_key_and_join_side_serde
 from streamproc.dsl.internals.processor_support import ContextualProcessor
-from streamproc.dsl.internals.windows import JoinWindows, SessionWindows, TimeWindows
+from streamproc.dsl.internals.windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows
 from streamproc.engine.records import Record
 from streamproc.engine.serdes import LongDeserializer, LongSerializer, Serde, serde_for
 from streamproc.engine.topology import Topology
@@ -127,6 +128,22 @@ def session_topology(params: dict[str, Any]) -> Topology:
     t.add_processor("KSTREAM-AGGREGATE-0000000002", supplier, "KSTREAM-SOURCE-0000000000")
     retention = windows.inactivity_gap_ms + windows.grace_period_ms()
     store = Stores.session_store_builder(Stores.persistent_session_store(AGG_STORE, retention), STRING, STRING)
+    t.add_state_store(store, "KSTREAM-AGGREGATE-0000000002")
+    return _out(t, "KSTREAM-AGGREGATE-0000000002")
+
+
+def sliding_topology(params: dict[str, Any]) -> Topology:
+    windows = SlidingWindows.of_time_difference_and_grace(params["difference"], params["grace"])
+    t = Topology()
+    _source(t, "KSTREAM-SOURCE-0000000000", "in")
+    supplier = KStreamSlidingWindowAggregate(
+        windows, AGG_STORE, lambda: "", lambda k, v, agg: f"{java_str(agg)}{java_str(v)}"
+    )
+    t.add_processor("KSTREAM-AGGREGATE-0000000002", supplier, "KSTREAM-SOURCE-0000000000")
+    d = windows.time_difference_ms
+    store = Stores.timestamped_window_store_builder(
+        Stores.persistent_timestamped_window_store(AGG_STORE, 2 * d + windows.grace_period_ms(), d), STRING, STRING
+    )
     t.add_state_store(store, "KSTREAM-AGGREGATE-0000000002")
     return _out(t, "KSTREAM-AGGREGATE-0000000002")
 
@@ -372,6 +389,13 @@ def dsl_ops_inputs(seed: int) -> dict[str, Any]:
             "stores": list(TABLE_JOIN_STORES),
             "inputs": _stream(rng, ["left", "right"], rng.randint(5, 30), late=0.2, null_key=0.05, null_value=0.2),
         }
+    programs["sliding"] = {
+        "program": "sliding",
+        "difference": rng.choice([5, 10, 20]),
+        "grace": rng.choice([0, 5, 20]),
+        "store": AGG_STORE,
+        "inputs": _stream(rng, ["in"], rng.randint(5, 40), late=0.25, null_key=0.05, null_value=0.05),
+    }
     for kind in ("inner", "left", "outer"):
         this_store, other_store, _ = join_store_names(kind)
         before = rng.choice([0, 5, 10])

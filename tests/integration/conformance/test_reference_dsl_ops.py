@@ -26,6 +26,7 @@ from tests.integration.conformance.dsl_ops_programs import (
     count_topology,
     dsl_ops_inputs,
     session_topology,
+    sliding_topology,
     stream_stream_join_topology,
     stream_table_join_topology,
     table_ops_topology,
@@ -93,6 +94,16 @@ def test_session_window_aggregate_equals_kafka(kafka_dsl_ops: dict[int, Any], se
         assert contents == expected["store"], context
 
     check(kafka_dsl_ops[seed], "session", session_topology(params), params, stores)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_sliding_window_aggregate_equals_kafka(kafka_dsl_ops: dict[int, Any], seed: int) -> None:
+    params = INPUTS[seed]["sliding"]
+
+    def stores(driver: TopologyTestDriver, expected: dict[str, Any], context: str) -> None:
+        assert timestamped_window_contents(driver, params["store"]) == expected["store"], context
+
+    check(kafka_dsl_ops[seed], "sliding", sliding_topology(params), params, stores)
 
 
 @pytest.mark.parametrize("seed", SEEDS)

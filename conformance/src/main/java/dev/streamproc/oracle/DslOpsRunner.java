@@ -26,6 +26,7 @@ import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
@@ -107,6 +108,7 @@ public final class DslOpsRunner {
                 case "window_count" -> out.set(entry.getKey(), windowAggregate(params, false));
                 case "window_reduce" -> out.set(entry.getKey(), windowAggregate(params, true));
                 case "session" -> out.set(entry.getKey(), session(params));
+                case "sliding" -> out.set(entry.getKey(), sliding(params));
                 case "stream_stream_join" -> out.set(entry.getKey(), streamStreamJoin(params));
                 case "stream_table_join" -> out.set(entry.getKey(), streamTableJoin(params));
                 case "count" -> out.set(entry.getKey(), count(params));
@@ -334,6 +336,31 @@ public final class DslOpsRunner {
             final ObjectNode stores = answer.putObject("stores");
             for (final JsonNode name : params.get("stores")) {
                 stores.set(name.asText(), kvStore(driver, name.asText()));
+            }
+        }
+        return answer;
+    }
+
+    /** in -> groupByKey -> windowedBy(SlidingWindows) -> aggregate("", agg + v) -> out; the window store. */
+    static ObjectNode sliding(final JsonNode params) {
+        final StreamsBuilder builder = new StreamsBuilder();
+        builder.stream("in", Consumed.with(Serdes.String(), Serdes.String()))
+            .groupByKey()
+            .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(params.get("difference").asLong()),
+                Duration.ofMillis(params.get("grace").asLong())))
+            .aggregate(() -> "", (k, v, agg) -> agg + v, Materialized.with(Serdes.String(), Serdes.String()))
+            .toStream().map((k, v) -> KeyValue.pair(windowed(k), v))
+            .to("out", Produced.with(Serdes.String(), Serdes.String()));
+        final ObjectNode answer = Main.MAPPER.createObjectNode();
+        answer.put("describe", builder.build().describe().toString());
+        try (TopologyTestDriver driver = new TopologyTestDriver(builder.build(), props(), Instant.ofEpochMilli(0))) {
+            answer.set("out", run(driver, params.get("inputs")));
+            final ArrayNode store = answer.putArray("store");
+            final WindowStore<String, ValueAndTimestamp<String>> ws =
+                driver.getTimestampedWindowStore(params.get("store").asText());
+            try (KeyValueIterator<Windowed<String>, ValueAndTimestamp<String>> it = ws.all()) {
+                it.forEachRemaining(kv -> store.addArray().add(windowed(kv.key)).add(kv.value.value())
+                    .add(kv.value.timestamp()));
             }
         }
         return answer;
