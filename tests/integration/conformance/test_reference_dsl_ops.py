@@ -63,6 +63,8 @@ def check(
         expected = kafka[program]
         context = f"{program} {params}\nKafka's topology:\n{expected['describe']}"
         assert out == expected["out"], context
+        drops = driver.dropped_records()
+        assert len(drops) == expected["dropped"], f"dropped records {drops}: {context}"
         stores(driver, expected, context)
 
 

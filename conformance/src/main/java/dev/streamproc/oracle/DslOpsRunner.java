@@ -56,11 +56,25 @@ public final class DslOpsRunner {
     private static final StringSerializer SER = new StringSerializer();
     private static final StringDeserializer DE = new StringDeserializer();
 
+    /** This JVM's own state directory: oracle runs in parallel must not share RocksDB files under /tmp. */
+    private static final String STATE_DIR = stateDir();
+
+    private static String stateDir() {
+        try {
+            final java.io.File dir = java.nio.file.Files.createTempDirectory("dsl-ops-state-").toFile();
+            dir.deleteOnExit();
+            return dir.getPath();
+        } catch (final java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
     private static Properties props() {
         final Properties props = new Properties();
         props.put(StreamsConfig.APPLICATION_ID_CONFIG, "dsl-ops-app");
         props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "dummy:1234");
         props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
+        props.put(StreamsConfig.STATE_DIR_CONFIG, STATE_DIR);
         props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         return props;
@@ -92,6 +106,17 @@ public final class DslOpsRunner {
             node.add(record.timestamp());
         }
         return out;
+    }
+
+    /** Kafka's {@code dropped-records-total} of the driver's one task. */
+    private static double dropped(final TopologyTestDriver driver) {
+        double total = 0;
+        for (final var entry : driver.metrics().entrySet()) {
+            if ("dropped-records-total".equals(entry.getKey().name())) {
+                total += ((Number) entry.getValue().metricValue()).doubleValue();
+            }
+        }
+        return total;
     }
 
     static ArrayNode runAll(final JsonNode requests) {
@@ -143,6 +168,7 @@ public final class DslOpsRunner {
         answer.put("describe", builder.build().describe().toString());
         try (TopologyTestDriver driver = new TopologyTestDriver(builder.build(), props(), Instant.ofEpochMilli(0))) {
             answer.set("out", run(driver, params.get("inputs")));
+            answer.put("dropped", dropped(driver));
             final ArrayNode store = answer.putArray("store");
             final String storeName = params.get("store").asText();
             if (reduce) {
@@ -177,6 +203,7 @@ public final class DslOpsRunner {
         answer.put("describe", builder.build().describe().toString());
         try (TopologyTestDriver driver = new TopologyTestDriver(builder.build(), props(), Instant.ofEpochMilli(0))) {
             answer.set("out", run(driver, params.get("inputs")));
+            answer.put("dropped", dropped(driver));
             final ArrayNode store = answer.putArray("store");
             final SessionStore<String, String> ss = driver.getSessionStore(params.get("store").asText());
             final TreeSet<String> keys = new TreeSet<>();
@@ -216,6 +243,7 @@ public final class DslOpsRunner {
         answer.put("describe", builder.build().describe().toString());
         try (TopologyTestDriver driver = new TopologyTestDriver(builder.build(), props(), Instant.ofEpochMilli(0))) {
             answer.set("out", run(driver, params.get("inputs")));
+            answer.put("dropped", dropped(driver));
             final ObjectNode stores = answer.putObject("stores");
             for (final JsonNode name : params.get("stores")) {
                 final ArrayNode contents = stores.putArray(name.asText());
@@ -242,6 +270,7 @@ public final class DslOpsRunner {
         answer.put("describe", builder.build().describe().toString());
         try (TopologyTestDriver driver = new TopologyTestDriver(builder.build(), props(), Instant.ofEpochMilli(0))) {
             answer.set("out", run(driver, params.get("inputs")));
+            answer.put("dropped", dropped(driver));
             final ArrayNode store = answer.putArray("store");
             final KeyValueStore<String, ValueAndTimestamp<String>> kv =
                 driver.getTimestampedKeyValueStore(params.get("store").asText());
@@ -264,6 +293,7 @@ public final class DslOpsRunner {
         answer.put("describe", builder.build().describe().toString());
         try (TopologyTestDriver driver = new TopologyTestDriver(builder.build(), props(), Instant.ofEpochMilli(0))) {
             answer.set("out", run(driver, params.get("inputs")));
+            answer.put("dropped", dropped(driver));
             final ArrayNode store = answer.putArray("store");
             final KeyValueStore<String, ValueAndTimestamp<Long>> kv =
                 driver.getTimestampedKeyValueStore(params.get("store").asText());
@@ -310,6 +340,7 @@ public final class DslOpsRunner {
         answer.put("describe", builder.build().describe().toString());
         try (TopologyTestDriver driver = new TopologyTestDriver(builder.build(), props(), Instant.ofEpochMilli(0))) {
             answer.set("out", run(driver, params.get("inputs")));
+            answer.put("dropped", dropped(driver));
             answer.set("out2", outRecords(driver, "out2"));
             final ArrayNode repartition = answer.putArray("repartition");
             for (final TestRecord<String, byte[]> record : driver.createOutputTopic(
@@ -341,6 +372,7 @@ public final class DslOpsRunner {
         answer.put("describe", builder.build().describe().toString());
         try (TopologyTestDriver driver = new TopologyTestDriver(builder.build(), props(), Instant.ofEpochMilli(0))) {
             answer.set("out", run(driver, params.get("inputs")));
+            answer.put("dropped", dropped(driver));
             final ObjectNode stores = answer.putObject("stores");
             for (final JsonNode name : params.get("stores")) {
                 stores.set(name.asText(), kvStore(driver, name.asText()));
@@ -363,6 +395,7 @@ public final class DslOpsRunner {
         answer.put("describe", builder.build().describe().toString());
         try (TopologyTestDriver driver = new TopologyTestDriver(builder.build(), props(), Instant.ofEpochMilli(0))) {
             answer.set("out", run(driver, params.get("inputs")));
+            answer.put("dropped", dropped(driver));
             final ArrayNode store = answer.putArray("store");
             final WindowStore<String, ValueAndTimestamp<String>> ws =
                 driver.getTimestampedWindowStore(params.get("store").asText());
@@ -389,6 +422,7 @@ public final class DslOpsRunner {
         answer.put("describe", builder.build().describe().toString());
         try (TopologyTestDriver driver = new TopologyTestDriver(builder.build(), props(), Instant.ofEpochMilli(0))) {
             answer.set("out", run(driver, params.get("inputs")));
+            answer.put("dropped", dropped(driver));
             final ObjectNode stores = answer.putObject("stores");
             for (final JsonNode name : params.get("stores")) {
                 stores.set(name.asText(), kvStore(driver, name.asText()));
