@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Generic, TypeVar, cast
 
+from streamproc.engine.dropped_records import DroppedRecord
 from streamproc.engine.partitioner import partition_for_key
 from streamproc.engine.processor_topology import CollectedRecord, ProcessorTopology, RecordCollector, SinkNode
 from streamproc.engine.records import ConsumerRecord, Headers, TopicPartition
@@ -249,6 +250,13 @@ class TopologyTestDriver:
         for task in self._tasks.values():
             task.maybe_punctuate_system_time()
         self._complete_all_processable_work()
+
+    # -- metrics ---------------------------------------------------------------------------------------------------
+
+    def dropped_records(self) -> tuple[DroppedRecord, ...]:
+        """The records the tasks dropped, in order per task (Kafka's ``dropped-records-total`` metric counts them):
+        each with its reason, topic, partition and offset."""
+        return tuple(event for task in self._tasks.values() for event in task.dropped.events)
 
     # -- stores ----------------------------------------------------------------------------------------------------
 
