@@ -1,0 +1,365 @@
+"""``KTable`` and ``GlobalKTable`` (``KTableImpl``, ``GlobalKTableImpl``, 4.2): changelog streams, their operations
+and the rules that decide which of them get a state store.
+
+A table is materialised (has a store) when the program names a store for it, or, for a source table, when a later
+join or aggregation needs to look its values up (``KTableSource#materialize``, reached through
+``valueGetterSupplier`` and ``enableSendingOldValues``). That decision is taken while the program is built and
+read when the graph is written, as in Java, so a store appears in ``describe()`` exactly when Kafka's does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from streamproc.dsl.builder import InternalStreamsBuilder
+from streamproc.dsl.graph import GraphNode, ProcessorGraphNode, StatefulProcessorNode, TableSourceNode, TableTableJoinNode
+from streamproc.dsl.internals import processors as p
+from streamproc.dsl.options import Consumed, Grouped, Materialized, Named
+from streamproc.dsl.stores import buffer_store, key_value_store
+from streamproc.dsl.suppressed import Suppressed
+from streamproc.errors import TopologyError
+
+if TYPE_CHECKING:
+    from streamproc.dsl.grouped import KGroupedTable
+    from streamproc.dsl.kstream import KStream
+
+
+def _name(named: Named | None) -> str | None:
+    return None if named is None else named.name
+
+
+@dataclass(frozen=True, slots=True)
+class ValueGetterSupplier:
+    """``KTableValueGetterSupplier``: the stores a join reads the table's current values from."""
+
+    table: KTable | GlobalKTable
+    store_names: tuple[str, ...]
+
+
+class KTable:
+    """``KTable``: each operation returns a new table or stream; see the module docstring for materialisation."""
+
+    def __init__(
+        self,
+        builder: InternalStreamsBuilder,
+        name: str,
+        node: GraphNode,
+        source_nodes: frozenset[str],
+        *,
+        queryable_store: str | None,
+        key_serde: Any = None,
+        value_serde: Any = None,
+        source_state: p.KTableSourceState | None = None,
+        aggregate_state: p.AggregateState | None = None,
+        parent: KTable | None = None,
+        join_parents: tuple[KTable, KTable] | None = None,
+    ) -> None:
+        self._builder = builder
+        self.name = name
+        self._node = node
+        self.source_nodes = source_nodes
+        self._queryable_store = queryable_store
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self._source_state = source_state
+        self._aggregate_state = aggregate_state
+        self._parent = parent
+        self._join_parents = join_parents
+        self._send_old_values = False
+
+    @property
+    def queryable_store_name(self) -> str | None:
+        """``queryableStoreName()``: the store a name was given for, or ``None``."""
+        return self._queryable_store
+
+    # ------------------------------------------------------------------------------------- value getters
+
+    def value_getter_supplier(self) -> ValueGetterSupplier:
+        """``KTableImpl#valueGetterSupplier``: a source table is materialised by being asked."""
+        if self._source_state is not None:
+            self._source_state.materialize()
+            return ValueGetterSupplier(self, (self._source_state.store_name,))
+        if self._queryable_store is not None:
+            return ValueGetterSupplier(self, (self._queryable_store,))
+        if self._join_parents is not None:
+            first, second = self._join_parents
+            names = first.value_getter_supplier().store_names + second.value_getter_supplier().store_names
+            return ValueGetterSupplier(self, names)
+        if self._parent is not None:
+            return ValueGetterSupplier(self, self._parent.value_getter_supplier().store_names)
+        raise TopologyError(f"KTable {self.name} has no value getter")
+
+    def enable_sending_old_values(self, force_materialization: bool) -> bool:
+        """``KTableImpl#enableSendingOldValues``: downstream needs ``Change.old_value``."""
+        if self._send_old_values:
+            return True
+        if self._source_state is not None:
+            if not force_materialization and self._source_state.queryable_name is None:
+                return False
+            self._source_state.send_old_values = True
+            self._source_state.materialize()
+        elif self._aggregate_state is not None:
+            self._aggregate_state.send_old_values = True
+        elif self._join_parents is not None:
+            for parent in self._join_parents:
+                parent.enable_sending_old_values(True)
+        elif self._parent is not None and self._queryable_store is None:
+            if not self._parent.enable_sending_old_values(force_materialization):
+                return False
+        self._send_old_values = True
+        return True
+
+    # ---------------------------------------------------------------------------------------- operations
+
+    def _table_op(
+        self,
+        prefix: str,
+        named: Named | None,
+        materialized: Materialized[Any, Any] | None,
+        module: str,
+        cls: str,
+        *args: Any,
+    ) -> KTable:
+        """``KTableImpl#doFilter`` / ``#doMapValues``: an unnamed ``Materialized`` burns a store index first."""
+        b = self._builder
+        store_name = None
+        if materialized is not None:
+            if materialized.store_name is None:
+                b.new_store_name(prefix)
+            store_name = materialized.store_name
+        name = b.or_else_generate(_name(named), prefix)
+        store = key_value_store(store_name, materialized, self.key_serde, None) if store_name else None
+        supplier = p.operator_supplier(module, cls, name, self, *args, store_name)
+        node = StatefulProcessorNode(name, supplier, store)
+        b.add_graph_node(self._node, node)
+        return KTable(
+            b, name, node, self.source_nodes, queryable_store=store_name, key_serde=self.key_serde, parent=self
+        )
+
+    def filter(
+        self,
+        predicate: Callable[[Any, Any], bool],
+        named: Named | None = None,
+        materialized: Materialized[Any, Any] | None = None,
+    ) -> KTable:
+        """``filter(predicate[, named][, materialized])``: ``KTABLE-FILTER-``."""
+        return self._table_op("KTABLE-FILTER-", named, materialized, "ktable_filter", "KTableFilter", predicate, False)
+
+    def filter_not(
+        self,
+        predicate: Callable[[Any, Any], bool],
+        named: Named | None = None,
+        materialized: Materialized[Any, Any] | None = None,
+    ) -> KTable:
+        """``filterNot(predicate[, named][, materialized])``: ``KTABLE-FILTER-``."""
+        return self._table_op("KTABLE-FILTER-", named, materialized, "ktable_filter", "KTableFilter", predicate, True)
+
+    def map_values(
+        self,
+        mapper: Callable[..., Any],
+        named: Named | None = None,
+        materialized: Materialized[Any, Any] | None = None,
+        *,
+        with_key: bool = False,
+    ) -> KTable:
+        """``mapValues(mapper[, named][, materialized])``: ``KTABLE-MAPVALUES-``."""
+        fn = mapper if with_key else (lambda _k, v: mapper(v))
+        return self._table_op("KTABLE-MAPVALUES-", named, materialized, "ktable_map_values", "KTableMapValues", fn)
+
+    def to_stream(self, named: Named | None = None) -> KStream:
+        """``toStream([named])``: ``KTABLE-TOSTREAM-``; each update's new value (``None`` for a deletion)."""
+        from streamproc.dsl.kstream import KStream
+
+        name = self._builder.or_else_generate(_name(named), "KTABLE-TOSTREAM-")
+        node = ProcessorGraphNode(name, lambda: p.KStreamMapValues(lambda _k, change: change.new_value))
+        self._builder.add_graph_node(self._node, node)
+        return KStream(self._builder, name, node, self.source_nodes, repartition_required=False)
+
+    def suppress(self, suppressed: Suppressed) -> KTable:
+        """``suppress(suppressed)``: ``KTABLE-SUPPRESS-`` with its buffer store (``<name>-store`` when named)."""
+        b = self._builder
+        if suppressed.name is not None:
+            name, store_name = suppressed.name, suppressed.name + "-store"
+        else:
+            name = b.new_processor_name("KTABLE-SUPPRESS-")
+            store_name = b.new_store_name("KTABLE-SUPPRESS-")
+        self.enable_sending_old_values(True)
+        supplier = p.operator_supplier(
+            "ktable_suppress_processor", "KTableSuppressProcessor", name, suppressed, store_name, self
+        )
+        node = StatefulProcessorNode(name, supplier, buffer_store(store_name))
+        b.add_graph_node(self._node, node)
+        return KTable(b, name, node, self.source_nodes, queryable_store=None, key_serde=self.key_serde, parent=self)
+
+    def group_by(
+        self, selector: Callable[[Any, Any], tuple[Any, Any]], grouped: Grouped[Any, Any] | None = None
+    ) -> KGroupedTable:
+        """``groupBy(selector[, grouped])``: ``KTABLE-SELECT-`` (named after the ``Grouped``), old values on."""
+        from streamproc.dsl.grouped import KGroupedTable
+
+        g = grouped or Grouped()
+        name = self._builder.or_else_generate(g.name, "KTABLE-SELECT-")
+        node = ProcessorGraphNode(
+            name, p.operator_supplier("ktable_repartition_map", "KTableRepartitionMap", name, self, selector)
+        )
+        self._builder.add_graph_node(self._node, node)
+        self.enable_sending_old_values(True)
+        return KGroupedTable(self._builder, name, node, self.source_nodes, g)
+
+    def join(self, other: KTable, joiner: Callable[[Any, Any], Any], *args: Any, **kwargs: Any) -> KTable:
+        """``join(table, joiner[, named][, materialized])``."""
+        return self._join(other, joiner, args, kwargs, left_outer=False, right_outer=False)
+
+    def left_join(self, other: KTable, joiner: Callable[[Any, Any], Any], *args: Any, **kwargs: Any) -> KTable:
+        """``leftJoin(table, joiner[, named][, materialized])``."""
+        return self._join(other, joiner, args, kwargs, left_outer=True, right_outer=False)
+
+    def outer_join(self, other: KTable, joiner: Callable[[Any, Any], Any], *args: Any, **kwargs: Any) -> KTable:
+        """``outerJoin(table, joiner[, named][, materialized])``."""
+        return self._join(other, joiner, args, kwargs, left_outer=True, right_outer=True)
+
+    def _join(
+        self,
+        other: KTable,
+        joiner: Callable[[Any, Any], Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        *,
+        left_outer: bool,
+        right_outer: bool,
+    ) -> KTable:
+        """``KTableImpl#doJoin``: join-this, join-other and ``KTABLE-MERGE-`` (which owns a named result store)."""
+        if not isinstance(other, KTable):
+            if callable(other):
+                raise TopologyError(
+                    "foreign-key KTable joins (join(table, foreignKeyExtractor, joiner)) are not supported by "
+                    "streamproc: their subscription topics cannot be replayed from a batch; keep this part of the "
+                    "application in Kafka Streams"
+                )
+            raise TopologyError("other can't be null")
+        named: Named | None = kwargs.pop("named", None)
+        materialized: Materialized[Any, Any] | None = kwargs.pop("materialized", None)
+        for arg in args:
+            if isinstance(arg, Named):
+                named = arg
+            elif isinstance(arg, Materialized):
+                materialized = arg
+            elif callable(arg):
+                raise TopologyError(
+                    "foreign-key KTable joins are not supported by streamproc: their subscription topics cannot be "
+                    "replayed from a batch; keep this part of the application in Kafka Streams"
+                )
+        b = self._builder
+        store_name = None
+        if materialized is not None:
+            store_name, _ = b.materialized_store_name(materialized, "KTABLE-MERGE-")
+        merge_name = b.or_else_generate(_name(named), "KTABLE-MERGE-")
+        sources = self.source_nodes | other.source_nodes
+        b.copartition(sources)
+        if left_outer:
+            self.enable_sending_old_values(True)
+        if right_outer:
+            other.enable_sending_old_values(True)
+        this_name = b.suffix_with_or_else_get(_name(named), "-join-this", "KTABLE-JOINTHIS-")
+        other_name = b.suffix_with_or_else_get(_name(named), "-join-other", "KTABLE-JOINOTHER-")
+        this_stores = self.value_getter_supplier().store_names
+        other_stores = other.value_getter_supplier().store_names
+        kind = "Outer" if right_outer else ("Left" if left_outer else "Inner")
+        other_kind = "Outer" if right_outer else ("Right" if left_outer else "Inner")
+        node = TableTableJoinNode(
+            merge_name,
+            p.operator_supplier("ktable_ktable_join_merger", "KTableKTableJoinMerger", merge_name, store_name),
+            this_name,
+            p.operator_supplier(f"ktable_ktable_{kind.lower()}_join", f"KTableKTable{kind}Join", this_name, self, other, joiner),
+            other_name,
+            p.operator_supplier(
+                f"ktable_ktable_{other_kind.lower()}_join",
+                f"KTableKTable{other_kind}Join",
+                other_name,
+                other,
+                self,
+                lambda a, b_: joiner(b_, a),
+            ),
+            self.name,
+            other.name,
+            lambda: this_stores,
+            lambda: other_stores,
+            key_value_store(store_name, materialized, self.key_serde, None) if store_name is not None else None,
+        )
+        b.add_graph_node(self._node, node)
+        b.add_graph_node(other._node, node)
+        return KTable(
+            b,
+            merge_name,
+            node,
+            sources,
+            queryable_store=store_name,
+            key_serde=self.key_serde,
+            join_parents=(self, other),
+        )
+
+
+class GlobalKTable:
+    """``GlobalKTable``: a table every task reads whole; joined from a ``KStream`` with a key selector."""
+
+    def __init__(self, store_name: str) -> None:
+        self.store_name = store_name
+
+    def queryable_store_name(self) -> str:
+        return self.store_name
+
+    def value_getter_supplier(self) -> ValueGetterSupplier:
+        return ValueGetterSupplier(self, (self.store_name,))
+
+
+def new_source_table(
+    builder: InternalStreamsBuilder,
+    topic: str,
+    consumed: Consumed[Any, Any],
+    materialized: Materialized[Any, Any] | None,
+    *,
+    is_global: bool,
+) -> Any:
+    """``InternalStreamsBuilder#table`` / ``#globalTable``: store name (``<topic>-STATE-STORE-``), source and
+    ``KTABLE-SOURCE-`` processor, in that order."""
+    if topic is None:
+        raise TopologyError("topic can't be null")
+    store_name, queryable = builder.materialized_store_name(materialized, f"{topic}-")
+    source_name = builder.or_else_generate(consumed.name, "KSTREAM-SOURCE-")
+    table_source_name = builder.suffix_with_or_else_get(consumed.name, "-table-source", "KTABLE-SOURCE-")
+    state = p.KTableSourceState(store_name, queryable or is_global)
+    key_serde = materialized.key_serde if materialized and materialized.key_serde is not None else consumed.key_serde
+    value_serde = (
+        materialized.value_serde if materialized and materialized.value_serde is not None else consumed.value_serde
+    )
+    store = key_value_store(store_name, materialized, key_serde, value_serde)
+    if is_global:
+        store = store.with_logging_disabled()
+
+    def materialised_store() -> object | None:
+        return store if state.queryable_name is not None else None
+
+    node = TableSourceNode(
+        source_name,
+        table_source_name,
+        topic,
+        consumed,
+        lambda: p.KTableSource(state),
+        materialised_store,
+        is_global=is_global,
+    )
+    builder.add_graph_node(builder.root, node)
+    if is_global:
+        return GlobalKTable(store_name)
+    return KTable(
+        builder,
+        table_source_name,
+        node,
+        frozenset({source_name}),
+        queryable_store=store_name if queryable else None,
+        key_serde=key_serde,
+        value_serde=value_serde,
+        source_state=state,
+    )
