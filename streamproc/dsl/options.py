@@ -26,14 +26,14 @@ _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
 def validate_name(name: str) -> str:
     """``Named#validate``: the exceptions Java throws for an empty, too long or illegal name."""
     if not name:
-        raise TopologyError("Name is illegal, it can't be empty")
+        raise TopologyError("Invalid topology: Name is illegal, it can't be empty")
     if name in (".", ".."):
-        raise TopologyError("Name cannot be \".\" or \"..\"")
+        raise TopologyError("Invalid topology: Name cannot be \".\" or \"..\"")
     if len(name) > MAX_NAME_LENGTH:
-        raise TopologyError(f"Name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, name: {name}")
+        raise TopologyError(f"Invalid topology: Name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, name: {name}")
     if not _LEGAL.fullmatch(name):
         raise TopologyError(
-            f"Name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
+            f"Invalid topology: Name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
         )
     return name
 

@@ -461,3 +461,55 @@ PROGRAMS: dict[str, Callable[[], Topology]] = {
     "rekey-join-optimized": lambda: rekey_join(True),
     "rekey-join": lambda: rekey_join(False),
 }
+
+
+# --------------------------------------------------------------------------------------------- refused programs
+
+
+def _duplicate_processor_name() -> Topology:
+    b = StreamsBuilder()
+    b.stream("in", strings()).filter(lambda k, v: True, Named.as_("same")).map_values(lambda v: v, Named.as_("same"))
+    return b.build()
+
+
+def _duplicate_store_name() -> Topology:
+    b = StreamsBuilder()
+    b.stream("a", strings()).group_by_key().count(materialized=Materialized.as_("counts"))
+    b.stream("b", strings()).group_by_key().count(materialized=Materialized.as_("counts"))
+    return b.build()
+
+
+def _unknown_store() -> Topology:
+    b = StreamsBuilder()
+    b.stream("in", strings()).process(_Forward, "missing")
+    return b.build()
+
+
+def _illegal_name() -> Topology:
+    b = StreamsBuilder()
+    b.stream("in", strings()).filter(lambda k, v: True, Named.as_("not legal!"))
+    return b.build()
+
+
+def _empty_name() -> Topology:
+    b = StreamsBuilder()
+    b.stream("in", strings()).filter(lambda k, v: True, Named.as_(""))
+    return b.build()
+
+
+def _topic_twice() -> Topology:
+    b = StreamsBuilder()
+    b.stream("in", strings()).to("out")
+    b.table("in", strings())
+    return b.build()
+
+
+#: Programs Kafka Streams refuses at build time; ``conformance/dsl/<name>.error.txt`` holds its message.
+ERRORS: dict[str, Callable[[], Topology]] = {
+    "error-duplicate-processor-name": _duplicate_processor_name,
+    "error-duplicate-store-name": _duplicate_store_name,
+    "error-unknown-store": _unknown_store,
+    "error-illegal-name": _illegal_name,
+    "error-empty-name": _empty_name,
+    "error-topic-twice": _topic_twice,
+}

@@ -98,7 +98,60 @@ final class DslPrograms {
                 StandardCharsets.UTF_8);
             written.add(e.getKey());
         }
+        for (final Map.Entry<String, Supplier<Topology>> e : errors().entrySet()) {
+            String message;
+            try {
+                e.getValue().get();
+                message = "no exception";
+            } catch (final RuntimeException exception) {
+                message = exception.getMessage();
+            }
+            Files.writeString(dir.resolve(e.getKey() + ".error.txt"), message + "\n", StandardCharsets.UTF_8);
+            written.add(e.getKey());
+        }
         return written;
+    }
+
+    /** Programs Kafka Streams refuses while they are built: the exception's message is written. */
+    static Map<String, Supplier<Topology>> errors() {
+        final Map<String, Supplier<Topology>> p = new LinkedHashMap<>();
+        p.put("error-duplicate-processor-name", () -> {
+            final StreamsBuilder b = new StreamsBuilder();
+            b.stream("in", STRINGS).filter((k, v) -> true, Named.as("same")).mapValues(v -> v, Named.as("same"));
+            return b.build();
+        });
+        p.put("error-duplicate-store-name", () -> {
+            final StreamsBuilder b = new StreamsBuilder();
+            b.stream("a", STRINGS).groupByKey().count(Materialized.as("counts"));
+            b.stream("b", STRINGS).groupByKey().count(Materialized.as("counts"));
+            return b.build();
+        });
+        p.put("error-unknown-store", () -> {
+            final StreamsBuilder b = new StreamsBuilder();
+            b.stream("in", STRINGS).process(() -> new ContextualProcessor<String, String, String, String>() {
+                @Override
+                public void process(final Record<String, String> record) {
+                }
+            }, "missing");
+            return b.build();
+        });
+        p.put("error-illegal-name", () -> {
+            final StreamsBuilder b = new StreamsBuilder();
+            b.stream("in", STRINGS).filter((k, v) -> true, Named.as("not legal!"));
+            return b.build();
+        });
+        p.put("error-empty-name", () -> {
+            final StreamsBuilder b = new StreamsBuilder();
+            b.stream("in", STRINGS).filter((k, v) -> true, Named.as(""));
+            return b.build();
+        });
+        p.put("error-topic-twice", () -> {
+            final StreamsBuilder b = new StreamsBuilder();
+            b.stream("in", STRINGS).to("out");
+            b.table("in", STRINGS);
+            return b.build();
+        });
+        return p;
     }
 
     private static Topology build(final StreamsBuilder builder, final boolean optimized) {

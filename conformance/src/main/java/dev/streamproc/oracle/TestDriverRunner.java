@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.List;
 import java.util.Properties;
 import java.util.TreeSet;
 
@@ -263,6 +264,9 @@ public final class TestDriverRunner {
         if (request.has("idle")) {
             out.set("idle", idle(request.get("idle")));
         }
+        if (request.has("dsl")) {
+            out.set("dsl", dsl(request.get("dsl")));
+        }
         return out;
     }
 
@@ -412,6 +416,73 @@ public final class TestDriverRunner {
                 sizes.add(out.getQueueSize());
             }
             answer.set("out", records(out));
+        }
+        return answer;
+    }
+
+    /**
+     * A DSL program (its Python twin is {@code dsl_topology} in {@code tests/driver_programs.py}), with the record
+     * cache off ({@code statestore.cache.max.bytes=0}): with a cache, which updates reach the output depends on
+     * when the cache is flushed, which Kafka leaves to commit timing; without it every update is forwarded.
+     * dsl-in -> filter -> mapValues -> dsl-mapped; -> count (dsl-counts) -> dsl-counts-out;
+     * dsl-in -> map (swap) -> repartition -> aggregate (dsl-agg) -> dsl-agg-out; dsl-table (dsl-table-store) -> out.
+     */
+    static ObjectNode dsl(final JsonNode request) {
+        final org.apache.kafka.streams.StreamsBuilder builder = new org.apache.kafka.streams.StreamsBuilder();
+        final org.apache.kafka.streams.kstream.Consumed<String, String> strings =
+            org.apache.kafka.streams.kstream.Consumed.with(Serdes.String(), Serdes.String());
+        final org.apache.kafka.streams.kstream.KStream<String, String> in = builder.stream("dsl-in", strings);
+        final org.apache.kafka.streams.kstream.KStream<String, String> mapped = in
+            .filter((k, v) -> v != null && !v.equals("drop"))
+            .mapValues(v -> v + "!");
+        mapped.to("dsl-mapped", org.apache.kafka.streams.kstream.Produced.with(Serdes.String(), Serdes.String()));
+        mapped.groupByKey()
+            .count(org.apache.kafka.streams.kstream.Materialized.as("dsl-counts"))
+            .toStream()
+            .to("dsl-counts-out", org.apache.kafka.streams.kstream.Produced.with(Serdes.String(), Serdes.Long()));
+        in.map((k, v) -> org.apache.kafka.streams.KeyValue.pair(v, k))
+            .groupByKey()
+            .aggregate(() -> "", (k, v, agg) -> agg + v,
+                org.apache.kafka.streams.kstream.Materialized.<String, String,
+                    org.apache.kafka.streams.state.KeyValueStore<org.apache.kafka.common.utils.Bytes, byte[]>>as(
+                    "dsl-agg").withValueSerde(Serdes.String()))
+            .toStream()
+            .to("dsl-agg-out", org.apache.kafka.streams.kstream.Produced.with(Serdes.String(), Serdes.String()));
+        builder.table("dsl-table", strings, org.apache.kafka.streams.kstream.Materialized.as("dsl-table-store"))
+            .toStream()
+            .to("dsl-table-out", org.apache.kafka.streams.kstream.Produced.with(Serdes.String(), Serdes.String()));
+        final Topology topology = builder.build();
+        final Properties props = props();
+        props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
+        props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        final ObjectNode answer = Main.MAPPER.createObjectNode();
+        answer.put("describe", topology.describe().toString());
+        try (TopologyTestDriver driver = new TopologyTestDriver(topology, props, Instant.ofEpochMilli(0))) {
+            final TestInputTopic<String, String> input = driver.createInputTopic("dsl-in", STRING_SER, STRING_SER);
+            final TestInputTopic<String, String> table = driver.createInputTopic("dsl-table", STRING_SER, STRING_SER);
+            for (final JsonNode entry : request.get("records")) {
+                (entry.get(0).asText().equals("table") ? table : input).pipeInput(
+                    new TestRecord<>(text(entry.get(1)), text(entry.get(2)), null, entry.get(3).asLong()));
+            }
+            answer.set("dsl-mapped", records(driver.createOutputTopic("dsl-mapped", STRING_DE, STRING_DE)));
+            answer.set("dsl-counts-out",
+                records(driver.createOutputTopic("dsl-counts-out", STRING_DE, new LongDeserializer())));
+            answer.set("dsl-agg-out", records(driver.createOutputTopic("dsl-agg-out", STRING_DE, STRING_DE)));
+            answer.set("dsl-table-out", records(driver.createOutputTopic("dsl-table-out", STRING_DE, STRING_DE)));
+            final ObjectNode stores = answer.putObject("stores");
+            for (final String name : List.of("dsl-counts", "dsl-agg", "dsl-table-store")) {
+                final ObjectNode contents = stores.putObject(name);
+                try (org.apache.kafka.streams.state.KeyValueIterator<Object, org.apache.kafka.streams.state
+                        .ValueAndTimestamp<Object>> it = driver.getTimestampedKeyValueStore(name).all()) {
+                    while (it.hasNext()) {
+                        final org.apache.kafka.streams.KeyValue<Object, org.apache.kafka.streams.state
+                            .ValueAndTimestamp<Object>> kv = it.next();
+                        contents.putArray(String.valueOf(kv.key))
+                            .add(Main.MAPPER.valueToTree(kv.value.value())).add(kv.value.timestamp());
+                    }
+                }
+            }
         }
         return answer;
     }
