@@ -209,3 +209,31 @@ def pattern_topology() -> Topology:
     t.add_processor("where", Where, "src")
     t.add_sink("sink", "out", "where", key_serializer=STRING.serializer, value_serializer=STRING.serializer)
     return t
+
+
+def dsl_topology() -> Topology:
+    """``TestDriverRunner#dsl``: the same DSL program, built with ``streamproc.dsl``."""
+    from streamproc.dsl import Consumed, Materialized, Produced, StreamsBuilder
+
+    builder = StreamsBuilder()
+    strings = Consumed.with_(STRING, STRING)
+    stream = builder.stream("dsl-in", strings)
+    mapped = stream.filter(lambda k, v: v is not None and v != "drop").map_values(lambda v: v + "!")
+    mapped.to("dsl-mapped", Produced.with_(STRING, STRING))
+    (
+        mapped.group_by_key()
+        .count(materialized=Materialized.as_("dsl-counts"))
+        .to_stream()
+        .to("dsl-counts-out", Produced.with_(STRING, LONG))
+    )
+    (
+        stream.map(lambda k, v: (v, k))
+        .group_by_key()
+        .aggregate(lambda: "", lambda k, v, agg: agg + v, materialized=Materialized.as_("dsl-agg").with_value_serde(STRING))
+        .to_stream()
+        .to("dsl-agg-out", Produced.with_(STRING, STRING))
+    )
+    builder.table("dsl-table", strings, Materialized.as_("dsl-table-store")).to_stream().to(
+        "dsl-table-out", Produced.with_(STRING, STRING)
+    )
+    return builder.build({"default.key.serde": "String", "default.value.serde": "String"})

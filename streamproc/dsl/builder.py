@@ -48,7 +48,25 @@ _OPTIMIZATIONS = (REUSE_KTABLE_SOURCE_TOPICS, MERGE_REPARTITION_TOPICS, SINGLE_S
 STATE_STORE_NAME = "STATE-STORE-"
 
 
-def _optimizations(props: Mapping[str, str] | None) -> frozenset[str]:
+#: ``StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG`` / ``DEFAULT_VALUE_SERDE_CLASS_CONFIG``.
+DEFAULT_KEY_SERDE = "default.key.serde"
+DEFAULT_VALUE_SERDE = "default.value.serde"
+
+
+def _default_serde(props: Mapping[str, Any] | None, key: str) -> Any:
+    """A default serde from ``props``: a ``Serde`` or the name of one of ``Serdes`` (``"String"``, ``"Long"``)."""
+    value = (props or {}).get(key)
+    if value is None or not isinstance(value, str):
+        return value
+    from streamproc.engine.serdes import SERDES
+
+    name = value.rsplit("$", 1)[-1].removesuffix("Serde")
+    if name not in SERDES:
+        raise ConfigError(f"{key}={value}: not a serde streamproc knows; give one of {sorted(SERDES)} or a Serde")
+    return SERDES[name]()
+
+
+def _optimizations(props: Mapping[str, Any] | None) -> frozenset[str]:
     """``StreamsConfig.verifyTopologyOptimizationConfigs``: ``none``, ``all`` or a comma list of the named ones."""
     value = (props or {}).get(TOPOLOGY_OPTIMIZATION_CONFIG, NO_OPTIMIZATION)
     items = [v.strip() for v in str(value).split(",")]
@@ -141,7 +159,7 @@ class InternalStreamsBuilder:
 
     # ------------------------------------------------------------------------------------------------ building
 
-    def build(self, props: Mapping[str, str] | None = None, topology_name: str | None = None) -> Topology:
+    def build(self, props: Mapping[str, Any] | None = None, topology_name: str | None = None) -> Topology:
         """``buildAndOptimizeTopology``: optimise, then write the graph breadth-first by build priority."""
         optimizations = _optimizations(props)
         if REUSE_KTABLE_SOURCE_TOPICS in optimizations:
@@ -162,6 +180,11 @@ class InternalStreamsBuilder:
                 queue.offer(child)
         for group in self.copartition_groups:
             topology.copartition_sources(group)
+        key_serde, value_serde = _default_serde(props, DEFAULT_KEY_SERDE), _default_serde(props, DEFAULT_VALUE_SERDE)
+        if key_serde is not None or value_serde is not None:
+            from streamproc.dsl.stores import apply_default_serdes
+
+            apply_default_serdes(topology.store_builders(None).values(), key_serde, value_serde)
         self.built = True
         return topology
 
@@ -271,8 +294,9 @@ class StreamsBuilder:
         self.internal.add_graph_node(self.internal.root, StateStoreNode(store))
         return self
 
-    def build(self, props: Mapping[str, str] | None = None) -> Topology:
-        """``StreamsBuilder#build([props])``: ``topology.optimization`` is read from ``props``."""
+    def build(self, props: Mapping[str, Any] | None = None) -> Topology:
+        """``StreamsBuilder#build([props])``: ``topology.optimization`` is read from ``props``, and stores the
+        program gave no serdes get ``default.key.serde``/``default.value.serde``."""
         return self.internal.build(props)
 
 

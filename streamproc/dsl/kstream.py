@@ -124,14 +124,17 @@ class KStream:
         node.key_changing = key_changing
         node.value_changing = value_changing
         self._builder.add_graph_node(self._node, node)
-        return KStream(
+        stream = KStream(
             self._builder,
             name,
             node,
             self._source_nodes,
             repartition_required=self._repartition_required or key_changing,
-            serdes=None if key_changing or value_changing else self,
+            serdes=None if key_changing else self,
         )
+        if value_changing:
+            stream._value_serde = None  # a value-changing operation keeps only the key serde, as in Java
+        return stream
 
     @property
     def key_serde(self) -> Any:

@@ -7,12 +7,25 @@ Their names are decided by the operators; this module only turns a name, serdes,
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from streamproc.dsl.options import Materialized
 from streamproc.engine.topology import StoreSpec
 from streamproc.errors import TopologyError
 from streamproc.state.store_builders import StoreBuilder, Stores
+
+
+def apply_default_serdes(builders: Iterable[object], key_serde: Any, value_serde: Any) -> None:
+    """Fill the serdes the program left unset with the application's defaults (``default.key.serde``/
+    ``default.value.serde``), which is what Kafka's stores do when they are initialised."""
+    for builder in builders:
+        if not isinstance(builder, StoreBuilder):
+            continue
+        if builder.key_serde is None:
+            builder.key_serde = key_serde
+        if builder.value_serde is None:
+            builder.value_serde = value_serde
 
 
 def _logging(builder: StoreBuilder, materialized: Materialized[Any, Any] | None) -> StoreBuilder:

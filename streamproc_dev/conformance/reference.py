@@ -134,7 +134,7 @@ def driver_program_inputs(seed: int) -> dict[str, Any]:
         late = rng.random() < 0.2
         words.append([rng.choice("abcdef"), max(0, clock - rng.randint(1, 20)) if late else clock])
     customers = ["alice", "bob", "carol", "dave"]
-    return {
+    inputs: dict[str, Any] = {
         "filter": {
             "start_timestamp_ms": rng.randint(0, 1000),
             "auto_advance_ms": rng.randint(0, 10),
@@ -168,6 +168,22 @@ def driver_program_inputs(seed: int) -> dict[str, Any]:
             "wall_clock_advances": [rng.choice([1, 10, 49, 99, 100]) for _ in range(rng.randint(1, 6))],
         },
     }
+    # Drawn last, so that the programs above keep their inputs. Records are [topic, key, value, timestamp]:
+    # null keys, null values (table tombstones), "drop" values and out-of-order timestamps on purpose.
+    dsl_clock = 0
+    dsl_records = []
+    for _ in range(rng.randint(5, 40)):
+        dsl_clock += rng.choice([0, 1, 5, 20])
+        dsl_records.append(
+            [
+                "table" if rng.random() < 0.3 else "in",
+                rng.choice([None, "a", "b", "c"]),
+                rng.choice([None, "x", "y", "drop", "zz"]),
+                max(0, dsl_clock - rng.choice([0, 0, 0, 30])),
+            ]
+        )
+    inputs["dsl"] = {"records": dsl_records}
+    return inputs
 
 
 def reference_request() -> dict[str, Any]:
