@@ -229,7 +229,9 @@ def dsl_topology() -> Topology:
     (
         stream.map(lambda k, v: (v, k))
         .group_by_key()
-        .aggregate(lambda: "", lambda k, v, agg: agg + v, materialized=Materialized.as_("dsl-agg").with_value_serde(STRING))
+        .aggregate(
+            lambda: "", lambda k, v, agg: agg + v, materialized=Materialized.as_("dsl-agg").with_value_serde(STRING)
+        )
         .to_stream()
         .to("dsl-agg-out", Produced.with_(STRING, STRING))
     )

@@ -77,7 +77,8 @@ def _optimizations(props: Mapping[str, Any] | None) -> frozenset[str]:
     if NO_OPTIMIZATION in items or OPTIMIZE in items or any(i not in _OPTIMIZATIONS for i in items):
         raise ConfigError(
             f"Invalid value {value} for configuration {TOPOLOGY_OPTIMIZATION_CONFIG}: A comma separated list of "
-            f"optimizations, or one of {NO_OPTIMIZATION} or {OPTIMIZE}; valid optimizations: {', '.join(_OPTIMIZATIONS)}"
+            f"optimizations, or one of {NO_OPTIMIZATION} or {OPTIMIZE}; valid optimizations: "
+            f"{', '.join(_OPTIMIZATIONS)}"
         )
     return frozenset(items)
 
@@ -163,8 +164,8 @@ class InternalStreamsBuilder:
         """``buildAndOptimizeTopology``: optimise, then write the graph breadth-first by build priority."""
         optimizations = _optimizations(props)
         if REUSE_KTABLE_SOURCE_TOPICS in optimizations:
-            for node in self.table_source_nodes:
-                node.reuse_source_topic_for_changelog = True
+            for table_source in self.table_source_nodes:
+                table_source.reuse_source_topic_for_changelog = True
         if MERGE_REPARTITION_TOPICS in optimizations:
             self._merge_repartition_topics()
         topology = Topology(topology_name)
@@ -199,7 +200,7 @@ class InternalStreamsBuilder:
             merged = new_repartition_node(self, first.topic, first.key_serde, first.value_serde)
             merged.build_priority = key_changer.build_priority
             for replaced in repartitions:
-                child = _find_parent_matching(replaced, lambda n, kc=key_changer: kc in n.parents)
+                child = _find_parent_matching(replaced, _child_of(key_changer))
                 if child is None:
                     raise TopologyError(f"Found a null keyChangingChild node for {replaced.node_name}")
                 merged.add_child(child)
@@ -217,6 +218,10 @@ class InternalStreamsBuilder:
                         group.add(merged.node_name)
             key_changer.add_child(merged)
             self.key_changing_to_repartitions[key_changer] = []
+
+
+def _child_of(parent: GraphNode) -> Callable[[GraphNode], bool]:
+    return lambda node: parent in node.parents
 
 
 def _find_parent_matching(start: GraphNode, predicate: Callable[[GraphNode], bool]) -> GraphNode | None:
@@ -276,7 +281,8 @@ class StreamsBuilder:
         """``StreamsBuilder#table(topic[, consumed][, materialized])``."""
         from streamproc.dsl.ktable import new_source_table
 
-        return new_source_table(self.internal, topic, consumed or Consumed(), materialized, is_global=False)
+        table: KTable = new_source_table(self.internal, topic, consumed or Consumed(), materialized, is_global=False)
+        return table
 
     def global_table(
         self,
@@ -287,7 +293,10 @@ class StreamsBuilder:
         """``StreamsBuilder#globalTable(topic[, consumed][, materialized])``."""
         from streamproc.dsl.ktable import new_source_table
 
-        return new_source_table(self.internal, topic, consumed or Consumed(), materialized, is_global=True)
+        table: GlobalKTable = new_source_table(
+            self.internal, topic, consumed or Consumed(), materialized, is_global=True
+        )
+        return table
 
     def add_state_store(self, store: object) -> StreamsBuilder:
         """``StreamsBuilder#addStateStore``: a store for ``process``/``process_values`` to name."""

@@ -190,15 +190,27 @@ class WindowedKStream:
         key_serde = self._agg.key_serde
         if isinstance(w, TimeWindows):
             return window_store(
-                name, materialized, key_serde, value_serde, size_ms=w.size_ms, grace_ms=w.grace_ms,
+                name,
+                materialized,
+                key_serde,
+                value_serde,
+                size_ms=w.size_ms,
+                grace_ms=w.grace_ms,
                 retention_floor_ms=w.size_ms + w.grace_ms,
             )
         if isinstance(w, SlidingWindows):
             return window_store(
-                name, materialized, key_serde, value_serde, size_ms=w.time_difference_ms, grace_ms=w.grace_ms,
+                name,
+                materialized,
+                key_serde,
+                value_serde,
+                size_ms=w.time_difference_ms,
+                grace_ms=w.grace_ms,
                 retention_floor_ms=2 * w.time_difference_ms + w.grace_ms,
             )
-        return session_store(name, materialized, key_serde, value_serde, gap_ms=w.inactivity_gap_ms, grace_ms=w.grace_ms)
+        return session_store(
+            name, materialized, key_serde, value_serde, gap_ms=w.inactivity_gap_ms, grace_ms=w.grace_ms
+        )
 
     def _windowed(
         self,
@@ -218,9 +230,7 @@ class WindowedKStream:
             SlidingWindows: ("kstream_sliding_window_aggregate", "KStreamSlidingWindowAggregate"),
             SessionWindows: ("kstream_session_window_aggregate", "KStreamSessionWindowAggregate"),
         }[type(self.windows)]
-        supplier = _Supplier(
-            p.operator_supplier(module, cls, name, self.windows, store_name, operation, *args), state
-        )
+        supplier = _Supplier(p.operator_supplier(module, cls, name, self.windows, store_name, operation, *args), state)
         store = self._store(store_name, materialized, value_serde)
         return self._agg.build(name, store, supplier, store_name, queryable)
 

@@ -167,16 +167,12 @@ class KStream:
         """``map(mapper[, named])``: ``KSTREAM-MAP-``; the mapper returns ``(key, value)``."""
         return self._then("KSTREAM-MAP-", named, lambda: p.KStreamMap(mapper), key_changing=True)
 
-    def map_values(
-        self, mapper: Callable[..., Any], named: Named | None = None, *, with_key: bool = False
-    ) -> KStream:
+    def map_values(self, mapper: Callable[..., Any], named: Named | None = None, *, with_key: bool = False) -> KStream:
         """``mapValues(mapper[, named])``: ``KSTREAM-MAPVALUES-``."""
         fn = _value_mapper(mapper, with_key)
         return self._then("KSTREAM-MAPVALUES-", named, lambda: p.KStreamMapValues(fn), value_changing=True)
 
-    def flat_map(
-        self, mapper: Callable[[Any, Any], Iterable[tuple[Any, Any]]], named: Named | None = None
-    ) -> KStream:
+    def flat_map(self, mapper: Callable[[Any, Any], Iterable[tuple[Any, Any]]], named: Named | None = None) -> KStream:
         """``flatMap(mapper[, named])``: ``KSTREAM-FLATMAP-``."""
         return self._then("KSTREAM-FLATMAP-", named, lambda: p.KStreamFlatMap(mapper), key_changing=True)
 
@@ -215,15 +211,11 @@ class KStream:
         """``split([named])``: a ``BranchedKStream`` (``KSTREAM-BRANCH-``; children ``<splitter><index|name>``)."""
         return BranchedKStream(self, _name(named))
 
-    def process(
-        self, supplier: Callable[[], object], *store_names: str, named: Named | None = None
-    ) -> KStream:
+    def process(self, supplier: Callable[[], object], *store_names: str, named: Named | None = None) -> KStream:
         """``process(supplier[, named], stateStoreNames...)``: ``KSTREAM-PROCESSOR-`` (a given name burns none)."""
         return self._process(supplier, store_names, named, "KSTREAM-PROCESSOR-", repartition_required=True)
 
-    def process_values(
-        self, supplier: Callable[[], object], *store_names: str, named: Named | None = None
-    ) -> KStream:
+    def process_values(self, supplier: Callable[[], object], *store_names: str, named: Named | None = None) -> KStream:
         """``processValues(supplier[, named], stateStoreNames...)``: ``KSTREAM-PROCESSVALUES-``; the key is kept."""
         return self._process(
             supplier, store_names, named, "KSTREAM-PROCESSVALUES-", repartition_required=self._repartition_required
@@ -282,7 +274,13 @@ class KStream:
         from streamproc.dsl.grouped import KGroupedStream
 
         return KGroupedStream(
-            self._builder, self.name, self._node, self._source_nodes, grouped or Grouped(), self._repartition_required, self
+            self._builder,
+            self.name,
+            self._node,
+            self._source_nodes,
+            grouped or Grouped(),
+            self._repartition_required,
+            self,
         )
 
     def group_by(self, selector: Callable[[Any, Any], Any], grouped: Grouped[Any, Any] | None = None) -> KGroupedStream:
@@ -378,9 +376,7 @@ class KStream:
         this._builder.copartition(sources)
         name = this._builder.or_else_generate(joined.name, "KSTREAM-LEFTJOIN-" if left_join else "KSTREAM-JOIN-")
         getter = table.value_getter_supplier()
-        supplier = p.operator_supplier(
-            "kstream_ktable_join", "KStreamKTableJoin", name, getter, joiner, left_join
-        )
+        supplier = p.operator_supplier("kstream_ktable_join", "KStreamKTableJoin", name, getter, joiner, left_join)
         node = StatefulProcessorNode(name, supplier, None, getter.store_names)
         this._builder.add_graph_node(this._node, node)
         return KStream(this._builder, name, node, sources, repartition_required=False)
@@ -402,9 +398,7 @@ class KStream:
         )
         node = StatefulProcessorNode(name, supplier)
         self._builder.add_graph_node(self._node, node)
-        return KStream(
-            self._builder, name, node, self._source_nodes, repartition_required=self._repartition_required
-        )
+        return KStream(self._builder, name, node, self._source_nodes, repartition_required=self._repartition_required)
 
     def _stream_stream_join(
         self,
@@ -451,11 +445,17 @@ class KStream:
             this_store_name, sj.key_serde, sj.value_serde, size_ms=size, grace_ms=grace, logged=sj.logging_enabled
         )
         other_store = join_window_store(
-            other_store_name, sj.key_serde, sj.other_value_serde, size_ms=size, grace_ms=grace, logged=sj.logging_enabled
+            other_store_name,
+            sj.key_serde,
+            sj.other_value_serde,
+            size_ms=size,
+            grace_ms=grace,
+            logged=sj.logging_enabled,
         )
 
         this_windowed_node = ProcessorGraphNode(
-            this_windowed, p.operator_supplier("kstream_join_window", "KStreamJoinWindow", this_windowed, this_store_name)
+            this_windowed,
+            p.operator_supplier("kstream_join_window", "KStreamJoinWindow", this_windowed, this_store_name),
         )
         b.add_graph_node(this._node, this_windowed_node)
         other_windowed_node = ProcessorGraphNode(
@@ -504,7 +504,9 @@ class BranchedKStream:
         self._splitter = ProcessorGraphNode(self._splitter_name, lambda: p.KStreamBranch(predicates, child_names))
         builder.add_graph_node(source._node, self._splitter)
 
-    def branch(self, predicate: Callable[[Any, Any], bool], branched: Branched[Any, Any] | None = None) -> BranchedKStream:
+    def branch(
+        self, predicate: Callable[[Any, Any], bool], branched: Branched[Any, Any] | None = None
+    ) -> BranchedKStream:
         """``branch(predicate[, branched])``."""
         if predicate is None:
             raise TopologyError("predicate cannot be null")

@@ -14,7 +14,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from streamproc.dsl.builder import InternalStreamsBuilder
-from streamproc.dsl.graph import GraphNode, ProcessorGraphNode, StatefulProcessorNode, TableSourceNode, TableTableJoinNode
+from streamproc.dsl.graph import (
+    GraphNode,
+    ProcessorGraphNode,
+    StatefulProcessorNode,
+    TableSourceNode,
+    TableTableJoinNode,
+)
 from streamproc.dsl.internals import processors as p
 from streamproc.dsl.options import Consumed, Grouped, Materialized, Named
 from streamproc.dsl.stores import buffer_store, key_value_store
@@ -222,7 +228,7 @@ class KTable:
 
     def _join(
         self,
-        other: KTable,
+        other: Any,
         joiner: Callable[[Any, Any], Any],
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
@@ -272,7 +278,9 @@ class KTable:
             merge_name,
             p.operator_supplier("ktable_ktable_join_merger", "KTableKTableJoinMerger", merge_name, store_name),
             this_name,
-            p.operator_supplier(f"ktable_ktable_{kind.lower()}_join", f"KTableKTable{kind}Join", this_name, self, other, joiner),
+            p.operator_supplier(
+                f"ktable_ktable_{kind.lower()}_join", f"KTableKTable{kind}Join", this_name, self, other, joiner
+            ),
             other_name,
             p.operator_supplier(
                 f"ktable_ktable_{other_kind.lower()}_join",

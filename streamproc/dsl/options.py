@@ -28,12 +28,15 @@ def validate_name(name: str) -> str:
     if not name:
         raise TopologyError("Invalid topology: Name is illegal, it can't be empty")
     if name in (".", ".."):
-        raise TopologyError("Invalid topology: Name cannot be \".\" or \"..\"")
+        raise TopologyError('Invalid topology: Name cannot be "." or ".."')
     if len(name) > MAX_NAME_LENGTH:
-        raise TopologyError(f"Invalid topology: Name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, name: {name}")
+        raise TopologyError(
+            f"Invalid topology: Name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, name: {name}"
+        )
     if not _LEGAL.fullmatch(name):
         raise TopologyError(
-            f"Invalid topology: Name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
+            f'Invalid topology: Name "{name}" is illegal, it contains a character other than '
+            "ASCII alphanumerics, '.', '_' and '-'"
         )
     return name
 

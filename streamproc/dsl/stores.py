@@ -22,9 +22,10 @@ def apply_default_serdes(builders: Iterable[object], key_serde: Any, value_serde
     for builder in builders:
         if not isinstance(builder, StoreBuilder):
             continue
-        if builder.key_serde is None:
+        # Materialized without serdes leaves them None, although StoreBuilder's annotation says otherwise.
+        if getattr(builder, "key_serde", None) is None:
             builder.key_serde = key_serde
-        if builder.value_serde is None:
+        if getattr(builder, "value_serde", None) is None:
             builder.value_serde = value_serde
 
 
@@ -77,7 +78,13 @@ def window_store(
 
 
 def session_store(
-    name: str, materialized: Materialized[Any, Any] | None, key_serde: Any, value_serde: Any, *, gap_ms: int, grace_ms: int
+    name: str,
+    materialized: Materialized[Any, Any] | None,
+    key_serde: Any,
+    value_serde: Any,
+    *,
+    gap_ms: int,
+    grace_ms: int,
 ) -> StoreBuilder:
     """``SessionWindowedKStreamImpl#materialize``: retention defaults to gap + grace and may not be smaller."""
     m = materialized

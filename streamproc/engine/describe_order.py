@@ -12,7 +12,7 @@ reproduced rather than approximated.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -98,7 +98,7 @@ class JavaTreeSet(Generic[T]):
             parent.right = entry
         self._fix_after_insertion(entry)
 
-    def __iter__(self) -> Iterable[T]:
+    def __iter__(self) -> Iterator[T]:
         out: list[T] = []
 
         def walk(e: _Entry[T] | None) -> None:

@@ -197,11 +197,7 @@ def _format_subtopology(sub: Subtopology) -> str:
     nodes' order in ``sub.nodes`` is taken as the order they were added to the topology."""
     by_name = {n.name: n for n in sub.nodes}
     order = DescribedOrder([n.name for n in sub.nodes], lambda name: _predecessors(by_name[name]))
-    return (
-        f"Sub-topology: {sub.id}\n"
-        + "".join(f"    {_format_node(by_name[n], order)}\n" for n in order.nodes)
-        + "\n"
-    )
+    return f"Sub-topology: {sub.id}\n" + "".join(f"    {_format_node(by_name[n], order)}\n" for n in order.nodes) + "\n"
 
 
 def _format_global_store(store: GlobalStore) -> str:

@@ -15,8 +15,8 @@ from streamproc.dsl import (
     BufferConfig,
     Consumed,
     Grouped,
-    JoinWindows,
     Joined,
+    JoinWindows,
     Materialized,
     Named,
     Produced,
@@ -358,9 +358,9 @@ def table_group_by() -> Topology:
         .to_stream()
         .to("reduced-out")
     )
-    t.group_by(lambda k, v: (k, v)).aggregate(lambda: "", lambda k, v, agg: agg + v, lambda k, v, agg: agg).to_stream().to(
-        "aggregated"
-    )
+    t.group_by(lambda k, v: (k, v)).aggregate(
+        lambda: "", lambda k, v, agg: agg + v, lambda k, v, agg: agg
+    ).to_stream().to("aggregated")
     return b.build()
 
 
@@ -368,9 +368,13 @@ def table_table_joins() -> Topology:
     b = StreamsBuilder()
     left = b.table("left", strings())
     right = b.table("right", strings())
-    left.join(right, lambda l, r: l + r).to_stream().to("inner")
-    left.left_join(right, lambda l, r: l + r, Named.as_("lj")).to_stream().to("left-out")
-    left.outer_join(right, lambda l, r: l + r, Materialized.as_("outer")).to_stream().to("outer-out")
+    left.join(right, lambda left_value, right_value: left_value + right_value).to_stream().to("inner")
+    left.left_join(right, lambda left_value, right_value: left_value + right_value, Named.as_("lj")).to_stream().to(
+        "left-out"
+    )
+    left.outer_join(
+        right, lambda left_value, right_value: left_value + right_value, Materialized.as_("outer")
+    ).to_stream().to("outer-out")
     return b.build()
 
 
@@ -400,7 +404,7 @@ def stream_stream_outer_join_named() -> Topology:
     right = b.stream("right", strings())
     left.outer_join(
         right,
-        lambda l, r: l + r,
+        lambda left_value, right_value: left_value + right_value,
         JoinWindows.of_time_difference_and_grace(10 * SECOND, 1 * SECOND),
         StreamJoined.with_(STRING(), STRING(), STRING()).with_name("pair").with_store_name("pairs"),
     ).to("out")
@@ -411,7 +415,11 @@ def stream_stream_left_join() -> Topology:
     b = StreamsBuilder()
     left = b.stream("left", strings())
     right = b.stream("right", strings())
-    left.left_join(right, lambda l, r: l + r, JoinWindows.of_time_difference_with_no_grace(10 * SECOND)).to("out")
+    left.left_join(
+        right,
+        lambda left_value, right_value: left_value + right_value,
+        JoinWindows.of_time_difference_with_no_grace(10 * SECOND),
+    ).to("out")
     return b.build()
 
 
