@@ -14,6 +14,11 @@ REASON_DESERIALIZATION = "deserialization"
 REASON_NEGATIVE_TIMESTAMP = "negative_timestamp"
 REASON_PROCESSING_EXCEPTION = "processing_exception"
 REASON_PUNCTUATION_EXCEPTION = "punctuation_exception"
+#: A DSL processor skipped the record: a null key (or value) it cannot group or join by (``Skipping record due to
+#: null key``).
+REASON_NULL_KEY_OR_VALUE = "null_key_or_value"
+#: A windowed DSL processor skipped a record whose windows had all closed (``Skipping record for expired window``).
+REASON_EXPIRED_WINDOW = "expired_window"
 #: A decoded value failed its source's pandera schema and the processing handler said continue (streamproc's own).
 REASON_VALIDATION = "validation"
 

@@ -209,6 +209,12 @@ class ProcessorContextImpl:
     def record_metadata(self) -> RecordMetadata | None:
         return self.record_context.record_metadata()
 
+    def record_dropped(self, reason: str) -> None:
+        """``droppedRecordsSensor.record()`` of a DSL processor (a late record, a null key): counted with the
+        position of the record being processed, under ``reason``."""
+        context = self.record_context
+        self._task.dropped.record(context.topic, context.partition, context.offset, reason)
+
     def commit(self) -> None:
         """``ProcessorContext#commit``: ask for a commit as soon as possible (``StreamTask.requestCommit``)."""
         self._task.commit_requested = True

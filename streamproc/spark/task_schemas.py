@@ -20,7 +20,9 @@ import polars as pl
 from streamproc.engine.dead_letter_queue import ERROR_HEADERS
 from streamproc.engine.dropped_records import (
     REASON_DESERIALIZATION,
+    REASON_EXPIRED_WINDOW,
     REASON_NEGATIVE_TIMESTAMP,
+    REASON_NULL_KEY_OR_VALUE,
     REASON_PROCESSING_EXCEPTION,
     REASON_PUNCTUATION_EXCEPTION,
     REASON_VALIDATION,
@@ -66,6 +68,8 @@ DROPS = pa.DataFrameSchema(
                     REASON_PROCESSING_EXCEPTION,
                     REASON_PUNCTUATION_EXCEPTION,
                     REASON_VALIDATION,
+                    REASON_NULL_KEY_OR_VALUE,
+                    REASON_EXPIRED_WINDOW,
                 ]
             ),
         ),

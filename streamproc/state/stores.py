@@ -735,8 +735,13 @@ class SessionStore(_SerdeStore[K, V]):
     def find_sessions(
         self, key: K, earliest_session_end: int, latest_session_start: int
     ) -> Iterator[tuple[Windowed[K], V]]:
-        """``findSessions``: sessions of ``key`` with end >= ``earliest_session_end`` and start <= ``latest...``."""
+        """``findSessions``: sessions of ``key`` with end >= ``earliest_session_end`` and start <= ``latest...``.
+
+        Sessions that ended before ``observedStreamTime - retention + 1`` are not returned, even while their segment
+        is still open (``AbstractRocksDBSegmentedBytesStore.fetch`` clamps the lower bound the same way).
+        """
         raw_key = self._key(key)
+        earliest_session_end = max(earliest_session_end, self.segments.min_live_time())
         lo = store_encoding.session_store_key(raw_key, 0, max(earliest_session_end, 0))
         hi = store_encoding.session_store_key(raw_key, _LONG_MAX, _LONG_MAX)
         out: list[tuple[Windowed[K], V]] = []

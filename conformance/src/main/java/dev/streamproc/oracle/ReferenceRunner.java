@@ -75,6 +75,9 @@ final class ReferenceRunner {
             if (request.has("test_driver")) {
                 out.set("test_driver", TestDriverRunner.runAll(request.get("test_driver")));
             }
+            if (request.has("dsl_ops")) {
+                out.set("dsl_ops", DslOpsRunner.runAll(request.get("dsl_ops")));
+            }
         } catch (final Exception | AssertionError e) {
             e.printStackTrace(System.err);
             out.removeAll();

@@ -1,0 +1,136 @@
+"""``KStreamAggregate`` and ``KStreamReduce``: a grouped stream folded into a KTable, one update per record.
+
+``count()`` is ``aggregate`` with initializer ``0`` and aggregator ``agg + 1``. A record with a null key or value is
+skipped (dropped-records sensor); the aggregate's timestamp is the largest timestamp folded into it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streamproc.dsl.internals.change import Change
+from streamproc.dsl.internals.processor_support import (
+    Aggregator,
+    ContextualProcessor,
+    Initializer,
+    KTableValueGetterSupplier,
+    Reducer,
+    TimestampedStoreGetterSupplier,
+    forward_change,
+    record_dropped,
+    value_or_none,
+)
+from streamproc.engine.dropped_records import REASON_NULL_KEY_OR_VALUE
+from streamproc.engine.processor import ProcessorContext
+from streamproc.engine.records import Record
+from streamproc.state.stores import TimestampedKeyValueStore, ValueAndTimestamp
+
+_NULL_KEY_OR_VALUE = "Skipping record due to null key or value."
+
+
+def counting_aggregator(key: Any, value: Any, aggregate: int) -> int:
+    """``KGroupedStreamImpl.countAggregator``."""
+    return aggregate + 1
+
+
+def count_initializer() -> int:
+    """``KGroupedStreamImpl.countInitializer``."""
+    return 0
+
+
+class _StoreProcessor(ContextualProcessor):
+    def __init__(self, store_name: str, send_old_values: bool) -> None:
+        self.store_name = store_name
+        self.send_old_values = send_old_values
+        self.store: TimestampedKeyValueStore[Any, Any]
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        store = context.get_state_store(self.store_name)
+        assert isinstance(store, TimestampedKeyValueStore), f"{self.store_name} is not a timestamped key-value store"
+        self.store = store
+
+    def _skip(self, record: Record[Any, Any]) -> bool:
+        if record.key is None or record.value is None:
+            record_dropped(self, REASON_NULL_KEY_OR_VALUE, _NULL_KEY_OR_VALUE)
+            return True
+        return False
+
+    def _put_and_forward(self, record: Record[Any, Any], old: Any, new: Any, timestamp: int) -> None:
+        self.store.put(record.key, ValueAndTimestamp(new, timestamp))
+        forward_change(
+            self.context(), record.with_value(Change(new, old)).with_timestamp(timestamp), self.send_old_values
+        )
+
+
+class KStreamAggregateProcessor(_StoreProcessor):
+    def __init__(self, supplier: KStreamAggregate) -> None:
+        super().__init__(supplier.store_name, supplier.send_old_values)
+        self.initializer = supplier.initializer
+        self.aggregator = supplier.aggregator
+
+    def process(self, record: Record[Any, Any]) -> None:
+        if self._skip(record):
+            return
+        old_and_ts = self.store.get(record.key)
+        old = value_or_none(old_and_ts)
+        if old is None or old_and_ts is None:
+            old = self.initializer()
+            timestamp = record.timestamp
+        else:
+            timestamp = max(record.timestamp, old_and_ts.timestamp)
+        self._put_and_forward(record, old, self.aggregator(record.key, record.value, old), timestamp)
+
+
+class KStreamAggregate:
+    """``KStreamAggregate(storeName, initializer, aggregator)``: the supplier; ``old_value`` of an update is the
+    previous aggregate, or the initializer's value for a new key (as Kafka sends it)."""
+
+    def __init__(self, store_name: str, initializer: Initializer, aggregator: Aggregator) -> None:
+        self.store_name = store_name
+        self.initializer = initializer
+        self.aggregator = aggregator
+        self.send_old_values = False
+
+    def __call__(self) -> KStreamAggregateProcessor:
+        return KStreamAggregateProcessor(self)
+
+    def enable_sending_old_values(self) -> None:
+        self.send_old_values = True
+
+    def view(self) -> KTableValueGetterSupplier:
+        return TimestampedStoreGetterSupplier(self.store_name)
+
+
+class KStreamReduceProcessor(_StoreProcessor):
+    def __init__(self, supplier: KStreamReduce) -> None:
+        super().__init__(supplier.store_name, supplier.send_old_values)
+        self.reducer = supplier.reducer
+
+    def process(self, record: Record[Any, Any]) -> None:
+        if self._skip(record):
+            return
+        old_and_ts = self.store.get(record.key)
+        if old_and_ts is None:
+            self._put_and_forward(record, None, record.value, record.timestamp)
+        else:
+            new = self.reducer(old_and_ts.value, record.value)
+            self._put_and_forward(record, old_and_ts.value, new, max(record.timestamp, old_and_ts.timestamp))
+
+
+class KStreamReduce:
+    """``KStreamReduce(storeName, reducer)``: the first value of a key is its aggregate."""
+
+    def __init__(self, store_name: str, reducer: Reducer) -> None:
+        self.store_name = store_name
+        self.reducer = reducer
+        self.send_old_values = False
+
+    def __call__(self) -> KStreamReduceProcessor:
+        return KStreamReduceProcessor(self)
+
+    def enable_sending_old_values(self) -> None:
+        self.send_old_values = True
+
+    def view(self) -> KTableValueGetterSupplier:
+        return TimestampedStoreGetterSupplier(self.store_name)

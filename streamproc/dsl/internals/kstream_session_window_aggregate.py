@@ -1,0 +1,113 @@
+"""``KStreamSessionWindowAggregate``: a grouped stream aggregated per key and session.
+
+A record at ``t`` merges every session of its key that ends at or after ``t - gap`` and starts at or before
+``t + gap`` into one session (``merger`` folds their aggregates, starting from the initializer's value), then adds
+itself with ``aggregator``. Sessions that were merged away are removed from the store and a tombstone
+(``Change(None, old)``) is forwarded for each, then the merged session's new aggregate; every forwarded record's
+timestamp is its session's end. A record whose merged session would end before ``stream time - grace - gap`` is
+skipped as late.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streamproc.dsl.internals.change import Change
+from streamproc.dsl.internals.processor_support import (
+    Aggregator,
+    ContextualProcessor,
+    Initializer,
+    Merger,
+    forward_change,
+    record_dropped,
+)
+from streamproc.dsl.internals.windows import SessionWindows
+from streamproc.engine.dropped_records import REASON_EXPIRED_WINDOW, REASON_NULL_KEY_OR_VALUE
+from streamproc.engine.processor import ProcessorContext
+from streamproc.engine.records import Record
+from streamproc.state.stores import SessionStore, TimeWindow, Windowed
+
+NO_TIMESTAMP = -1
+
+
+class KStreamSessionWindowAggregateProcessor(ContextualProcessor):
+    def __init__(self, supplier: KStreamSessionWindowAggregate) -> None:
+        self.windows = supplier.windows
+        self.store_name = supplier.store_name
+        self.initializer = supplier.initializer
+        self.aggregator = supplier.aggregator
+        self.merger = supplier.merger
+        self.send_old_values = supplier.send_old_values
+        self.observed_stream_time = NO_TIMESTAMP
+        self.store: SessionStore[Any, Any]
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        store = context.get_state_store(self.store_name)
+        assert isinstance(store, SessionStore), f"{self.store_name} is not a session store"
+        self.store = store
+
+    def process(self, record: Record[Any, Any]) -> None:
+        if record.key is None:
+            record_dropped(self, REASON_NULL_KEY_OR_VALUE, "Skipping record due to null key.")
+            return
+        timestamp = record.timestamp
+        gap = self.windows.inactivity_gap_ms
+        self.observed_stream_time = max(self.observed_stream_time, timestamp)
+        close_time = self.observed_stream_time - self.windows.grace_period_ms() - gap
+        new_window = TimeWindow(timestamp, timestamp)
+        merged_window = new_window
+        aggregate = self.initializer()
+        merged = list(self.store.find_sessions(record.key, timestamp - gap, timestamp + gap))
+        for session, value in merged:
+            aggregate = self.merger(record.key, aggregate, value)
+            merged_window = TimeWindow(
+                min(merged_window.start, session.window.start), max(merged_window.end, session.window.end)
+            )
+        if merged_window.end < close_time:
+            record_dropped(
+                self,
+                REASON_EXPIRED_WINDOW,
+                f"Skipping record for expired window. timestamp=[{timestamp}] "
+                f"window=[{merged_window.start},{merged_window.end}] expiration=[{close_time}] "
+                f"streamTime=[{self.observed_stream_time}]",
+            )
+            return
+        if merged_window != new_window:
+            for session, value in merged:
+                self.store.remove(session)
+                self._forward(session, None, value)
+        aggregate = self.aggregator(record.key, record.value, aggregate)
+        session_key = Windowed(record.key, merged_window)
+        self.store.put(session_key, aggregate)
+        self._forward(session_key, aggregate, None)
+
+    def _forward(self, session: Windowed[Any], new: Any, old: Any) -> None:
+        """A new record (no headers), stamped with the session's end (``SessionCacheFlushListener``)."""
+        forward_change(self.context(), Record(session, Change(new, old), session.window.end), self.send_old_values)
+
+
+class KStreamSessionWindowAggregate:
+    """``KStreamSessionWindowAggregate(windows, storeName, emitStrategy=onWindowUpdate, initializer, aggregator,
+    sessionMerger)``."""
+
+    def __init__(
+        self,
+        windows: SessionWindows,
+        store_name: str,
+        initializer: Initializer,
+        aggregator: Aggregator,
+        merger: Merger,
+    ) -> None:
+        self.windows = windows
+        self.store_name = store_name
+        self.initializer = initializer
+        self.aggregator = aggregator
+        self.merger = merger
+        self.send_old_values = False
+
+    def __call__(self) -> KStreamSessionWindowAggregateProcessor:
+        return KStreamSessionWindowAggregateProcessor(self)
+
+    def enable_sending_old_values(self) -> None:
+        self.send_old_values = True

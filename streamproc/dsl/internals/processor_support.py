@@ -1,0 +1,119 @@
+"""What every DSL processor shares: the context it keeps, how it counts a skipped record, how it forwards a KTable
+update, and the value getter a KTable offers to joins (``ContextualProcessor``, ``TimestampedTupleForwarder``,
+``KTableValueGetter`` of ``kstream.internals``).
+
+Kafka Streams' record cache is not modelled (DESIGN: caching changes which records are forwarded), so a forwarder
+forwards every update at once, as Kafka Streams does with ``statestore.cache.max.bytes=0``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from streamproc.dsl.internals.change import Change
+from streamproc.engine.processor import Processor, ProcessorContext
+from streamproc.engine.records import Record
+from streamproc.state.stores import ValueAndTimestamp
+
+LOG = logging.getLogger("streamproc.dsl")
+
+Initializer = Callable[[], Any]
+#: ``Aggregator.apply(key, value, aggregate)``.
+Aggregator = Callable[[Any, Any, Any], Any]
+#: ``Reducer.apply(aggregate, value)``.
+Reducer = Callable[[Any, Any], Any]
+#: ``Merger.apply(key, aggregate1, aggregate2)`` (session windows).
+Merger = Callable[[Any, Any, Any], Any]
+#: ``ValueJoinerWithKey.apply(key, value1, value2)``; a plain ``ValueJoiner`` is wrapped by the DSL.
+ValueJoinerWithKey = Callable[[Any, Any, Any], Any]
+
+
+class ContextualProcessor(Processor):
+    """``api.ContextualProcessor``: keeps the context given to ``init``."""
+
+    _context: ProcessorContext | None = None
+
+    def init(self, context: ProcessorContext) -> None:
+        self._context = context
+
+    def context(self) -> ProcessorContext:
+        assert self._context is not None, "process() before init()"
+        return self._context
+
+
+def record_dropped(processor: ContextualProcessor, reason: str, message: str) -> None:
+    """``droppedRecordsSensor.record()`` with Kafka's warning: ``message`` plus the record's topic/partition/offset."""
+    context = processor.context()
+    metadata = context.record_metadata()
+    if metadata is not None:
+        LOG.warning(
+            "%s topic=[%s] partition=[%s] offset=[%s]", message, metadata.topic, metadata.partition, metadata.offset
+        )
+    else:
+        LOG.warning("%s Topic, partition, and offset not known.", message)
+    record = getattr(context, "record_dropped", None)
+    if record is not None:
+        record(reason)
+
+
+def value_or_none(value_and_timestamp: ValueAndTimestamp[Any] | None) -> Any:
+    """``ValueAndTimestamp.getValueOrNull``."""
+    return None if value_and_timestamp is None else value_and_timestamp.value
+
+
+def forward_change(context: ProcessorContext, record: Record[Any, Change[Any]], send_old_values: bool) -> None:
+    """``TimestampedTupleForwarder.maybeForward`` without a cache: the old value only when asked for."""
+    if not send_old_values and record.value.old_value is not None:
+        record = record.with_value(Change(record.value.new_value, None, record.value.is_latest))
+    context.forward(record)
+
+
+class KTableValueGetter(Protocol):
+    """``KTableValueGetter``: the current value of a key in a table (a join's lookup)."""
+
+    def init(self, context: ProcessorContext) -> None: ...
+
+    def get(self, key: Any) -> ValueAndTimestamp[Any] | None: ...
+
+    def close(self) -> None: ...
+
+
+class KTableValueGetterSupplier(Protocol):
+    """``KTableValueGetterSupplier``: a new getter per task, and the stores it reads (connected to the joiner)."""
+
+    def __call__(self) -> KTableValueGetter: ...
+
+    def store_names(self) -> tuple[str, ...]: ...
+
+
+class TimestampedStoreGetter:
+    """The value getter of a materialized table: a read of its timestamped key-value store."""
+
+    def __init__(self, store_name: str) -> None:
+        self.store_name = store_name
+        self._store: Any = None
+
+    def init(self, context: ProcessorContext) -> None:
+        self._store = context.get_state_store(self.store_name)
+
+    def get(self, key: Any) -> ValueAndTimestamp[Any] | None:
+        result: ValueAndTimestamp[Any] | None = self._store.get(key)
+        return result
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+class TimestampedStoreGetterSupplier:
+    """``KTableMaterializedValueGetterSupplier``: getters over one timestamped key-value store."""
+
+    def __init__(self, store_name: str) -> None:
+        self.store_name = store_name
+
+    def __call__(self) -> KTableValueGetter:
+        return TimestampedStoreGetter(self.store_name)
+
+    def store_names(self) -> tuple[str, ...]:
+        return (self.store_name,)

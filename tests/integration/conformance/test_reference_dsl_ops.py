@@ -1,0 +1,132 @@
+"""The DSL's stateful processors (``streamproc.dsl.internals``) against Kafka Streams' own, program by program.
+
+Each program of :mod:`tests.integration.conformance.dsl_ops_programs` is written twice: with Kafka's
+``StreamsBuilder`` in the oracle (``DslOpsRunner``, run on Kafka's ``TopologyTestDriver`` with the record cache off)
+and with the Processor API from our processors under the store names Kafka generates. On inputs generated from
+fixed seeds (out-of-order and late records, null keys and values, tombstones, repeated keys) every output record
+(key, value, timestamp, order; windowed keys with their window start/end) and the final store contents must be
+Kafka's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from streamproc.engine.stream_task import TaskConfig
+from streamproc.engine.topology import Topology
+from streamproc.state.stores import SessionStore, TimestampedKeyValueStore, WindowStore
+from streamproc.testing import TestRecord, TopologyTestDriver
+from streamproc_dev.conformance.reference import run_reference
+from tests.integration.conformance.dsl_ops_programs import (
+    SEEDS,
+    STRING,
+    count_topology,
+    dsl_ops_inputs,
+    session_topology,
+    stream_stream_join_topology,
+    stream_table_join_topology,
+    window_topology,
+    windowed_text,
+)
+
+INPUTS = {seed: dsl_ops_inputs(seed) for seed in SEEDS}
+
+
+@pytest.fixture(scope="module")
+def kafka_dsl_ops() -> dict[int, dict[str, Any]]:
+    """Kafka's answers for every seed (one oracle run)."""
+    answer = run_reference({"dsl_ops": [INPUTS[seed] for seed in SEEDS]})
+    return dict(zip(SEEDS, answer["dsl_ops"], strict=True))
+
+
+def run(topology: Topology, inputs: list[list[Any]]) -> tuple[list[list[Any]], TopologyTestDriver]:
+    driver = TopologyTestDriver(topology, TaskConfig(application_id="dsl-ops-app"))
+    for topic, key, value, timestamp in inputs:
+        driver.create_input_topic(topic, STRING, STRING).pipe_record(TestRecord(key, value, timestamp))
+    out = driver.create_output_topic("out", STRING, STRING)
+    return [[r.key, r.value, r.timestamp] for r in out.read_records_to_list()], driver
+
+
+def check(
+    kafka: dict[str, Any], program: str, topology: Topology, params: dict[str, Any], stores: Callable[..., Any]
+) -> None:
+    out, driver = run(topology, params["inputs"])
+    with driver:
+        expected = kafka[program]
+        context = f"{program} {params}\nKafka's topology:\n{expected['describe']}"
+        assert out == expected["out"], context
+        stores(driver, expected, context)
+
+
+def timestamped_window_contents(driver: TopologyTestDriver, name: str) -> list[list[Any]]:
+    store = driver.get_state_store(name)
+    assert isinstance(store, WindowStore)
+    return [[windowed_text(k), None if v is None else str(v.value), v.timestamp] for k, v in store.all()]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("program", ["window_count", "window_reduce"])
+def test_time_window_aggregate_equals_kafka(kafka_dsl_ops: dict[int, Any], seed: int, program: str) -> None:
+    params = INPUTS[seed][program]
+
+    def stores(driver: TopologyTestDriver, expected: dict[str, Any], context: str) -> None:
+        assert timestamped_window_contents(driver, params["store"]) == expected["store"], context
+
+    topology = window_topology(params, reduce=program == "window_reduce")
+    check(kafka_dsl_ops[seed], program, topology, params, stores)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_session_window_aggregate_equals_kafka(kafka_dsl_ops: dict[int, Any], seed: int) -> None:
+    params = INPUTS[seed]["session"]
+
+    def stores(driver: TopologyTestDriver, expected: dict[str, Any], context: str) -> None:
+        store = driver.get_state_store(params["store"])
+        assert isinstance(store, SessionStore)
+        keys = sorted({entry[1] for entry in params["inputs"] if entry[1] is not None})
+        contents = [[windowed_text(k), v] for key in keys for k, v in store.fetch(key)]
+        assert contents == expected["store"], context
+
+    check(kafka_dsl_ops[seed], "session", session_topology(params), params, stores)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_count_equals_kafka(kafka_dsl_ops: dict[int, Any], seed: int) -> None:
+    params = INPUTS[seed]["count"]
+
+    def stores(driver: TopologyTestDriver, expected: dict[str, Any], context: str) -> None:
+        store = driver.get_state_store(params["store"])
+        assert isinstance(store, TimestampedKeyValueStore)
+        assert [[k, str(v.value), v.timestamp] for k, v in store.all()] == expected["store"], context
+
+    check(kafka_dsl_ops[seed], "count", count_topology(params), params, stores)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("kind", ["inner", "left", "outer"])
+def test_stream_stream_join_equals_kafka(kafka_dsl_ops: dict[int, Any], seed: int, kind: str) -> None:
+    params = INPUTS[seed][f"join_{kind}"]
+
+    def stores(driver: TopologyTestDriver, expected: dict[str, Any], context: str) -> None:
+        for name in params["stores"]:
+            store = driver.get_state_store(name)
+            assert isinstance(store, WindowStore)
+            contents = [[windowed_text(k), v] for k, v in store.all()]
+            assert contents == expected["stores"][name], f"store {name}: {context}"
+
+    check(kafka_dsl_ops[seed], f"join_{kind}", stream_stream_join_topology(params), params, stores)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_stream_table_join_equals_kafka(kafka_dsl_ops: dict[int, Any], seed: int) -> None:
+    params = INPUTS[seed]["stream_table_join"]
+
+    def stores(driver: TopologyTestDriver, expected: dict[str, Any], context: str) -> None:
+        store = driver.get_state_store(params["store"])
+        assert isinstance(store, TimestampedKeyValueStore)
+        assert [[k, v.value, v.timestamp] for k, v in store.all()] == expected["store"], context
+
+    check(kafka_dsl_ops[seed], "stream_table_join", stream_table_join_topology(params), params, stores)
