@@ -15,6 +15,10 @@ from typing import TYPE_CHECKING, Any
 from streamproc.dsl.builder import InternalStreamsBuilder
 from streamproc.dsl.graph import GraphNode, RepartitionNode, StatefulProcessorNode, TableRepartitionNode
 from streamproc.dsl.internals import processors as p
+from streamproc.dsl.internals.kstream_aggregate import KStreamAggregate, KStreamReduce
+from streamproc.dsl.internals.kstream_session_window_aggregate import KStreamSessionWindowAggregate
+from streamproc.dsl.internals.kstream_window_aggregate import KStreamWindowAggregate
+from streamproc.dsl.internals.ktable_aggregate import KTableAggregate, KTableReduce
 from streamproc.dsl.ktable import KTable
 from streamproc.dsl.options import Grouped, Materialized, Named
 from streamproc.dsl.stores import key_value_store, session_store, window_store
@@ -58,9 +62,7 @@ class _AggregateBuilder:
         self.value_serde = grouped.value_serde if grouped.value_serde is not None else stream.value_serde
         self._repartition: RepartitionNode | None = None
 
-    def build(
-        self, function_name: str, store: object, supplier: Callable[[], object], store_name: str, queryable: bool
-    ) -> KTable:
+    def build(self, function_name: str, store: object, supplier: Any, store_name: str, queryable: bool) -> KTable:
         from streamproc.dsl.kstream import new_repartition_node
 
         parent = self.node
@@ -80,21 +82,20 @@ class _AggregateBuilder:
             function_name,
             stateful,
             sources,
+            supplier=supplier,
             queryable_store=store_name if queryable else None,
             key_serde=self.key_serde,
-            aggregate_state=getattr(supplier, "state", None),
         )
 
 
-class _Supplier:
-    """A processor supplier that also carries the aggregation's state object (old values on/off)."""
+def _reduce_initializer() -> Any:
+    """``aggregateBuilder.reduceInitializer``: no aggregate yet."""
+    return None
 
-    def __init__(self, factory: Callable[[], object], state: p.AggregateState | None) -> None:
-        self.factory = factory
-        self.state = state
 
-    def __call__(self) -> object:
-        return self.factory()
+def _reduce_aggregator(reducer: Callable[[Any, Any], Any]) -> Callable[[Any, Any, Any], Any]:
+    """``aggregateBuilder.reduceAggregator``: the first value, then ``reducer(aggregate, value)``."""
+    return lambda _key, value, aggregate: value if aggregate is None else reducer(aggregate, value)
 
 
 class KGroupedStream:
@@ -118,14 +119,13 @@ class KGroupedStream:
         named: Named | None,
         materialized: Materialized[Any, Any] | None,
         value_serde: Any,
-        make: Callable[[p.AggregateState], object],
+        make: Callable[[str], Any],
     ) -> KTable:
         b = self._agg.builder
         store_name, queryable = b.materialized_store_name(materialized, prefix)
         name = b.or_else_generate(_name(named), prefix)
-        state = p.AggregateState(store_name)
         store = key_value_store(store_name, materialized, self._agg.key_serde, value_serde)
-        return self._agg.build(name, store, _Supplier(lambda: make(state), state), store_name, queryable)
+        return self._agg.build(name, store, make(store_name), store_name, queryable)
 
     def count(self, named: Named | None = None, materialized: Materialized[Any, Any] | None = None) -> KTable:
         """``count([named][, materialized])``: ``KSTREAM-AGGREGATE-`` with a ``Long`` store."""
@@ -136,7 +136,7 @@ class KGroupedStream:
             named,
             materialized,
             SERDES["Long"](),
-            lambda state: p.KStreamAggregate(state, lambda: 0, _count_aggregator),
+            lambda store: KStreamAggregate(store, lambda: 0, _count_aggregator),
         )
 
     def reduce(
@@ -151,7 +151,7 @@ class KGroupedStream:
             named,
             materialized,
             self._agg.value_serde,
-            lambda state: p.KStreamReduce(state, reducer),
+            lambda store: KStreamReduce(store, reducer),
         )
 
     def aggregate(
@@ -167,7 +167,7 @@ class KGroupedStream:
             named,
             materialized,
             None,
-            lambda state: p.KStreamAggregate(state, initializer, aggregator),
+            lambda store: KStreamAggregate(store, initializer, aggregator),
         )
 
     def windowed_by(self, windows: TimeWindows | SlidingWindows | SessionWindows) -> WindowedKStream:
@@ -224,15 +224,31 @@ class WindowedKStream:
         b = self._agg.builder
         store_name, queryable = b.materialized_store_name(materialized, prefix)
         name = b.or_else_generate(_name(named), prefix)
-        state = p.AggregateState(store_name)
-        module, cls = {
-            TimeWindows: ("kstream_window_aggregate", "KStreamWindowAggregate"),
-            SlidingWindows: ("kstream_sliding_window_aggregate", "KStreamSlidingWindowAggregate"),
-            SessionWindows: ("kstream_session_window_aggregate", "KStreamSessionWindowAggregate"),
-        }[type(self.windows)]
-        supplier = _Supplier(p.operator_supplier(module, cls, name, self.windows, store_name, operation, *args), state)
+        supplier = self._supplier(name, store_name, operation, args)
         store = self._store(store_name, materialized, value_serde)
         return self._agg.build(name, store, supplier, store_name, queryable)
+
+    def _supplier(self, name: str, store_name: str, operation: str, args: tuple[Any, ...]) -> Any:
+        """``KStreamWindowAggregate`` / ``KStreamSessionWindowAggregate`` with Kafka's count and reduce adapters."""
+        w = self.windows
+        if operation == "count":
+            initializer: Callable[[], Any] = lambda: 0  # noqa: E731
+            aggregator: Callable[[Any, Any, Any], Any] = _count_aggregator
+            merger: Callable[[Any, Any, Any], Any] | None = lambda _k, a, b: a + b  # noqa: E731
+        elif operation == "reduce":
+            (reducer,) = args
+            initializer, aggregator = _reduce_initializer, _reduce_aggregator(reducer)
+            merger = lambda _k, a, b: reducer(a, b)  # noqa: E731
+        else:
+            initializer, aggregator, merger = args
+        if isinstance(w, TimeWindows):
+            return KStreamWindowAggregate(w, store_name, initializer, aggregator)
+        if isinstance(w, SessionWindows):
+            assert merger is not None
+            return KStreamSessionWindowAggregate(w, store_name, initializer, aggregator, merger)
+        return p.operator_supplier(
+            "kstream_sliding_window_aggregate", "KStreamSlidingWindowAggregate", name, w, store_name, initializer
+        )
 
     def count(self, named: Named | None = None, materialized: Materialized[Any, Any] | None = None) -> KTable:
         """``count([named][, materialized])``."""
@@ -298,8 +314,7 @@ class KGroupedTable:
         named: Named | None,
         materialized: Materialized[Any, Any] | None,
         value_serde: Any,
-        cls: str,
-        *args: Any,
+        make: Callable[[str], Any],
     ) -> KTable:
         """``KGroupedTableImpl#doAggregate``."""
         b = self._builder
@@ -313,9 +328,7 @@ class KGroupedTable:
                 source, sink, topic, self._grouped.key_serde, self._grouped.value_serde
             )
         b.add_graph_node(self._node, self._repartition)
-        state = p.AggregateState(store_name)
-        module = "ktable_reduce" if cls == "KTableReduce" else "ktable_aggregate"
-        supplier = _Supplier(p.operator_supplier(module, cls, function, store_name, *args), state)
+        supplier = make(store_name)
         store = key_value_store(store_name, materialized, self._grouped.key_serde, value_serde)
         node = StatefulProcessorNode(function, supplier, store)
         b.add_graph_node(self._repartition, node)
@@ -324,9 +337,9 @@ class KGroupedTable:
             function,
             node,
             frozenset({self._repartition.node_name}),
+            supplier=supplier,
             queryable_store=store_name if queryable else None,
             key_serde=self._grouped.key_serde,
-            aggregate_state=state,
         )
 
     def count(self, named: Named | None = None, materialized: Materialized[Any, Any] | None = None) -> KTable:
@@ -338,10 +351,7 @@ class KGroupedTable:
             named,
             materialized,
             SERDES["Long"](),
-            "KTableAggregate",
-            lambda: 0,
-            lambda _k, _v, agg: agg + 1,
-            lambda _k, _v, agg: agg - 1,
+            lambda store: KTableAggregate(store, lambda: 0, lambda _k, _v, agg: agg + 1, lambda _k, _v, agg: agg - 1),
         )
 
     def reduce(
@@ -353,7 +363,11 @@ class KGroupedTable:
     ) -> KTable:
         """``reduce(adder, subtractor[, named][, materialized])``: ``KTABLE-REDUCE-``."""
         return self._aggregate(
-            "KTABLE-REDUCE-", named, materialized, self._grouped.value_serde, "KTableReduce", adder, subtractor
+            "KTABLE-REDUCE-",
+            named,
+            materialized,
+            self._grouped.value_serde,
+            lambda store: KTableReduce(store, adder, subtractor),
         )
 
     def aggregate(
@@ -366,5 +380,9 @@ class KGroupedTable:
     ) -> KTable:
         """``aggregate(initializer, adder, subtractor[, named][, materialized])``: ``KTABLE-AGGREGATE-``."""
         return self._aggregate(
-            "KTABLE-AGGREGATE-", named, materialized, None, "KTableAggregate", initializer, adder, subtractor
+            "KTABLE-AGGREGATE-",
+            named,
+            materialized,
+            None,
+            lambda store: KTableAggregate(store, initializer, adder, subtractor),
         )

@@ -23,6 +23,10 @@ from streamproc.dsl.graph import (
     StreamStreamJoinNode,
 )
 from streamproc.dsl.internals import processors as p
+from streamproc.dsl.internals.kstream_kstream_join import KStreamJoinWindow, KStreamKStreamJoin, TimeTrackerSupplier
+from streamproc.dsl.internals.kstream_ktable_join import KStreamKTableJoin
+from streamproc.dsl.internals.kstream_pass_through import KStreamPassThrough
+from streamproc.dsl.internals.outer_join_store import outer_join_value_serde, timestamped_key_and_join_side_serde
 from streamproc.dsl.options import (
     Branched,
     Grouped,
@@ -35,6 +39,7 @@ from streamproc.dsl.options import (
 from streamproc.dsl.stores import buffer_store, join_window_store
 from streamproc.dsl.windows import JoinWindows
 from streamproc.errors import TopologyError
+from streamproc.state.store_builders import Stores
 
 if TYPE_CHECKING:
     from streamproc.dsl.grouped import KGroupedStream
@@ -196,7 +201,7 @@ class KStream:
         if other is None:
             raise TopologyError("stream can't be null")
         name = self._builder.or_else_generate(_name(named), "KSTREAM-MERGE-")
-        node = ProcessorGraphNode(name, p.PassThrough)
+        node = ProcessorGraphNode(name, KStreamPassThrough())
         node.merge_node = True
         self._builder.add_graph_node([self._node, other._node], node)
         return KStream(
@@ -376,8 +381,8 @@ class KStream:
         this._builder.copartition(sources)
         name = this._builder.or_else_generate(joined.name, "KSTREAM-LEFTJOIN-" if left_join else "KSTREAM-JOIN-")
         getter = table.value_getter_supplier()
-        supplier = p.operator_supplier("kstream_ktable_join", "KStreamKTableJoin", name, getter, joiner, left_join)
-        node = StatefulProcessorNode(name, supplier, None, getter.store_names)
+        supplier = KStreamKTableJoin(getter, _joiner_with_key(joiner), left_join)
+        node = StatefulProcessorNode(name, supplier, None, getter.store_names())
         this._builder.add_graph_node(this._node, node)
         return KStream(this._builder, name, node, sources, repartition_required=False)
 
@@ -393,8 +398,9 @@ class KStream:
         """``KStreamImpl#globalTableJoin``: Kafka names inner and left joins ``KSTREAM-LEFTJOIN-`` alike."""
         getter = table.value_getter_supplier()
         name = self._builder.or_else_generate(_name(named), "KSTREAM-LEFTJOIN-")
-        supplier = p.operator_supplier(
-            "kstream_global_ktable_join", "KStreamGlobalKTableJoin", name, getter, joiner, key_selector, left_join
+        # KStreamGlobalKTableJoin is KStreamKTableJoin with a key mapper.
+        supplier = KStreamKTableJoin(
+            getter, lambda _key, value, other: joiner(value, other), left_join, key_mapper=key_selector
         )
         node = StatefulProcessorNode(name, supplier)
         self._builder.add_graph_node(self._node, node)
@@ -440,7 +446,7 @@ class KStream:
         base = sj.store_name
         this_store_name = (this_generated if base is None else base + this_suffix) + "-store"
         other_store_name = (other_generated if base is None else base + other_suffix) + "-store"
-        size, grace = windows.size_ms(), windows.grace_period_ms()
+        size, grace = windows.size(), windows.grace_period_ms()
         this_store = join_window_store(
             this_store_name, sj.key_serde, sj.value_serde, size_ms=size, grace_ms=grace, logged=sj.logging_enabled
         )
@@ -453,31 +459,45 @@ class KStream:
             logged=sj.logging_enabled,
         )
 
-        this_windowed_node = ProcessorGraphNode(
-            this_windowed,
-            p.operator_supplier("kstream_join_window", "KStreamJoinWindow", this_windowed, this_store_name),
-        )
+        this_windowed_node = ProcessorGraphNode(this_windowed, KStreamJoinWindow(this_store_name))
         b.add_graph_node(this._node, this_windowed_node)
-        other_windowed_node = ProcessorGraphNode(
-            other_windowed,
-            p.operator_supplier("kstream_join_window", "KStreamJoinWindow", other_windowed, other_store_name),
-        )
+        other_windowed_node = ProcessorGraphNode(other_windowed, KStreamJoinWindow(other_store_name))
         b.add_graph_node(that._node, other_windowed_node)
 
-        outer_store = None
+        outer_store: object | None = None
+        shared_name: str | None = None
         if left_outer:
             shared_suffix = "-outer-shared-join" if right_outer else "-left-shared-join"
             shared = ("KSTREAM-OUTERSHARED-" + this_generated[-10:]) if base is None else base + shared_suffix
-            outer_store = buffer_store(shared + "-store", logged=sj.logging_enabled)
-
-        join_args = (windows, joiner, left_outer, right_outer, this_store_name, other_store_name, outer_store)
+            shared_name = shared + "-store"
+            outer_store = _outer_join_store(shared_name, sj)
+        trackers = TimeTrackerSupplier()
+        with_key = _joiner_with_key(joiner)
+        this_join = KStreamKStreamJoin(
+            other_store_name,
+            windows,
+            with_key,
+            left_side=True,
+            outer=left_outer,
+            outer_join_store_name=shared_name,
+            time_trackers=trackers,
+        )
+        other_join = KStreamKStreamJoin(
+            this_store_name,
+            windows,
+            with_key,
+            left_side=False,
+            outer=right_outer,
+            outer_join_store_name=shared_name,
+            time_trackers=trackers,
+        )
         node = StreamStreamJoinNode(
             merge_name,
-            p.PassThrough,
+            KStreamPassThrough(),
             this_name,
-            p.operator_supplier("kstream_kstream_join", "KStreamKStreamJoin", this_name, True, *join_args),
+            this_join,
             other_name,
-            p.operator_supplier("kstream_kstream_join", "KStreamKStreamJoin", other_name, False, *join_args),
+            other_join,
             this_windowed,
             other_windowed,
             this_store,
@@ -486,6 +506,24 @@ class KStream:
         )
         b.add_graph_node([this_windowed_node, other_windowed_node], node)
         return KStream(b, merge_name, node, sources, repartition_required=False)
+
+
+def _joiner_with_key(joiner: Callable[[Any, Any], Any]) -> Callable[[Any, Any, Any], Any]:
+    """A ``ValueJoiner`` as the ``ValueJoinerWithKey`` the join processors call (``toValueJoinerWithKey``)."""
+    return lambda _key, value, other: joiner(value, other)
+
+
+def _outer_join_store(name: str, joined: StreamJoined[Any, Any]) -> object:
+    """``KStreamImplJoin#sharedOuterJoinWindowStoreBuilder``: the records still waiting for a partner. Its serdes
+    wrap the join's; without them only the store's name is known (enough to build and describe the topology)."""
+    if joined.key_serde is None or joined.value_serde is None or joined.other_value_serde is None:
+        return buffer_store(name, logged=joined.logging_enabled)
+    builder = Stores.key_value_store_builder(
+        Stores.persistent_key_value_store(name),
+        timestamped_key_and_join_side_serde(joined.key_serde),
+        outer_join_value_serde(joined.value_serde, joined.other_value_serde),
+    )
+    return builder if joined.logging_enabled else builder.with_logging_disabled()
 
 
 class BranchedKStream:
@@ -528,7 +566,7 @@ class BranchedKStream:
         child_name = self._splitter_name + (str(index) if branched.name is None else branched.name)
         self._child_names.append(child_name)
         source._builder.new_processor_name(child_name)
-        node = ProcessorGraphNode(child_name, p.PassThrough)
+        node = ProcessorGraphNode(child_name, KStreamPassThrough())
         source._builder.add_graph_node(self._splitter, node)
         branch = KStream(
             source._builder,

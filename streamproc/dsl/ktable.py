@@ -22,6 +22,15 @@ from streamproc.dsl.graph import (
     TableTableJoinNode,
 )
 from streamproc.dsl.internals import processors as p
+from streamproc.dsl.internals.kstream_aggregate import KStreamAggregate, KStreamReduce
+from streamproc.dsl.internals.kstream_session_window_aggregate import KStreamSessionWindowAggregate
+from streamproc.dsl.internals.kstream_window_aggregate import KStreamWindowAggregate
+from streamproc.dsl.internals.ktable_filter import KTableFilter
+from streamproc.dsl.internals.ktable_ktable_join import JoinKind, KTableKTableJoin, KTableKTableJoinMerger
+from streamproc.dsl.internals.ktable_map_values import KTableMapValues
+from streamproc.dsl.internals.ktable_repartition_map import KTableRepartitionMap
+from streamproc.dsl.internals.ktable_source import KTableSource
+from streamproc.dsl.internals.processor_support import KTableValueGetterSupplier, TimestampedStoreGetterSupplier
 from streamproc.dsl.options import Consumed, Grouped, Materialized, Named
 from streamproc.dsl.stores import buffer_store, key_value_store
 from streamproc.dsl.suppressed import Suppressed
@@ -36,12 +45,25 @@ def _name(named: Named | None) -> str | None:
     return None if named is None else named.name
 
 
-@dataclass(frozen=True, slots=True)
-class ValueGetterSupplier:
-    """``KTableValueGetterSupplier``: the stores a join reads the table's current values from."""
+#: Kafka's ``KStreamAggProcessorSupplier``s: ``enableSendingOldValues()`` takes no argument and always succeeds.
+_STREAM_AGGREGATES = (KStreamAggregate, KStreamReduce, KStreamWindowAggregate, KStreamSessionWindowAggregate)
 
-    table: KTable | GlobalKTable
-    store_names: tuple[str, ...]
+
+@dataclass(frozen=True, slots=True)
+class _JoinedGetterSupplier:
+    """The value getter of an unmaterialised table-table join: it reads both tables' stores (Kafka computes the
+    join on read; streamproc does not run such a getter yet, but the stores it needs are known)."""
+
+    names: tuple[str, ...]
+
+    def __call__(self) -> Any:
+        raise TopologyError(
+            "reading the value of an unmaterialised KTable-KTable join (a join or aggregation over a join result) is "
+            "not supported yet; give the join a Materialized store name"
+        )
+
+    def store_names(self) -> tuple[str, ...]:
+        return self.names
 
 
 class KTable:
@@ -54,25 +76,24 @@ class KTable:
         node: GraphNode,
         source_nodes: frozenset[str],
         *,
+        supplier: Any,
         queryable_store: str | None,
         key_serde: Any = None,
         value_serde: Any = None,
-        source_state: p.KTableSourceState | None = None,
-        aggregate_state: p.AggregateState | None = None,
         parent: KTable | None = None,
-        join_parents: tuple[KTable, KTable] | None = None,
+        join: tuple[KTable, KTable, KTableKTableJoin, KTableKTableJoin] | None = None,
     ) -> None:
         self._builder = builder
         self.name = name
         self._node = node
         self.source_nodes = source_nodes
+        #: Java's ``processorSupplier``: the object whose state (materialised, old values) the program changes.
+        self._supplier = supplier
         self._queryable_store = queryable_store
         self.key_serde = key_serde
         self.value_serde = value_serde
-        self._source_state = source_state
-        self._aggregate_state = aggregate_state
         self._parent = parent
-        self._join_parents = join_parents
+        self._join_parts = join
         self._send_old_values = False
 
     @property
@@ -82,38 +103,45 @@ class KTable:
 
     # ------------------------------------------------------------------------------------- value getters
 
-    def value_getter_supplier(self) -> ValueGetterSupplier:
+    def value_getter_supplier(self) -> KTableValueGetterSupplier:
         """``KTableImpl#valueGetterSupplier``: a source table is materialised by being asked."""
-        if self._source_state is not None:
-            self._source_state.materialize()
-            return ValueGetterSupplier(self, (self._source_state.store_name,))
+        view = getattr(self._supplier, "view", None)
+        if callable(view):
+            supplier: KTableValueGetterSupplier = view()
+            return supplier
         if self._queryable_store is not None:
-            return ValueGetterSupplier(self, (self._queryable_store,))
-        if self._join_parents is not None:
-            first, second = self._join_parents
-            names = first.value_getter_supplier().store_names + second.value_getter_supplier().store_names
-            return ValueGetterSupplier(self, names)
+            return TimestampedStoreGetterSupplier(self._queryable_store)
+        if self._join_parts is not None:
+            first, second = self._join_parts[0], self._join_parts[1]
+            names = first.value_getter_supplier().store_names() + second.value_getter_supplier().store_names()
+            return _JoinedGetterSupplier(names)
         if self._parent is not None:
-            return ValueGetterSupplier(self, self._parent.value_getter_supplier().store_names)
+            return self._parent.value_getter_supplier()
         raise TopologyError(f"KTable {self.name} has no value getter")
+
+    def view(self) -> KTableValueGetterSupplier:
+        """``KTableProcessorSupplier#view`` of this table (what a child table's processor reads)."""
+        return self.value_getter_supplier()
 
     def enable_sending_old_values(self, force_materialization: bool) -> bool:
         """``KTableImpl#enableSendingOldValues``: downstream needs ``Change.old_value``."""
         if self._send_old_values:
             return True
-        if self._source_state is not None:
-            if not force_materialization and self._source_state.queryable_name is None:
+        s = self._supplier
+        if self._join_parts is not None:
+            first, second, join_this, join_other = self._join_parts
+            s.enable_sending_old_values(True)
+            join_this.enable_sending_old_values(True)
+            join_other.enable_sending_old_values(True)
+            first.enable_sending_old_values(True)
+            second.enable_sending_old_values(True)
+        elif isinstance(s, _STREAM_AGGREGATES):
+            s.enable_sending_old_values()
+        elif callable(getattr(s, "enable_sending_old_values", None)):
+            if not s.enable_sending_old_values(force_materialization):
                 return False
-            self._source_state.send_old_values = True
-            self._source_state.materialize()
-        elif self._aggregate_state is not None:
-            self._aggregate_state.send_old_values = True
-        elif self._join_parents is not None:
-            for parent in self._join_parents:
-                parent.enable_sending_old_values(True)
-        elif self._parent is not None and self._queryable_store is None:
-            if not self._parent.enable_sending_old_values(force_materialization):
-                return False
+        elif self._parent is not None and not self._parent.enable_sending_old_values(force_materialization):
+            return False
         self._send_old_values = True
         return True
 
@@ -124,9 +152,7 @@ class KTable:
         prefix: str,
         named: Named | None,
         materialized: Materialized[Any, Any] | None,
-        module: str,
-        cls: str,
-        *args: Any,
+        make: Callable[[str | None], Any],
     ) -> KTable:
         """``KTableImpl#doFilter`` / ``#doMapValues``: an unnamed ``Materialized`` burns a store index first."""
         b = self._builder
@@ -137,11 +163,18 @@ class KTable:
             store_name = materialized.store_name
         name = b.or_else_generate(_name(named), prefix)
         store = key_value_store(store_name, materialized, self.key_serde, None) if store_name else None
-        supplier = p.operator_supplier(module, cls, name, self, *args, store_name)
+        supplier = make(store_name)
         node = StatefulProcessorNode(name, supplier, store)
         b.add_graph_node(self._node, node)
         return KTable(
-            b, name, node, self.source_nodes, queryable_store=store_name, key_serde=self.key_serde, parent=self
+            b,
+            name,
+            node,
+            self.source_nodes,
+            supplier=supplier,
+            queryable_store=store_name,
+            key_serde=self.key_serde,
+            parent=self,
         )
 
     def filter(
@@ -151,7 +184,9 @@ class KTable:
         materialized: Materialized[Any, Any] | None = None,
     ) -> KTable:
         """``filter(predicate[, named][, materialized])``: ``KTABLE-FILTER-``."""
-        return self._table_op("KTABLE-FILTER-", named, materialized, "ktable_filter", "KTableFilter", predicate, False)
+        return self._table_op(
+            "KTABLE-FILTER-", named, materialized, lambda store: KTableFilter(self, predicate, False, store)
+        )
 
     def filter_not(
         self,
@@ -160,7 +195,9 @@ class KTable:
         materialized: Materialized[Any, Any] | None = None,
     ) -> KTable:
         """``filterNot(predicate[, named][, materialized])``: ``KTABLE-FILTER-``."""
-        return self._table_op("KTABLE-FILTER-", named, materialized, "ktable_filter", "KTableFilter", predicate, True)
+        return self._table_op(
+            "KTABLE-FILTER-", named, materialized, lambda store: KTableFilter(self, predicate, True, store)
+        )
 
     def map_values(
         self,
@@ -172,7 +209,7 @@ class KTable:
     ) -> KTable:
         """``mapValues(mapper[, named][, materialized])``: ``KTABLE-MAPVALUES-``."""
         fn = mapper if with_key else (lambda _k, v: mapper(v))
-        return self._table_op("KTABLE-MAPVALUES-", named, materialized, "ktable_map_values", "KTableMapValues", fn)
+        return self._table_op("KTABLE-MAPVALUES-", named, materialized, lambda store: KTableMapValues(self, fn, store))
 
     def to_stream(self, named: Named | None = None) -> KStream:
         """``toStream([named])``: ``KTABLE-TOSTREAM-``; each update's new value (``None`` for a deletion)."""
@@ -197,7 +234,16 @@ class KTable:
         )
         node = StatefulProcessorNode(name, supplier, buffer_store(store_name))
         b.add_graph_node(self._node, node)
-        return KTable(b, name, node, self.source_nodes, queryable_store=None, key_serde=self.key_serde, parent=self)
+        return KTable(
+            b,
+            name,
+            node,
+            self.source_nodes,
+            supplier=supplier,
+            queryable_store=None,
+            key_serde=self.key_serde,
+            parent=self,
+        )
 
     def group_by(
         self, selector: Callable[[Any, Any], tuple[Any, Any]], grouped: Grouped[Any, Any] | None = None
@@ -207,9 +253,7 @@ class KTable:
 
         g = grouped or Grouped()
         name = self._builder.or_else_generate(g.name, "KTABLE-SELECT-")
-        node = ProcessorGraphNode(
-            name, p.operator_supplier("ktable_repartition_map", "KTableRepartitionMap", name, self, selector)
-        )
+        node = ProcessorGraphNode(name, KTableRepartitionMap(self, selector))
         self._builder.add_graph_node(self._node, node)
         self.enable_sending_old_values(True)
         return KGroupedTable(self._builder, name, node, self.source_nodes, g)
@@ -270,26 +314,20 @@ class KTable:
             other.enable_sending_old_values(True)
         this_name = b.suffix_with_or_else_get(_name(named), "-join-this", "KTABLE-JOINTHIS-")
         other_name = b.suffix_with_or_else_get(_name(named), "-join-other", "KTABLE-JOINOTHER-")
-        this_stores = self.value_getter_supplier().store_names
-        other_stores = other.value_getter_supplier().store_names
-        kind = "Outer" if right_outer else ("Left" if left_outer else "Inner")
-        other_kind = "Outer" if right_outer else ("Right" if left_outer else "Inner")
+        this_stores = self.value_getter_supplier().store_names()
+        other_stores = other.value_getter_supplier().store_names()
+        this_kind = JoinKind.OUTER if right_outer else (JoinKind.LEFT if left_outer else JoinKind.INNER)
+        other_kind = JoinKind.OUTER if right_outer else (JoinKind.RIGHT if left_outer else JoinKind.INNER)
+        join_this = KTableKTableJoin(this_kind, other.value_getter_supplier(), joiner, this_is_left=True)
+        join_other = KTableKTableJoin(other_kind, self.value_getter_supplier(), joiner, this_is_left=False)
+        merger = KTableKTableJoinMerger(store_name)
         node = TableTableJoinNode(
             merge_name,
-            p.operator_supplier("ktable_ktable_join_merger", "KTableKTableJoinMerger", merge_name, store_name),
+            merger,
             this_name,
-            p.operator_supplier(
-                f"ktable_ktable_{kind.lower()}_join", f"KTableKTable{kind}Join", this_name, self, other, joiner
-            ),
+            join_this,
             other_name,
-            p.operator_supplier(
-                f"ktable_ktable_{other_kind.lower()}_join",
-                f"KTableKTable{other_kind}Join",
-                other_name,
-                other,
-                self,
-                lambda a, b_: joiner(b_, a),
-            ),
+            join_other,
             self.name,
             other.name,
             lambda: this_stores,
@@ -303,9 +341,10 @@ class KTable:
             merge_name,
             node,
             sources,
+            supplier=merger,
             queryable_store=store_name,
             key_serde=self.key_serde,
-            join_parents=(self, other),
+            join=(self, other, join_this, join_other),
         )
 
 
@@ -318,8 +357,8 @@ class GlobalKTable:
     def queryable_store_name(self) -> str:
         return self.store_name
 
-    def value_getter_supplier(self) -> ValueGetterSupplier:
-        return ValueGetterSupplier(self, (self.store_name,))
+    def value_getter_supplier(self) -> KTableValueGetterSupplier:
+        return TimestampedStoreGetterSupplier(self.store_name)
 
 
 def new_source_table(
@@ -337,7 +376,7 @@ def new_source_table(
     store_name, queryable = builder.materialized_store_name(materialized, f"{topic}-")
     source_name = builder.or_else_generate(consumed.name, "KSTREAM-SOURCE-")
     table_source_name = builder.suffix_with_or_else_get(consumed.name, "-table-source", "KTABLE-SOURCE-")
-    state = p.KTableSourceState(store_name, queryable or is_global)
+    source = KTableSource(store_name, store_name if queryable or is_global else None)
     key_serde = materialized.key_serde if materialized and materialized.key_serde is not None else consumed.key_serde
     value_serde = (
         materialized.value_serde if materialized and materialized.value_serde is not None else consumed.value_serde
@@ -347,14 +386,14 @@ def new_source_table(
         store = store.with_logging_disabled()
 
     def materialised_store() -> object | None:
-        return store if state.queryable_name is not None else None
+        return store if source.materialized() else None
 
     node = TableSourceNode(
         source_name,
         table_source_name,
         topic,
         consumed,
-        lambda: p.KTableSource(state),
+        source,
         materialised_store,
         is_global=is_global,
     )
@@ -366,8 +405,8 @@ def new_source_table(
         table_source_name,
         node,
         frozenset({source_name}),
+        supplier=source,
         queryable_store=store_name if queryable else None,
         key_serde=key_serde,
         value_serde=value_serde,
-        source_state=state,
     )

@@ -1,26 +1,21 @@
-"""The DSL's stateless processors and its key-value aggregations (``kstream.internals``, 4.2): ``KStreamFilter``,
-``KStreamMap``, ``KStreamMapValues``, ``KStreamFlatMap``, ``KStreamFlatMapValues``, ``KStreamPeek``,
-``KStreamBranch``, ``PassThrough``, ``KStreamAggregate``, ``KStreamReduce``, ``KTableSource``.
+"""The DSL's stateless processors (``kstream.internals``, 4.2): ``KStreamFilter``, ``KStreamMap``,
+``KStreamMapValues``, ``KStreamFlatMap``, ``KStreamFlatMapValues``, ``KStreamPeek``, ``KStreamBranch``.
 
 Each mirrors its Java class's ``process``: one record in, the same forwards in the same order, records Kafka skips
 skipped. User functions get Java's arguments (``apply(key, value)``; a value-only mapper gets the value).
-The stateful operators whose processors live in their own modules (windows, joins, KTable operators, suppress)
-are looked up by :func:`operator_supplier`.
+The stateful operators' processors live in their own modules (one per Kafka class); an operator that has none yet
+(sliding windows, suppress) gets :class:`NotYetReplayable` from :func:`operator_supplier`.
 """
 
 from __future__ import annotations
 
 import importlib
-import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from streamproc.dsl.internals.change import Change
 from streamproc.engine.processor import Processor, ProcessorContext
 from streamproc.engine.records import Record
 from streamproc.errors import TopologyError
-
-logger = logging.getLogger(__name__)
 
 
 class _Forwarding(Processor):
@@ -103,13 +98,6 @@ class KStreamPeek(_Forwarding):
             self.context.forward(record)
 
 
-class PassThrough(_Forwarding):
-    """``PassThrough`` / ``KStreamPassThrough``: forward every record (merge, branch children)."""
-
-    def process(self, record: Record[Any, Any]) -> None:
-        self.context.forward(record)
-
-
 class KStreamBranch(_Forwarding):
     """``KStreamBranch``: the record goes to the child of the first predicate it matches, else to the default
     branch (the child after the predicates' children) if there is one."""
@@ -125,140 +113,6 @@ class KStreamBranch(_Forwarding):
                 return
         if len(self.child_names) > len(self.predicates):
             self.context.forward(record, self.child_names[len(self.predicates)])
-
-
-def _skip(context: ProcessorContext, what: str, record: Record[Any, Any]) -> None:
-    """Kafka's ``Skipping record due to null key or value.`` warning (a dropped record, not an error)."""
-    metadata = context.record_metadata()
-    where = f" topic=[{metadata.topic}] partition=[{metadata.partition}] offset=[{metadata.offset}]" if metadata else ""
-    logger.warning("Skipping record due to null %s.%s", what, where)
-
-
-class KTableSourceState:
-    """What the DSL decides about a ``KTableSource`` while the program is built: its store name, whether it is
-    materialised (``queryableName``) and whether it sends old values; read when processors are created."""
-
-    def __init__(self, store_name: str, queryable: bool) -> None:
-        self.store_name = store_name
-        self.queryable_name: str | None = store_name if queryable else None
-        self.send_old_values = False
-
-    def materialize(self) -> None:
-        """``KTableSource#materialize``: a downstream join or aggregation needs the table's values."""
-        self.queryable_name = self.store_name
-
-
-class KTableSource(_Forwarding):
-    """``KTableSource``: materialised, the update is written to the store and forwarded as ``Change(new, old)``;
-    otherwise forwarded as ``Change(new, None)``. Records with a null key are skipped."""
-
-    def __init__(self, state: KTableSourceState) -> None:
-        self.state = state
-        self.store: Any = None
-
-    def init(self, context: ProcessorContext) -> None:
-        super().init(context)
-        if self.state.queryable_name is not None:
-            self.store = context.get_state_store(self.state.queryable_name)
-
-    def process(self, record: Record[Any, Any]) -> None:
-        from streamproc.state.stores import ValueAndTimestamp
-
-        if record.key is None:
-            _skip(self.context, "key", record)
-            return
-        if self.store is None:
-            self.context.forward(record.with_value(Change(record.value, None)))
-            return
-        old = self.store.get(record.key)
-        old_value = None if old is None else old.value
-        if old is not None and record.timestamp < old.timestamp:
-            logger.warning(
-                "Detected out-of-order KTable update for %s, old timestamp=[%d] new timestamp=[%d].",
-                self.store_name_for_log(),
-                old.timestamp,
-                record.timestamp,
-            )
-        self.store.put(record.key, ValueAndTimestamp.make(record.value, record.timestamp))
-        sent_old = old_value if self.state.send_old_values else None
-        self.context.forward(record.with_value(Change(record.value, sent_old)))
-
-    def store_name_for_log(self) -> str:
-        return self.state.store_name
-
-
-class AggregateState:
-    """A key-value aggregation's store name and whether it sends old values (``enableSendingOldValues``)."""
-
-    def __init__(self, store_name: str) -> None:
-        self.store_name = store_name
-        self.send_old_values = False
-
-
-class KStreamAggregate(_Forwarding):
-    """``KStreamAggregate`` (``count`` and ``aggregate``): ``aggregator(key, value, agg)`` starting from
-    ``initializer()``; the result's timestamp is the largest of its inputs'."""
-
-    def __init__(
-        self, state: AggregateState, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any]
-    ) -> None:
-        self.state = state
-        self.initializer = initializer
-        self.aggregator = aggregator
-        self.store: Any = None
-
-    def init(self, context: ProcessorContext) -> None:
-        super().init(context)
-        self.store = context.get_state_store(self.state.store_name)
-
-    def process(self, record: Record[Any, Any]) -> None:
-        from streamproc.state.stores import ValueAndTimestamp
-
-        if record.key is None or record.value is None:
-            _skip(self.context, "key or value", record)
-            return
-        old = self.store.get(record.key)
-        if old is None or old.value is None:
-            old_agg = self.initializer()
-            timestamp = record.timestamp
-        else:
-            old_agg = old.value
-            timestamp = max(record.timestamp, old.timestamp)
-        new_agg = self.aggregator(record.key, record.value, old_agg)
-        self.store.put(record.key, ValueAndTimestamp.make(new_agg, timestamp))
-        sent_old = old_agg if self.state.send_old_values else None
-        self.context.forward(Record(record.key, Change(new_agg, sent_old), timestamp, record.headers))
-
-
-class KStreamReduce(_Forwarding):
-    """``KStreamReduce``: the first value is the aggregate; later ones are ``reducer(agg, value)``."""
-
-    def __init__(self, state: AggregateState, reducer: Callable[[Any, Any], Any]) -> None:
-        self.state = state
-        self.reducer = reducer
-        self.store: Any = None
-
-    def init(self, context: ProcessorContext) -> None:
-        super().init(context)
-        self.store = context.get_state_store(self.state.store_name)
-
-    def process(self, record: Record[Any, Any]) -> None:
-        from streamproc.state.stores import ValueAndTimestamp
-
-        if record.key is None or record.value is None:
-            _skip(self.context, "key or value", record)
-            return
-        old = self.store.get(record.key)
-        old_agg = None if old is None else old.value
-        if old_agg is None:
-            new_agg = record.value
-            timestamp = record.timestamp
-        else:
-            new_agg = self.reducer(old_agg, record.value)
-            timestamp = max(record.timestamp, old.timestamp)
-        self.store.put(record.key, ValueAndTimestamp.make(new_agg, timestamp))
-        sent_old = old_agg if self.state.send_old_values else None
-        self.context.forward(Record(record.key, Change(new_agg, sent_old), timestamp, record.headers))
 
 
 class NotYetReplayable(Processor):
