@@ -239,3 +239,48 @@ def dsl_topology() -> Topology:
         "dsl-table-out", Produced.with_(STRING, STRING)
     )
     return builder.build({"default.key.serde": "String", "default.value.serde": "String"})
+
+
+def dsl_joins_topology() -> Topology:
+    """``TestDriverRunner#dslJoins``: stream-table, stream-stream and table-table joins, a windowed count and table
+    operations, built with ``streamproc.dsl``."""
+    from streamproc.dsl import Consumed, JoinWindows, Produced, StreamJoined, StreamsBuilder, TimeWindows
+
+    builder = StreamsBuilder()
+    strings = Consumed.with_(STRING, STRING)
+    out, counts = Produced.with_(STRING, STRING), Produced.with_(STRING, LONG)
+    orders = builder.stream("j-orders", strings)
+    payments = builder.stream("j-payments", strings)
+    customers = builder.table("j-customers", strings)
+    regions = builder.table("j-regions", strings)
+    orders.left_join(customers, lambda o, c: f"{_java(o)}/{_java(c)}").to("j-enriched", out)
+    (
+        orders.group_by_key()
+        .windowed_by(TimeWindows.of_size_and_grace(10, 5))
+        .count()
+        .to_stream()
+        .map(lambda w, c: (f"{w.key}@{w.window.start}", c))
+        .to("j-windowed", counts)
+    )
+    customers.filter(lambda k, v: v != "x").map_values(lambda v: v + "!").to_stream().to("j-customers-out", out)
+    customers.group_by(lambda k, v: (v, v)).count().to_stream().to("j-by-name", counts)
+    customers.join(regions, lambda c, r: f"{c}@{r}").to_stream().to("j-customer-regions", out)
+    orders.left_join(
+        payments,
+        lambda o, p: f"{_java(o)}+{_java(p)}",
+        JoinWindows.of_time_difference_and_grace(5, 2),
+        StreamJoined.with_(STRING, STRING, STRING),
+    ).to("j-paid", out)
+    return builder.build(
+        {
+            "default.key.serde": "String",
+            "default.value.serde": "String",
+            # Kafka's TopologyTestDriver emits outer-join results without the wall-clock throttle
+            "__emit.interval.ms.kstreams.outer.join.spurious.results.fix__": 0,
+        }
+    )
+
+
+def _java(value: object) -> str:
+    """Java's string concatenation of a possibly null value."""
+    return "null" if value is None else str(value)

@@ -23,6 +23,8 @@ from streamproc.dsl.graph import (
     RootNode,
     StateStoreNode,
     StreamSourceNode,
+    StreamStreamJoinNode,
+    TableRepartitionNode,
     TableSourceNode,
 )
 from streamproc.dsl.options import Consumed, Materialized
@@ -47,6 +49,12 @@ _OPTIMIZATIONS = (REUSE_KTABLE_SOURCE_TOPICS, MERGE_REPARTITION_TOPICS, SINGLE_S
 #: ``KTableImpl.STATE_STORE_NAME``: generated store names are ``<prefix>STATE-STORE-<index>``.
 STATE_STORE_NAME = "STATE-STORE-"
 
+
+#: ``StreamsConfig.InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_OUTER_JOIN_SPURIOUS_RESULTS_FIX``: how often (wall
+#: clock) a left/outer stream-stream join looks for expired records to emit; ``TopologyTestDriver`` uses 0.
+EMIT_INTERVAL_MS_KSTREAMS_OUTER_JOIN_SPURIOUS_RESULTS_FIX = (
+    "__emit.interval.ms.kstreams.outer.join.spurious.results.fix__"
+)
 
 #: ``StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG`` / ``DEFAULT_VALUE_SERDE_CLASS_CONFIG``.
 DEFAULT_KEY_SERDE = "default.key.serde"
@@ -169,12 +177,18 @@ class InternalStreamsBuilder:
         if MERGE_REPARTITION_TOPICS in optimizations:
             self._merge_repartition_topics()
         topology = Topology(topology_name)
+        emit_interval = (props or {}).get(EMIT_INTERVAL_MS_KSTREAMS_OUTER_JOIN_SPURIOUS_RESULTS_FIX)
         queue: JavaPriorityQueue[GraphNode] = JavaPriorityQueue(key=lambda n: n.build_priority)
         queue.offer(self.root)
         while queue:
             node = queue.poll()
             assert node is not None
             if node.all_parents_written() and not node.written:
+                if isinstance(node, TableRepartitionNode):
+                    node.changed_serializer.set_if_unset(_default_serde(props, DEFAULT_VALUE_SERDE))
+                if emit_interval is not None and isinstance(node, StreamStreamJoinNode):
+                    for join in (node.this_supplier, node.other_supplier):
+                        join.emit_interval_ms = int(emit_interval)  # type: ignore[attr-defined]
                 node.write(topology)
                 node.written = True
             for child in node.children:

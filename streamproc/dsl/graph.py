@@ -207,14 +207,18 @@ class RepartitionNode(GraphNode):
 
 
 class TableRepartitionNode(GraphNode):
-    """``GroupedTableOperationRepartitionNode``: ``KTable#groupBy``'s sink and source, no filter."""
+    """``GroupedTableOperationRepartitionNode``: ``KTable#groupBy``'s sink and source, no filter; the values are
+    KTable changes (old and new values), written with ``ChangedSerializer`` around the value serde."""
 
     def __init__(self, source_name: str, sink_name: str, topic: str, key_serde: Any, value_serde: Any) -> None:
+        from streamproc.dsl.internals.changed_serde import ChangedDeserializer, ChangedSerializer
+
         super().__init__(source_name)
         self.sink_name = sink_name
         self.topic = topic
         self.key_serde = key_serde
-        self.value_serde = value_serde
+        self.changed_serializer = ChangedSerializer(value_serde)
+        self.changed_deserializer = ChangedDeserializer(self.changed_serializer)
 
     def write(self, topology: Topology) -> None:
         topology.add_internal_topic(self.topic)
@@ -223,10 +227,10 @@ class TableRepartitionNode(GraphNode):
             self.topic,
             *self.parent_names(),
             key_serializer=self.key_serde,
-            value_serializer=self.value_serde,
+            value_serializer=self.changed_serializer,
         )
         topology.add_source(
-            self.node_name, self.topic, key_deserializer=self.key_serde, value_deserializer=self.value_serde
+            self.node_name, self.topic, key_deserializer=self.key_serde, value_deserializer=self.changed_deserializer
         )
 
 

@@ -177,6 +177,14 @@ class KTable:
             parent=self,
         )
 
+    def _filter(self, predicate: Callable[[Any, Any], bool], filter_not: bool, store: str | None) -> KTableFilter:
+        """``new KTableFilter(...)``: 4.2's constructor asks the parent for old values without forcing
+        materialisation (``enableSendingOldValues(false)``), so that a materialised parent's filter does not
+        forward a tombstone for a key that was filtered out already."""
+        supplier = KTableFilter(self, predicate, filter_not, store)
+        supplier.send_old_values = self.enable_sending_old_values(False)
+        return supplier
+
     def filter(
         self,
         predicate: Callable[[Any, Any], bool],
@@ -185,7 +193,7 @@ class KTable:
     ) -> KTable:
         """``filter(predicate[, named][, materialized])``: ``KTABLE-FILTER-``."""
         return self._table_op(
-            "KTABLE-FILTER-", named, materialized, lambda store: KTableFilter(self, predicate, False, store)
+            "KTABLE-FILTER-", named, materialized, lambda store: self._filter(predicate, False, store)
         )
 
     def filter_not(
@@ -195,9 +203,7 @@ class KTable:
         materialized: Materialized[Any, Any] | None = None,
     ) -> KTable:
         """``filterNot(predicate[, named][, materialized])``: ``KTABLE-FILTER-``."""
-        return self._table_op(
-            "KTABLE-FILTER-", named, materialized, lambda store: KTableFilter(self, predicate, True, store)
-        )
+        return self._table_op("KTABLE-FILTER-", named, materialized, lambda store: self._filter(predicate, True, store))
 
     def map_values(
         self,

@@ -183,6 +183,16 @@ def driver_program_inputs(seed: int) -> dict[str, Any]:
             ]
         )
     inputs["dsl"] = {"records": dsl_records}
+    join_clock = 0
+    join_records = []
+    for _ in range(rng.randint(5, 40)):
+        join_clock += rng.choice([0, 1, 2, 4, 9])
+        topic = rng.choice(["j-orders", "j-orders", "j-payments", "j-customers", "j-regions"])
+        values = ["alice", "bob", "x", None] if topic in ("j-customers", "j-regions") else ["o1", "o2", "p", None]
+        join_records.append(
+            [topic, rng.choice([None, "a", "b", "c"]), rng.choice(values), max(0, join_clock - rng.choice([0, 0, 12]))]
+        )
+    inputs["dsl_joins"] = {"records": join_records}
     return inputs
 
 

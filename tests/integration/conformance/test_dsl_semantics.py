@@ -18,7 +18,7 @@ import pytest
 from streamproc.engine.stream_task import TaskConfig
 from streamproc.testing import TestRecord, TopologyTestDriver
 from streamproc_dev.conformance.reference import TEST_DRIVER_SEEDS, driver_program_inputs
-from tests.driver_programs import APP, LONG, STRING, dsl_topology
+from tests.driver_programs import APP, LONG, STRING, dsl_joins_topology, dsl_topology
 
 SEEDS = list(TEST_DRIVER_SEEDS)
 
@@ -50,3 +50,27 @@ def test_dsl_program_outputs_and_stores_equal_kafkas(kafka_reference: dict[str, 
         for name, expected in java["stores"].items():
             store: Any = driver.get_state_store(name)
             assert {str(k): [v.value, v.timestamp] for k, v in store.all()} == expected, name
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_dsl_joins_windows_and_tables_equal_kafkas(kafka_reference: dict[str, Any], seed: int) -> None:
+    """Stream-table left join, a tumbling window count with grace (late records dropped), KTable filter and
+    map_values, KTable group_by + count (subtracting old values), a table-table join and a stream-stream left join
+    (its null-partner results when the window closes)."""
+    java = kafka_reference["test_driver"][SEEDS.index(seed)]["dsl_joins"]
+    inputs = driver_program_inputs(seed)["dsl_joins"]["records"]
+    topology = dsl_joins_topology()
+    assert str(topology.describe()) == java["describe"]
+    with TopologyTestDriver(
+        topology, TaskConfig(application_id=APP), default_key_serde=STRING, default_value_serde=STRING
+    ) as driver:
+        topics = {
+            t: driver.create_input_topic(t, STRING, STRING)
+            for t in ("j-orders", "j-payments", "j-customers", "j-regions")
+        }
+        for topic, key, value, timestamp in inputs:
+            topics[topic].pipe_record(TestRecord(key, value, timestamp=timestamp))
+        for topic in ("j-enriched", "j-customers-out", "j-customer-regions", "j-paid"):
+            assert _records(driver, topic, STRING) == java[topic], topic
+        for topic in ("j-windowed", "j-by-name"):
+            assert _records(driver, topic, LONG) == java[topic], topic

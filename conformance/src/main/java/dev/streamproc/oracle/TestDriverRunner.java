@@ -267,6 +267,9 @@ public final class TestDriverRunner {
         if (request.has("dsl")) {
             out.set("dsl", dsl(request.get("dsl")));
         }
+        if (request.has("dsl_joins")) {
+            out.set("dsl_joins", dslJoins(request.get("dsl_joins")));
+        }
         return out;
     }
 
@@ -482,6 +485,69 @@ public final class TestDriverRunner {
                             .add(Main.MAPPER.valueToTree(kv.value.value())).add(kv.value.timestamp());
                     }
                 }
+            }
+        }
+        return answer;
+    }
+
+    /**
+     * Joins, windows and table operations through the DSL (twin: {@code dsl_joins_topology} in
+     * {@code tests/driver_programs.py}); record cache off, as in {@link #dsl}.
+     */
+    static ObjectNode dslJoins(final JsonNode request) {
+        final org.apache.kafka.streams.StreamsBuilder builder = new org.apache.kafka.streams.StreamsBuilder();
+        final org.apache.kafka.streams.kstream.Consumed<String, String> strings =
+            org.apache.kafka.streams.kstream.Consumed.with(Serdes.String(), Serdes.String());
+        final org.apache.kafka.streams.kstream.Produced<String, String> out =
+            org.apache.kafka.streams.kstream.Produced.with(Serdes.String(), Serdes.String());
+        final org.apache.kafka.streams.kstream.Produced<String, Long> counts =
+            org.apache.kafka.streams.kstream.Produced.with(Serdes.String(), Serdes.Long());
+        final org.apache.kafka.streams.kstream.KStream<String, String> orders = builder.stream("j-orders", strings);
+        final org.apache.kafka.streams.kstream.KStream<String, String> payments =
+            builder.stream("j-payments", strings);
+        final org.apache.kafka.streams.kstream.KTable<String, String> customers =
+            builder.table("j-customers", strings);
+        final org.apache.kafka.streams.kstream.KTable<String, String> regions = builder.table("j-regions", strings);
+        orders.leftJoin(customers, (o, c) -> o + "/" + c).to("j-enriched", out);
+        orders.groupByKey()
+            .windowedBy(org.apache.kafka.streams.kstream.TimeWindows.ofSizeAndGrace(Duration.ofMillis(10),
+                Duration.ofMillis(5)))
+            .count()
+            .toStream()
+            .map((w, c) -> KeyValue.pair(w.key() + "@" + w.window().start(), c))
+            .to("j-windowed", counts);
+        customers.filter((k, v) -> !"x".equals(v))
+            .mapValues(v -> v + "!")
+            .toStream()
+            .to("j-customers-out", out);
+        customers.groupBy((k, v) -> KeyValue.pair(v, v)).count().toStream().to("j-by-name", counts);
+        customers.join(regions, (c, r) -> c + "@" + r).toStream().to("j-customer-regions", out);
+        orders.leftJoin(payments, (o, p) -> o + "+" + p,
+                org.apache.kafka.streams.kstream.JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(5),
+                    Duration.ofMillis(2)),
+                org.apache.kafka.streams.kstream.StreamJoined.with(Serdes.String(), Serdes.String(), Serdes.String()))
+            .to("j-paid", out);
+        final Topology topology = builder.build();
+        final Properties props = props();
+        props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
+        props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        final ObjectNode answer = Main.MAPPER.createObjectNode();
+        answer.put("describe", topology.describe().toString());
+        try (TopologyTestDriver driver = new TopologyTestDriver(topology, props, Instant.ofEpochMilli(0))) {
+            final java.util.Map<String, TestInputTopic<String, String>> inputs = new java.util.HashMap<>();
+            for (final String topic : List.of("j-orders", "j-payments", "j-customers", "j-regions")) {
+                inputs.put(topic, driver.createInputTopic(topic, STRING_SER, STRING_SER));
+            }
+            for (final JsonNode entry : request.get("records")) {
+                inputs.get(entry.get(0).asText()).pipeInput(
+                    new TestRecord<>(text(entry.get(1)), text(entry.get(2)), null, entry.get(3).asLong()));
+            }
+            for (final String topic : List.of("j-enriched", "j-customers-out", "j-customer-regions", "j-paid")) {
+                answer.set(topic, records(driver.createOutputTopic(topic, STRING_DE, STRING_DE)));
+            }
+            for (final String topic : List.of("j-windowed", "j-by-name")) {
+                answer.set(topic, records(driver.createOutputTopic(topic, STRING_DE, new LongDeserializer())));
             }
         }
         return answer;
