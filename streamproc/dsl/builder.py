@@ -203,10 +203,35 @@ class InternalStreamsBuilder:
         self.built = True
         return topology
 
+    def _attach_repartitions_to_merges(self) -> None:
+        """``maybeUpdateKeyChangingRepartitionNodeMap``: repartitions below a merge of re-keyed streams belong to
+        the merge (one topic after the merge), not to the key-changing operations above it."""
+        merge_to_key_changers: dict[GraphNode, list[GraphNode]] = {}
+        for merge in self.merge_nodes:
+            changers: list[GraphNode] = []
+            for key_changer, repartitions in self.key_changing_to_repartitions.items():
+                if _merge_has_repartition_children(merge, repartitions) and (
+                    _find_parent_matching(merge, _child_of(key_changer)) is not None
+                ):
+                    changers.append(key_changer)
+            merge_to_key_changers[merge] = changers
+        to_remove: list[GraphNode] = []
+        for merge, changers in merge_to_key_changers.items():
+            collected: list[RepartitionNode] = []
+            for key_changer in changers:
+                for repartition in self.key_changing_to_repartitions[key_changer]:
+                    if repartition not in collected:
+                        collected.append(repartition)
+                to_remove.append(key_changer)
+            self.key_changing_to_repartitions[merge] = collected
+        for key_changer in to_remove:
+            self.key_changing_to_repartitions.pop(key_changer, None)
+
     def _merge_repartition_topics(self) -> None:
         """``maybeOptimizeRepartitionOperations``: one repartition topic per key-changing operation."""
         from streamproc.dsl.kstream import new_repartition_node
 
+        self._attach_repartitions_to_merges()
         for key_changer, repartitions in list(self.key_changing_to_repartitions.items()):
             if not repartitions:
                 continue
@@ -232,6 +257,11 @@ class InternalStreamsBuilder:
                         group.add(merged.node_name)
             key_changer.add_child(merged)
             self.key_changing_to_repartitions[key_changer] = []
+
+
+def _merge_has_repartition_children(merge: GraphNode, repartitions: list[RepartitionNode]) -> bool:
+    """``mergeNodeHasRepartitionChildren``: every repartition hangs (indirectly) under the merge."""
+    return all(_find_parent_matching(r, _child_of(merge)) is not None for r in repartitions)
 
 
 def _child_of(parent: GraphNode) -> Callable[[GraphNode], bool]:

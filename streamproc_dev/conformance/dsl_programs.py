@@ -521,3 +521,40 @@ ERRORS: dict[str, Callable[[], Topology]] = {
     "error-empty-name": _empty_name,
     "error-topic-twice": _topic_twice,
 }
+
+
+def merge_rekey(optimized: bool) -> Topology:
+    b = StreamsBuilder()
+    a = b.stream("a", strings()).select_key(lambda k, v: v)
+    c = b.stream("c", strings()).select_key(lambda k, v: v)
+    merged = a.merge(c)
+    merged.group_by_key().count().to_stream().to("counts")
+    merged.group_by_key().reduce(lambda x, y: x + y).to_stream().to("reduced")
+    return _build(b, optimized)
+
+
+def stream_join_rekey(optimized: bool) -> Topology:
+    b = StreamsBuilder()
+    left = b.stream("left", strings()).map(lambda k, v: (v, k))
+    right = b.stream("right", strings())
+    left.join(right, lambda x, y: x + y, JoinWindows.of_time_difference_with_no_grace(5 * SECOND)).to("joined")
+    left.group_by_key().count().to_stream().to("left-counts")
+    return _build(b, optimized)
+
+
+def grouped_named_optimized() -> Topology:
+    b = StreamsBuilder()
+    rekeyed = b.stream("in", strings()).select_key(lambda k, v: v)
+    rekeyed.group_by_key(Grouped.as_("first")).count().to_stream().to("counts")
+    rekeyed.group_by_key(Grouped.as_("second")).reduce(lambda x, y: x + y).to_stream().to("reduced")
+    return _build(b, True)
+
+
+PROGRAMS.update(
+    {
+        "merge-rekey-optimized": lambda: merge_rekey(True),
+        "merge-rekey": lambda: merge_rekey(False),
+        "stream-join-rekey-optimized": lambda: stream_join_rekey(True),
+        "grouped-named-optimized": grouped_named_optimized,
+    }
+)

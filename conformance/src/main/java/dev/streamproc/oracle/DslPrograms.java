@@ -87,6 +87,10 @@ final class DslPrograms {
         p.put("table-source", () -> tableSource(false));
         p.put("rekey-join-optimized", () -> rekeyJoin(true));
         p.put("rekey-join", () -> rekeyJoin(false));
+        p.put("merge-rekey-optimized", () -> mergeRekey(true));
+        p.put("merge-rekey", () -> mergeRekey(false));
+        p.put("stream-join-rekey-optimized", () -> streamJoinRekey(true));
+        p.put("grouped-named-optimized", DslPrograms::groupedNamedOptimized);
         return p;
     }
 
@@ -448,5 +452,33 @@ final class DslPrograms {
         clicks.join(users, (c, u) -> c + u).to("enriched");
         clicks.groupByKey().count().toStream().to("click-counts");
         return build(b, optimized);
+    }
+
+    static Topology mergeRekey(final boolean optimized) {
+        final StreamsBuilder b = new StreamsBuilder();
+        final KStream<String, String> a = b.stream("a", STRINGS).selectKey((k, v) -> v);
+        final KStream<String, String> c = b.stream("c", STRINGS).selectKey((k, v) -> v);
+        final KStream<String, String> merged = a.merge(c);
+        merged.groupByKey().count().toStream().to("counts");
+        merged.groupByKey().reduce((x, y) -> x + y).toStream().to("reduced");
+        return build(b, optimized);
+    }
+
+    static Topology streamJoinRekey(final boolean optimized) {
+        final StreamsBuilder b = new StreamsBuilder();
+        final KStream<String, String> left = b.stream("left", STRINGS).map((k, v) -> KeyValue.pair(v, k));
+        final KStream<String, String> right = b.stream("right", STRINGS);
+        left.join(right, (l, r) -> l + r, JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofSeconds(5)))
+            .to("joined");
+        left.groupByKey().count().toStream().to("left-counts");
+        return build(b, optimized);
+    }
+
+    static Topology groupedNamedOptimized() {
+        final StreamsBuilder b = new StreamsBuilder();
+        final KStream<String, String> rekeyed = b.stream("in", STRINGS).selectKey((k, v) -> v);
+        rekeyed.groupByKey(Grouped.as("first")).count().toStream().to("counts");
+        rekeyed.groupByKey(Grouped.as("second")).reduce((x, y) -> x + y).toStream().to("reduced");
+        return build(b, true);
     }
 }
