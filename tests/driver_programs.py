@@ -284,3 +284,70 @@ def dsl_joins_topology() -> Topology:
 def _java(value: object) -> str:
     """Java's string concatenation of a possibly null value."""
     return "null" if value is None else str(value)
+
+
+def dsl_more_topology() -> Topology:
+    """``TestDriverRunner#dslMore``: split/branch, flat_map, merge, repartition, a session-window count, KTable
+    group_by reduce, table-table left/outer joins and a stream-stream outer join, built with ``streamproc.dsl``."""
+    from streamproc.dsl import (
+        Branched,
+        Consumed,
+        JoinWindows,
+        Materialized,
+        Named,
+        Produced,
+        SessionWindows,
+        StreamJoined,
+        StreamsBuilder,
+    )
+
+    builder = StreamsBuilder()
+    strings = Consumed.with_(STRING, STRING)
+    out, counts = Produced.with_(STRING, STRING), Produced.with_(STRING, LONG)
+    events = builder.stream("m-events", strings)
+    other = builder.stream("m-other", strings)
+    branches = (
+        events.filter(lambda k, v: v is not None)
+        .split(Named.as_("m-"))
+        .branch(lambda k, v: v.startswith("a"), Branched.as_("a"))
+        .branch(lambda k, v: v.startswith("b"), Branched.as_("b"))
+        .default_branch(Branched.as_("rest"))
+    )
+    (
+        branches["m-a"]
+        .flat_map(lambda k, v: [(k, v + "1"), (v, "-" if k is None else k)])
+        .merge(branches["m-b"])
+        .repartition()
+        .to("m-merged", out)
+    )
+    (
+        branches["m-rest"]
+        .group_by_key()
+        .windowed_by(SessionWindows.of_inactivity_gap_and_grace(5, 3))
+        .count()
+        .to_stream()
+        .map(lambda w, c: (f"{w.key}@{w.window.start}-{w.window.end}", c))
+        .to("m-sessions", counts)
+    )
+    left = builder.table("m-left", strings)
+    right = builder.table("m-right", strings)
+    left.group_by(lambda k, v: (v, k)).reduce(lambda a, b: a + b, lambda a, b: a.replace(b, "")).to_stream().to(
+        "m-reduced", out
+    )
+    left.left_join(right, lambda lv, rv: f"{lv}<{_java(rv)}").to_stream().to("m-left-join", out)
+    left.outer_join(right, lambda lv, rv: f"{_java(lv)}>{_java(rv)}", Materialized.as_("m-outer")).to_stream().to(
+        "m-outer-join", out
+    )
+    events.outer_join(
+        other,
+        lambda lv, rv: f"{_java(lv)}|{_java(rv)}",
+        JoinWindows.of_time_difference_and_grace(4, 1),
+        StreamJoined.with_(STRING, STRING, STRING),
+    ).to("m-stream-outer", out)
+    return builder.build(
+        {
+            "default.key.serde": "String",
+            "default.value.serde": "String",
+            "__emit.interval.ms.kstreams.outer.join.spurious.results.fix__": 0,
+        }
+    )

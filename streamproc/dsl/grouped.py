@@ -318,7 +318,8 @@ class KGroupedTable:
     ) -> KTable:
         """``KGroupedTableImpl#doAggregate``."""
         b = self._builder
-        store_name, queryable = b.materialized_store_name(materialized, prefix)
+        # Kafka 4.2 names even a reduce's store KTABLE-AGGREGATE-STATE-STORE- (KGroupedTableImpl#reduce)
+        store_name, queryable = b.materialized_store_name(materialized, "KTABLE-AGGREGATE-")
         sink = b.suffix_with_or_else_get(_name(named), "-sink", "KSTREAM-SINK-")
         source = b.suffix_with_or_else_get(_name(named), "-source", "KSTREAM-SOURCE-")
         function = b.or_else_generate(_name(named), prefix)

@@ -193,6 +193,16 @@ def driver_program_inputs(seed: int) -> dict[str, Any]:
             [topic, rng.choice([None, "a", "b", "c"]), rng.choice(values), max(0, join_clock - rng.choice([0, 0, 12]))]
         )
     inputs["dsl_joins"] = {"records": join_records}
+    more_clock = 0
+    more_records = []
+    for _ in range(rng.randint(5, 40)):
+        more_clock += rng.choice([0, 1, 2, 3, 7])
+        topic = rng.choice(["m-events", "m-events", "m-other", "m-left", "m-right"])
+        values = ["a1", "b2", "c3", "ab", None] if topic.startswith("m-e") else ["x", "y", "xy", None]
+        more_records.append(
+            [topic, rng.choice([None, "k", "l"]), rng.choice(values), max(0, more_clock - rng.choice([0, 0, 9]))]
+        )
+    inputs["dsl_more"] = {"records": more_records}
     return inputs
 
 

@@ -18,7 +18,7 @@ import pytest
 from streamproc.engine.stream_task import TaskConfig
 from streamproc.testing import TestRecord, TopologyTestDriver
 from streamproc_dev.conformance.reference import TEST_DRIVER_SEEDS, driver_program_inputs
-from tests.driver_programs import APP, LONG, STRING, dsl_joins_topology, dsl_topology
+from tests.driver_programs import APP, LONG, STRING, dsl_joins_topology, dsl_more_topology, dsl_topology
 
 SEEDS = list(TEST_DRIVER_SEEDS)
 
@@ -74,3 +74,22 @@ def test_dsl_joins_windows_and_tables_equal_kafkas(kafka_reference: dict[str, An
             assert _records(driver, topic, STRING) == java[topic], topic
         for topic in ("j-windowed", "j-by-name"):
             assert _records(driver, topic, LONG) == java[topic], topic
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_dsl_branches_sessions_and_outer_joins_equal_kafkas(kafka_reference: dict[str, Any], seed: int) -> None:
+    """split/branch, flat_map, merge, repartition, a session-window count (merges, grace), KTable group_by reduce
+    (adder and subtractor), table-table left and outer joins, a stream-stream outer join."""
+    java = kafka_reference["test_driver"][SEEDS.index(seed)]["dsl_more"]
+    inputs = driver_program_inputs(seed)["dsl_more"]["records"]
+    topology = dsl_more_topology()
+    assert str(topology.describe()) == java["describe"]
+    with TopologyTestDriver(
+        topology, TaskConfig(application_id=APP), default_key_serde=STRING, default_value_serde=STRING
+    ) as driver:
+        topics = {t: driver.create_input_topic(t, STRING, STRING) for t in ("m-events", "m-other", "m-left", "m-right")}
+        for topic, key, value, timestamp in inputs:
+            topics[topic].pipe_record(TestRecord(key, value, timestamp=timestamp))
+        for topic in ("m-merged", "m-reduced", "m-left-join", "m-outer-join", "m-stream-outer"):
+            assert _records(driver, topic, STRING) == java[topic], topic
+        assert _records(driver, "m-sessions", LONG) == java["m-sessions"]

@@ -270,6 +270,9 @@ public final class TestDriverRunner {
         if (request.has("dsl_joins")) {
             out.set("dsl_joins", dslJoins(request.get("dsl_joins")));
         }
+        if (request.has("dsl_more")) {
+            out.set("dsl_more", dslMore(request.get("dsl_more")));
+        }
         return out;
     }
 
@@ -549,6 +552,76 @@ public final class TestDriverRunner {
             for (final String topic : List.of("j-windowed", "j-by-name")) {
                 answer.set(topic, records(driver.createOutputTopic(topic, STRING_DE, new LongDeserializer())));
             }
+        }
+        return answer;
+    }
+
+    /**
+     * split/branch, flatMap, merge, repartition, a session-window count, KTable groupBy reduce and table-table
+     * left/outer joins, a stream-stream outer join (twin: {@code dsl_more_topology} in tests/driver_programs.py).
+     */
+    static ObjectNode dslMore(final JsonNode request) {
+        final org.apache.kafka.streams.StreamsBuilder builder = new org.apache.kafka.streams.StreamsBuilder();
+        final org.apache.kafka.streams.kstream.Consumed<String, String> strings =
+            org.apache.kafka.streams.kstream.Consumed.with(Serdes.String(), Serdes.String());
+        final org.apache.kafka.streams.kstream.Produced<String, String> out =
+            org.apache.kafka.streams.kstream.Produced.with(Serdes.String(), Serdes.String());
+        final org.apache.kafka.streams.kstream.Produced<String, Long> counts =
+            org.apache.kafka.streams.kstream.Produced.with(Serdes.String(), Serdes.Long());
+        final org.apache.kafka.streams.kstream.KStream<String, String> events = builder.stream("m-events", strings);
+        final org.apache.kafka.streams.kstream.KStream<String, String> other = builder.stream("m-other", strings);
+        final java.util.Map<String, org.apache.kafka.streams.kstream.KStream<String, String>> branches = events
+            .filter((k, v) -> v != null)
+            .split(org.apache.kafka.streams.kstream.Named.as("m-"))
+            .branch((k, v) -> v.startsWith("a"), org.apache.kafka.streams.kstream.Branched.as("a"))
+            .branch((k, v) -> v.startsWith("b"), org.apache.kafka.streams.kstream.Branched.as("b"))
+            .defaultBranch(org.apache.kafka.streams.kstream.Branched.as("rest"));
+        branches.get("m-a").flatMap((k, v) -> List.of(KeyValue.pair(k, v + "1"), KeyValue.pair(v, k == null ? "-" : k)))
+            .merge(branches.get("m-b"))
+            .repartition()
+            .to("m-merged", out);
+        branches.get("m-rest").groupByKey()
+            .windowedBy(org.apache.kafka.streams.kstream.SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(5),
+                Duration.ofMillis(3)))
+            .count()
+            .toStream()
+            .map((w, c) -> KeyValue.pair(w.key() + "@" + w.window().start() + "-" + w.window().end(), c))
+            .to("m-sessions", counts);
+        final org.apache.kafka.streams.kstream.KTable<String, String> left = builder.table("m-left", strings);
+        final org.apache.kafka.streams.kstream.KTable<String, String> right = builder.table("m-right", strings);
+        left.groupBy((k, v) -> KeyValue.pair(v, k)).reduce((a, b) -> a + b, (a, b) -> a.replace(b, ""))
+            .toStream().to("m-reduced", out);
+        left.leftJoin(right, (l, r) -> l + "<" + r).toStream().to("m-left-join", out);
+        left.outerJoin(right, (l, r) -> l + ">" + r,
+                org.apache.kafka.streams.kstream.Materialized.as("m-outer"))
+            .toStream().to("m-outer-join", out);
+        events.outerJoin(other, (l, r) -> l + "|" + r,
+                org.apache.kafka.streams.kstream.JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(4),
+                    Duration.ofMillis(1)),
+                org.apache.kafka.streams.kstream.StreamJoined.with(Serdes.String(), Serdes.String(), Serdes.String()))
+            .to("m-stream-outer", out);
+        final Topology topology = builder.build();
+        final Properties props = props();
+        props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
+        props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        final ObjectNode answer = Main.MAPPER.createObjectNode();
+        answer.put("describe", topology.describe().toString());
+        try (TopologyTestDriver driver = new TopologyTestDriver(topology, props, Instant.ofEpochMilli(0))) {
+            final java.util.Map<String, TestInputTopic<String, String>> inputs = new java.util.HashMap<>();
+            for (final String topic : List.of("m-events", "m-other", "m-left", "m-right")) {
+                inputs.put(topic, driver.createInputTopic(topic, STRING_SER, STRING_SER));
+            }
+            for (final JsonNode entry : request.get("records")) {
+                inputs.get(entry.get(0).asText()).pipeInput(
+                    new TestRecord<>(text(entry.get(1)), text(entry.get(2)), null, entry.get(3).asLong()));
+            }
+            for (final String topic : List.of("m-merged", "m-reduced", "m-left-join", "m-outer-join",
+                    "m-stream-outer")) {
+                answer.set(topic, records(driver.createOutputTopic(topic, STRING_DE, STRING_DE)));
+            }
+            answer.set("m-sessions", records(driver.createOutputTopic("m-sessions", STRING_DE,
+                new LongDeserializer())));
         }
         return answer;
     }
