@@ -95,8 +95,10 @@ class KStreamAggregate:
     def __call__(self) -> KStreamAggregateProcessor:
         return KStreamAggregateProcessor(self)
 
-    def enable_sending_old_values(self) -> None:
+    def enable_sending_old_values(self, force_materialization: bool = True) -> bool:
+        """An aggregation is always materialized: it can always send old values."""
         self.send_old_values = True
+        return True
 
     def view(self) -> KTableValueGetterSupplier:
         return TimestampedStoreGetterSupplier(self.store_name)
@@ -129,8 +131,10 @@ class KStreamReduce:
     def __call__(self) -> KStreamReduceProcessor:
         return KStreamReduceProcessor(self)
 
-    def enable_sending_old_values(self) -> None:
+    def enable_sending_old_values(self, force_materialization: bool = True) -> bool:
+        """An aggregation is always materialized: it can always send old values."""
         self.send_old_values = True
+        return True
 
     def view(self) -> KTableValueGetterSupplier:
         return TimestampedStoreGetterSupplier(self.store_name)

@@ -109,5 +109,7 @@ class KStreamSessionWindowAggregate:
     def __call__(self) -> KStreamSessionWindowAggregateProcessor:
         return KStreamSessionWindowAggregateProcessor(self)
 
-    def enable_sending_old_values(self) -> None:
+    def enable_sending_old_values(self, force_materialization: bool = True) -> bool:
+        """An aggregation is always materialized: it can always send old values."""
         self.send_old_values = True
+        return True

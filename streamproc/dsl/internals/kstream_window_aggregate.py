@@ -106,8 +106,10 @@ class KStreamWindowAggregate:
     def __call__(self) -> KStreamWindowAggregateProcessor:
         return KStreamWindowAggregateProcessor(self)
 
-    def enable_sending_old_values(self) -> None:
+    def enable_sending_old_values(self, force_materialization: bool = True) -> bool:
+        """An aggregation is always materialized: it can always send old values."""
         self.send_old_values = True
+        return True
 
     def store_names(self) -> tuple[str, ...]:
         return (self.store_name,)

@@ -6,6 +6,10 @@ has no row): ``inner`` only when the other side has a row, ``left``/``outer`` al
 new and old value are both absent is not emitted). The right side of a ``left`` join (``RightJoin``) emits only when
 the left table has a row, joined as (left row, right update). ``joiner`` always takes the left table's value first;
 the merger passes both sides' updates on (or keeps the result in its store when the join is materialized).
+
+Wiring (``KTableImpl#doJoin``): both tables are materialized (each side reads the other's getter), and for a left
+join the left table, for an outer join both tables, must send old values
+(``enable_sending_old_values(True)``): a delete of a row that had no partner is then still seen as a change.
 """
 
 from __future__ import annotations

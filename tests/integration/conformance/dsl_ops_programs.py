@@ -18,15 +18,26 @@ from streamproc.dsl.internals.kstream_kstream_join import KStreamJoinWindow, KSt
 from streamproc.dsl.internals.kstream_ktable_join import KStreamKTableJoin
 from streamproc.dsl.internals.kstream_pass_through import KStreamPassThrough
 from streamproc.dsl.internals.kstream_session_window_aggregate import KStreamSessionWindowAggregate
+from streamproc.dsl.internals.kstream_sliding_window_aggregate import KStreamSlidingWindowAggregate
 from streamproc.dsl.internals.kstream_window_aggregate import (
     KStreamWindowAggregate,
     reduce_aggregator,
     reduce_initializer,
 )
+from streamproc.dsl.internals.ktable_aggregate import KTableAggregate
+from streamproc.dsl.internals.ktable_filter import KTableFilter
+from streamproc.dsl.internals.ktable_ktable_join import JoinKind, KTableKTableJoin, KTableKTableJoinMerger
+from streamproc.dsl.internals.ktable_map_values import KTableMapValues
+from streamproc.dsl.internals.ktable_repartition_map import KTableRepartitionMap
 from streamproc.dsl.internals.ktable_source import KTableSource
+from streamproc.dsl.internals.ktable_suppress_processor import (
+    KTableSuppressProcessorSupplier,
+    Suppressed,
+    windowed_key_bytes,
+)
 from streamproc.dsl.internals.outer_join_store import outer_join_value_serde, timestamped_key_and_join_side_serde
 from streamproc.dsl.internals.processor_support import ContextualProcessor
-from streamproc.dsl.internals.windows import JoinWindows, SessionWindows, TimeWindows
+from streamproc.dsl.internals.windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows
 from streamproc.engine.records import Record
 from streamproc.engine.serdes import LongDeserializer, LongSerializer, Serde, serde_for
 from streamproc.engine.topology import Topology
@@ -68,9 +79,11 @@ def _source(t: Topology, name: str, topic: str) -> None:
     t.add_source(name, topic, key_deserializer=STRING.deserializer, value_deserializer=STRING.deserializer)
 
 
-def _out(t: Topology, parent: str) -> Topology:
-    t.add_processor("to-out", ToOut, parent)
-    t.add_sink("sink", "out", "to-out", key_serializer=STRING.serializer, value_serializer=STRING.serializer)
+def _out(t: Topology, parent: str, topic: str = "out") -> Topology:
+    t.add_processor(f"to-{topic}", ToOut, parent)
+    t.add_sink(
+        f"sink-{topic}", topic, f"to-{topic}", key_serializer=STRING.serializer, value_serializer=STRING.serializer
+    )
     return t
 
 
@@ -95,7 +108,14 @@ def window_topology(params: dict[str, Any], *, reduce: bool) -> Topology:
         STRING if reduce else LONG,
     )
     t.add_state_store(store, node)
-    return _out(t, node)
+    if not params.get("suppress"):
+        return _out(t, node)
+    t.add_processor("KTABLE-MAPVALUES-0000000003", KTableMapValues(supplier, lambda k, v: str(v)), node)
+    suppress = KTableSuppressProcessorSupplier(
+        Suppressed.until_window_closes_unbounded(windows.grace_period_ms()), windowed_key_bytes(STRING)
+    )
+    t.add_processor("KTABLE-SUPPRESS-0000000004", suppress, "KTABLE-MAPVALUES-0000000003")
+    return _out(t, "KTABLE-SUPPRESS-0000000004")
 
 
 def session_topology(params: dict[str, Any]) -> Topology:
@@ -108,6 +128,22 @@ def session_topology(params: dict[str, Any]) -> Topology:
     t.add_processor("KSTREAM-AGGREGATE-0000000002", supplier, "KSTREAM-SOURCE-0000000000")
     retention = windows.inactivity_gap_ms + windows.grace_period_ms()
     store = Stores.session_store_builder(Stores.persistent_session_store(AGG_STORE, retention), STRING, STRING)
+    t.add_state_store(store, "KSTREAM-AGGREGATE-0000000002")
+    return _out(t, "KSTREAM-AGGREGATE-0000000002")
+
+
+def sliding_topology(params: dict[str, Any]) -> Topology:
+    windows = SlidingWindows.of_time_difference_and_grace(params["difference"], params["grace"])
+    t = Topology()
+    _source(t, "KSTREAM-SOURCE-0000000000", "in")
+    supplier = KStreamSlidingWindowAggregate(
+        windows, AGG_STORE, lambda: "", lambda k, v, agg: f"{java_str(agg)}{java_str(v)}"
+    )
+    t.add_processor("KSTREAM-AGGREGATE-0000000002", supplier, "KSTREAM-SOURCE-0000000000")
+    d = windows.time_difference_ms
+    store = Stores.timestamped_window_store_builder(
+        Stores.persistent_timestamped_window_store(AGG_STORE, 2 * d + windows.grace_period_ms(), d), STRING, STRING
+    )
     t.add_state_store(store, "KSTREAM-AGGREGATE-0000000002")
     return _out(t, "KSTREAM-AGGREGATE-0000000002")
 
@@ -185,15 +221,96 @@ def stream_table_join_topology(params: dict[str, Any]) -> Topology:
     _source(t, "KSTREAM-SOURCE-0000000000", "stream")
     _source(t, "KSTREAM-SOURCE-0000000002", "table")
     table = KTableSource(TABLE_STORE)
+    getters = table.view()
     t.add_processor("KTABLE-SOURCE-0000000003", table, "KSTREAM-SOURCE-0000000002")
     store = Stores.timestamped_key_value_store_builder(
         Stores.persistent_timestamped_key_value_store(TABLE_STORE), STRING, STRING
     )
     t.add_state_store(store, "KTABLE-SOURCE-0000000003")
-    join = KStreamKTableJoin(table.view(), joiner, params["kind"] == "left")
+    join = KStreamKTableJoin(getters, joiner, params["kind"] == "left")
     t.add_processor("KSTREAM-JOIN-0000000004", join, "KSTREAM-SOURCE-0000000000")
     t.connect_processor_and_state_stores("KSTREAM-JOIN-0000000004", TABLE_STORE)
     return _out(t, "KSTREAM-JOIN-0000000004")
+
+
+def _table_source(t: Topology, topic: str, store_name: str, source: str, node: str) -> KTableSource:
+    table = KTableSource(store_name)
+    _source(t, source, topic)
+    t.add_processor(node, table, source)
+    return table
+
+
+def _table_store(t: Topology, name: str, *owners: str) -> None:
+    builder = Stores.timestamped_key_value_store_builder(
+        Stores.persistent_timestamped_key_value_store(name), STRING, STRING
+    )
+    t.add_state_store(builder, *owners)
+
+
+TABLE_OPS_STORES = ("table-STATE-STORE-0000000000", "KTABLE-AGGREGATE-STATE-STORE-0000000008")
+
+
+def _group(key: str, value: str) -> tuple[str, str]:
+    group, amount = value.split(":")
+    return group, amount
+
+
+def table_ops_topology(params: dict[str, Any]) -> Topology:
+    """``table -> filter -> [mapValues -> out; groupBy -> aggregate -> out2]``; the repartition topic between
+    ``groupBy`` and ``aggregate`` is left out (one partition: its records are processed right after the update that
+    sent them, in the same order, so outputs and stores are the same)."""
+    table_store, agg_store = TABLE_OPS_STORES
+    t = Topology()
+    source = _table_source(t, "table", table_store, "KSTREAM-SOURCE-0000000001", "KTABLE-SOURCE-0000000002")
+    filtered = KTableFilter(source, lambda k, v: not v.endswith("0"), False)
+    select = KTableRepartitionMap(filtered, _group)
+    select.enable_sending_old_values(True)
+    _table_store(t, table_store, "KTABLE-SOURCE-0000000002")
+    t.add_processor("KTABLE-FILTER-0000000003", filtered, "KTABLE-SOURCE-0000000002")
+    t.add_processor("KTABLE-MAPVALUES-0000000004", KTableMapValues(filtered, lambda k, v: f"{v}!"),
+                    "KTABLE-FILTER-0000000003")  # fmt: skip
+    _out(t, "KTABLE-MAPVALUES-0000000004")
+    t.add_processor("KTABLE-SELECT-0000000007", select, "KTABLE-FILTER-0000000003")
+    aggregate = KTableAggregate(agg_store, lambda: "", lambda k, v, agg: f"{agg}+{v}", lambda k, v, agg: f"{agg}-{v}")
+    t.add_processor("KTABLE-AGGREGATE-0000000011", aggregate, "KTABLE-SELECT-0000000007")
+    _table_store(t, agg_store, "KTABLE-AGGREGATE-0000000011")
+    return _out(t, "KTABLE-AGGREGATE-0000000011", "out2")
+
+
+TABLE_JOIN_STORES = ("left-STATE-STORE-0000000000", "right-STATE-STORE-0000000003")
+
+
+def table_table_join_topology(params: dict[str, Any]) -> Topology:
+    left_store, right_store = TABLE_JOIN_STORES
+    kinds = {
+        "inner": (JoinKind.INNER, JoinKind.INNER),
+        "left": (JoinKind.LEFT, JoinKind.RIGHT),
+        "outer": (JoinKind.OUTER, JoinKind.OUTER),
+    }[params["kind"]]
+    t = Topology()
+    left = _table_source(t, "left", left_store, "KSTREAM-SOURCE-0000000001", "KTABLE-SOURCE-0000000002")
+    right = _table_source(t, "right", right_store, "KSTREAM-SOURCE-0000000004", "KTABLE-SOURCE-0000000005")
+
+    def table_joiner(a: Any, b: Any) -> str:
+        return f"{java_str(a)}+{java_str(b)}"
+
+    # KTableImpl#doJoin: the outer side(s) send old values, so that a tombstone with no partner still yields a row
+    if params["kind"] in ("left", "outer"):
+        left.enable_sending_old_values(True)
+    if params["kind"] == "outer":
+        right.enable_sending_old_values(True)
+    this = KTableKTableJoin(kinds[0], right.view(), table_joiner, this_is_left=True)
+    other = KTableKTableJoin(kinds[1], left.view(), table_joiner, this_is_left=False)
+    _table_store(t, left_store, "KTABLE-SOURCE-0000000002")
+    _table_store(t, right_store, "KTABLE-SOURCE-0000000005")
+    t.add_processor("KTABLE-JOINTHIS-0000000007", this, "KTABLE-SOURCE-0000000002")
+    t.add_processor("KTABLE-JOINOTHER-0000000008", other, "KTABLE-SOURCE-0000000005")
+    t.connect_processor_and_state_stores("KTABLE-JOINTHIS-0000000007", right_store)
+    t.connect_processor_and_state_stores("KTABLE-JOINOTHER-0000000008", left_store)
+    t.add_processor(
+        "KTABLE-MERGE-0000000006", KTableKTableJoinMerger(), "KTABLE-JOINTHIS-0000000007", "KTABLE-JOINOTHER-0000000008"
+    )
+    return _out(t, "KTABLE-MERGE-0000000006")
 
 
 # -- inputs --------------------------------------------------------------------------------------------------------
@@ -252,6 +369,32 @@ def dsl_ops_inputs(seed: int) -> dict[str, Any]:
             "store": TABLE_STORE,
             "inputs": _stream(rng, ["stream", "table"], rng.randint(5, 40), late=0.2, null_key=0.1, null_value=0.15),
         },
+    }
+    suppress = dict(programs["window_count"])
+    suppress.update(
+        suppress=True,
+        grace=rng.choice([0, 5, 20]),
+        inputs=_stream(rng, ["in"], rng.randint(5, 40), late=0.25, null_key=0.05, null_value=0.0),
+    )
+    programs["window_suppress"] = suppress
+    table_ops = _stream(rng, ["table"], rng.randint(5, 40), late=0.2, null_key=0.05, null_value=0.2, keys="abcde")
+    for entry in table_ops:
+        if entry[2] is not None:
+            entry[2] = f"g{rng.randint(1, 3)}:{rng.randint(0, 20)}"
+    programs["table_ops"] = {"program": "table_ops", "stores": list(TABLE_OPS_STORES), "inputs": table_ops}
+    for kind in ("inner", "left", "outer"):
+        programs[f"table_join_{kind}"] = {
+            "program": "table_table_join",
+            "kind": kind,
+            "stores": list(TABLE_JOIN_STORES),
+            "inputs": _stream(rng, ["left", "right"], rng.randint(5, 30), late=0.2, null_key=0.05, null_value=0.2),
+        }
+    programs["sliding"] = {
+        "program": "sliding",
+        "difference": rng.choice([5, 10, 20]),
+        "grace": rng.choice([0, 5, 20]),
+        "store": AGG_STORE,
+        "inputs": _stream(rng, ["in"], rng.randint(5, 40), late=0.25, null_key=0.05, null_value=0.05),
     }
     for kind in ("inner", "left", "outer"):
         this_store, other_store, _ = join_store_names(kind)

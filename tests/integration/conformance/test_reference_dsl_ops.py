@@ -26,8 +26,11 @@ from tests.integration.conformance.dsl_ops_programs import (
     count_topology,
     dsl_ops_inputs,
     session_topology,
+    sliding_topology,
     stream_stream_join_topology,
     stream_table_join_topology,
+    table_ops_topology,
+    table_table_join_topology,
     window_topology,
     windowed_text,
 )
@@ -94,6 +97,16 @@ def test_session_window_aggregate_equals_kafka(kafka_dsl_ops: dict[int, Any], se
 
 
 @pytest.mark.parametrize("seed", SEEDS)
+def test_sliding_window_aggregate_equals_kafka(kafka_dsl_ops: dict[int, Any], seed: int) -> None:
+    params = INPUTS[seed]["sliding"]
+
+    def stores(driver: TopologyTestDriver, expected: dict[str, Any], context: str) -> None:
+        assert timestamped_window_contents(driver, params["store"]) == expected["store"], context
+
+    check(kafka_dsl_ops[seed], "sliding", sliding_topology(params), params, stores)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
 def test_count_equals_kafka(kafka_dsl_ops: dict[int, Any], seed: int) -> None:
     params = INPUTS[seed]["count"]
 
@@ -130,3 +143,44 @@ def test_stream_table_join_equals_kafka(kafka_dsl_ops: dict[int, Any], seed: int
         assert [[k, v.value, v.timestamp] for k, v in store.all()] == expected["store"], context
 
     check(kafka_dsl_ops[seed], "stream_table_join", stream_table_join_topology(params), params, stores)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_suppress_until_window_closes_equals_kafka(kafka_dsl_ops: dict[int, Any], seed: int) -> None:
+    params = INPUTS[seed]["window_suppress"]
+
+    def stores(driver: TopologyTestDriver, expected: dict[str, Any], context: str) -> None:
+        assert timestamped_window_contents(driver, params["store"]) == expected["store"], context
+
+    check(kafka_dsl_ops[seed], "window_suppress", window_topology(params, reduce=False), params, stores)
+
+
+def kv_contents(driver: TopologyTestDriver, name: str) -> list[list[Any]]:
+    store = driver.get_state_store(name)
+    assert isinstance(store, TimestampedKeyValueStore), name
+    return [[k, v.value, v.timestamp] for k, v in store.all()]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_table_filter_map_values_group_by_aggregate_equal_kafka(kafka_dsl_ops: dict[int, Any], seed: int) -> None:
+    params = INPUTS[seed]["table_ops"]
+
+    def stores(driver: TopologyTestDriver, expected: dict[str, Any], context: str) -> None:
+        out2 = driver.create_output_topic("out2", STRING, STRING)
+        assert [[r.key, r.value, r.timestamp] for r in out2.read_records_to_list()] == expected["out2"], context
+        for name in params["stores"]:
+            assert kv_contents(driver, name) == expected["stores"][name], f"store {name}: {context}"
+
+    check(kafka_dsl_ops[seed], "table_ops", table_ops_topology(params), params, stores)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("kind", ["inner", "left", "outer"])
+def test_table_table_join_equals_kafka(kafka_dsl_ops: dict[int, Any], seed: int, kind: str) -> None:
+    params = INPUTS[seed][f"table_join_{kind}"]
+
+    def stores(driver: TopologyTestDriver, expected: dict[str, Any], context: str) -> None:
+        for name in params["stores"]:
+            assert kv_contents(driver, name) == expected["stores"][name], f"store {name}: {context}"
+
+    check(kafka_dsl_ops[seed], f"table_join_{kind}", table_table_join_topology(params), params, stores)

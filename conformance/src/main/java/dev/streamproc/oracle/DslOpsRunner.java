@@ -26,6 +26,7 @@ import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
@@ -107,9 +108,12 @@ public final class DslOpsRunner {
                 case "window_count" -> out.set(entry.getKey(), windowAggregate(params, false));
                 case "window_reduce" -> out.set(entry.getKey(), windowAggregate(params, true));
                 case "session" -> out.set(entry.getKey(), session(params));
+                case "sliding" -> out.set(entry.getKey(), sliding(params));
                 case "stream_stream_join" -> out.set(entry.getKey(), streamStreamJoin(params));
                 case "stream_table_join" -> out.set(entry.getKey(), streamTableJoin(params));
                 case "count" -> out.set(entry.getKey(), count(params));
+                case "table_ops" -> out.set(entry.getKey(), tableOps(params));
+                case "table_table_join" -> out.set(entry.getKey(), tableTableJoin(params));
                 default -> throw new IllegalArgumentException("unknown dsl_ops program " + params.get("program"));
             }
         });
@@ -269,4 +273,96 @@ public final class DslOpsRunner {
         return answer;
     }
 
+
+    private static ArrayNode outRecords(final TopologyTestDriver driver, final String topic) {
+        final ArrayNode out = Main.MAPPER.createArrayNode();
+        for (final TestRecord<String, String> record : driver.createOutputTopic(topic, DE, DE).readRecordsToList()) {
+            out.addArray().add(record.key()).add(record.value()).add(record.timestamp());
+        }
+        return out;
+    }
+
+    private static ArrayNode kvStore(final TopologyTestDriver driver, final String name) {
+        final ArrayNode store = Main.MAPPER.createArrayNode();
+        final KeyValueStore<String, ValueAndTimestamp<String>> kv = driver.getTimestampedKeyValueStore(name);
+        try (KeyValueIterator<String, ValueAndTimestamp<String>> it = kv.all()) {
+            it.forEachRemaining(e -> store.addArray().add(e.key).add(e.value.value()).add(e.value.timestamp()));
+        }
+        return store;
+    }
+
+    /**
+     * table -> filter(value not ending in "0") -> [mapValues(v + "!") -> out;
+     * groupBy(group of "group:amount", amount) -> aggregate("", agg + "+" + v, agg + "-" + v) -> out2].
+     */
+    static ObjectNode tableOps(final JsonNode params) {
+        final StreamsBuilder builder = new StreamsBuilder();
+        final KTable<String, String> filtered = builder.table("table", Consumed.with(Serdes.String(), Serdes.String()))
+            .filter((k, v) -> !v.endsWith("0"));
+        filtered.mapValues(v -> v + "!").toStream().to("out", Produced.with(Serdes.String(), Serdes.String()));
+        filtered.groupBy((k, v) -> KeyValue.pair(v.split(":")[0], v.split(":")[1]),
+                Grouped.with(Serdes.String(), Serdes.String()))
+            .aggregate(() -> "", (k, v, agg) -> agg + "+" + v, (k, v, agg) -> agg + "-" + v,
+                Materialized.with(Serdes.String(), Serdes.String()))
+            .toStream().to("out2", Produced.with(Serdes.String(), Serdes.String()));
+        final ObjectNode answer = Main.MAPPER.createObjectNode();
+        answer.put("describe", builder.build().describe().toString());
+        try (TopologyTestDriver driver = new TopologyTestDriver(builder.build(), props(), Instant.ofEpochMilli(0))) {
+            answer.set("out", run(driver, params.get("inputs")));
+            answer.set("out2", outRecords(driver, "out2"));
+            final ObjectNode stores = answer.putObject("stores");
+            for (final JsonNode name : params.get("stores")) {
+                stores.set(name.asText(), kvStore(driver, name.asText()));
+            }
+        }
+        return answer;
+    }
+
+    /** left, right tables -> join/leftJoin/outerJoin(a + "+" + b) -> out; both tables' stores. */
+    static ObjectNode tableTableJoin(final JsonNode params) {
+        final StreamsBuilder builder = new StreamsBuilder();
+        final KTable<String, String> left = builder.table("left", Consumed.with(Serdes.String(), Serdes.String()));
+        final KTable<String, String> right = builder.table("right", Consumed.with(Serdes.String(), Serdes.String()));
+        final KTable<String, String> joined = switch (params.get("kind").asText()) {
+            case "inner" -> left.join(right, JOINER);
+            case "left" -> left.leftJoin(right, JOINER);
+            default -> left.outerJoin(right, JOINER);
+        };
+        joined.toStream().to("out", Produced.with(Serdes.String(), Serdes.String()));
+        final ObjectNode answer = Main.MAPPER.createObjectNode();
+        answer.put("describe", builder.build().describe().toString());
+        try (TopologyTestDriver driver = new TopologyTestDriver(builder.build(), props(), Instant.ofEpochMilli(0))) {
+            answer.set("out", run(driver, params.get("inputs")));
+            final ObjectNode stores = answer.putObject("stores");
+            for (final JsonNode name : params.get("stores")) {
+                stores.set(name.asText(), kvStore(driver, name.asText()));
+            }
+        }
+        return answer;
+    }
+
+    /** in -> groupByKey -> windowedBy(SlidingWindows) -> aggregate("", agg + v) -> out; the window store. */
+    static ObjectNode sliding(final JsonNode params) {
+        final StreamsBuilder builder = new StreamsBuilder();
+        builder.stream("in", Consumed.with(Serdes.String(), Serdes.String()))
+            .groupByKey()
+            .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(params.get("difference").asLong()),
+                Duration.ofMillis(params.get("grace").asLong())))
+            .aggregate(() -> "", (k, v, agg) -> agg + v, Materialized.with(Serdes.String(), Serdes.String()))
+            .toStream().map((k, v) -> KeyValue.pair(windowed(k), v))
+            .to("out", Produced.with(Serdes.String(), Serdes.String()));
+        final ObjectNode answer = Main.MAPPER.createObjectNode();
+        answer.put("describe", builder.build().describe().toString());
+        try (TopologyTestDriver driver = new TopologyTestDriver(builder.build(), props(), Instant.ofEpochMilli(0))) {
+            answer.set("out", run(driver, params.get("inputs")));
+            final ArrayNode store = answer.putArray("store");
+            final WindowStore<String, ValueAndTimestamp<String>> ws =
+                driver.getTimestampedWindowStore(params.get("store").asText());
+            try (KeyValueIterator<Windowed<String>, ValueAndTimestamp<String>> it = ws.all()) {
+                it.forEachRemaining(kv -> store.addArray().add(windowed(kv.key)).add(kv.value.value())
+                    .add(kv.value.timestamp()));
+            }
+        }
+        return answer;
+    }
 }

@@ -45,6 +45,8 @@ import org.apache.kafka.common.utils.Utils;
  *   {@code encoded} (hex).</li>
  *   <li>{@code test_driver}: a list of inputs (one per seed) for the programs of {@link TestDriverRunner} on Kafka's
  *   own {@code TopologyTestDriver}; answer: the list of their outputs.</li>
+ *   <li>{@code dsl_ops}: a list (one per seed) of named DSL programs with their inputs for {@link DslOpsRunner};
+ *   answer: per program its outputs, final store contents and {@code describe()}.</li>
  * </ul>
  * One JSON object on stdout with an answer for each section of the request; exit 2 with {@code {"oracle_error"}}
  * when the request is malformed.
