@@ -351,3 +351,31 @@ def dsl_more_topology() -> Topology:
             "__emit.interval.ms.kstreams.outer.join.spurious.results.fix__": 0,
         }
     )
+
+
+def dsl_windows_topology() -> Topology:
+    """``TestDriverRunner#dslWindows``: sliding windows, suppress until the window closes and until a time limit."""
+    from streamproc.dsl import BufferConfig, Consumed, Produced, SlidingWindows, StreamsBuilder, Suppressed, TimeWindows
+
+    builder = StreamsBuilder()
+    counts = Produced.with_(STRING, LONG)
+    grouped = builder.stream("w-in", Consumed.with_(STRING, STRING)).group_by_key()
+    (
+        grouped.windowed_by(SlidingWindows.of_time_difference_and_grace(10, 3))
+        .count()
+        .to_stream()
+        .map(lambda w, c: (f"{w.key}@{w.window.start}-{w.window.end}", c))
+        .to("w-sliding", counts)
+    )
+    (
+        grouped.windowed_by(TimeWindows.of_size_and_grace(10, 2))
+        .count()
+        .suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+        .to_stream()
+        .map(lambda w, c: (f"{w.key}@{w.window.start}", c))
+        .to("w-final", counts)
+    )
+    grouped.count().suppress(Suppressed.until_time_limit(5, BufferConfig.unbounded())).to_stream().to(
+        "w-limited", counts
+    )
+    return builder.build({"default.key.serde": "String", "default.value.serde": "String"})

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from streamproc.dsl.builder import InternalStreamsBuilder
 from streamproc.dsl.graph import GraphNode, RepartitionNode, StatefulProcessorNode, TableRepartitionNode
-from streamproc.dsl.internals import processors as p
 from streamproc.dsl.internals.kstream_aggregate import KStreamAggregate, KStreamReduce
 from streamproc.dsl.internals.kstream_session_window_aggregate import KStreamSessionWindowAggregate
+from streamproc.dsl.internals.kstream_sliding_window_aggregate import KStreamSlidingWindowAggregate
 from streamproc.dsl.internals.kstream_window_aggregate import KStreamWindowAggregate
 from streamproc.dsl.internals.ktable_aggregate import KTableAggregate, KTableReduce
 from streamproc.dsl.ktable import KTable
@@ -226,7 +226,9 @@ class WindowedKStream:
         name = b.or_else_generate(_name(named), prefix)
         supplier = self._supplier(name, store_name, operation, args)
         store = self._store(store_name, materialized, value_serde)
-        return self._agg.build(name, store, supplier, store_name, queryable)
+        table = self._agg.build(name, store, supplier, store_name, queryable)
+        table.window_grace_ms = self.windows.grace_period_ms()
+        return table
 
     def _supplier(self, name: str, store_name: str, operation: str, args: tuple[Any, ...]) -> Any:
         """``KStreamWindowAggregate`` / ``KStreamSessionWindowAggregate`` with Kafka's count and reduce adapters."""
@@ -246,9 +248,7 @@ class WindowedKStream:
         if isinstance(w, SessionWindows):
             assert merger is not None
             return KStreamSessionWindowAggregate(w, store_name, initializer, aggregator, merger)
-        return p.operator_supplier(
-            "kstream_sliding_window_aggregate", "KStreamSlidingWindowAggregate", name, w, store_name, initializer
-        )
+        return KStreamSlidingWindowAggregate(w, store_name, initializer, aggregator)
 
     def count(self, named: Named | None = None, materialized: Materialized[Any, Any] | None = None) -> KTable:
         """``count([named][, materialized])``."""

@@ -117,3 +117,12 @@ def buffer_store(name: str, *, logged: bool = True) -> StoreSpec:
     """A store streamproc's state package has no builder for yet (the outer-join and suppress buffers): its name
     and logging, which is all the topology and its changelog topics need."""
     return StoreSpec(name, logged=logged, persistent=False)
+
+
+def suppress_buffer_store(name: str) -> StoreBuilder:
+    """The suppress buffer's store (``InMemoryTimeOrderedKeyValueChangeBuffer``: in memory, logged). streamproc's
+    suppress processor keeps its buffer itself; the store is registered so that the topology, its ``describe()``
+    and its changelog topic are Kafka's."""
+    from streamproc.engine.serdes import SERDES
+
+    return Stores.key_value_store_builder(Stores.in_memory_key_value_store(name), SERDES["Bytes"](), SERDES["Bytes"]())

@@ -203,6 +203,13 @@ def driver_program_inputs(seed: int) -> dict[str, Any]:
             [topic, rng.choice([None, "k", "l"]), rng.choice(values), max(0, more_clock - rng.choice([0, 0, 9]))]
         )
     inputs["dsl_more"] = {"records": more_records}
+    window_clock = 0
+    window_records = []
+    for _ in range(rng.randint(5, 40)):
+        window_clock += rng.choice([0, 1, 2, 4, 8])
+        window_ts = max(0, window_clock - rng.choice([0, 0, 0, 4, 15]))
+        window_records.append([rng.choice([None, "k", "l", "m"]), rng.choice(["v", None]), window_ts])
+    inputs["dsl_windows"] = {"records": window_records}
     return inputs
 
 

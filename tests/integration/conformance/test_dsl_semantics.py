@@ -18,7 +18,15 @@ import pytest
 from streamproc.engine.stream_task import TaskConfig
 from streamproc.testing import TestRecord, TopologyTestDriver
 from streamproc_dev.conformance.reference import TEST_DRIVER_SEEDS, driver_program_inputs
-from tests.driver_programs import APP, LONG, STRING, dsl_joins_topology, dsl_more_topology, dsl_topology
+from tests.driver_programs import (
+    APP,
+    LONG,
+    STRING,
+    dsl_joins_topology,
+    dsl_more_topology,
+    dsl_topology,
+    dsl_windows_topology,
+)
 
 SEEDS = list(TEST_DRIVER_SEEDS)
 
@@ -93,3 +101,20 @@ def test_dsl_branches_sessions_and_outer_joins_equal_kafkas(kafka_reference: dic
         for topic in ("m-merged", "m-reduced", "m-left-join", "m-outer-join", "m-stream-outer"):
             assert _records(driver, topic, STRING) == java[topic], topic
         assert _records(driver, "m-sessions", LONG) == java["m-sessions"]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_dsl_sliding_windows_and_suppress_equal_kafkas(kafka_reference: dict[str, Any], seed: int) -> None:
+    """A sliding-window count, a tumbling count suppressed until its window closes (final results only) and a count
+    suppressed until a time limit."""
+    java = kafka_reference["test_driver"][SEEDS.index(seed)]["dsl_windows"]
+    topology = dsl_windows_topology()
+    assert str(topology.describe()) == java["describe"]
+    with TopologyTestDriver(
+        topology, TaskConfig(application_id=APP), default_key_serde=STRING, default_value_serde=STRING
+    ) as driver:
+        source = driver.create_input_topic("w-in", STRING, STRING)
+        for key, value, timestamp in driver_program_inputs(seed)["dsl_windows"]["records"]:
+            source.pipe_record(TestRecord(key, value, timestamp=timestamp))
+        for topic in ("w-sliding", "w-final", "w-limited"):
+            assert _records(driver, topic, LONG) == java[topic], topic

@@ -273,6 +273,9 @@ public final class TestDriverRunner {
         if (request.has("dsl_more")) {
             out.set("dsl_more", dslMore(request.get("dsl_more")));
         }
+        if (request.has("dsl_windows")) {
+            out.set("dsl_windows", dslWindows(request.get("dsl_windows")));
+        }
         return out;
     }
 
@@ -622,6 +625,52 @@ public final class TestDriverRunner {
             }
             answer.set("m-sessions", records(driver.createOutputTopic("m-sessions", STRING_DE,
                 new LongDeserializer())));
+        }
+        return answer;
+    }
+
+    /** Sliding windows and both kinds of suppress (twin: {@code dsl_windows_topology} in tests/driver_programs.py). */
+    static ObjectNode dslWindows(final JsonNode request) {
+        final org.apache.kafka.streams.StreamsBuilder builder = new org.apache.kafka.streams.StreamsBuilder();
+        final org.apache.kafka.streams.kstream.Produced<String, Long> counts =
+            org.apache.kafka.streams.kstream.Produced.with(Serdes.String(), Serdes.Long());
+        final org.apache.kafka.streams.kstream.KGroupedStream<String, String> grouped = builder
+            .stream("w-in", org.apache.kafka.streams.kstream.Consumed.with(Serdes.String(), Serdes.String()))
+            .groupByKey();
+        grouped.windowedBy(org.apache.kafka.streams.kstream.SlidingWindows.ofTimeDifferenceAndGrace(
+                Duration.ofMillis(10), Duration.ofMillis(3)))
+            .count()
+            .toStream()
+            .map((w, c) -> KeyValue.pair(w.key() + "@" + w.window().start() + "-" + w.window().end(), c))
+            .to("w-sliding", counts);
+        grouped.windowedBy(org.apache.kafka.streams.kstream.TimeWindows.ofSizeAndGrace(Duration.ofMillis(10),
+                Duration.ofMillis(2)))
+            .count()
+            .suppress(org.apache.kafka.streams.kstream.Suppressed.untilWindowCloses(
+                org.apache.kafka.streams.kstream.Suppressed.BufferConfig.unbounded()))
+            .toStream()
+            .map((w, c) -> KeyValue.pair(w.key() + "@" + w.window().start(), c))
+            .to("w-final", counts);
+        grouped.count()
+            .suppress(org.apache.kafka.streams.kstream.Suppressed.untilTimeLimit(Duration.ofMillis(5),
+                org.apache.kafka.streams.kstream.Suppressed.BufferConfig.unbounded()))
+            .toStream()
+            .to("w-limited", counts);
+        final Topology topology = builder.build();
+        final Properties props = props();
+        props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
+        props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        final ObjectNode answer = Main.MAPPER.createObjectNode();
+        answer.put("describe", topology.describe().toString());
+        try (TopologyTestDriver driver = new TopologyTestDriver(topology, props, Instant.ofEpochMilli(0))) {
+            final TestInputTopic<String, String> input = driver.createInputTopic("w-in", STRING_SER, STRING_SER);
+            for (final JsonNode entry : request.get("records")) {
+                input.pipeInput(new TestRecord<>(text(entry.get(0)), text(entry.get(1)), null, entry.get(2).asLong()));
+            }
+            for (final String topic : List.of("w-sliding", "w-final", "w-limited")) {
+                answer.set(topic, records(driver.createOutputTopic(topic, STRING_DE, new LongDeserializer())));
+            }
         }
         return answer;
     }
