@@ -426,12 +426,13 @@ def new_source_table(
     is_global: bool,
 ) -> Any:
     """``InternalStreamsBuilder#table`` / ``#globalTable``: store name (``<topic>-STATE-STORE-``), source and
-    ``KTABLE-SOURCE-`` processor, in that order."""
+    ``KTABLE-SOURCE-`` processor, in that order (named: ``<name>-source`` and ``<name>``)."""
     if topic is None:
         raise TopologyError("topic can't be null")
     store_name, queryable = builder.materialized_store_name(materialized, f"{topic}-")
-    source_name = builder.or_else_generate(consumed.name, "KSTREAM-SOURCE-")
-    table_source_name = builder.suffix_with_or_else_get(consumed.name, "-table-source", "KTABLE-SOURCE-")
+    # a named table: the source is <name>-source, the KTableSource processor <name> (4.2)
+    source_name = builder.suffix_with_or_else_get(consumed.name, "-source", "KSTREAM-SOURCE-")
+    table_source_name = builder.or_else_generate(consumed.name, "KTABLE-SOURCE-")
     source = KTableSource(store_name, store_name if queryable or is_global else None)
     key_serde = materialized.key_serde if materialized and materialized.key_serde is not None else consumed.key_serde
     value_serde = (

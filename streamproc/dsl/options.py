@@ -86,7 +86,8 @@ class Consumed(Generic[K, V]):
         return Consumed(name=name)
 
     def with_name(self, name: str) -> Consumed[K, V]:
-        """``withName``: the source node's name (a table's source processor is ``<name>-table-source``)."""
+        """``withName``: the source node's name (for a table, its source is ``<name>-source`` and its
+        ``KTableSource`` processor ``<name>``)."""
         return replace(self, name=name)
 
     def with_timestamp_extractor(self, extractor: Any) -> Consumed[K, V]:

@@ -558,3 +558,41 @@ PROGRAMS.update(
         "grouped-named-optimized": grouped_named_optimized,
     }
 )
+
+
+def named_sources_and_joins() -> Topology:
+    b = StreamsBuilder()
+    t = b.table("t", strings().with_name("t-src"), Materialized.as_("t-store"))
+    g = b.global_table("g", strings().with_name("g-src"))
+    s = b.stream("s", strings().with_name("s-src"))
+    (
+        s.join(t, lambda v, tv: v + tv, Joined.as_("st"))
+        .join(g, lambda k, v: k, lambda v, gv: v + gv, Named.as_("sg"))
+        .to("out", Produced.as_("out-sink"))
+    )
+    s2 = b.stream("s2", strings())
+    s.join(
+        s2,
+        lambda x, y: x + y,
+        JoinWindows.of_time_difference_with_no_grace(1 * SECOND),
+        StreamJoined.with_(STRING(), STRING(), STRING()).with_name("ss"),
+    ).to("out2")
+    return b.build()
+
+
+def named_rekey_joins() -> Topology:
+    b = StreamsBuilder()
+    t = b.table("t", strings())
+    rekeyed = b.stream("s", strings()).select_key(lambda k, v: v)
+    rekeyed.join(t, lambda v, tv: v + tv, Joined.as_("rk")).to("out")
+    other = b.stream("o", strings()).map(lambda k, v: (v, k))
+    rekeyed.left_join(
+        other,
+        lambda x, y: x + y,
+        JoinWindows.of_time_difference_with_no_grace(1 * SECOND),
+        StreamJoined.with_(STRING(), STRING(), STRING()).with_name("pair").with_store_name("pair-store"),
+    ).to("out2")
+    return b.build()
+
+
+PROGRAMS.update({"named-sources-and-joins": named_sources_and_joins, "named-rekey-joins": named_rekey_joins})

@@ -91,6 +91,8 @@ final class DslPrograms {
         p.put("merge-rekey", () -> mergeRekey(false));
         p.put("stream-join-rekey-optimized", () -> streamJoinRekey(true));
         p.put("grouped-named-optimized", DslPrograms::groupedNamedOptimized);
+        p.put("named-sources-and-joins", DslPrograms::namedSourcesAndJoins);
+        p.put("named-rekey-joins", DslPrograms::namedRekeyJoins);
         return p;
     }
 
@@ -480,5 +482,36 @@ final class DslPrograms {
         rekeyed.groupByKey(Grouped.as("first")).count().toStream().to("counts");
         rekeyed.groupByKey(Grouped.as("second")).reduce((x, y) -> x + y).toStream().to("reduced");
         return build(b, true);
+    }
+
+    static Topology namedSourcesAndJoins() {
+        final StreamsBuilder b = new StreamsBuilder();
+        final KTable<String, String> t = b.table("t", Consumed.with(Serdes.String(), Serdes.String()).withName("t-src"),
+            Materialized.as("t-store"));
+        final GlobalKTable<String, String> g = b.globalTable("g",
+            Consumed.with(Serdes.String(), Serdes.String()).withName("g-src"));
+        final KStream<String, String> s = b.stream("s", Consumed.with(Serdes.String(), Serdes.String()).withName("s-src"));
+        s.join(t, (v, tv) -> v + tv, Joined.<String, String, String>as("st"))
+            .join(g, (k, v) -> k, (v, gv) -> v + gv, Named.as("sg"))
+            .to("out", Produced.<String, String>as("out-sink"));
+        final KStream<String, String> s2 = b.stream("s2", STRINGS);
+        s.join(s2, (l, r) -> l + r, JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofSeconds(1)),
+                StreamJoined.<String, String, String>with(Serdes.String(), Serdes.String(), Serdes.String())
+                    .withName("ss"))
+            .to("out2");
+        return b.build();
+    }
+
+    static Topology namedRekeyJoins() {
+        final StreamsBuilder b = new StreamsBuilder();
+        final KTable<String, String> t = b.table("t", STRINGS);
+        final KStream<String, String> rekeyed = b.stream("s", STRINGS).selectKey((k, v) -> v);
+        rekeyed.join(t, (v, tv) -> v + tv, Joined.<String, String, String>as("rk")).to("out");
+        final KStream<String, String> other = b.stream("o", STRINGS).map((k, v) -> KeyValue.pair(v, k));
+        rekeyed.leftJoin(other, (l, r) -> l + r, JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofSeconds(1)),
+                StreamJoined.<String, String, String>with(Serdes.String(), Serdes.String(), Serdes.String())
+                    .withName("pair").withStoreName("pair-store"))
+            .to("out2");
+        return b.build();
     }
 }
