@@ -186,8 +186,8 @@ class InternalStreamsBuilder:
             node = queue.poll()
             assert node is not None
             if node.all_parents_written() and not node.written:
-                if isinstance(node, TableRepartitionNode):
-                    node.changed_serializer.set_if_unset(_default_serde(props, DEFAULT_VALUE_SERDE))
+                if isinstance(node, TableRepartitionNode) and node.value_serde is None:
+                    node.value_serde = _default_serde(props, DEFAULT_VALUE_SERDE)
                 if emit_interval is not None and isinstance(node, StreamStreamJoinNode):
                     for join in (node.this_supplier, node.other_supplier):
                         join.emit_interval_ms = int(emit_interval)  # type: ignore[attr-defined]

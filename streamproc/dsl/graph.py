@@ -13,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from streamproc.engine.serdes import Deserializer, Serializer
 from streamproc.engine.topology import Topology
+from streamproc.errors import TopologyError
 
 ProcessorSupplier = Callable[[], object]
 
@@ -206,31 +208,51 @@ class RepartitionNode(GraphNode):
         )
 
 
+class _NoValueSerde(Serializer[Any], Deserializer[Any]):
+    """Stands in for a ``KTable#groupBy`` value serde the program did not give (nor ``default.value.serde``):
+    building and describing work, writing a record says what is missing."""
+
+    def serialize(self, topic: str, data: Any) -> bytes | None:
+        raise TopologyError(
+            f"topic {topic}: the KTable#groupBy repartition topic has no value serde; give Grouped.with_(key, value) "
+            "or default.value.serde to StreamsBuilder.build"
+        )
+
+    def deserialize(self, topic: str, data: bytes | None) -> Any:
+        return self.serialize(topic, None)
+
+    def __call__(self, topic: str, data: Any) -> Any:
+        return self.serialize(topic, data)
+
+
 class TableRepartitionNode(GraphNode):
     """``GroupedTableOperationRepartitionNode``: ``KTable#groupBy``'s sink and source, no filter; the values are
-    KTable changes (old and new values), written with ``ChangedSerializer`` around the value serde."""
+    KTable changes (old and new values) in ``ChangedSerializer``'s layout around the value serde (the program's,
+    else ``default.value.serde``, set by ``StreamsBuilder.build`` before the node is written)."""
 
     def __init__(self, source_name: str, sink_name: str, topic: str, key_serde: Any, value_serde: Any) -> None:
-        from streamproc.dsl.internals.changed_serde import ChangedDeserializer, ChangedSerializer
-
         super().__init__(source_name)
         self.sink_name = sink_name
         self.topic = topic
         self.key_serde = key_serde
-        self.changed_serializer = ChangedSerializer(value_serde)
-        self.changed_deserializer = ChangedDeserializer(self.changed_serializer)
+        self.value_serde = value_serde
 
     def write(self, topology: Topology) -> None:
+        from streamproc.dsl.internals.changed_serde import ChangedDeserializer, ChangedSerializer
+
+        inner: Any = self.value_serde
+        serializer = ChangedSerializer(inner.serializer if inner is not None else _NoValueSerde())
+        deserializer = ChangedDeserializer(inner.deserializer if inner is not None else _NoValueSerde())
         topology.add_internal_topic(self.topic)
         topology.add_sink(
             self.sink_name,
             self.topic,
             *self.parent_names(),
             key_serializer=self.key_serde,
-            value_serializer=self.changed_serializer,
+            value_serializer=serializer,
         )
         topology.add_source(
-            self.node_name, self.topic, key_deserializer=self.key_serde, value_deserializer=self.changed_deserializer
+            self.node_name, self.topic, key_deserializer=self.key_serde, value_deserializer=deserializer
         )
 
 

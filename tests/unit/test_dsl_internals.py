@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from streamproc.dsl.internals.change import Change
+from streamproc.dsl.internals.changed_serde import changed_serde
 from streamproc.dsl.internals.outer_join_store import (
     LeftOrRightValue,
     OuterJoinStore,
@@ -13,7 +15,7 @@ from streamproc.dsl.internals.outer_join_store import (
     timestamped_key_and_join_side_serde,
 )
 from streamproc.dsl.internals.windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows
-from streamproc.engine.serdes import serde_for
+from streamproc.engine.serdes import SerializationException, serde_for
 from streamproc.errors import ConfigError
 from streamproc.state.store_builders import Stores
 from streamproc.state.stores import KeyValueStore, StoreContext
@@ -82,3 +84,19 @@ def test_a_joined_partner_clears_the_waiting_records_and_a_missing_one_changes_n
     assert [key for key, _ in store.all()] == [waiting]
     store.put_if_absent(waiting, None)
     assert list(store.all()) == []
+
+
+@pytest.mark.parametrize(
+    "change",
+    [Change("new", None), Change(None, "old"), Change("new", "old"), Change("", "x" * 300), Change("é" * 70, "")],
+)
+def test_a_change_survives_the_repartition_serde(change: Change[str]) -> None:
+    serde = changed_serde(STRING)
+    raw = serde.serializer.serialize("t", change)
+    assert raw is not None
+    assert serde.deserializer.deserialize("t", raw) == change
+
+
+def test_a_change_without_values_cannot_be_sent_through_a_repartition_topic() -> None:
+    with pytest.raises(SerializationException, match="Both old and new values are null"):
+        changed_serde(STRING).serializer.serialize("t", Change(None, None))

@@ -13,6 +13,7 @@ import random
 from typing import Any
 
 from streamproc.dsl.internals.change import Change
+from streamproc.dsl.internals.changed_serde import changed_serde
 from streamproc.dsl.internals.kstream_aggregate import KStreamAggregate, count_initializer, counting_aggregator
 from streamproc.dsl.internals.kstream_kstream_join import KStreamJoinWindow, KStreamKStreamJoin, TimeTrackerSupplier
 from streamproc.dsl.internals.kstream_ktable_join import KStreamKTableJoin
@@ -33,6 +34,7 @@ from streamproc.dsl.internals.ktable_source import KTableSource
 from streamproc.dsl.internals.ktable_suppress_processor import (
     KTableSuppressProcessorSupplier,
     Suppressed,
+    plain_key_bytes,
     windowed_key_bytes,
 )
 from streamproc.dsl.internals.outer_join_store import outer_join_value_serde, timestamped_key_and_join_side_serde
@@ -247,6 +249,7 @@ def _table_store(t: Topology, name: str, *owners: str) -> None:
     t.add_state_store(builder, *owners)
 
 
+REPARTITION_COPY = "repartition-copy"
 TABLE_OPS_STORES = ("table-STATE-STORE-0000000000", "KTABLE-AGGREGATE-STATE-STORE-0000000008")
 
 
@@ -271,10 +274,35 @@ def table_ops_topology(params: dict[str, Any]) -> Topology:
                     "KTABLE-FILTER-0000000003")  # fmt: skip
     _out(t, "KTABLE-MAPVALUES-0000000004")
     t.add_processor("KTABLE-SELECT-0000000007", select, "KTABLE-FILTER-0000000003")
+    # what the Java program writes to its repartition topic, as bytes: the Changed serde's layout
+    t.add_sink(
+        "repartition-copy",
+        REPARTITION_COPY,
+        "KTABLE-SELECT-0000000007",
+        key_serializer=STRING.serializer,
+        value_serializer=changed_serde(STRING).serializer,
+    )
     aggregate = KTableAggregate(agg_store, lambda: "", lambda k, v, agg: f"{agg}+{v}", lambda k, v, agg: f"{agg}-{v}")
     t.add_processor("KTABLE-AGGREGATE-0000000011", aggregate, "KTABLE-SELECT-0000000007")
     _table_store(t, agg_store, "KTABLE-AGGREGATE-0000000011")
     return _out(t, "KTABLE-AGGREGATE-0000000011", "out2")
+
+
+SUPPRESS_TABLE_STORE = "table-STATE-STORE-0000000000"
+
+
+def table_suppress_topology(params: dict[str, Any]) -> Topology:
+    """``table -> suppress(untilTimeLimit) -> out``; suppress makes its parent table send old values (and so
+    materializes it), as ``KTableSuppressProcessorSupplier``'s constructor does."""
+    t = Topology()
+    source = _table_source(t, "table", SUPPRESS_TABLE_STORE, "KSTREAM-SOURCE-0000000001", "KTABLE-SOURCE-0000000002")
+    source.enable_sending_old_values(True)
+    _table_store(t, SUPPRESS_TABLE_STORE, "KTABLE-SOURCE-0000000002")
+    suppress = KTableSuppressProcessorSupplier(
+        Suppressed.until_time_limit(params["wait"], params["max_records"]), plain_key_bytes(STRING)
+    )
+    t.add_processor("KTABLE-SUPPRESS-0000000003", suppress, "KTABLE-SOURCE-0000000002")
+    return _out(t, "KTABLE-SUPPRESS-0000000003")
 
 
 TABLE_JOIN_STORES = ("left-STATE-STORE-0000000000", "right-STATE-STORE-0000000003")
@@ -389,6 +417,13 @@ def dsl_ops_inputs(seed: int) -> dict[str, Any]:
             "stores": list(TABLE_JOIN_STORES),
             "inputs": _stream(rng, ["left", "right"], rng.randint(5, 30), late=0.2, null_key=0.05, null_value=0.2),
         }
+    programs["table_suppress"] = {
+        "program": "table_suppress",
+        "wait": rng.choice([0, 5, 20]),
+        "max_records": rng.choice([None, 1, 2, 3]),
+        "stores": [SUPPRESS_TABLE_STORE],
+        "inputs": _stream(rng, ["table"], rng.randint(5, 40), late=0.2, null_key=0.05, null_value=0.2, keys="abcde"),
+    }
     programs["sliding"] = {
         "program": "sliding",
         "difference": rng.choice([5, 10, 20]),

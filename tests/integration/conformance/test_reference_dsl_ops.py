@@ -21,6 +21,7 @@ from streamproc.state.stores import SessionStore, TimestampedKeyValueStore, Wind
 from streamproc.testing import TestRecord, TopologyTestDriver
 from streamproc_dev.conformance.reference import run_reference
 from tests.integration.conformance.dsl_ops_programs import (
+    REPARTITION_COPY,
     SEEDS,
     STRING,
     count_topology,
@@ -30,6 +31,7 @@ from tests.integration.conformance.dsl_ops_programs import (
     stream_stream_join_topology,
     stream_table_join_topology,
     table_ops_topology,
+    table_suppress_topology,
     table_table_join_topology,
     window_topology,
     windowed_text,
@@ -170,6 +172,9 @@ def test_table_filter_map_values_group_by_aggregate_equal_kafka(kafka_dsl_ops: d
         assert [[r.key, r.value, r.timestamp] for r in out2.read_records_to_list()] == expected["out2"], context
         for name in params["stores"]:
             assert kv_contents(driver, name) == expected["stores"][name], f"store {name}: {context}"
+        copy = driver.create_output_topic(REPARTITION_COPY, STRING, lambda topic, data: data)
+        sent = [[r.key, r.value.hex(), r.timestamp] for r in copy.read_records_to_list()]
+        assert sent == expected["repartition"], f"repartition topic bytes: {context}"
 
     check(kafka_dsl_ops[seed], "table_ops", table_ops_topology(params), params, stores)
 
@@ -184,3 +189,14 @@ def test_table_table_join_equals_kafka(kafka_dsl_ops: dict[int, Any], seed: int,
             assert kv_contents(driver, name) == expected["stores"][name], f"store {name}: {context}"
 
     check(kafka_dsl_ops[seed], f"table_join_{kind}", table_table_join_topology(params), params, stores)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_suppress_until_time_limit_equals_kafka(kafka_dsl_ops: dict[int, Any], seed: int) -> None:
+    params = INPUTS[seed]["table_suppress"]
+
+    def stores(driver: TopologyTestDriver, expected: dict[str, Any], context: str) -> None:
+        for name in params["stores"]:
+            assert kv_contents(driver, name) == expected["stores"][name], f"store {name}: {context}"
+
+    check(kafka_dsl_ops[seed], "table_suppress", table_suppress_topology(params), params, stores)

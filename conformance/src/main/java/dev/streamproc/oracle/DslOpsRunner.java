@@ -113,6 +113,7 @@ public final class DslOpsRunner {
                 case "stream_table_join" -> out.set(entry.getKey(), streamTableJoin(params));
                 case "count" -> out.set(entry.getKey(), count(params));
                 case "table_ops" -> out.set(entry.getKey(), tableOps(params));
+                case "table_suppress" -> out.set(entry.getKey(), tableSuppress(params));
                 case "table_table_join" -> out.set(entry.getKey(), tableTableJoin(params));
                 default -> throw new IllegalArgumentException("unknown dsl_ops program " + params.get("program"));
             }
@@ -310,6 +311,13 @@ public final class DslOpsRunner {
         try (TopologyTestDriver driver = new TopologyTestDriver(builder.build(), props(), Instant.ofEpochMilli(0))) {
             answer.set("out", run(driver, params.get("inputs")));
             answer.set("out2", outRecords(driver, "out2"));
+            final ArrayNode repartition = answer.putArray("repartition");
+            for (final TestRecord<String, byte[]> record : driver.createOutputTopic(
+                    "dsl-ops-app-KTABLE-AGGREGATE-STATE-STORE-0000000008-repartition", DE,
+                    new org.apache.kafka.common.serialization.ByteArrayDeserializer()).readRecordsToList()) {
+                repartition.addArray().add(record.key()).add(java.util.HexFormat.of().formatHex(record.value()))
+                    .add(record.timestamp());
+            }
             final ObjectNode stores = answer.putObject("stores");
             for (final JsonNode name : params.get("stores")) {
                 stores.set(name.asText(), kvStore(driver, name.asText()));
@@ -361,6 +369,29 @@ public final class DslOpsRunner {
             try (KeyValueIterator<Windowed<String>, ValueAndTimestamp<String>> it = ws.all()) {
                 it.forEachRemaining(kv -> store.addArray().add(windowed(kv.key)).add(kv.value.value())
                     .add(kv.value.timestamp()));
+            }
+        }
+        return answer;
+    }
+
+    /** table -> suppress(untilTimeLimit(wait, unbounded | maxRecords(n).emitEarlyWhenFull)) -> out. */
+    static ObjectNode tableSuppress(final JsonNode params) {
+        final StreamsBuilder builder = new StreamsBuilder();
+        final Duration wait = Duration.ofMillis(params.get("wait").asLong());
+        final Suppressed<String> suppressed = params.get("max_records").isNull()
+            ? Suppressed.untilTimeLimit(wait, Suppressed.BufferConfig.unbounded())
+            : Suppressed.untilTimeLimit(wait,
+                Suppressed.BufferConfig.maxRecords(params.get("max_records").asLong()).emitEarlyWhenFull());
+        builder.table("table", Consumed.with(Serdes.String(), Serdes.String()))
+            .suppress(suppressed)
+            .toStream().to("out", Produced.with(Serdes.String(), Serdes.String()));
+        final ObjectNode answer = Main.MAPPER.createObjectNode();
+        answer.put("describe", builder.build().describe().toString());
+        try (TopologyTestDriver driver = new TopologyTestDriver(builder.build(), props(), Instant.ofEpochMilli(0))) {
+            answer.set("out", run(driver, params.get("inputs")));
+            final ObjectNode stores = answer.putObject("stores");
+            for (final JsonNode name : params.get("stores")) {
+                stores.set(name.asText(), kvStore(driver, name.asText()));
             }
         }
         return answer;
