@@ -553,6 +553,7 @@ def verify_command(
         sys.exit(1)
 
 
+import streamproc.dsl.cli  # noqa: E402, F401  (registers `streamproc topology`)
 import streamproc.handoff.cli  # noqa: E402, F401  (registers `streamproc handoff`)
 import streamproc.ledger.cli  # noqa: E402, F401  (registers `streamproc ledger`)
 import streamproc.run_cli  # noqa: E402, F401  (registers `streamproc run`)

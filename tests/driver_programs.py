@@ -209,3 +209,173 @@ def pattern_topology() -> Topology:
     t.add_processor("where", Where, "src")
     t.add_sink("sink", "out", "where", key_serializer=STRING.serializer, value_serializer=STRING.serializer)
     return t
+
+
+def dsl_topology() -> Topology:
+    """``TestDriverRunner#dsl``: the same DSL program, built with ``streamproc.dsl``."""
+    from streamproc.dsl import Consumed, Materialized, Produced, StreamsBuilder
+
+    builder = StreamsBuilder()
+    strings = Consumed.with_(STRING, STRING)
+    stream = builder.stream("dsl-in", strings)
+    mapped = stream.filter(lambda k, v: v is not None and v != "drop").map_values(lambda v: v + "!")
+    mapped.to("dsl-mapped", Produced.with_(STRING, STRING))
+    (
+        mapped.group_by_key()
+        .count(materialized=Materialized.as_("dsl-counts"))
+        .to_stream()
+        .to("dsl-counts-out", Produced.with_(STRING, LONG))
+    )
+    (
+        stream.map(lambda k, v: (v, k))
+        .group_by_key()
+        .aggregate(
+            lambda: "", lambda k, v, agg: agg + v, materialized=Materialized.as_("dsl-agg").with_value_serde(STRING)
+        )
+        .to_stream()
+        .to("dsl-agg-out", Produced.with_(STRING, STRING))
+    )
+    builder.table("dsl-table", strings, Materialized.as_("dsl-table-store")).to_stream().to(
+        "dsl-table-out", Produced.with_(STRING, STRING)
+    )
+    return builder.build({"default.key.serde": "String", "default.value.serde": "String"})
+
+
+def dsl_joins_topology() -> Topology:
+    """``TestDriverRunner#dslJoins``: stream-table, stream-stream and table-table joins, a windowed count and table
+    operations, built with ``streamproc.dsl``."""
+    from streamproc.dsl import Consumed, JoinWindows, Produced, StreamJoined, StreamsBuilder, TimeWindows
+
+    builder = StreamsBuilder()
+    strings = Consumed.with_(STRING, STRING)
+    out, counts = Produced.with_(STRING, STRING), Produced.with_(STRING, LONG)
+    orders = builder.stream("j-orders", strings)
+    payments = builder.stream("j-payments", strings)
+    customers = builder.table("j-customers", strings)
+    regions = builder.table("j-regions", strings)
+    orders.left_join(customers, lambda o, c: f"{_java(o)}/{_java(c)}").to("j-enriched", out)
+    (
+        orders.group_by_key()
+        .windowed_by(TimeWindows.of_size_and_grace(10, 5))
+        .count()
+        .to_stream()
+        .map(lambda w, c: (f"{w.key}@{w.window.start}", c))
+        .to("j-windowed", counts)
+    )
+    customers.filter(lambda k, v: v != "x").map_values(lambda v: v + "!").to_stream().to("j-customers-out", out)
+    customers.group_by(lambda k, v: (v, v)).count().to_stream().to("j-by-name", counts)
+    customers.join(regions, lambda c, r: f"{c}@{r}").to_stream().to("j-customer-regions", out)
+    orders.left_join(
+        payments,
+        lambda o, p: f"{_java(o)}+{_java(p)}",
+        JoinWindows.of_time_difference_and_grace(5, 2),
+        StreamJoined.with_(STRING, STRING, STRING),
+    ).to("j-paid", out)
+    return builder.build(
+        {
+            "default.key.serde": "String",
+            "default.value.serde": "String",
+            # Kafka's TopologyTestDriver emits outer-join results without the wall-clock throttle
+            "__emit.interval.ms.kstreams.outer.join.spurious.results.fix__": 0,
+        }
+    )
+
+
+def _java(value: object) -> str:
+    """Java's string concatenation of a possibly null value."""
+    return "null" if value is None else str(value)
+
+
+def dsl_more_topology() -> Topology:
+    """``TestDriverRunner#dslMore``: split/branch, flat_map, merge, repartition, a session-window count, KTable
+    group_by reduce, table-table left/outer joins and a stream-stream outer join, built with ``streamproc.dsl``."""
+    from streamproc.dsl import (
+        Branched,
+        Consumed,
+        JoinWindows,
+        Materialized,
+        Named,
+        Produced,
+        SessionWindows,
+        StreamJoined,
+        StreamsBuilder,
+    )
+
+    builder = StreamsBuilder()
+    strings = Consumed.with_(STRING, STRING)
+    out, counts = Produced.with_(STRING, STRING), Produced.with_(STRING, LONG)
+    events = builder.stream("m-events", strings)
+    other = builder.stream("m-other", strings)
+    branches = (
+        events.filter(lambda k, v: v is not None)
+        .split(Named.as_("m-"))
+        .branch(lambda k, v: v.startswith("a"), Branched.as_("a"))
+        .branch(lambda k, v: v.startswith("b"), Branched.as_("b"))
+        .default_branch(Branched.as_("rest"))
+    )
+    (
+        branches["m-a"]
+        .flat_map(lambda k, v: [(k, v + "1"), (v, "-" if k is None else k)])
+        .merge(branches["m-b"])
+        .repartition()
+        .to("m-merged", out)
+    )
+    (
+        branches["m-rest"]
+        .group_by_key()
+        .windowed_by(SessionWindows.of_inactivity_gap_and_grace(5, 3))
+        .count()
+        .to_stream()
+        .map(lambda w, c: (f"{w.key}@{w.window.start}-{w.window.end}", c))
+        .to("m-sessions", counts)
+    )
+    left = builder.table("m-left", strings)
+    right = builder.table("m-right", strings)
+    left.group_by(lambda k, v: (v, k)).reduce(lambda a, b: a + b, lambda a, b: a.replace(b, "")).to_stream().to(
+        "m-reduced", out
+    )
+    left.left_join(right, lambda lv, rv: f"{lv}<{_java(rv)}").to_stream().to("m-left-join", out)
+    left.outer_join(right, lambda lv, rv: f"{_java(lv)}>{_java(rv)}", Materialized.as_("m-outer")).to_stream().to(
+        "m-outer-join", out
+    )
+    events.outer_join(
+        other,
+        lambda lv, rv: f"{_java(lv)}|{_java(rv)}",
+        JoinWindows.of_time_difference_and_grace(4, 1),
+        StreamJoined.with_(STRING, STRING, STRING),
+    ).to("m-stream-outer", out)
+    return builder.build(
+        {
+            "default.key.serde": "String",
+            "default.value.serde": "String",
+            "__emit.interval.ms.kstreams.outer.join.spurious.results.fix__": 0,
+        }
+    )
+
+
+def dsl_windows_topology() -> Topology:
+    """``TestDriverRunner#dslWindows``: sliding windows, suppress until the window closes and until a time limit."""
+    from streamproc.dsl import BufferConfig, Consumed, Produced, SlidingWindows, StreamsBuilder, Suppressed, TimeWindows
+
+    builder = StreamsBuilder()
+    counts = Produced.with_(STRING, LONG)
+    grouped = builder.stream("w-in", Consumed.with_(STRING, STRING)).group_by_key()
+    (
+        grouped.windowed_by(SlidingWindows.of_time_difference_and_grace(10, 3))
+        .count()
+        .to_stream()
+        .map(lambda w, c: (f"{w.key}@{w.window.start}-{w.window.end}", c))
+        .to("w-sliding", counts)
+    )
+    (
+        grouped.windowed_by(TimeWindows.of_size_and_grace(10, 2))
+        .count()
+        .suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+        .to_stream()
+        .map(lambda w, c: (f"{w.key}@{w.window.start}", c))
+        .to("w-final", counts)
+    )
+    grouped.count().suppress(Suppressed.until_time_limit(5, BufferConfig.unbounded())).to_stream().to(
+        "w-limited", counts
+    )
+    return builder.build({"default.key.serde": "String", "default.value.serde": "String"})

@@ -14,9 +14,10 @@ descriptions is structural: compare :meth:`TopologyDescription.normalized` forms
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from streamproc.engine.describe_order import DescribedOrder, hash_set_copy_order
 from streamproc.errors import TopologyError
 
 #: ``Topic#validate``: the legal characters and maximum length of a topic name.
@@ -169,56 +170,43 @@ class TopologyDescription:
 # --------------------------------------------------------------------------------------------------- formatting
 
 
-def _subtree_sizes(nodes: Sequence[Node]) -> dict[str, int]:
-    """``AbstractNode.size``: 1 + the sizes of the successors (Kafka's value when edges are added bottom-up)."""
-    by_name = {n.name: n for n in nodes}
-    sizes: dict[str, int] = {}
-
-    def size(name: str, path: frozenset[str]) -> int:
-        if name in sizes:
-            return sizes[name]
-        total = 1 + sum(size(s, path | {name}) for s in _successors(by_name[name]) if s in by_name and s not in path)
-        sizes[name] = total
-        return total
-
-    for n in nodes:
-        size(n.name, frozenset())
-    return sizes
-
-
-def _names(names: Iterable[str], sizes: Mapping[str, int]) -> str:
-    ordered = sorted(names, key=lambda name: (-sizes.get(name, 1), name))
-    return ", ".join(ordered) if ordered else _NONE
-
-
 def _set_string(items: Iterable[str]) -> str:
-    return "[" + ", ".join(sorted(items)) + "]"
+    """A Java ``HashSet<String>``'s ``toString()``."""
+    return "[" + ", ".join(hash_set_copy_order(items)) + "]"
 
 
-def _format_node(node: Node, sizes: Mapping[str, int]) -> str:
+def _format_node(node: Node, order: DescribedOrder) -> str:
     if isinstance(node, Source):
         topics = node.pattern if node.pattern is not None else _set_string(node.topics)
-        return f"Source: {node.name} (topics: {topics})\n      --> {_names(node.successors, sizes)}"
+        return f"Source: {node.name} (topics: {topics})\n      --> {_listed(order.successors(node.name))}"
     if isinstance(node, Processor):
         return (
             f"Processor: {node.name} (stores: {_set_string(node.stores)})\n"
-            f"      --> {_names(node.successors, sizes)}\n      <-- {_names(node.predecessors, sizes)}"
+            f"      --> {_listed(order.successors(node.name))}\n      <-- {_listed(order.predecessors(node.name))}"
         )
     target = f"topic: {node.topic}" if node.topic is not None else f"extractor class: {node.extractor}"
-    return f"Sink: {node.name} ({target})\n      <-- {_names(node.predecessors, sizes)}"
+    return f"Sink: {node.name} ({target})\n      <-- {_listed(order.predecessors(node.name))}"
+
+
+def _listed(names: Sequence[str]) -> str:
+    return ", ".join(names) if names else _NONE
 
 
 def _format_subtopology(sub: Subtopology) -> str:
-    sizes = _subtree_sizes(sub.nodes)
-    ordered = sorted(sub.nodes, key=lambda n: (-sizes[n.name], n.name))
-    return f"Sub-topology: {sub.id}\n" + "".join(f"    {_format_node(n, sizes)}\n" for n in ordered) + "\n"
+    """Nodes, neighbours, stores and topics in the order Kafka Streams prints them (``describe_order.py``); the
+    nodes' order in ``sub.nodes`` is taken as the order they were added to the topology."""
+    by_name = {n.name: n for n in sub.nodes}
+    order = DescribedOrder([n.name for n in sub.nodes], lambda name: _predecessors(by_name[name]))
+    return f"Sub-topology: {sub.id}\n" + "".join(f"    {_format_node(by_name[n], order)}\n" for n in order.nodes) + "\n"
 
 
 def _format_global_store(store: GlobalStore) -> str:
-    sizes = {store.source.name: 2, store.processor.name: 1}
+    order = DescribedOrder(
+        [store.source.name, store.processor.name], lambda n: (store.source.name,) if n == store.processor.name else ()
+    )
     return (
         f"Sub-topology: {store.id} for global store (will not generate tasks)\n"
-        f"    {_format_node(store.source, sizes)}\n    {_format_node(store.processor, sizes)}\n"
+        f"    {_format_node(store.source, order)}\n    {_format_node(store.processor, order)}\n"
     )
 
 

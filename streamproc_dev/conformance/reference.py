@@ -134,7 +134,7 @@ def driver_program_inputs(seed: int) -> dict[str, Any]:
         late = rng.random() < 0.2
         words.append([rng.choice("abcdef"), max(0, clock - rng.randint(1, 20)) if late else clock])
     customers = ["alice", "bob", "carol", "dave"]
-    return {
+    inputs: dict[str, Any] = {
         "filter": {
             "start_timestamp_ms": rng.randint(0, 1000),
             "auto_advance_ms": rng.randint(0, 10),
@@ -168,6 +168,49 @@ def driver_program_inputs(seed: int) -> dict[str, Any]:
             "wall_clock_advances": [rng.choice([1, 10, 49, 99, 100]) for _ in range(rng.randint(1, 6))],
         },
     }
+    # Drawn last, so that the programs above keep their inputs. Records are [topic, key, value, timestamp]:
+    # null keys, null values (table tombstones), "drop" values and out-of-order timestamps on purpose.
+    dsl_clock = 0
+    dsl_records = []
+    for _ in range(rng.randint(5, 40)):
+        dsl_clock += rng.choice([0, 1, 5, 20])
+        dsl_records.append(
+            [
+                "table" if rng.random() < 0.3 else "in",
+                rng.choice([None, "a", "b", "c"]),
+                rng.choice([None, "x", "y", "drop", "zz"]),
+                max(0, dsl_clock - rng.choice([0, 0, 0, 30])),
+            ]
+        )
+    inputs["dsl"] = {"records": dsl_records}
+    join_clock = 0
+    join_records = []
+    for _ in range(rng.randint(5, 40)):
+        join_clock += rng.choice([0, 1, 2, 4, 9])
+        topic = rng.choice(["j-orders", "j-orders", "j-payments", "j-customers", "j-regions"])
+        values = ["alice", "bob", "x", None] if topic in ("j-customers", "j-regions") else ["o1", "o2", "p", None]
+        join_records.append(
+            [topic, rng.choice([None, "a", "b", "c"]), rng.choice(values), max(0, join_clock - rng.choice([0, 0, 12]))]
+        )
+    inputs["dsl_joins"] = {"records": join_records}
+    more_clock = 0
+    more_records = []
+    for _ in range(rng.randint(5, 40)):
+        more_clock += rng.choice([0, 1, 2, 3, 7])
+        topic = rng.choice(["m-events", "m-events", "m-other", "m-left", "m-right"])
+        values = ["a1", "b2", "c3", "ab", None] if topic.startswith("m-e") else ["x", "y", "xy", None]
+        more_records.append(
+            [topic, rng.choice([None, "k", "l"]), rng.choice(values), max(0, more_clock - rng.choice([0, 0, 9]))]
+        )
+    inputs["dsl_more"] = {"records": more_records}
+    window_clock = 0
+    window_records = []
+    for _ in range(rng.randint(5, 40)):
+        window_clock += rng.choice([0, 1, 2, 4, 8])
+        window_ts = max(0, window_clock - rng.choice([0, 0, 0, 4, 15]))
+        window_records.append([rng.choice([None, "k", "l", "m"]), rng.choice(["v", None]), window_ts])
+    inputs["dsl_windows"] = {"records": window_records}
+    return inputs
 
 
 def reference_request() -> dict[str, Any]:

@@ -16,6 +16,7 @@ import java.io.File;
  *   java -jar streamproc-oracle.jar app &lt;bootstrap&gt; &lt;ordering scenario.json&gt; [--max-poll-records N]
  *       [--fetch-max-bytes N] [--repeat K]
  *   java -jar streamproc-oracle.jar golden &lt;output directory&gt;
+ *   java -jar streamproc-oracle.jar dsl &lt;output directory&gt;
  *   java -jar streamproc-oracle.jar restore &lt;bootstrap&gt; &lt;restore_plan scenario.json&gt;... [--parallel N]
  *       [--poll-ms MS]
  *   java -jar streamproc-oracle.jar topology &lt;bootstrap&gt; &lt;topology scenario.json&gt;... [--parallel N]
@@ -71,6 +72,12 @@ public final class Main {
         }
         if (args.length == 2 && args[0].equals("golden")) {
             for (final String name : GoldenTopologies.writeAll(java.nio.file.Path.of(args[1]))) {
+                System.out.println(name);
+            }
+            System.exit(0);
+        }
+        if (args.length == 2 && args[0].equals("dsl")) {
+            for (final String name : DslPrograms.writeAll(java.nio.file.Path.of(args[1]))) {
                 System.out.println(name);
             }
             System.exit(0);

@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.List;
 import java.util.Properties;
 import java.util.TreeSet;
 
@@ -263,6 +264,18 @@ public final class TestDriverRunner {
         if (request.has("idle")) {
             out.set("idle", idle(request.get("idle")));
         }
+        if (request.has("dsl")) {
+            out.set("dsl", dsl(request.get("dsl")));
+        }
+        if (request.has("dsl_joins")) {
+            out.set("dsl_joins", dslJoins(request.get("dsl_joins")));
+        }
+        if (request.has("dsl_more")) {
+            out.set("dsl_more", dslMore(request.get("dsl_more")));
+        }
+        if (request.has("dsl_windows")) {
+            out.set("dsl_windows", dslWindows(request.get("dsl_windows")));
+        }
         return out;
     }
 
@@ -412,6 +425,252 @@ public final class TestDriverRunner {
                 sizes.add(out.getQueueSize());
             }
             answer.set("out", records(out));
+        }
+        return answer;
+    }
+
+    /**
+     * A DSL program (its Python twin is {@code dsl_topology} in {@code tests/driver_programs.py}), with the record
+     * cache off ({@code statestore.cache.max.bytes=0}): with a cache, which updates reach the output depends on
+     * when the cache is flushed, which Kafka leaves to commit timing; without it every update is forwarded.
+     * dsl-in -> filter -> mapValues -> dsl-mapped; -> count (dsl-counts) -> dsl-counts-out;
+     * dsl-in -> map (swap) -> repartition -> aggregate (dsl-agg) -> dsl-agg-out; dsl-table (dsl-table-store) -> out.
+     */
+    static ObjectNode dsl(final JsonNode request) {
+        final org.apache.kafka.streams.StreamsBuilder builder = new org.apache.kafka.streams.StreamsBuilder();
+        final org.apache.kafka.streams.kstream.Consumed<String, String> strings =
+            org.apache.kafka.streams.kstream.Consumed.with(Serdes.String(), Serdes.String());
+        final org.apache.kafka.streams.kstream.KStream<String, String> in = builder.stream("dsl-in", strings);
+        final org.apache.kafka.streams.kstream.KStream<String, String> mapped = in
+            .filter((k, v) -> v != null && !v.equals("drop"))
+            .mapValues(v -> v + "!");
+        mapped.to("dsl-mapped", org.apache.kafka.streams.kstream.Produced.with(Serdes.String(), Serdes.String()));
+        mapped.groupByKey()
+            .count(org.apache.kafka.streams.kstream.Materialized.as("dsl-counts"))
+            .toStream()
+            .to("dsl-counts-out", org.apache.kafka.streams.kstream.Produced.with(Serdes.String(), Serdes.Long()));
+        in.map((k, v) -> org.apache.kafka.streams.KeyValue.pair(v, k))
+            .groupByKey()
+            .aggregate(() -> "", (k, v, agg) -> agg + v,
+                org.apache.kafka.streams.kstream.Materialized.<String, String,
+                    org.apache.kafka.streams.state.KeyValueStore<org.apache.kafka.common.utils.Bytes, byte[]>>as(
+                    "dsl-agg").withValueSerde(Serdes.String()))
+            .toStream()
+            .to("dsl-agg-out", org.apache.kafka.streams.kstream.Produced.with(Serdes.String(), Serdes.String()));
+        builder.table("dsl-table", strings, org.apache.kafka.streams.kstream.Materialized.as("dsl-table-store"))
+            .toStream()
+            .to("dsl-table-out", org.apache.kafka.streams.kstream.Produced.with(Serdes.String(), Serdes.String()));
+        final Topology topology = builder.build();
+        final Properties props = props();
+        props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
+        props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        final ObjectNode answer = Main.MAPPER.createObjectNode();
+        answer.put("describe", topology.describe().toString());
+        try (TopologyTestDriver driver = new TopologyTestDriver(topology, props, Instant.ofEpochMilli(0))) {
+            final TestInputTopic<String, String> input = driver.createInputTopic("dsl-in", STRING_SER, STRING_SER);
+            final TestInputTopic<String, String> table = driver.createInputTopic("dsl-table", STRING_SER, STRING_SER);
+            for (final JsonNode entry : request.get("records")) {
+                (entry.get(0).asText().equals("table") ? table : input).pipeInput(
+                    new TestRecord<>(text(entry.get(1)), text(entry.get(2)), null, entry.get(3).asLong()));
+            }
+            answer.set("dsl-mapped", records(driver.createOutputTopic("dsl-mapped", STRING_DE, STRING_DE)));
+            answer.set("dsl-counts-out",
+                records(driver.createOutputTopic("dsl-counts-out", STRING_DE, new LongDeserializer())));
+            answer.set("dsl-agg-out", records(driver.createOutputTopic("dsl-agg-out", STRING_DE, STRING_DE)));
+            answer.set("dsl-table-out", records(driver.createOutputTopic("dsl-table-out", STRING_DE, STRING_DE)));
+            final ObjectNode stores = answer.putObject("stores");
+            for (final String name : List.of("dsl-counts", "dsl-agg", "dsl-table-store")) {
+                final ObjectNode contents = stores.putObject(name);
+                try (org.apache.kafka.streams.state.KeyValueIterator<Object, org.apache.kafka.streams.state
+                        .ValueAndTimestamp<Object>> it = driver.getTimestampedKeyValueStore(name).all()) {
+                    while (it.hasNext()) {
+                        final org.apache.kafka.streams.KeyValue<Object, org.apache.kafka.streams.state
+                            .ValueAndTimestamp<Object>> kv = it.next();
+                        contents.putArray(String.valueOf(kv.key))
+                            .add(Main.MAPPER.valueToTree(kv.value.value())).add(kv.value.timestamp());
+                    }
+                }
+            }
+        }
+        return answer;
+    }
+
+    /**
+     * Joins, windows and table operations through the DSL (twin: {@code dsl_joins_topology} in
+     * {@code tests/driver_programs.py}); record cache off, as in {@link #dsl}.
+     */
+    static ObjectNode dslJoins(final JsonNode request) {
+        final org.apache.kafka.streams.StreamsBuilder builder = new org.apache.kafka.streams.StreamsBuilder();
+        final org.apache.kafka.streams.kstream.Consumed<String, String> strings =
+            org.apache.kafka.streams.kstream.Consumed.with(Serdes.String(), Serdes.String());
+        final org.apache.kafka.streams.kstream.Produced<String, String> out =
+            org.apache.kafka.streams.kstream.Produced.with(Serdes.String(), Serdes.String());
+        final org.apache.kafka.streams.kstream.Produced<String, Long> counts =
+            org.apache.kafka.streams.kstream.Produced.with(Serdes.String(), Serdes.Long());
+        final org.apache.kafka.streams.kstream.KStream<String, String> orders = builder.stream("j-orders", strings);
+        final org.apache.kafka.streams.kstream.KStream<String, String> payments =
+            builder.stream("j-payments", strings);
+        final org.apache.kafka.streams.kstream.KTable<String, String> customers =
+            builder.table("j-customers", strings);
+        final org.apache.kafka.streams.kstream.KTable<String, String> regions = builder.table("j-regions", strings);
+        orders.leftJoin(customers, (o, c) -> o + "/" + c).to("j-enriched", out);
+        orders.groupByKey()
+            .windowedBy(org.apache.kafka.streams.kstream.TimeWindows.ofSizeAndGrace(Duration.ofMillis(10),
+                Duration.ofMillis(5)))
+            .count()
+            .toStream()
+            .map((w, c) -> KeyValue.pair(w.key() + "@" + w.window().start(), c))
+            .to("j-windowed", counts);
+        customers.filter((k, v) -> !"x".equals(v))
+            .mapValues(v -> v + "!")
+            .toStream()
+            .to("j-customers-out", out);
+        customers.groupBy((k, v) -> KeyValue.pair(v, v)).count().toStream().to("j-by-name", counts);
+        customers.join(regions, (c, r) -> c + "@" + r).toStream().to("j-customer-regions", out);
+        orders.leftJoin(payments, (o, p) -> o + "+" + p,
+                org.apache.kafka.streams.kstream.JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(5),
+                    Duration.ofMillis(2)),
+                org.apache.kafka.streams.kstream.StreamJoined.with(Serdes.String(), Serdes.String(), Serdes.String()))
+            .to("j-paid", out);
+        final Topology topology = builder.build();
+        final Properties props = props();
+        props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
+        props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        final ObjectNode answer = Main.MAPPER.createObjectNode();
+        answer.put("describe", topology.describe().toString());
+        try (TopologyTestDriver driver = new TopologyTestDriver(topology, props, Instant.ofEpochMilli(0))) {
+            final java.util.Map<String, TestInputTopic<String, String>> inputs = new java.util.HashMap<>();
+            for (final String topic : List.of("j-orders", "j-payments", "j-customers", "j-regions")) {
+                inputs.put(topic, driver.createInputTopic(topic, STRING_SER, STRING_SER));
+            }
+            for (final JsonNode entry : request.get("records")) {
+                inputs.get(entry.get(0).asText()).pipeInput(
+                    new TestRecord<>(text(entry.get(1)), text(entry.get(2)), null, entry.get(3).asLong()));
+            }
+            for (final String topic : List.of("j-enriched", "j-customers-out", "j-customer-regions", "j-paid")) {
+                answer.set(topic, records(driver.createOutputTopic(topic, STRING_DE, STRING_DE)));
+            }
+            for (final String topic : List.of("j-windowed", "j-by-name")) {
+                answer.set(topic, records(driver.createOutputTopic(topic, STRING_DE, new LongDeserializer())));
+            }
+        }
+        return answer;
+    }
+
+    /**
+     * split/branch, flatMap, merge, repartition, a session-window count, KTable groupBy reduce and table-table
+     * left/outer joins, a stream-stream outer join (twin: {@code dsl_more_topology} in tests/driver_programs.py).
+     */
+    static ObjectNode dslMore(final JsonNode request) {
+        final org.apache.kafka.streams.StreamsBuilder builder = new org.apache.kafka.streams.StreamsBuilder();
+        final org.apache.kafka.streams.kstream.Consumed<String, String> strings =
+            org.apache.kafka.streams.kstream.Consumed.with(Serdes.String(), Serdes.String());
+        final org.apache.kafka.streams.kstream.Produced<String, String> out =
+            org.apache.kafka.streams.kstream.Produced.with(Serdes.String(), Serdes.String());
+        final org.apache.kafka.streams.kstream.Produced<String, Long> counts =
+            org.apache.kafka.streams.kstream.Produced.with(Serdes.String(), Serdes.Long());
+        final org.apache.kafka.streams.kstream.KStream<String, String> events = builder.stream("m-events", strings);
+        final org.apache.kafka.streams.kstream.KStream<String, String> other = builder.stream("m-other", strings);
+        final java.util.Map<String, org.apache.kafka.streams.kstream.KStream<String, String>> branches = events
+            .filter((k, v) -> v != null)
+            .split(org.apache.kafka.streams.kstream.Named.as("m-"))
+            .branch((k, v) -> v.startsWith("a"), org.apache.kafka.streams.kstream.Branched.as("a"))
+            .branch((k, v) -> v.startsWith("b"), org.apache.kafka.streams.kstream.Branched.as("b"))
+            .defaultBranch(org.apache.kafka.streams.kstream.Branched.as("rest"));
+        branches.get("m-a").flatMap((k, v) -> List.of(KeyValue.pair(k, v + "1"), KeyValue.pair(v, k == null ? "-" : k)))
+            .merge(branches.get("m-b"))
+            .repartition()
+            .to("m-merged", out);
+        branches.get("m-rest").groupByKey()
+            .windowedBy(org.apache.kafka.streams.kstream.SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(5),
+                Duration.ofMillis(3)))
+            .count()
+            .toStream()
+            .map((w, c) -> KeyValue.pair(w.key() + "@" + w.window().start() + "-" + w.window().end(), c))
+            .to("m-sessions", counts);
+        final org.apache.kafka.streams.kstream.KTable<String, String> left = builder.table("m-left", strings);
+        final org.apache.kafka.streams.kstream.KTable<String, String> right = builder.table("m-right", strings);
+        left.groupBy((k, v) -> KeyValue.pair(v, k)).reduce((a, b) -> a + b, (a, b) -> a.replace(b, ""))
+            .toStream().to("m-reduced", out);
+        left.leftJoin(right, (l, r) -> l + "<" + r).toStream().to("m-left-join", out);
+        left.outerJoin(right, (l, r) -> l + ">" + r,
+                org.apache.kafka.streams.kstream.Materialized.as("m-outer"))
+            .toStream().to("m-outer-join", out);
+        events.outerJoin(other, (l, r) -> l + "|" + r,
+                org.apache.kafka.streams.kstream.JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(4),
+                    Duration.ofMillis(1)),
+                org.apache.kafka.streams.kstream.StreamJoined.with(Serdes.String(), Serdes.String(), Serdes.String()))
+            .to("m-stream-outer", out);
+        final Topology topology = builder.build();
+        final Properties props = props();
+        props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
+        props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        final ObjectNode answer = Main.MAPPER.createObjectNode();
+        answer.put("describe", topology.describe().toString());
+        try (TopologyTestDriver driver = new TopologyTestDriver(topology, props, Instant.ofEpochMilli(0))) {
+            final java.util.Map<String, TestInputTopic<String, String>> inputs = new java.util.HashMap<>();
+            for (final String topic : List.of("m-events", "m-other", "m-left", "m-right")) {
+                inputs.put(topic, driver.createInputTopic(topic, STRING_SER, STRING_SER));
+            }
+            for (final JsonNode entry : request.get("records")) {
+                inputs.get(entry.get(0).asText()).pipeInput(
+                    new TestRecord<>(text(entry.get(1)), text(entry.get(2)), null, entry.get(3).asLong()));
+            }
+            for (final String topic : List.of("m-merged", "m-reduced", "m-left-join", "m-outer-join",
+                    "m-stream-outer")) {
+                answer.set(topic, records(driver.createOutputTopic(topic, STRING_DE, STRING_DE)));
+            }
+            answer.set("m-sessions", records(driver.createOutputTopic("m-sessions", STRING_DE,
+                new LongDeserializer())));
+        }
+        return answer;
+    }
+
+    /** Sliding windows and both kinds of suppress (twin: {@code dsl_windows_topology} in tests/driver_programs.py). */
+    static ObjectNode dslWindows(final JsonNode request) {
+        final org.apache.kafka.streams.StreamsBuilder builder = new org.apache.kafka.streams.StreamsBuilder();
+        final org.apache.kafka.streams.kstream.Produced<String, Long> counts =
+            org.apache.kafka.streams.kstream.Produced.with(Serdes.String(), Serdes.Long());
+        final org.apache.kafka.streams.kstream.KGroupedStream<String, String> grouped = builder
+            .stream("w-in", org.apache.kafka.streams.kstream.Consumed.with(Serdes.String(), Serdes.String()))
+            .groupByKey();
+        grouped.windowedBy(org.apache.kafka.streams.kstream.SlidingWindows.ofTimeDifferenceAndGrace(
+                Duration.ofMillis(10), Duration.ofMillis(3)))
+            .count()
+            .toStream()
+            .map((w, c) -> KeyValue.pair(w.key() + "@" + w.window().start() + "-" + w.window().end(), c))
+            .to("w-sliding", counts);
+        grouped.windowedBy(org.apache.kafka.streams.kstream.TimeWindows.ofSizeAndGrace(Duration.ofMillis(10),
+                Duration.ofMillis(2)))
+            .count()
+            .suppress(org.apache.kafka.streams.kstream.Suppressed.untilWindowCloses(
+                org.apache.kafka.streams.kstream.Suppressed.BufferConfig.unbounded()))
+            .toStream()
+            .map((w, c) -> KeyValue.pair(w.key() + "@" + w.window().start(), c))
+            .to("w-final", counts);
+        grouped.count()
+            .suppress(org.apache.kafka.streams.kstream.Suppressed.untilTimeLimit(Duration.ofMillis(5),
+                org.apache.kafka.streams.kstream.Suppressed.BufferConfig.unbounded()))
+            .toStream()
+            .to("w-limited", counts);
+        final Topology topology = builder.build();
+        final Properties props = props();
+        props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
+        props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        final ObjectNode answer = Main.MAPPER.createObjectNode();
+        answer.put("describe", topology.describe().toString());
+        try (TopologyTestDriver driver = new TopologyTestDriver(topology, props, Instant.ofEpochMilli(0))) {
+            final TestInputTopic<String, String> input = driver.createInputTopic("w-in", STRING_SER, STRING_SER);
+            for (final JsonNode entry : request.get("records")) {
+                input.pipeInput(new TestRecord<>(text(entry.get(0)), text(entry.get(1)), null, entry.get(2).asLong()));
+            }
+            for (final String topic : List.of("w-sliding", "w-final", "w-limited")) {
+                answer.set(topic, records(driver.createOutputTopic(topic, STRING_DE, new LongDeserializer())));
+            }
         }
         return answer;
     }

@@ -1,0 +1,598 @@
+"""The Python twins of the Java DSL programs (``conformance/src/main/java/dev/streamproc/oracle/DslPrograms.java``
+and the DSL programs of ``GoldenTopologies.java``): the same calls in the same order, so that ``describe()`` must be
+byte for byte the text Kafka Streams 4.2.2 wrote into ``conformance/dsl/<name>.txt`` (``conformance/golden/`` for the
+golden ones). Reading one next to its Java twin is the porting guide's worked example (docs/porting.md).
+
+String serdes throughout; a name ending in ``-optimized`` is built with ``topology.optimization=all``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from streamproc.dsl import (
+    Branched,
+    BufferConfig,
+    Consumed,
+    Grouped,
+    Joined,
+    JoinWindows,
+    Materialized,
+    Named,
+    Produced,
+    Repartitioned,
+    SessionWindows,
+    SlidingWindows,
+    StreamJoined,
+    StreamsBuilder,
+    Suppressed,
+    TimeWindows,
+)
+from streamproc.engine.processor import Processor, ProcessorContext
+from streamproc.engine.records import Record
+from streamproc.engine.serdes import SERDES
+from streamproc.engine.topology import Topology
+from streamproc.state.store_builders import Stores
+
+STRING = SERDES["String"]
+LONG = SERDES["Long"]
+
+
+def strings() -> Consumed[str, str]:
+    return Consumed.with_(STRING(), STRING())
+
+
+def _build(builder: StreamsBuilder, optimized: bool) -> Topology:
+    return builder.build({"topology.optimization": "all" if optimized else "none"})
+
+
+SECOND = 1000
+MINUTE = 60 * SECOND
+
+# ---------------------------------------------------------------------------------------------- golden programs
+
+
+def count() -> Topology:
+    b = StreamsBuilder()
+    (
+        b.stream("words", strings())
+        .group_by_key()
+        .count(materialized=Materialized.as_("counts"))
+        .to_stream()
+        .to("word-counts", Produced.with_(STRING(), LONG()))
+    )
+    return b.build()
+
+
+def windowed_count(windows: TimeWindows) -> Topology:
+    b = StreamsBuilder()
+    (
+        b.stream("clicks", strings())
+        .group_by_key()
+        .windowed_by(windows)
+        .count()
+        .to_stream()
+        .map(lambda windowed, n: (windowed.key, n))
+        .to("click-counts", Produced.with_(STRING(), LONG()))
+    )
+    return b.build()
+
+
+def repartition_aggregate() -> Topology:
+    b = StreamsBuilder()
+    (
+        b.stream("orders", strings())
+        .select_key(lambda k, v: v)
+        .group_by_key(Grouped.with_(STRING(), STRING()))
+        .aggregate(lambda: 0, lambda k, v, total: total + len(v), materialized=Materialized.with_(STRING(), LONG()))
+        .to_stream()
+        .to("order-totals", Produced.with_(STRING(), LONG()))
+    )
+    return b.build()
+
+
+def stream_table_join() -> Topology:
+    b = StreamsBuilder()
+    customers = b.table("customers", strings())
+    b.stream("orders", strings()).join(customers, lambda order, customer: f"{order}/{customer}").to(
+        "enriched-orders", Produced.with_(STRING(), STRING())
+    )
+    return b.build()
+
+
+def stream_stream_join() -> Topology:
+    b = StreamsBuilder()
+    left = b.stream("impressions", strings())
+    right = b.stream("clicks", strings())
+    left.join(
+        right,
+        lambda impression, click: f"{impression}/{click}",
+        JoinWindows.of_time_difference_and_grace(5 * MINUTE, 1 * MINUTE),
+        StreamJoined.with_(STRING(), STRING(), STRING()),
+    ).to("impression-clicks", Produced.with_(STRING(), STRING()))
+    return b.build()
+
+
+GOLDEN: dict[str, Callable[[], Topology]] = {
+    "count": count,
+    "windowed-count-tumbling": lambda: windowed_count(TimeWindows.of_size_and_grace(10 * SECOND, 5 * SECOND)),
+    "windowed-count-hopping": lambda: windowed_count(
+        TimeWindows.of_size_and_grace(10 * SECOND, 2 * SECOND).advance_by(5 * SECOND)
+    ),
+    "repartition-aggregate": repartition_aggregate,
+    "stream-table-join": stream_table_join,
+    "stream-stream-join": stream_stream_join,
+}
+
+# ------------------------------------------------------------------------------------------------ DslPrograms
+
+
+def stateless_chain() -> Topology:
+    b = StreamsBuilder()
+    (
+        b.stream("in", strings())
+        .filter(lambda k, v: v is not None)
+        .filter_not(lambda k, v: v == "")
+        .map_values(lambda v: v.upper())
+        .map(lambda k, v: (v, k))
+        .flat_map_values(lambda v: [v, v])
+        .flat_map(lambda k, v: [(k, v)])
+        .select_key(lambda k, v: v)
+        .map_values(lambda k, v: k + v, with_key=True)
+        .to("out")
+    )
+    return b.build()
+
+
+def stateless_named() -> Topology:
+    b = StreamsBuilder()
+    (
+        b.stream("in", Consumed.with_(STRING(), STRING()).with_name("orders-in"))
+        .filter(lambda k, v: v is not None, Named.as_("non-null"))
+        .map_values(lambda v: v.upper(), Named.as_("upper"))
+        .select_key(lambda k, v: v, Named.as_("by-value"))
+        .peek(lambda k, v: None, Named.as_("look"))
+        .to("out", Produced.as_("orders-out"))
+    )
+    return b.build()
+
+
+def foreach_peek() -> Topology:
+    b = StreamsBuilder()
+    s = b.stream("in", strings())
+    s.peek(lambda k, v: None).to("out")
+    s.foreach(lambda k, v: None)
+    return b.build()
+
+
+def merge() -> Topology:
+    b = StreamsBuilder()
+    a = b.stream("a", strings())
+    c = b.stream("c", strings())
+    a.merge(c).map_values(lambda v: v).merge(b.stream("d", strings()), Named.as_("all")).to("out")
+    return b.build()
+
+
+def split_branch() -> Topology:
+    b = StreamsBuilder()
+    branches = (
+        b.stream("in", strings())
+        .split()
+        .branch(lambda k, v: v.startswith("a"))
+        .branch(lambda k, v: v.startswith("b"), Branched.with_consumer(lambda ks: ks.to("bees")))
+        .default_branch()
+    )
+    for name in sorted(branches):  # Java iterates its HashMap: ...10 (default) before ...11
+        branches[name].to("rest")
+    return b.build()
+
+
+def split_named() -> Topology:
+    b = StreamsBuilder()
+    branches = (
+        b.stream("in", strings())
+        .split(Named.as_("route-"))
+        .branch(lambda k, v: v.startswith("a"), Branched.as_("a"))
+        .branch(lambda k, v: v.startswith("b"), Branched.with_function(lambda ks: ks.map_values(lambda v: v), "b"))
+        .no_default_branch()
+    )
+    branches["route-a"].to("as")
+    branches["route-b"].to("bs")
+    return b.build()
+
+
+def repartition() -> Topology:
+    b = StreamsBuilder()
+    (
+        b.stream("in", strings())
+        .repartition()
+        .repartition(Repartitioned.as_("spread").with_number_of_partitions(3))
+        .to("out")
+    )
+    return b.build()
+
+
+class _Forward(Processor):
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+
+    def process(self, record: Record[object, object]) -> None:
+        self.context.forward(record)
+
+
+def process_values() -> Topology:
+    b = StreamsBuilder()
+    b.add_state_store(Stores.key_value_store_builder(Stores.persistent_key_value_store("seen"), STRING(), STRING()))
+    b.stream("in", strings()).process(_Forward, "seen").process_values(_Forward, named=Named.as_("values")).to("out")
+    return b.build()
+
+
+def group_by_count() -> Topology:
+    b = StreamsBuilder()
+    b.stream("words", strings()).group_by(lambda k, v: v).count().to_stream().to("counts")
+    return b.build()
+
+
+def group_by_key_reduce_named() -> Topology:
+    b = StreamsBuilder()
+    (
+        b.stream("in", strings())
+        .group_by_key()
+        .reduce(lambda a, c: a + c, Named.as_("concat"), Materialized.as_("concatenated"))
+        .to_stream(Named.as_("changes"))
+        .to("out")
+    )
+    return b.build()
+
+
+def grouped_aggregate() -> Topology:
+    b = StreamsBuilder()
+    (
+        b.stream("in", strings())
+        .group_by(lambda k, v: v, Grouped.as_("by-value"))
+        .aggregate(lambda: "", lambda k, v, agg: agg + v, materialized=Materialized.with_(STRING(), STRING()))
+        .to_stream()
+        .to("out")
+    )
+    return b.build()
+
+
+def two_aggregates(optimized: bool) -> Topology:
+    b = StreamsBuilder()
+    grouped = b.stream("in", strings()).select_key(lambda k, v: v).group_by_key()
+    grouped.count().to_stream().to("counts")
+    grouped.reduce(lambda a, c: a + c).to_stream().to("reduced")
+    return _build(b, optimized)
+
+
+def windowed_aggregate() -> Topology:
+    b = StreamsBuilder()
+    (
+        b.stream("in", strings())
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_with_no_grace(MINUTE))
+        .aggregate(lambda: "", lambda k, v, agg: agg + v, materialized=Materialized.as_("per-minute"))
+        .to_stream()
+        .select_key(lambda w, v: w.key)
+        .to("out")
+    )
+    return b.build()
+
+
+def sliding_count() -> Topology:
+    b = StreamsBuilder()
+    (
+        b.stream("in", strings())
+        .group_by_key()
+        .windowed_by(SlidingWindows.of_time_difference_and_grace(30 * SECOND, 5 * SECOND))
+        .count()
+        .to_stream()
+        .select_key(lambda w, v: w.key)
+        .to("out")
+    )
+    return b.build()
+
+
+def session_aggregate() -> Topology:
+    b = StreamsBuilder()
+    (
+        b.stream("in", strings())
+        .group_by_key()
+        .windowed_by(SessionWindows.of_inactivity_gap_and_grace(5 * MINUTE, 10 * SECOND))
+        .aggregate(lambda: "", lambda k, v, agg: agg + v, lambda k, a1, a2: a1 + a2)
+        .to_stream()
+        .select_key(lambda w, v: w.key)
+        .to("out")
+    )
+    return b.build()
+
+
+def suppress_window_close() -> Topology:
+    b = StreamsBuilder()
+    (
+        b.stream("in", strings())
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_and_grace(10 * SECOND, 2 * SECOND))
+        .count()
+        .suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+        .to_stream()
+        .select_key(lambda w, v: w.key)
+        .to("out")
+    )
+    return b.build()
+
+
+def suppress_time_limit() -> Topology:
+    b = StreamsBuilder()
+    (
+        b.stream("in", strings())
+        .group_by_key()
+        .count(materialized=Materialized.as_("counts"))
+        .suppress(Suppressed.until_time_limit(5 * SECOND, BufferConfig.max_records_(100)).with_name("hold"))
+        .to_stream()
+        .to("out")
+    )
+    return b.build()
+
+
+def table_ops() -> Topology:
+    b = StreamsBuilder()
+    (
+        b.table("in", strings(), Materialized.as_("source-table"))
+        .filter(lambda k, v: v is not None)
+        .filter_not(lambda k, v: v == "", Named.as_("non-empty"))
+        .map_values(lambda v: v.upper(), materialized=Materialized.as_("upper"))
+        .to_stream()
+        .to("out")
+    )
+    return b.build()
+
+
+def table_group_by() -> Topology:
+    b = StreamsBuilder()
+    t = b.table("in", strings())
+    t.group_by(lambda k, v: (v, v)).count().to_stream().to("counts")
+    (
+        t.group_by(lambda k, v: (v, v), Grouped.as_("regroup"))
+        .reduce(lambda a, c: a + c, lambda a, o: a, materialized=Materialized.as_("reduced"))
+        .to_stream()
+        .to("reduced-out")
+    )
+    t.group_by(lambda k, v: (k, v)).aggregate(
+        lambda: "", lambda k, v, agg: agg + v, lambda k, v, agg: agg
+    ).to_stream().to("aggregated")
+    return b.build()
+
+
+def table_table_joins() -> Topology:
+    b = StreamsBuilder()
+    left = b.table("left", strings())
+    right = b.table("right", strings())
+    left.join(right, lambda left_value, right_value: left_value + right_value).to_stream().to("inner")
+    left.left_join(right, lambda left_value, right_value: left_value + right_value, Named.as_("lj")).to_stream().to(
+        "left-out"
+    )
+    left.outer_join(
+        right, lambda left_value, right_value: left_value + right_value, Materialized.as_("outer")
+    ).to_stream().to("outer-out")
+    return b.build()
+
+
+def stream_table_left_join_named() -> Topology:
+    b = StreamsBuilder()
+    customers = b.table("customers", strings(), Materialized.as_("customer-store"))
+    b.stream("orders", strings()).left_join(customers, lambda o, c: o + c, Joined.as_("enrich")).to("out")
+    return b.build()
+
+
+def stream_global_table_join() -> Topology:
+    b = StreamsBuilder()
+    products = b.global_table("products", strings())
+    prices = b.global_table("prices", strings(), Materialized.as_("price-store"))
+    (
+        b.stream("orders", strings())
+        .join(products, lambda k, v: v, lambda o, p: o + p)
+        .left_join(prices, lambda k, v: k, lambda o, p: o + p, Named.as_("priced"))
+        .to("out")
+    )
+    return b.build()
+
+
+def stream_stream_outer_join_named() -> Topology:
+    b = StreamsBuilder()
+    left = b.stream("left", strings())
+    right = b.stream("right", strings())
+    left.outer_join(
+        right,
+        lambda left_value, right_value: left_value + right_value,
+        JoinWindows.of_time_difference_and_grace(10 * SECOND, 1 * SECOND),
+        StreamJoined.with_(STRING(), STRING(), STRING()).with_name("pair").with_store_name("pairs"),
+    ).to("out")
+    return b.build()
+
+
+def stream_stream_left_join() -> Topology:
+    b = StreamsBuilder()
+    left = b.stream("left", strings())
+    right = b.stream("right", strings())
+    left.left_join(
+        right,
+        lambda left_value, right_value: left_value + right_value,
+        JoinWindows.of_time_difference_with_no_grace(10 * SECOND),
+    ).to("out")
+    return b.build()
+
+
+def table_source(optimized: bool) -> Topology:
+    b = StreamsBuilder()
+    b.table("in", strings(), Materialized.as_("in-store")).to_stream().to("out")
+    return _build(b, optimized)
+
+
+def rekey_join(optimized: bool) -> Topology:
+    b = StreamsBuilder()
+    users = b.table("users", strings())
+    clicks = b.stream("clicks", strings()).select_key(lambda k, v: v)
+    clicks.join(users, lambda c, u: c + u).to("enriched")
+    clicks.group_by_key().count().to_stream().to("click-counts")
+    return _build(b, optimized)
+
+
+PROGRAMS: dict[str, Callable[[], Topology]] = {
+    "stateless-chain": stateless_chain,
+    "stateless-named": stateless_named,
+    "foreach-peek": foreach_peek,
+    "merge": merge,
+    "split-branch": split_branch,
+    "split-named": split_named,
+    "repartition": repartition,
+    "process-values": process_values,
+    "group-by-count": group_by_count,
+    "group-by-key-reduce-named": group_by_key_reduce_named,
+    "grouped-aggregate": grouped_aggregate,
+    "two-aggregates-one-repartition": lambda: two_aggregates(False),
+    "two-aggregates-one-repartition-optimized": lambda: two_aggregates(True),
+    "windowed-aggregate-materialized": windowed_aggregate,
+    "sliding-count": sliding_count,
+    "session-aggregate": session_aggregate,
+    "suppress-window-close": suppress_window_close,
+    "suppress-time-limit": suppress_time_limit,
+    "table-ops": table_ops,
+    "table-group-by": table_group_by,
+    "table-table-joins": table_table_joins,
+    "stream-table-left-join-named": stream_table_left_join_named,
+    "stream-global-table-join": stream_global_table_join,
+    "stream-stream-outer-join-named": stream_stream_outer_join_named,
+    "stream-stream-left-join": stream_stream_left_join,
+    "table-source-optimized": lambda: table_source(True),
+    "table-source": lambda: table_source(False),
+    "rekey-join-optimized": lambda: rekey_join(True),
+    "rekey-join": lambda: rekey_join(False),
+}
+
+
+# --------------------------------------------------------------------------------------------- refused programs
+
+
+def _duplicate_processor_name() -> Topology:
+    b = StreamsBuilder()
+    b.stream("in", strings()).filter(lambda k, v: True, Named.as_("same")).map_values(lambda v: v, Named.as_("same"))
+    return b.build()
+
+
+def _duplicate_store_name() -> Topology:
+    b = StreamsBuilder()
+    b.stream("a", strings()).group_by_key().count(materialized=Materialized.as_("counts"))
+    b.stream("b", strings()).group_by_key().count(materialized=Materialized.as_("counts"))
+    return b.build()
+
+
+def _unknown_store() -> Topology:
+    b = StreamsBuilder()
+    b.stream("in", strings()).process(_Forward, "missing")
+    return b.build()
+
+
+def _illegal_name() -> Topology:
+    b = StreamsBuilder()
+    b.stream("in", strings()).filter(lambda k, v: True, Named.as_("not legal!"))
+    return b.build()
+
+
+def _empty_name() -> Topology:
+    b = StreamsBuilder()
+    b.stream("in", strings()).filter(lambda k, v: True, Named.as_(""))
+    return b.build()
+
+
+def _topic_twice() -> Topology:
+    b = StreamsBuilder()
+    b.stream("in", strings()).to("out")
+    b.table("in", strings())
+    return b.build()
+
+
+#: Programs Kafka Streams refuses at build time; ``conformance/dsl/<name>.error.txt`` holds its message.
+ERRORS: dict[str, Callable[[], Topology]] = {
+    "error-duplicate-processor-name": _duplicate_processor_name,
+    "error-duplicate-store-name": _duplicate_store_name,
+    "error-unknown-store": _unknown_store,
+    "error-illegal-name": _illegal_name,
+    "error-empty-name": _empty_name,
+    "error-topic-twice": _topic_twice,
+}
+
+
+def merge_rekey(optimized: bool) -> Topology:
+    b = StreamsBuilder()
+    a = b.stream("a", strings()).select_key(lambda k, v: v)
+    c = b.stream("c", strings()).select_key(lambda k, v: v)
+    merged = a.merge(c)
+    merged.group_by_key().count().to_stream().to("counts")
+    merged.group_by_key().reduce(lambda x, y: x + y).to_stream().to("reduced")
+    return _build(b, optimized)
+
+
+def stream_join_rekey(optimized: bool) -> Topology:
+    b = StreamsBuilder()
+    left = b.stream("left", strings()).map(lambda k, v: (v, k))
+    right = b.stream("right", strings())
+    left.join(right, lambda x, y: x + y, JoinWindows.of_time_difference_with_no_grace(5 * SECOND)).to("joined")
+    left.group_by_key().count().to_stream().to("left-counts")
+    return _build(b, optimized)
+
+
+def grouped_named_optimized() -> Topology:
+    b = StreamsBuilder()
+    rekeyed = b.stream("in", strings()).select_key(lambda k, v: v)
+    rekeyed.group_by_key(Grouped.as_("first")).count().to_stream().to("counts")
+    rekeyed.group_by_key(Grouped.as_("second")).reduce(lambda x, y: x + y).to_stream().to("reduced")
+    return _build(b, True)
+
+
+PROGRAMS.update(
+    {
+        "merge-rekey-optimized": lambda: merge_rekey(True),
+        "merge-rekey": lambda: merge_rekey(False),
+        "stream-join-rekey-optimized": lambda: stream_join_rekey(True),
+        "grouped-named-optimized": grouped_named_optimized,
+    }
+)
+
+
+def named_sources_and_joins() -> Topology:
+    b = StreamsBuilder()
+    t = b.table("t", strings().with_name("t-src"), Materialized.as_("t-store"))
+    g = b.global_table("g", strings().with_name("g-src"))
+    s = b.stream("s", strings().with_name("s-src"))
+    (
+        s.join(t, lambda v, tv: v + tv, Joined.as_("st"))
+        .join(g, lambda k, v: k, lambda v, gv: v + gv, Named.as_("sg"))
+        .to("out", Produced.as_("out-sink"))
+    )
+    s2 = b.stream("s2", strings())
+    s.join(
+        s2,
+        lambda x, y: x + y,
+        JoinWindows.of_time_difference_with_no_grace(1 * SECOND),
+        StreamJoined.with_(STRING(), STRING(), STRING()).with_name("ss"),
+    ).to("out2")
+    return b.build()
+
+
+def named_rekey_joins() -> Topology:
+    b = StreamsBuilder()
+    t = b.table("t", strings())
+    rekeyed = b.stream("s", strings()).select_key(lambda k, v: v)
+    rekeyed.join(t, lambda v, tv: v + tv, Joined.as_("rk")).to("out")
+    other = b.stream("o", strings()).map(lambda k, v: (v, k))
+    rekeyed.left_join(
+        other,
+        lambda x, y: x + y,
+        JoinWindows.of_time_difference_with_no_grace(1 * SECOND),
+        StreamJoined.with_(STRING(), STRING(), STRING()).with_name("pair").with_store_name("pair-store"),
+    ).to("out2")
+    return b.build()
+
+
+PROGRAMS.update({"named-sources-and-joins": named_sources_and_joins, "named-rekey-joins": named_rekey_joins})
