@@ -66,7 +66,7 @@ class DemoSize:
     new_orders: int = 240
     customers: int = 1_500
     corrupt_every: int = 250  # one corrupt value in every N orders
-    late_every: int = 800  # one order stamped 10-14 days before its neighbours in every N
+    late_every: int = 800  # one order stamped 50-60 days before its neighbours in every N
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,8 +97,9 @@ def generate(size: DemoSize, now_ms: int, seed: int = 42) -> Orders:
     """Deterministic orders (for a given ``now_ms``): timestamps spread over the three weeks before the last full
     hour; customers by a Zipf-like weight (the top one orders ~100 times more than the median); 3% of orders
     stamped up to 6 hours before their neighbours (out of order, inside the window's grace), one in ``late_every``
-    10-14 days before (past the grace: the daily window drops it), one in ``corrupt_every`` a value that is not
-    JSON (half binary noise, half a truncated document)."""
+    (after the first week) 50-60 days before, an order of last quarter replayed (past the 28-day grace whatever
+    the interleaving: the daily window drops it), one in ``corrupt_every`` a value that is not JSON (half binary
+    noise, half a truncated document)."""
     rng = random.Random(seed)
     end = now_ms - now_ms % 3_600_000 - 3_600_000
     start = end - 21 * DAY_MS
@@ -119,9 +120,9 @@ def generate(size: DemoSize, now_ms: int, seed: int = 42) -> Orders:
         if i % size.corrupt_every == size.corrupt_every // 2:
             corrupt = True
             value = bytes([0xFF, 0xFE]) + rng.randbytes(14) if i % 2 else value[: len(value) // 2]
-        elif stamp - start > 3 * DAY_MS and i % size.late_every == size.late_every // 3:
+        elif stamp - start > 7 * DAY_MS and i % size.late_every == size.late_every // 3:
             late = True
-            stamp -= rng.randrange(10 * DAY_MS, 14 * DAY_MS)
+            stamp -= rng.randrange(50 * DAY_MS, 60 * DAY_MS)
         elif rng.random() < 0.03:
             stamp -= rng.randrange(1, 6 * 3_600_000)
         orders.append(Order(customer.encode(), value, stamp, corrupt, late))
@@ -438,7 +439,7 @@ def run_demo(bootstrap: str, places: DemoPlaces, size: DemoSize = DemoSize(), pr
     result = DemoResult(
         differences, resumed.restored, first.dropped, run.summary.records_dropped if run else -1, reference.dropped
     )
-    _summary(bootstrap, places, airflow, orders, first, reference, result, progress)
+    _summary(bootstrap, places, airflow, orders, result, progress)
     return result
 
 
@@ -451,7 +452,7 @@ def _describe_orders(label: str, orders: Sequence[Order], per_partition: Counter
     top = customers.most_common(1)[0] if customers else (b"-", 0)
     progress.detail(
         f"{label}: {len(orders)} orders stamped {day(min(stamps))} .. {day(max(stamps))} UTC; "
-        f"{sum(o.corrupt for o in orders)} corrupt, {sum(o.late for o in orders)} 10-14 days late; "
+        f"{sum(o.corrupt for o in orders)} corrupt, {sum(o.late for o in orders)} stamped 50-60 days back; "
         f"{len(customers)} customers, the busiest ({top[0].decode()}) {top[1]} orders"
     )
     progress.detail("per partition: " + " ".join(f"{p}:{per_partition[p]}" for p in range(PARTITIONS)))
@@ -469,8 +470,8 @@ def _ledger_run(airflow: Any, dag_run_id: str) -> Any:
         return ledger.run_for_dag_run("streamproc_backfill", dag_run_id)
 
 
-def _summary(bootstrap: str, places: DemoPlaces, airflow: Any, orders: Orders, first: StreamsRun,
-             reference: StreamsRun, result: DemoResult, progress: Progress) -> None:  # fmt: skip
+def _summary(bootstrap: str, places: DemoPlaces, airflow: Any, orders: Orders, result: DemoResult,
+             progress: Progress) -> None:  # fmt: skip
     print()
     print(f"Broker        {bootstrap}  (.venv/bin/python -m streamproc_dev broker status)")
     print(f"Outputs       {CUSTOMER_COUNTS}, {DAILY_REVENUE}  (reference: *{REFERENCE_SUFFIX})")
@@ -480,10 +481,12 @@ def _summary(bootstrap: str, places: DemoPlaces, airflow: Any, orders: Orders, f
     print(f"Ledger        {airflow.ledger_url}")
     print(f"UI            .venv/bin/python -m streamproc_dev airflow start --workdir {airflow.home.parent}")
     print("              (prints the URL and the admin password; the DAG run and the Ledger page show this run)")
-    print(f"Drops         {first.dropped} corrupt values in week 1 (Kafka Streams), the backlog's in the ledger above; "
-          f"{reference.dropped} in the reference run over all {orders.total} orders; "
-          f"{sum(o.late for o in orders.week1 + orders.backlog + orders.new)} orders past the "
-          f"{GRACE_MS // DAY_MS}-day grace are left out of the daily revenue")  # fmt: skip
+    late = sum(o.late for o in orders.week1 + orders.backlog + orders.new)
+    print(f"Drops         corrupt values (not JSON; LogAndContinue): week 1 {result.dropped_week1} (Kafka Streams' "
+          f"dropped-records metric), backlog {result.dropped_backlog} (streamproc, in the ledger); the reference run "
+          f"over all {orders.total} orders dropped {result.dropped_reference}")  # fmt: skip
+    print(f"              {late} orders stamped 50-60 days back are past the {GRACE_MS // DAY_MS}-day grace: the daily "
+          "revenue leaves them out (logged by daily-revenue), their customers' counts include them")  # fmt: skip
     print()
     for name, diff in result.differences.items():
         shown = "equal" if not diff else f"{len(diff)} key(s) differ, e.g. {dict(list(diff.items())[:3])}"
@@ -495,7 +498,7 @@ def _summary(bootstrap: str, places: DemoPlaces, airflow: Any, orders: Orders, f
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m streamproc_dev.demo", description=__doc__.splitlines()[0])
-    parser.add_argument("--orders", type=int, default=DemoSize.orders, help="orders over the three weeks")
+    parser.add_argument("--orders", type=int, default=DemoSize().orders, help="orders over the three weeks")
     parser.add_argument("--fresh-airflow", action="store_true", help="start from an empty AIRFLOW_HOME")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -58,13 +58,13 @@ import org.apache.kafka.streams.state.ValueAndTimestamp;
  *   ├─ count-per-customer (store customer-counts) → to-customer-counts → demo-customer-counts (String → Long)
  *   └─ by-region (key = the order's region, value = its amount in cents)
  *        → &lt;application.id&gt;-revenue-by-region-repartition
- *        → daily-revenue (tumbling one-day windows, grace 3 days, store daily-revenue, retention 7 days)
+ *        → daily-revenue (tumbling one-day windows, grace 28 days, store daily-revenue, retention 30 days)
  *        → to-daily-revenue → demo-daily-revenue (String "region@yyyy-mm-dd" → Long cents)
  * </pre>
  *
  * <p>Usage: {@code DemoOrdersApp describe} prints the topology; {@code DemoOrdersApp <bootstrap> <application.id>
- * <state.dir> <orders end offset sum> [<output suffix>]} runs (at-least-once, the protocol of {@link StateResumeApp}: restore events
- * on stdout) until the group's committed offsets of {@code demo-orders} sum to the end offset and every partition of
+ * <state.dir> <orders end offset sum> [<output suffix>]} runs (at-least-once, the protocol of
+ * {@link StateResumeApp}: restore events on stdout) until the group's committed offsets of {@code demo-orders} sum to the end offset and every partition of
  * the repartition topic is committed to its log end, then prints both stores, the dropped-records count, and closes.
  * The output suffix (default none) is appended to both output topics' names: the demo's reference run over the
  * whole input writes {@code demo-customer-counts-reference} and {@code demo-daily-revenue-reference}.
@@ -77,8 +77,8 @@ public final class DemoOrdersApp {
     static final String REVENUE_STORE = "daily-revenue";
     static final String REPARTITION = "revenue-by-region";
     static final long DAY_MS = 86_400_000L;
-    static final long GRACE_MS = 3 * DAY_MS;
-    static final long RETENTION_MS = 7 * DAY_MS;
+    static final long GRACE_MS = 28 * DAY_MS;
+    static final long RETENTION_MS = 30 * DAY_MS;
     private static final ObjectMapper JSON = new ObjectMapper();
 
     private DemoOrdersApp() {
@@ -200,12 +200,14 @@ public final class DemoOrdersApp {
             Serdes.String(), Serdes.Long()));
         final var orders = builder.stream(ORDERS, Consumed.with(Serdes.String(), new JsonSerde()).withName("orders"));
         orders.process(CountPerCustomer::new, Named.as("count-per-customer"), COUNT_STORE)
-            .to(CUSTOMER_COUNTS + outputSuffix, Produced.with(Serdes.String(), Serdes.Long()).withName("to-customer-counts"));
+            .to(CUSTOMER_COUNTS + outputSuffix,
+                Produced.with(Serdes.String(), Serdes.Long()).withName("to-customer-counts"));
         orders.process(ByRegion::new, Named.as("by-region"))
             .repartition(Repartitioned.<String, Long>as(REPARTITION)
                 .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()))
             .process(DailyRevenue::new, Named.as("daily-revenue"), REVENUE_STORE)
-            .to(DAILY_REVENUE + outputSuffix, Produced.with(Serdes.String(), Serdes.Long()).withName("to-daily-revenue"));
+            .to(DAILY_REVENUE + outputSuffix,
+                Produced.with(Serdes.String(), Serdes.Long()).withName("to-daily-revenue"));
         return builder.build();
     }
 
