@@ -4,10 +4,10 @@
 
     demo-orders (String customer → JSON order; a value that is not JSON is dropped: LogAndContinue)
       ├─ count-per-customer (store customer-counts) → to-customer-counts → demo-customer-counts (String → Long)
-      └─ by-region (key = the order's region, value = its amount in cents)
-           → <application.id>-revenue-by-region-repartition
+      └─ by-region-product (key = the order's region/product, value = its amount in cents)
+           → <application.id>-revenue-by-region-product-repartition
            → daily-revenue (tumbling one-day windows, grace 28 days, store daily-revenue, retention 30 days)
-           → to-daily-revenue → demo-daily-revenue (String "region@yyyy-mm-dd" → Long cents)
+           → to-daily-revenue → demo-daily-revenue (String "region/product@yyyy-mm-dd" → Long cents)
 
 Importable on Spark executors and Airflow workers as ``streamproc_dev.demo_topology:orders_app``.
 """
@@ -29,8 +29,9 @@ CUSTOMER_COUNTS = "demo-customer-counts"
 DAILY_REVENUE = "demo-daily-revenue"
 COUNT_STORE = "customer-counts"
 REVENUE_STORE = "daily-revenue"
-#: the repartition topic is ``<application.id>-revenue-by-region-repartition`` (as the DSL's ``repartition`` names it)
-REPARTITION = "revenue-by-region"
+#: the repartition topic: ``<application.id>-revenue-by-region-product-repartition``, as the DSL's ``repartition``
+#: names it
+REPARTITION = "revenue-by-region-product"
 DAY_MS = 86_400_000
 #: Orders may be settled up to four weeks late. A grace this long is also what makes the daily sums one answer: a
 #: live Kafka Streams app runs the repartition's upstream tasks at different speeds (the busiest input partition
@@ -43,9 +44,9 @@ _LONG = serde_for("Long")
 _JSON = serde_for("Json")
 
 
-def window_key(region: str, window_start: int) -> str:
-    """``EU@2026-11-03``: the output key of a region's daily window."""
-    return f"{region}@{datetime.fromtimestamp(window_start / 1000, UTC).date().isoformat()}"
+def window_key(key: str, window_start: int) -> str:
+    """``eu-west/grinder@2026-11-03``: the output key of a region/product's daily window."""
+    return f"{key}@{datetime.fromtimestamp(window_start / 1000, UTC).date().isoformat()}"
 
 
 class CountPerCustomer(Processor):
@@ -64,15 +65,16 @@ class CountPerCustomer(Processor):
         self.context.forward(Record(record.key, count, record.timestamp, record.headers))
 
 
-class ByRegion(Processor):
-    """Re-keys an order by its region, with its amount (cents) as the value."""
+class ByRegionProduct(Processor):
+    """Re-keys an order by its region and product (``eu-west/grinder``), with its amount (cents) as the value."""
 
     def init(self, context: ProcessorContext) -> None:
         self.context = context
 
     def process(self, record: Record[Any, Any]) -> None:
         order = record.value
-        self.context.forward(Record(str(order["region"]), int(order["amount_cents"]), record.timestamp, record.headers))
+        key = f"{order['region']}/{order['product']}"
+        self.context.forward(Record(key, int(order["amount_cents"]), record.timestamp, record.headers))
 
 
 class DropNullKeys(Processor):
@@ -87,9 +89,9 @@ class DropNullKeys(Processor):
 
 
 class DailyRevenue(Processor):
-    """Sums amounts per region and day while stream time has not passed the window's end plus the grace period; a
-    later record is dropped (logged), as a DSL windowed aggregation drops it. The stored timestamp is the window's
-    latest record timestamp, so it does not depend on the order in which upstream tasks' records arrive."""
+    """Sums amounts per region/product and day while stream time has not passed the window's end plus the grace
+    period; a later record is dropped (logged), as a DSL windowed aggregation drops it. The stored timestamp is the
+    window's latest record timestamp, so it does not depend on the order in which upstream tasks' records arrive."""
 
     store: TimestampedWindowStore[str, int]
 
@@ -114,11 +116,11 @@ class DailyRevenue(Processor):
 
 
 def orders_topology() -> Topology:
-    """The topology of ``DemoOrdersApp``: two sub-topologies joined by the ``revenue-by-region`` repartition topic."""
+    """The topology of ``DemoOrdersApp``: two sub-topologies joined by the ``revenue-by-region-product`` topic."""
     t = Topology()
     t.add_source("orders", ORDERS, key_deserializer=_STRING.deserializer, value_deserializer=_JSON.deserializer)
     t.add_processor("count-per-customer", CountPerCustomer, "orders")
-    t.add_processor("by-region", ByRegion, "orders")
+    t.add_processor("by-region-product", ByRegionProduct, "orders")
     t.add_state_store(
         Stores.timestamped_key_value_store_builder(
             Stores.persistent_timestamped_key_value_store(COUNT_STORE), _STRING, _LONG
@@ -130,7 +132,7 @@ def orders_topology() -> Topology:
         key_serializer=_STRING.serializer, value_serializer=_LONG.serializer,
     )  # fmt: skip
     repartition = f"{REPARTITION}-repartition"
-    t.add_processor(f"{repartition}-filter", DropNullKeys, "by-region")
+    t.add_processor(f"{repartition}-filter", DropNullKeys, "by-region-product")
     t.add_internal_topic(repartition)
     t.add_sink(
         f"{repartition}-sink", repartition, f"{repartition}-filter",

@@ -56,15 +56,16 @@ import org.apache.kafka.streams.state.ValueAndTimestamp;
  * <pre>
  * demo-orders (String customer → JSON order; a value Jackson refuses is dropped: LogAndContinue)
  *   ├─ count-per-customer (store customer-counts) → to-customer-counts → demo-customer-counts (String → Long)
- *   └─ by-region (key = the order's region, value = its amount in cents)
- *        → &lt;application.id&gt;-revenue-by-region-repartition
+ *   └─ by-region-product (key = the order's region/product, value = its amount in cents)
+ *        → &lt;application.id&gt;-revenue-by-region-product-repartition
  *        → daily-revenue (tumbling one-day windows, grace 28 days, store daily-revenue, retention 30 days)
- *        → to-daily-revenue → demo-daily-revenue (String "region@yyyy-mm-dd" → Long cents)
+ *        → to-daily-revenue → demo-daily-revenue (String "region/product@yyyy-mm-dd" → Long cents)
  * </pre>
  *
  * <p>Usage: {@code DemoOrdersApp describe} prints the topology; {@code DemoOrdersApp <bootstrap> <application.id>
  * <state.dir> <orders end offset sum> [<output suffix>]} runs (at-least-once, the protocol of
- * {@link StateResumeApp}: restore events on stdout) until the group's committed offsets of {@code demo-orders} sum to the end offset and every partition of
+ * {@link StateResumeApp}: restore events on stdout) until the group's committed offsets of {@code demo-orders} sum
+ * to the end offset and every partition of
  * the repartition topic is committed to its log end, then prints both stores, the dropped-records count, and closes.
  * The output suffix (default none) is appended to both output topics' names: the demo's reference run over the
  * whole input writes {@code demo-customer-counts-reference} and {@code demo-daily-revenue-reference}.
@@ -75,7 +76,7 @@ public final class DemoOrdersApp {
     static final String DAILY_REVENUE = "demo-daily-revenue";
     static final String COUNT_STORE = "customer-counts";
     static final String REVENUE_STORE = "daily-revenue";
-    static final String REPARTITION = "revenue-by-region";
+    static final String REPARTITION = "revenue-by-region-product";
     static final long DAY_MS = 86_400_000L;
     static final long GRACE_MS = 28 * DAY_MS;
     static final long RETENTION_MS = 30 * DAY_MS;
@@ -139,8 +140,8 @@ public final class DemoOrdersApp {
         }
     }
 
-    /** Re-keys an order by its region, with its amount (cents) as the value. */
-    static final class ByRegion implements Processor<String, JsonNode, String, Long> {
+    /** Re-keys an order by its region and product ({@code eu-west/grinder}), with its amount (cents) as the value. */
+    static final class ByRegionProduct implements Processor<String, JsonNode, String, Long> {
         private ProcessorContext<String, Long> context;
 
         @Override
@@ -150,14 +151,15 @@ public final class DemoOrdersApp {
 
         @Override
         public void process(final Record<String, JsonNode> record) {
-            context.forward(record.withKey(record.value().get("region").asText())
+            context.forward(record.withKey(record.value().get("region").asText() + "/"
+                    + record.value().get("product").asText())
                 .withValue(record.value().get("amount_cents").asLong()));
         }
     }
 
     /**
-     * Sums the amounts per region and day (a tumbling window) while stream time has not passed the window's end
-     * plus the grace period; a later record is dropped (logged), as a DSL windowed aggregation drops it. The
+     * Sums the amounts per region/product and day (a tumbling window) while stream time has not passed the window's
+     * end plus the grace period; a later record is dropped (logged), as a DSL windowed aggregation drops it. The
      * store's timestamp is the latest record timestamp of the window (independent of the order records arrive in).
      */
     static final class DailyRevenue implements Processor<String, Long, String, Long> {
@@ -186,8 +188,8 @@ public final class DemoOrdersApp {
         }
     }
 
-    static String windowKey(final String region, final long windowStart) {
-        return region + "@" + Instant.ofEpochMilli(windowStart).atOffset(ZoneOffset.UTC).toLocalDate();
+    static String windowKey(final String key, final long windowStart) {
+        return key + "@" + Instant.ofEpochMilli(windowStart).atOffset(ZoneOffset.UTC).toLocalDate();
     }
 
     static Topology topology(final String outputSuffix) {
@@ -202,7 +204,7 @@ public final class DemoOrdersApp {
         orders.process(CountPerCustomer::new, Named.as("count-per-customer"), COUNT_STORE)
             .to(CUSTOMER_COUNTS + outputSuffix,
                 Produced.with(Serdes.String(), Serdes.Long()).withName("to-customer-counts"));
-        orders.process(ByRegion::new, Named.as("by-region"))
+        orders.process(ByRegionProduct::new, Named.as("by-region-product"))
             .repartition(Repartitioned.<String, Long>as(REPARTITION)
                 .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()))
             .process(DailyRevenue::new, Named.as("daily-revenue"), REVENUE_STORE)
