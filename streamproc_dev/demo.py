@@ -480,7 +480,7 @@ def _summary(bootstrap: str, places: DemoPlaces, airflow: Any, orders: Orders, r
     print(f"Airflow home  {airflow.home}  (SQLite metadata)")
     print(f"Ledger        {airflow.ledger_url}")
     print(f"UI            .venv/bin/python -m streamproc_dev airflow start --workdir {airflow.home.parent}")
-    print("              (prints the URL and the admin password; the DAG run and the Ledger page show this run)")
+    print("              (prints the URL and admin password; the DAG run and Browse → streamproc runs show this run)")
     late = sum(o.late for o in orders.week1 + orders.backlog + orders.new)
     print(f"Drops         corrupt values (not JSON; LogAndContinue): week 1 {result.dropped_week1} (Kafka Streams' "
           f"dropped-records metric), backlog {result.dropped_backlog} (streamproc, in the ledger); the reference run "
