@@ -51,7 +51,6 @@ APPLICATION_ID = "orders"
 #: the second Kafka Streams app of the final check: everything from the beginning, outputs to ``<topic>-reference``
 REFERENCE_ID = "orders-reference"
 REFERENCE_SUFFIX = "-reference"
-PARTITIONS = 8
 TOPOLOGY = "streamproc_dev.demo_topology:orders_app"
 JAVA_APP = "dev.streamproc.oracle.DemoOrdersApp"
 REGIONS = ("eu-west", "eu-north", "us-east", "us-west", "ap-south", "sa-east")
@@ -60,13 +59,15 @@ PRODUCTS = ("espresso-beans", "filter-papers", "grinder", "kettle", "mug", "scal
 
 @dataclass(frozen=True, slots=True)
 class DemoSize:
-    """How much data the demo makes: ``orders`` over three weeks, ``new_orders`` after the hand-off."""
+    """How much data the demo makes: ``orders`` over three weeks, ``new_orders`` after the hand-off, in topics of
+    ``partitions`` partitions (the apps read the count from the topics)."""
 
     orders: int = 24_000
     new_orders: int = 240
     customers: int = 1_500
     corrupt_every: int = 250  # one corrupt value in every N orders
     late_every: int = 800  # one order stamped 50-60 days before its neighbours in every N
+    partitions: int = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,9 +164,9 @@ def internal_topics(application_id: str) -> list[str]:
     ]
 
 
-def reset_cluster(bootstrap: str) -> None:
+def reset_cluster(bootstrap: str, partitions: int) -> None:
     """Delete what an earlier demo left (topics, the two apps' groups) and create the input and output topics:
-    8 partitions, kept forever (the orders are up to three weeks old: the default 7-day retention would delete
+    ``partitions`` each, kept forever (the orders are up to three weeks old: the default 7-day retention would delete
     them), so every demo starts the same way. Returns once every new partition answers ListOffsets."""
     from confluent_kafka import KafkaError, KafkaException, TopicPartition
     from confluent_kafka.admin import NewTopic, OffsetSpec
@@ -187,8 +188,8 @@ def reset_cluster(bootstrap: str) -> None:
         except KafkaException as exc:  # gone meanwhile: what we wanted
             if exc.args[0].code() not in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.GROUP_ID_NOT_FOUND):
                 raise
-    new = [NewTopic(name, PARTITIONS, 1, config={"retention.ms": "-1"}) for name in ours]
-    wanted = {TopicPartition(name, p): OffsetSpec.earliest() for name in ours for p in range(PARTITIONS)}
+    new = [NewTopic(name, partitions, 1, config={"retention.ms": "-1"}) for name in ours]
+    wanted = {TopicPartition(name, p): OffsetSpec.earliest() for name in ours for p in range(partitions)}
     for attempt in range(300):  # deletion is asynchronous; a new partition answers once its leader is ready
         try:
             for future in admin.create_topics(new).values() if new else ():
@@ -245,17 +246,21 @@ def final_values(bootstrap: str, topic: str) -> dict[str, int]:
     from confluent_kafka import Consumer
     from confluent_kafka import TopicPartition as KafkaTopicPartition
 
+    from streamproc.kafka import clients
+
+    metadata = clients.admin({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=10).topics[topic]
+    partitions = len(metadata.partitions)
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"demo-reader-{os.getpid()}",
                          "isolation.level": "read_committed", "enable.auto.commit": False})  # fmt: skip
     values: dict[str, int] = {}
     try:
         ends = {p: consumer.get_watermark_offsets(KafkaTopicPartition(topic, p), timeout=10)[1]
-                for p in range(PARTITIONS)}  # fmt: skip
-        consumer.assign([KafkaTopicPartition(topic, p, 0) for p in range(PARTITIONS) if ends[p] > 0])
+                for p in range(partitions)}  # fmt: skip
+        consumer.assign([KafkaTopicPartition(topic, p, 0) for p in range(partitions) if ends[p] > 0])
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             positions = {tp.partition: tp.offset for tp in consumer.position(
-                [KafkaTopicPartition(topic, p) for p in range(PARTITIONS)])}  # fmt: skip
+                [KafkaTopicPartition(topic, p) for p in range(partitions)])}  # fmt: skip
             if all(ends[p] == 0 or positions.get(p, -1) >= ends[p] for p in ends):
                 break
             for message in consumer.consume(1000, 1.0):
@@ -369,10 +374,10 @@ def run_demo(bootstrap: str, places: DemoPlaces, size: DemoSize = DemoSize(), pr
     progress.step("Oracle jar: Kafka Streams 4.2.2 with DemoOrdersApp (Maven builds it when its sources changed)")
     classpath = java_classpath()
 
-    progress.step(f"Topics: {ORDERS}, {CUSTOMER_COUNTS}, {DAILY_REVENUE} ({PARTITIONS} partitions each), fresh")
-    reset_cluster(bootstrap)
+    progress.step(f"Topics: {ORDERS}, {CUSTOMER_COUNTS}, {DAILY_REVENUE} ({size.partitions} partitions each), fresh")
+    reset_cluster(bootstrap, size.partitions)
     week1 = produce(bootstrap, orders.week1)
-    _describe_orders("week 1", orders.week1, week1, progress)
+    _describe_orders("week 1", orders.week1, week1, size.partitions, progress)
 
     progress.step(f"Kafka Streams app '{APPLICATION_ID}' processes week 1, then closes cleanly")
     first = run_kafka_streams(classpath, bootstrap, APPLICATION_ID, places.state_dir, len(orders.week1))
@@ -383,7 +388,7 @@ def run_demo(bootstrap: str, places: DemoPlaces, size: DemoSize = DemoSize(), pr
 
     backlog = produce(bootstrap, orders.backlog)
     progress.step("The app stays down while weeks 2 and 3 arrive: the backlog")
-    _describe_orders("weeks 2-3", orders.backlog, backlog, progress)
+    _describe_orders("weeks 2-3", orders.backlog, backlog, size.partitions, progress)
 
     airflow = DemoAirflow(places.airflow_home, bootstrap)
     progress.step(f"Airflow: metadata DB (SQLite) in {airflow.home}")
@@ -443,7 +448,9 @@ def run_demo(bootstrap: str, places: DemoPlaces, size: DemoSize = DemoSize(), pr
     return result
 
 
-def _describe_orders(label: str, orders: Sequence[Order], per_partition: Counter[int], progress: Progress) -> None:
+def _describe_orders(
+    label: str, orders: Sequence[Order], per_partition: Counter[int], partitions: int, progress: Progress
+) -> None:
     from datetime import UTC, datetime
 
     stamps = [o.timestamp for o in orders]
@@ -455,7 +462,7 @@ def _describe_orders(label: str, orders: Sequence[Order], per_partition: Counter
         f"{sum(o.corrupt for o in orders)} corrupt, {sum(o.late for o in orders)} stamped 50-60 days back; "
         f"{len(customers)} customers, the busiest ({top[0].decode()}) {top[1]} orders"
     )
-    progress.detail("per partition: " + " ".join(f"{p}:{per_partition[p]}" for p in range(PARTITIONS)))
+    progress.detail("per partition: " + " ".join(f"{p}:{per_partition[p]}" for p in range(partitions)))
 
 
 def _state_counts(states: Mapping[str, str]) -> list[str]:

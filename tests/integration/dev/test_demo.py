@@ -14,7 +14,8 @@ from streamproc_dev import demo
 
 pytestmark = pytest.mark.integration
 
-SIZE = demo.DemoSize(orders=1_200, new_orders=40, customers=150, corrupt_every=60, late_every=90)
+#: small, and 3 partitions rather than 8: 3 fetch and 6 Spark tasks keep the DAG run short
+SIZE = demo.DemoSize(orders=1_200, new_orders=40, customers=150, corrupt_every=60, late_every=90, partitions=3)
 
 
 def test_the_demo_resumes_kafka_streams_on_the_handoff_and_its_check_passes(
