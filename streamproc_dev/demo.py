@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from streamproc.errors import StreamprocError
 from streamproc_dev import broker
 from streamproc_dev.demo_topology import (
     COUNT_STORE,
@@ -517,11 +518,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
     places.airflow_home.mkdir(parents=True, exist_ok=True)
     progress = Progress()
-    progress.step("Kafka broker: the demo's, in ~/.cache/streamproc/run/broker (started unless running)")
-    handle = ensure_broker(cache_dir() / "run" / "broker")
-    progress.detail(f"{handle.address} (pid {handle.pid}, log {handle.log_path})")
-    size = DemoSize(orders=args.orders, new_orders=max(20, args.orders // 100))
-    result = run_demo(handle.address, places, size, progress)
+    try:
+        progress.step("Kafka broker: the demo's, in ~/.cache/streamproc/run/broker (started unless running)")
+        handle = ensure_broker(cache_dir() / "run" / "broker")
+        progress.detail(f"{handle.address} (pid {handle.pid}, log {handle.log_path})")
+        size = DemoSize(orders=args.orders, new_orders=max(20, args.orders // 100))
+        result = run_demo(handle.address, places, size, progress)
+    except (RuntimeError, StreamprocError) as exc:  # one line that says what failed and where to look, no traceback
+        print(f"make demo stopped: {exc}", file=sys.stderr)
+        return 2
     return 0 if result.passed else 1
 
 
