@@ -460,7 +460,10 @@ def _describe_orders(
     from datetime import UTC, datetime
 
     stamps = [o.timestamp for o in orders]
-    day = lambda ms: datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M")  # noqa: E731
+
+    def day(ms: int) -> str:
+        return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M")
+
     customers = Counter(o.key for o in orders)
     top = customers.most_common(1)[0] if customers else (b"-", 0)
     progress.detail(

@@ -104,7 +104,7 @@ class Approver(threading.Thread):
         from sqlalchemy import select
 
         while not self.stop.wait(0.5):
-            session = settings.Session()
+            session = settings.Session()  # type: ignore[misc]  # set once Airflow is configured
             try:
                 ti = session.scalars(
                     select(TaskInstance).where(
@@ -123,7 +123,8 @@ class Approver(threading.Thread):
                 detail.chosen_options = [self.choice]
                 detail.params_input = {}
                 session.add(detail)
-                handle_event_submit(TriggerEvent(detail.as_resume_event_payload()), task_instance=ti, session=session)
+                event = TriggerEvent(detail.as_resume_event_payload())  # type: ignore[no-untyped-call]
+                handle_event_submit(event, task_instance=ti, session=session)
                 session.commit()
                 self.answered = ti.run_id
                 return
@@ -166,7 +167,7 @@ def run_backfill(airflow: DemoAirflow, conf: Mapping[str, Any], on_approval: Cal
     output = result.stdout + result.stderr
     if len(runs) != 1:
         raise RuntimeError(f"`airflow dags test {BACKFILL_DAG}` made {len(runs)} run(s):\n{output[-4000:]}")
-    session = settings.Session()
+    session = settings.Session()  # type: ignore[misc]  # set once Airflow is configured
     try:
         states = {
             (ti.task_id if ti.map_index < 0 else f"{ti.task_id}[{ti.map_index}]"): str(
