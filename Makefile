@@ -7,6 +7,8 @@ UV_VERSION := 0.13.9
 STAMP := $(VENV)/.installed
 CACHE ?= $(HOME)/.cache/streamproc
 PYTEST_ARGS ?=
+# `make demo DEMO_ARGS="--orders 6000 --fresh-airflow"`: the demo's options (python -m streamproc_dev.demo --help)
+DEMO_ARGS ?=
 # Written by tools/prereq.sh: the tools it found (JAVA_HOME, STREAMPROC_GO, STREAMPROC_PG_BINDIR, STREAMPROC_CHROMIUM).
 PREREQ_ENV := .prereq.env
 # Runs a recipe's command with those tools.
@@ -66,7 +68,7 @@ integration: services
 	$(WITH_TOOLS) $(BIN)/python -m pytest -m integration $(PYTEST_ARGS)
 
 demo: services
-	$(WITH_TOOLS) $(BIN)/python -m streamproc_dev.demo
+	$(WITH_TOOLS) $(BIN)/python -m streamproc_dev.demo $(DEMO_ARGS)
 
 lint: install
 	$(BIN)/ruff check streamproc streamproc_dev tests bench

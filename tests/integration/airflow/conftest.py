@@ -15,7 +15,6 @@ import random
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
+from streamproc_dev.demo_airflow import Approver
 from tests.conftest import PROJECT_ROOT, S3Server
 from tests.integration.airflow import topologies
 from tests.integration.conftest import create_topic
@@ -133,61 +133,6 @@ def backfill_conf(setup: AirflowSetup, name: str, app_id: str, **overrides: Any)
         "store": setup.store(app_id),
         **overrides,
     }
-
-
-class Approver(threading.Thread):
-    """A user answering the approval gate: waits until ``approve_handoff`` awaits input, then writes the response
-    the way the REST API's hitlDetails PATCH does (the response row, then the task resumed)."""
-
-    def __init__(self, dag_id: str, choice: str, before: Any = None) -> None:
-        super().__init__(daemon=True)
-        self.dag_id, self.choice, self.before = dag_id, choice, before
-        self.stop = threading.Event()
-        self.answered: str | None = None
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            self._answer()
-        except BaseException as exc:  # surfaced by the test
-            self.error = exc
-
-    def _answer(self) -> None:
-        from airflow import settings
-        from airflow._shared.timezones import timezone
-        from airflow.models.hitl import HITLDetail, HITLUser
-        from airflow.models.taskinstance import TaskInstance
-        from airflow.models.trigger import handle_event_submit
-        from airflow.triggers.base import TriggerEvent
-        from airflow.utils.state import TaskInstanceState
-        from sqlalchemy import select
-
-        while not self.stop.wait(0.5):
-            session = settings.Session()
-            try:
-                ti = session.scalars(
-                    select(TaskInstance).where(
-                        TaskInstance.dag_id == self.dag_id,
-                        TaskInstance.task_id == "approve_handoff",
-                        TaskInstance.state == TaskInstanceState.AWAITING_INPUT,
-                    )
-                ).first()
-                if ti is None:
-                    continue
-                detail = session.scalars(select(HITLDetail).where(HITLDetail.ti_id == ti.id)).one()
-                if self.before is not None:
-                    self.before(detail)
-                detail.responded_by = HITLUser(id="tester", name="tester")
-                detail.responded_at = timezone.utcnow()
-                detail.chosen_options = [self.choice]
-                detail.params_input = {}
-                session.add(detail)
-                handle_event_submit(TriggerEvent(detail.as_resume_event_payload()), task_instance=ti, session=session)
-                session.commit()
-                self.answered = ti.run_id
-                return
-            finally:
-                session.close()
 
 
 @functools.cache
