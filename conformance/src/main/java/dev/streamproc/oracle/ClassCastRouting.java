@@ -69,6 +69,7 @@ public final class ClassCastRouting {
         topology.addProcessor("sibling", Sibling::new, parentOfCast);
         final Properties props = new Properties();
         props.put(StreamsConfig.APPLICATION_ID_CONFIG, "class-cast-routing");
+        props.put(StreamsConfig.STATE_DIR_CONFIG, PrivateStateDir.PATH);
         props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "dummy:1234");
         props.put(StreamsConfig.PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG, RecordingHandler.class);
         final ObjectNode result = Main.MAPPER.createObjectNode();

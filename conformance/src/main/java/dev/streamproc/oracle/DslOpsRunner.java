@@ -56,25 +56,12 @@ public final class DslOpsRunner {
     private static final StringSerializer SER = new StringSerializer();
     private static final StringDeserializer DE = new StringDeserializer();
 
-    /** This JVM's own state directory: oracle runs in parallel must not share RocksDB files under /tmp. */
-    private static final String STATE_DIR = stateDir();
-
-    private static String stateDir() {
-        try {
-            final java.io.File dir = java.nio.file.Files.createTempDirectory("dsl-ops-state-").toFile();
-            dir.deleteOnExit();
-            return dir.getPath();
-        } catch (final java.io.IOException e) {
-            throw new java.io.UncheckedIOException(e);
-        }
-    }
-
     private static Properties props() {
         final Properties props = new Properties();
         props.put(StreamsConfig.APPLICATION_ID_CONFIG, "dsl-ops-app");
         props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "dummy:1234");
         props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
-        props.put(StreamsConfig.STATE_DIR_CONFIG, STATE_DIR);
+        props.put(StreamsConfig.STATE_DIR_CONFIG, PrivateStateDir.PATH);
         props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         return props;

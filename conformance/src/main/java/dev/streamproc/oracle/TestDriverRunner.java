@@ -55,6 +55,7 @@ public final class TestDriverRunner {
         final Properties props = new Properties();
         props.put(StreamsConfig.APPLICATION_ID_CONFIG, "driver-app");
         props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "dummy:1234");
+        props.put(StreamsConfig.STATE_DIR_CONFIG, PrivateStateDir.PATH);
         return props;
     }
 
