@@ -7,6 +7,9 @@ UV_VERSION := 0.13.9
 STAMP := $(VENV)/.installed
 CACHE ?= $(HOME)/.cache/streamproc
 PYTEST_ARGS ?=
+# pytest workers of `make test` (pytest-xdist, whole files per worker): most tests wait on brokers, JVMs, Spark and
+# Airflow, so two workers on two cores finish well before one; each worker starts its own session services.
+PYTEST_WORKERS ?= 2
 # `make demo DEMO_ARGS="--orders 6000 --fresh-airflow"`: the demo's options (python -m streamproc_dev.demo --help)
 DEMO_ARGS ?=
 # Written by tools/prereq.sh: the tools it found (JAVA_HOME, STREAMPROC_GO, STREAMPROC_PG_BINDIR, STREAMPROC_CHROMIUM).
@@ -41,14 +44,14 @@ services: install
 	$(WITH_TOOLS) $(BIN)/python -m streamproc_dev broker fetch
 	$(WITH_TOOLS) $(BIN)/python -m streamproc_dev s3 fetch
 
-# The conformance report runs beside pytest (its own private broker; mostly JVM time while pytest mostly waits on
-# brokers, Spark and Airflow): together they keep `make test` inside CI's 30-minute budget. Both must pass.
+# The conformance report runs beside pytest's workers (its own private broker; mostly JVM time while the tests mostly
+# wait on brokers, Spark and Airflow): together they keep `make test` inside CI's 30-minute budget. Both must pass.
 test: services
 	@mkdir -p conformance/results
 	@echo "conformance report started beside pytest; log: conformance/results/report.log"
 	@$(WITH_TOOLS) $(BIN)/python -m streamproc_dev.conformance.report --broker > conformance/results/report.log 2>&1 & \
 	report=$$!; \
-	$(WITH_TOOLS) $(BIN)/python -m pytest $(PYTEST_ARGS); tests=$$?; \
+	$(WITH_TOOLS) $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS); tests=$$?; \
 	wait $$report; conformance=$$?; \
 	echo "--- conformance report (exit $$conformance), the last lines of conformance/results/report.log:"; \
 	tail -n 15 conformance/results/report.log; \
