@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from streamproc.engine.records import Headers
+from streamproc.engine.slotted_init import fast_frozen_init
 from streamproc.errors import StateError
 from streamproc.state import store_encoding
 from streamproc.state.store_type import StoreType
@@ -73,6 +74,12 @@ class LoggedChange:
 
     store_write: StoreWrite | None
     changelog: ChangelogRecord
+
+
+# Built on every logged store write.
+fast_frozen_init(StoreWrite)
+fast_frozen_init(ChangelogRecord)
+fast_frozen_init(LoggedChange)
 
 
 def position_serde_serialize(position: Position) -> bytes:

@@ -32,6 +32,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from streamproc.engine.records import ConsumerRecord, TopicPartition
 from streamproc.engine.serdes import Serde
+from streamproc.engine.slotted_init import fast_frozen_init
 from streamproc.errors import StateError
 from streamproc.state import store_encoding
 from streamproc.state.changelog import ChangelogRecord, LoggedChange, WindowStoreChangeLogger, session_put
@@ -68,6 +69,9 @@ class ValueAndTimestamp(Generic[V]):
     def make(value: V | None, timestamp: int) -> ValueAndTimestamp[V] | None:
         """``ValueAndTimestamp.make``: ``None`` for a ``None`` value (Kafka's ``null``)."""
         return None if value is None else ValueAndTimestamp(value, timestamp)
+
+
+fast_frozen_init(ValueAndTimestamp)  # built on every timestamped store read
 
 
 @dataclass(frozen=True, slots=True)
