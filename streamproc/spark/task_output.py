@@ -19,9 +19,9 @@ import json
 import os
 import tarfile
 import uuid
-from operator import itemgetter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -137,9 +137,9 @@ class _ParquetFiles:
     """One local Parquet file per key, written a row group at a time, then published under final names.
 
     Rows are buffered as the tuples the collectors build (one ``list.append`` a record) and turned into columns
-    once per row group (``map(itemgetter(i), rows)``, in C): appending each field to its column list cost ~1.6 µs a record, a
-    tenth of a pass-through task. Row groups hold ``ROW_GROUP_ROWS`` rows per file, as before, so the bytes are the
-    same.
+    once per row group (``map(itemgetter(i), rows)``, in C): appending each field to its column list cost ~1.6 µs
+    a record, a tenth of a pass-through task. Row groups hold ``ROW_GROUP_ROWS`` rows per file, as before, so the
+    bytes are the same.
     """
 
     def __init__(self, schema: pa.Schema, work_dir: Path) -> None:
