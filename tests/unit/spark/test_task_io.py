@@ -69,3 +69,16 @@ def test_parquet_files_write_row_groups_of_the_rows_in_order(tmp_path: Path) -> 
     assert table.column("headers").to_pylist()[:2] == [headers, headers]
     assert table.column("headers").to_pylist()[3] == []  # sequence 7
     assert pq.ParquetFile(paths[("out", 0)]).metadata.num_row_groups == 2
+
+
+def test_a_task_runs_with_young_collections_spaced_and_restores_the_threshold() -> None:
+    import gc
+
+    from streamproc.spark.task_runner import TASK_GC_THRESHOLD, _young_collections_spaced, run_task
+
+    before = gc.get_threshold()
+    with pytest.raises(RuntimeError), _young_collections_spaced():
+        assert gc.get_threshold() == (max(before[0], TASK_GC_THRESHOLD), *before[1:])
+        raise RuntimeError("the task failed")
+    assert gc.get_threshold() == before
+    assert hasattr(run_task, "__wrapped__")  # run_task is the one wrapped
