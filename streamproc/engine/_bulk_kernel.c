@@ -12,9 +12,15 @@
  *
  * ``tests/unit/engine/test_bulk_replay.py`` proves with hypothesis that this loop, the Python loop and
  * ``StreamTask.process`` agree on every observable. When this module is not built, bulk_replay uses the Python loop.
+ *
+ * Two more per-record helpers live here, each the compiled twin of a Python definition that stays the reference
+ * (and the fallback when this module is not built), checked equal by the tests: ``murmur2``/``partition_for_key``
+ * (partitioner.py, the sink's default partitioner) and ``build_slotted`` (slotted_init.build_slotted: the raw
+ * records of a segment batch built from its columns).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
 
 /* "Unknown" timestamp of RecordQueue/PartitionGroup (Kafka Streams' RecordQueue.UNKNOWN). */
 #define UNKNOWN (-1LL)
@@ -705,9 +711,145 @@ done:
     return result;
 }
 
+/*
+ * Kafka's Utils.murmur2 on the bytes of ``data`` (a signed Java int). The rule's reference is
+ * streamproc.engine.partitioner._murmur2_reference (pure Python); tests/unit/engine/test_partitioner.py checks the
+ * two equal on many keys. Unsigned 32-bit arithmetic, so Java's wrap-around and ``>>>`` come for free.
+ */
+static int32_t murmur2_bytes(const unsigned char *data, Py_ssize_t length) {
+    const uint32_t seed = 0x9747b28cU, m = 0x5bd1e995U;
+    const int r = 24;
+    uint32_t h = seed ^ (uint32_t)length;
+    Py_ssize_t length4 = length / 4;
+    for (Py_ssize_t i = 0; i < length4; i++) {
+        Py_ssize_t i4 = i * 4;
+        uint32_t k = (uint32_t)data[i4] | ((uint32_t)data[i4 + 1] << 8) | ((uint32_t)data[i4 + 2] << 16) |
+                     ((uint32_t)data[i4 + 3] << 24);
+        k *= m;
+        k ^= k >> r;
+        k *= m;
+        h *= m;
+        h ^= k;
+    }
+    Py_ssize_t base = length & ~(Py_ssize_t)3;
+    switch (length % 4) {
+        case 3:
+            h ^= (uint32_t)data[base + 2] << 16;
+            /* fall through */
+        case 2:
+            h ^= (uint32_t)data[base + 1] << 8;
+            /* fall through */
+        case 1:
+            h ^= (uint32_t)data[base];
+            h *= m;
+    }
+    h ^= h >> 13;
+    h *= m;
+    h ^= h >> 15;
+    return (int32_t)h;
+}
+
+static int bytes_view(PyObject *data, Py_buffer *view) {
+    return PyObject_GetBuffer(data, view, PyBUF_SIMPLE);
+}
+
+/* murmur2(data) -> int: ``Utils.murmur2`` as a signed Java int. */
+static PyObject *murmur2(PyObject *module, PyObject *data) {
+    Py_buffer view;
+    if (bytes_view(data, &view) < 0) {
+        return NULL;
+    }
+    int32_t hash = murmur2_bytes((const unsigned char *)view.buf, view.len);
+    PyBuffer_Release(&view);
+    return PyLong_FromLong((long)hash);
+}
+
+/* partition_for_key(key, num_partitions) -> int: ``toPositive(murmur2(key)) % numPartitions``. */
+static PyObject *partition_for_key(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "partition_for_key(key, num_partitions) takes two arguments");
+        return NULL;
+    }
+    long long count = PyLong_AsLongLong(args[1]);
+    if (count == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (count <= 0) {
+        PyErr_Format(PyExc_ValueError, "number of partitions must be positive, got %lld", count);
+        return NULL;
+    }
+    Py_buffer view;
+    if (bytes_view(args[0], &view) < 0) {
+        return NULL;
+    }
+    int32_t hash = murmur2_bytes((const unsigned char *)view.buf, view.len);
+    PyBuffer_Release(&view);
+    return PyLong_FromLongLong((long long)((uint32_t)hash & 0x7fffffffU) % count);
+}
+
+/*
+ * build_slotted(type, descriptors, columns) -> list: one ``type`` instance per row of ``columns`` (equal-length
+ * lists, one per descriptor), each built as ``type.__init__`` would build it when that __init__ only stores its
+ * arguments through the slot descriptors in order (slotted_init.fast_frozen_init; the caller checks that): the
+ * same objects as ``list(map(type, *columns))`` without running the Python __init__ per row.
+ */
+static PyObject *build_slotted(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyType_Check(args[0]) || !PyTuple_Check(args[1]) || !PyTuple_Check(args[2]) ||
+        PyTuple_GET_SIZE(args[1]) != PyTuple_GET_SIZE(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "build_slotted(type, descriptors, columns): one list per descriptor");
+        return NULL;
+    }
+    PyTypeObject *type = (PyTypeObject *)args[0];
+    PyObject *descriptors = args[1], *columns = args[2];
+    Py_ssize_t fields = PyTuple_GET_SIZE(descriptors);
+    Py_ssize_t rows = -1;
+    for (Py_ssize_t f = 0; f < fields; f++) {
+        PyObject *column = PyTuple_GET_ITEM(columns, f);
+        if (!PyList_Check(column) || (rows >= 0 && PyList_GET_SIZE(column) != rows)) {
+            PyErr_SetString(PyExc_ValueError, "build_slotted: the columns must be lists of equal length");
+            return NULL;
+        }
+        rows = PyList_GET_SIZE(column);
+        if (Py_TYPE(PyTuple_GET_ITEM(descriptors, f))->tp_descr_set == NULL) {
+            PyErr_SetString(PyExc_TypeError, "build_slotted: a descriptor cannot be set");
+            return NULL;
+        }
+    }
+    if (rows < 0) {
+        rows = 0;
+    }
+    PyObject *result = PyList_New(rows);
+    if (result == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t row = 0; row < rows; row++) {
+        PyObject *item = type->tp_alloc(type, 0);
+        if (item == NULL) {
+            Py_DECREF(result);
+            return NULL;
+        }
+        for (Py_ssize_t f = 0; f < fields; f++) {
+            PyObject *descriptor = PyTuple_GET_ITEM(descriptors, f);
+            PyObject *value = PyList_GET_ITEM(PyTuple_GET_ITEM(columns, f), row);
+            if (Py_TYPE(descriptor)->tp_descr_set(descriptor, item, value) < 0) {
+                Py_DECREF(item);
+                Py_DECREF(result);
+                return NULL;
+            }
+        }
+        PyList_SET_ITEM(result, row, item);
+    }
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"steps", (PyCFunction)(void (*)(void))steps, METH_FASTCALL,
      "Run the bulk replay loop (``_BulkLoop._steps_python``) from the given state; returns the step count."},
+    {"murmur2", (PyCFunction)murmur2, METH_O, "``Utils.murmur2`` of a bytes-like object, as a signed Java int."},
+    {"partition_for_key", (PyCFunction)(void (*)(void))partition_for_key, METH_FASTCALL,
+     "``BuiltInPartitioner.partitionForKey``: ``toPositive(murmur2(key)) % num_partitions``."},
+    {"build_slotted", (PyCFunction)(void (*)(void))build_slotted, METH_FASTCALL,
+     "One instance of a fast_frozen_init slotted class per row of the given column lists."},
     {NULL, NULL, 0, NULL},
 };
 

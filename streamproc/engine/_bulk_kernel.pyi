@@ -1,4 +1,4 @@
-"""Types of the compiled replay loop (``_bulk_kernel.c``); ``bulk_replay._BulkLoop._steps`` is its only caller."""
+"""Types of the compiled kernel (``_bulk_kernel.c``): the replay loop, murmur2, slotted objects from columns."""
 
 from typing import Any
 
@@ -24,3 +24,12 @@ def steps(
     /,
 ) -> int:
     """Run the bulk replay loop from the given state; returns the number of steps (``out``: steps, last index)."""
+
+def murmur2(data: bytes, /) -> int:
+    """``Utils.murmur2`` as a signed Java int (reference: ``partitioner.murmur2_reference``)."""
+
+def partition_for_key(key: bytes, num_partitions: int, /) -> int:
+    """``toPositive(murmur2(key)) % num_partitions``; ``ValueError`` for a count below 1."""
+
+def build_slotted(type_: type, descriptors: tuple[object, ...], columns: tuple[list[Any], ...], /) -> list[Any]:
+    """One ``type_`` instance per row, each field stored through its slot descriptor (``fast_frozen_init``)."""

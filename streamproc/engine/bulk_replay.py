@@ -47,6 +47,7 @@ from streamproc.engine.punctuation_queue import LONG_MAX_VALUE, PunctuationQueue
 from streamproc.engine.record_deserializer import RecordDeserializer, deserialized_record
 from streamproc.engine.record_queue import UNKNOWN, RawRecord, RecordQueue
 from streamproc.engine.records import ConsumerRecord, Record, TopicPartition
+from streamproc.engine.serdes import direct
 from streamproc.engine.stamped_record import StampedRecord
 from streamproc.engine.stream_task import StreamTask
 from streamproc.engine.timestamp_extractor import ExtractRecordMetadataTimestamp
@@ -218,8 +219,8 @@ class _BulkLoop:
                 (
                     queue._fifo,
                     getattr(type(queue._extractor), "extract", None) is metadata_extract,
-                    source.key_deserializer,
-                    source.value_deserializer,
+                    direct(source.key_deserializer),  # the same call without Deserializer.__call__'s frame
+                    direct(source.value_deserializer),
                     source,
                     context.forward if via_context else source.process,
                     source.children if inline else None,

@@ -96,6 +96,14 @@ class ProcessorContextImpl:
     def record_context(self, record_context: ProcessorRecordContext) -> None:
         self._record_context = record_context
 
+    def record_timestamp(self) -> int:
+        """``recordContext().timestamp()`` without building a lazy context (every store write logs it)."""
+        record_context = self._record_context
+        if record_context is not None:
+            return record_context.timestamp
+        stamped = self._lazy_stamped
+        return self._lazy_timestamp if stamped is None else stamped.timestamp
+
     def set(self, node: ProcessorNode | None, record_context: ProcessorRecordContext, system_time_ms: int) -> None:
         """``updateProcessorContext``: what the task installs before a record, a punctuation or ``init``."""
         self.current_node = node

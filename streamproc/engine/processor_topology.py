@@ -24,6 +24,7 @@ from streamproc.engine.processing_handler import (
 )
 from streamproc.engine.processor import ClassCastError, Processor
 from streamproc.engine.records import Headers, Record
+from streamproc.engine.serdes import direct
 from streamproc.engine.timestamp_extractor import TimestampExtractor
 from streamproc.errors import StreamsError, TopologyError
 
@@ -275,14 +276,27 @@ class SinkNode(ProcessorNode):
         self.key_serializer = key_serializer
         self.value_serializer = value_serializer
         self.partitioner = partitioner
+        self._serialize_key = direct(key_serializer)
+        self._serialize_value = direct(value_serializer)
+
+    def init(
+        self,
+        context: ProcessorContextImpl,
+        handler: ProcessingExceptionHandler | None,
+        dropped: DroppedRecordsSensor | None,
+    ) -> None:
+        super().init(context, handler, dropped)
+        # Bound again here in case the serializers were replaced after construction.
+        self._serialize_key = direct(self.key_serializer)
+        self._serialize_value = direct(self.value_serializer)
 
     def add_child(self, child: ProcessorNode) -> None:
         raise TopologyError(f"sink node {self.name!r} cannot have children")
 
     def process(self, record: Record[Any, Any]) -> None:
         assert self._context is not None
-        key = self.key_serializer(self.topic, record.key)
-        value = self.value_serializer(self.topic, record.value)
+        key = self._serialize_key(self.topic, record.key)
+        value = self._serialize_value(self.topic, record.value)
         self._context.collector.send(
             self.topic, key, value, record.timestamp, record.headers, self.name, self.partitioner
         )

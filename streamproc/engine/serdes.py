@@ -85,6 +85,17 @@ class Deserializer(Generic[T]):
         return self.deserialize(topic, data)
 
 
+def direct(function: Callable[[str, Any], Any]) -> Callable[[str, Any], Any]:
+    """The ``serialize``/``deserialize`` method a :class:`Serializer`/:class:`Deserializer` call goes to, else the
+    callable itself: the same function without the ``__call__`` frame (per record, per field, on the hot path)."""
+    call = type(function).__call__
+    if call is Serializer.__call__:
+        return function.serialize  # type: ignore[attr-defined,no-any-return]
+    if call is Deserializer.__call__:
+        return function.deserialize  # type: ignore[attr-defined,no-any-return]
+    return function
+
+
 def _check_range(value: int, bounds: tuple[int, int], java_type: str) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise SerializationException(f"{java_type}Serializer expects an int, got {type(value).__name__}")
@@ -111,14 +122,19 @@ class StringDeserializer(Deserializer[str]):
         return None if data is None else bytes(data).decode("utf-8", errors=_JAVA_REPLACE)
 
 
+_LONG = struct.Struct(">q")
+
+
 class LongSerializer(Serializer[int]):
     """``LongSerializer``: 8 bytes, big-endian two's complement."""
 
     def serialize(self, topic: str, data: int | None) -> bytes | None:
+        if type(data) is int and _INT64[0] <= data <= _INT64[1]:  # the common case, without a call per check
+            return _LONG.pack(data)
         if data is None:
             return None
         _check_range(data, _INT64, "Long")
-        return struct.pack(">q", data)
+        return _LONG.pack(data)
 
 
 class LongDeserializer(Deserializer[int]):
@@ -127,8 +143,10 @@ class LongDeserializer(Deserializer[int]):
     def deserialize(self, topic: str, data: bytes | None) -> int | None:
         if data is None:
             return None
-        _check_size(data, 8, "LongDeserializer")
-        return int(struct.unpack(">q", data)[0])
+        if len(data) != 8:
+            _check_size(data, 8, "LongDeserializer")
+        value: int = _LONG.unpack(data)[0]
+        return value
 
 
 class IntegerSerializer(Serializer[int]):

@@ -12,7 +12,13 @@ hashing, ordering and pickling work as before because they only read the fields 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any, TypeVar
+
+try:
+    from streamproc.engine import _bulk_kernel
+except ImportError:  # not built (a source checkout without `make install`): build_slotted calls the class
+    _bulk_kernel = None  # type: ignore[assignment]
 
 T = TypeVar("T")
 
@@ -56,3 +62,24 @@ def fast_frozen_init(cls: type[T]) -> type[T]:
     init.__slot_fields__ = tuple(field.name for field in fields)
     cls.__init__ = init  # type: ignore[method-assign]
     return cls
+
+
+def build_slotted(cls: type[T], columns: Sequence[list[Any]]) -> list[T]:
+    """``list(map(cls, *columns))``: one instance per row of the equal-length column lists, in the fields' order.
+
+    For a class whose ``__init__`` is :func:`fast_frozen_init`'s (it only stores its arguments through the slot
+    descriptors) the compiled kernel builds the same objects without calling ``__init__`` per row; otherwise, or
+    without the kernel, the class is called per row (the definition; ``tests/unit/engine/test_slotted_init.py``
+    checks both give equal objects).
+    """
+    fields = getattr(cls.__init__, "__slot_fields__", None)
+    if (
+        _bulk_kernel is None
+        or fields is None
+        or cls.__new__ is not object.__new__
+        or len(fields) != len(columns)
+        or not all(type(column) is list for column in columns)
+    ):
+        return list(map(cls, *columns))
+    descriptors = tuple(cls.__dict__[name] for name in fields)
+    return _bulk_kernel.build_slotted(cls, descriptors, tuple(columns))

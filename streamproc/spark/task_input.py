@@ -3,9 +3,10 @@
 A task's input partition may hold millions of records; the replay only needs a few per partition at a time
 (``buffered.records.per.partition``), so records are decoded from one row group of one segment at a time
 (``ParquetFile.iter_batches``), never a whole partition (``../shared/notes/airflow-spark.md``: ``read_table``
-grows the worker's RSS, ``iter_batches`` keeps it flat). Before the first record, the range's manifests must tile
-``[start, end)`` completely (``storage.staging.range_status``): a missing or broken segment is an error naming the
-task, the range and the object, raised before the task has produced anything.
+grows the worker's RSS, ``iter_batches`` keeps it flat). Records are built from a batch's columns and its
+offsets checked on the column (``records_from_batch``), not field by field in Python. Before the first record, the
+range's manifests must tile ``[start, end)`` completely (``storage.staging.range_status``): a missing or broken
+segment is an error naming the task, the range and the object, raised before the task has produced anything.
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from streamproc.engine.records import RawRecord
 from streamproc.errors import ManifestError
 from streamproc.storage.object_store import LocalObjectStore, ObjectStore
-from streamproc.storage.segments import SEGMENT_SCHEMA_FINGERPRINT, records_from_table, schema_fingerprint
+from streamproc.storage.segments import SEGMENT_SCHEMA_FINGERPRINT, records_from_batch, schema_fingerprint
 from streamproc.storage.staging import range_status
 
 logger = logging.getLogger(__name__)
@@ -86,11 +88,28 @@ def read_records(store: ObjectStore, staged: StagedRange, *, task: str) -> Itera
             )
         last = -1
         for batch in parquet.iter_batches(batch_size=BATCH_ROWS):
-            for record in records_from_table(pa.Table.from_batches([batch])):
-                if record.offset <= last or not staged.start <= record.offset < staged.end:
-                    raise ManifestError(
-                        f"task [{task}] object '{name}' in {store.uri}: offset {record.offset} is out of order or "
-                        f"outside [{staged.start}, {staged.end}); delete it and fetch its range again"
-                    )
-                last = record.offset
-                yield record
+            if batch.num_rows == 0:
+                continue
+            bad = _first_misplaced(batch.column("offset"), last, staged)
+            if bad is not None:
+                raise ManifestError(
+                    f"task [{task}] object '{name}' in {store.uri}: offset {bad} is out of order or "
+                    f"outside [{staged.start}, {staged.end}); delete it and fetch its range again"
+                )
+            last = batch.column("offset")[-1].as_py()
+            yield from records_from_batch(batch)
+
+
+def _first_misplaced(offsets: pa.Array, last: int, staged: StagedRange) -> int | None:
+    """The first offset of a batch that does not follow ``last`` (the previous one) in increasing order inside the
+    range, or None: the per-record check of the reader, done on the column."""
+    previous = pa.concat_arrays([pa.array([last], pa.int64()), offsets.slice(0, len(offsets) - 1)])
+    misplaced = pc.or_(
+        pc.less_equal(offsets, previous),
+        pc.or_(pc.less(offsets, staged.start), pc.greater_equal(offsets, staged.end)),
+    )
+    index = pc.index(misplaced, True).as_py()
+    if index < 0:
+        return None
+    first: int = offsets[index].as_py()
+    return first

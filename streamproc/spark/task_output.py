@@ -21,6 +21,7 @@ import tarfile
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -133,48 +134,65 @@ class TaskObjects:
 
 
 class _ParquetFiles:
-    """One local Parquet file per key, written a row group at a time, then published under final names."""
+    """One local Parquet file per key, written a row group at a time, then published under final names.
+
+    Rows are buffered as the tuples the collectors build (one ``list.append`` a record) and turned into columns
+    once per row group (``map(itemgetter(i), rows)``, in C): appending each field to its column list cost ~1.6 µs
+    a record, a tenth of a pass-through task. Row groups hold ``ROW_GROUP_ROWS`` rows per file, as before, so the
+    bytes are the same.
+    """
 
     def __init__(self, schema: pa.Schema, work_dir: Path) -> None:
         self._schema = schema
         self._work_dir = work_dir
-        self._columns: dict[tuple[str, int], list[list[Any]]] = {}
+        self._rows: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
         self._writers: dict[tuple[str, int], pq.ParquetWriter] = {}
-        self.counts: dict[tuple[str, int], int] = {}
+        self._written: dict[tuple[str, int], int] = {}
+        self._getters = [itemgetter(i) for i in range(len(schema))]
+
+    @property
+    def counts(self) -> dict[tuple[str, int], int]:
+        """Rows appended per key (written or still buffered)."""
+        return {key: self._written.get(key, 0) + len(rows) for key, rows in self._rows.items()}
 
     def append(self, key: tuple[str, int], row: tuple[Any, ...]) -> None:
-        columns = self._columns.get(key)
-        if columns is None:
-            columns = self._columns[key] = [[] for _ in self._schema]
-        for column, value in zip(columns, row, strict=True):
-            column.append(value)
-        self.counts[key] = self.counts.get(key, 0) + 1
-        if len(columns[0]) >= ROW_GROUP_ROWS:
+        rows = self._rows.get(key)
+        if rows is None:
+            rows = self._rows[key] = []
+        rows.append(row)
+        if len(rows) >= ROW_GROUP_ROWS:
             self._flush(key)
 
     def _path(self, key: tuple[str, int]) -> Path:
         return self._work_dir / f"{key[0]}+{key[1]}.parquet"
 
     def _flush(self, key: tuple[str, int]) -> None:
-        columns = self._columns[key]
-        if not columns[0]:
+        rows = self._rows[key]
+        if not rows:
             return
         writer = self._writers.get(key)
         if writer is None:
             writer = self._writers[key] = pq.ParquetWriter(self._path(key), self._schema, **_WRITE_OPTIONS)
+        columns = [list(map(getter, rows)) for getter in self._getters]
         writer.write_table(pa.table(columns, schema=self._schema), row_group_size=ROW_GROUP_ROWS)
-        for column in columns:
-            column.clear()
+        self._written[key] = self._written.get(key, 0) + len(rows)
+        rows.clear()
 
     def close(self) -> dict[tuple[str, int], Path]:
-        for key in list(self._columns):
+        for key in list(self._rows):
             self._flush(key)
         for writer in self._writers.values():
             writer.close()
         return {key: self._path(key) for key in sorted(self._writers)}
 
 
+#: The ``headers`` cell of a record without headers (shared: pyarrow only reads it).
+_NO_HEADERS: list[dict[str, Any]] = []
+
+
 def _headers(headers: Headers) -> list[dict[str, Any]]:
+    if not headers:
+        return _NO_HEADERS
     return [{"key": key, "value": value} for key, value in headers]
 
 

@@ -17,7 +17,9 @@ is the commit record the hand-off reads.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
 import heapq
 import importlib
 import itertools
@@ -143,6 +145,25 @@ def load_topology(reference: str) -> tuple[Topology, TaskConfig]:
     return built, config
 
 
+#: Allocations of container objects between two young-generation collections while a task runs (CPython's
+#: default is 700). A task allocates a few objects per record (raw record, record, rows) that reference counting
+#: frees; at 700 the collector ran every ~100 records and cost ~15 % of a pass-through task (build_slotted alone:
+#: 0.29 µs a record with it, 0.10 µs without). Cycles are still collected, just less often; memory stays bounded.
+TASK_GC_THRESHOLD = 50_000
+
+
+@contextlib.contextmanager
+def _young_collections_spaced() -> Iterator[None]:
+    """Raise the young-generation threshold to :data:`TASK_GC_THRESHOLD` for the task, then restore it."""
+    before = gc.get_threshold()
+    gc.set_threshold(max(before[0], TASK_GC_THRESHOLD), *before[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+
+
+@_young_collections_spaced()
 def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
     """Run ``work``'s task to the end of its ranges and publish its objects; returns its report (see module doc)."""
     started = time.monotonic()

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from streamproc.engine.records import Headers
+from streamproc.engine.slotted_init import fast_frozen_init
 from streamproc.errors import StateError
 from streamproc.state import store_encoding
 from streamproc.state.store_type import StoreType
@@ -75,6 +76,12 @@ class LoggedChange:
     changelog: ChangelogRecord
 
 
+# Built on every logged store write.
+fast_frozen_init(StoreWrite)
+fast_frozen_init(ChangelogRecord)
+fast_frozen_init(LoggedChange)
+
+
 def position_serde_serialize(position: Position) -> bytes:
     """``PositionSerde.serialize``, the bytes between position 0 and the limit of the returned buffer.
 
@@ -117,6 +124,26 @@ def key_value_put(key: bytes, value: bytes | None, record_timestamp: int, header
     return LoggedChange(StoreWrite(key, value), ChangelogRecord(key, value, record_timestamp, headers))
 
 
+def timestamped_key_value_write(
+    key: bytes,
+    value: bytes | None,
+    value_timestamp: int | None,
+    record_timestamp: int,
+    headers: Headers = (),
+) -> tuple[bytes | None, ChangelogRecord]:
+    """``ChangeLoggingTimestampedKeyValueBytesStore.put``: the bytes the store keeps (``None`` deletes) and the
+    changelog record, which gets the raw value stamped with the value's time (a tombstone the record's time).
+
+    The rule, as a pair: a store's ``put`` writes and logs it without a :class:`LoggedChange` per write.
+    """
+    if value is None:
+        return None, ChangelogRecord(key, None, record_timestamp, headers)
+    if value_timestamp is None:
+        raise StateError("a timestamped key-value put needs the value's timestamp")
+    stored = store_encoding.value_and_timestamp(value, value_timestamp)
+    return stored, ChangelogRecord(key, value, value_timestamp, headers)
+
+
 def timestamped_key_value_put(
     key: bytes,
     value: bytes | None,
@@ -124,13 +151,9 @@ def timestamped_key_value_put(
     record_timestamp: int,
     headers: Headers = (),
 ) -> LoggedChange:
-    """``ChangeLoggingTimestampedKeyValueBytesStore.put``: the changelog gets the raw value, stamped with its time."""
-    if value is None:
-        return LoggedChange(StoreWrite(key, None), ChangelogRecord(key, None, record_timestamp, headers))
-    if value_timestamp is None:
-        raise StateError("a timestamped key-value put needs the value's timestamp")
-    stored = store_encoding.value_and_timestamp(value, value_timestamp)
-    return LoggedChange(StoreWrite(key, stored), ChangelogRecord(key, value, value_timestamp, headers))
+    """:func:`timestamped_key_value_write` as a :class:`LoggedChange`."""
+    stored, record = timestamped_key_value_write(key, value, value_timestamp, record_timestamp, headers)
+    return LoggedChange(StoreWrite(key, stored), record)
 
 
 def session_put(

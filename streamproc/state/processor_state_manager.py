@@ -24,7 +24,7 @@ source topic reused as changelog is fatal there (``MissingSourceTopicException``
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -374,8 +374,10 @@ class ProcessorStateManager:
         def record_timestamp() -> int:
             return context.record_context.timestamp
 
+        # The task's context reads the timestamp without building a lazy record context (one object per write).
+        timestamp_of: Callable[[], int] = getattr(context, "record_timestamp", record_timestamp)
         for store_context in self._contexts.values():
-            store_context.record_timestamp = record_timestamp
+            store_context.record_timestamp = timestamp_of
 
     def changelog_offsets(self) -> dict[str, int | None]:
         """Store → L (offset of the last changelog record reflected), ``None`` when unknown."""

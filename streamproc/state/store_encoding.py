@@ -22,14 +22,19 @@ _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 _INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
 
 
+_LONG = struct.Struct(">q")
+
+
 def _long(value: int, what: str) -> bytes:
     if not _LONG_MIN <= value <= _LONG_MAX:
         raise StateError(f"{what} {value} does not fit in a Java long")
-    return struct.pack(">q", value)
+    return _LONG.pack(value)
 
 
 def value_and_timestamp(raw_value: bytes, timestamp: int) -> bytes:
     """``ValueAndTimestampSerializer.serialize``: the 8-byte timestamp, then the serialized value."""
+    if _LONG_MIN <= timestamp <= _LONG_MAX:  # every store write: without the checking call
+        return _LONG.pack(timestamp) + raw_value
     return _long(timestamp, "timestamp") + raw_value
 
 
@@ -44,7 +49,8 @@ def timestamp_of(value_and_timestamp_bytes: bytes) -> int:
     """``ValueAndTimestampDeserializer.timestamp``: the leading 8-byte big-endian timestamp."""
     if len(value_and_timestamp_bytes) < TIMESTAMP_SIZE:
         raise StateError(f"timestamped value of {len(value_and_timestamp_bytes)} bytes has no 8-byte timestamp")
-    return int(struct.unpack(">q", value_and_timestamp_bytes[:TIMESTAMP_SIZE])[0])
+    timestamp: int = _LONG.unpack_from(value_and_timestamp_bytes)[0]
+    return timestamp
 
 
 def window_store_key(key: bytes, window_start: int, seqnum: int) -> bytes:

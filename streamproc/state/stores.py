@@ -32,11 +32,12 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from streamproc.engine.records import ConsumerRecord, TopicPartition
 from streamproc.engine.serdes import Serde
+from streamproc.engine.slotted_init import fast_frozen_init
 from streamproc.errors import StateError
 from streamproc.state import store_encoding
 from streamproc.state.changelog import ChangelogRecord, LoggedChange, WindowStoreChangeLogger, session_put
 from streamproc.state.changelog import key_value_put as _kv_change
-from streamproc.state.changelog import timestamped_key_value_put as _tkv_change
+from streamproc.state.changelog import timestamped_key_value_write as _tkv_write
 from streamproc.state.store_layout import segment_id
 from streamproc.state.store_type import StoreType
 
@@ -68,6 +69,9 @@ class ValueAndTimestamp(Generic[V]):
     def make(value: V | None, timestamp: int) -> ValueAndTimestamp[V] | None:
         """``ValueAndTimestamp.make``: ``None`` for a ``None`` value (Kafka's ``null``)."""
         return None if value is None else ValueAndTimestamp(value, timestamp)
+
+
+fast_frozen_init(ValueAndTimestamp)  # built on every timestamped store read
 
 
 @dataclass(frozen=True, slots=True)
@@ -369,10 +373,13 @@ class StateStore:
         raise NotImplementedError
 
     def _log(self, change: LoggedChange) -> None:
+        self._log_record(change.changelog)
+
+    def _log_record(self, record: ChangelogRecord) -> None:
         ctx = self.context
         ctx.written = True
         if ctx.sink is not None and ctx.changelog_partition is not None:
-            ctx.sink.send(self.name, ctx.changelog_partition, change.changelog)
+            ctx.sink.send(self.name, ctx.changelog_partition, record)
 
 
 class _Storage(Protocol):
@@ -521,10 +528,11 @@ class TimestampedKeyValueStore(_KeyValueBytesBacked[K, V]):
 
     def _write(self, key: bytes, value: ValueAndTimestamp[V] | None) -> None:
         raw = None if value is None else self._value(value.value)
-        change = _tkv_change(key, raw, None if value is None else value.timestamp, self.context.record_timestamp())
-        assert change.store_write is not None
-        self.bytes_store.put(key, change.store_write.value)
-        self._log(change)
+        stored, record = _tkv_write(
+            key, raw, None if value is None else value.timestamp, self.context.record_timestamp()
+        )
+        self.bytes_store.put(key, stored)
+        self._log_record(record)
 
     def get(self, key: K) -> ValueAndTimestamp[V] | None:
         return self._decode(self.bytes_store.get(self._key(key)))

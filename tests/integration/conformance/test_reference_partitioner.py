@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from streamproc.engine.partitioner import murmur2, partition_for_key
+from streamproc.engine.partitioner import murmur2, murmur2_reference, partition_for_key, partition_for_key_reference
 from streamproc.engine.serdes import IntegerSerializer, LongSerializer, StringSerializer
 from streamproc_dev.conformance.reference import KAFKA_UTILS_TEST_KEYS, PARTITION_COUNTS, murmur2_keys
 
@@ -38,5 +38,6 @@ def test_serialized_bytes_murmur2_and_partitions_match_kafka(kafka_reference: di
     java = kafka_reference["murmur2"][index]
     data = serialized(KEYS[index])
     assert data.hex() == java["serialized"]
-    assert murmur2(data) == java["murmur2"]
+    assert murmur2(data) == murmur2_reference(data) == java["murmur2"]  # compiled and the Python definition
     assert [partition_for_key(data, n) for n in PARTITION_COUNTS] == java["partitions"]
+    assert [partition_for_key_reference(data, n) for n in PARTITION_COUNTS] == java["partitions"]

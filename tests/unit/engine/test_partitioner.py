@@ -43,3 +43,24 @@ def test_default_stream_partitioner_serializes_then_hashes() -> None:
     partitioner = DefaultStreamPartitioner(lambda topic, key: None if key is None else str(key).encode("utf-8"))
     assert partitioner.partitions("t", "hello", "v", 6) == frozenset({partition_for_key(b"hello", 6)})
     assert partitioner.partitions("t", None, "v", 6) is None
+
+
+def test_compiled_murmur2_and_partition_equal_the_reference_on_many_keys() -> None:
+    """One rule, two implementations: the kernel's C murmur2 against the Python definition, every length mod 4,
+    bytes with the high bit set (Java's signed bytes), and the partition for several counts."""
+    import random
+
+    from streamproc.engine.partitioner import _bulk_kernel, murmur2_reference, partition_for_key_reference
+
+    if _bulk_kernel is None:
+        pytest.skip("the compiled kernel is not built (make install builds it)")
+    rng = random.Random(17)
+    keys = [b"", b"\xff", b"\x80\x00\x7f", b"key-00042", *(bytes(range(n)) for n in range(1, 260, 7))]
+    keys += [rng.randbytes(rng.randrange(0, 300)) for _ in range(20_000)]
+    for key in keys:
+        assert _bulk_kernel.murmur2(key) == murmur2_reference(key), key
+        for count in (1, 3, 8, 32, 2**31 - 1):
+            assert _bulk_kernel.partition_for_key(key, count) == partition_for_key_reference(key, count), key
+    assert murmur2 is _bulk_kernel.murmur2 and partition_for_key is _bulk_kernel.partition_for_key
+    with pytest.raises(ValueError, match="positive"):
+        _bulk_kernel.partition_for_key(b"a", 0)

@@ -39,6 +39,19 @@ def test_set_raw_record_takes_raw_bytes_from_the_raw_record() -> None:
     assert context.record_context == ProcessorRecordContext(8, 3, 0, "a", HEADERS, b"k", None)
 
 
+def test_record_timestamp_is_the_record_contexts_without_building_a_lazy_one() -> None:
+    context, source = context_of_task()
+    context.set_raw_record(source, ConsumerRecord.raw("a", 0, 3, 1, b"k", None), 8, 5)
+    assert context.record_timestamp() == 8 and context._record_context is None
+    assert context.record_timestamp() == context.record_context.timestamp
+    deserialized = ConsumerRecord.raw("a", 0, 9, 5, b"k", b"v")
+    context.set_record(source, StampedRecord(deserialized, 42, b"rk", b"rv"), 77)
+    assert context.record_timestamp() == 42 and context._record_context is None
+    assert context.record_timestamp() == context.record_context.timestamp
+    context.record_context = ProcessorRecordContext(-1, -1, -1, None)  # a punctuation's
+    assert context.record_timestamp() == -1
+
+
 class Capture(Processor):
     def __init__(self) -> None:
         self.contexts: list[ProcessorRecordContext] = []

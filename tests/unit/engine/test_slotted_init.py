@@ -77,3 +77,22 @@ def test_the_hot_path_values_use_it() -> None:
     corrupted = CorruptedRecord.of(raw)
     assert (corrupted.record, corrupted.timestamp, corrupted.raw_key, corrupted.raw_value) == (raw, -1, b"k", None)
     assert ProcessorRecordContext(1, 2, 3, None).headers == ()
+
+
+def test_build_slotted_gives_the_objects_calling_the_class_per_row_gives() -> None:
+    """The compiled construction from columns against the definition (``map`` over the columns)."""
+    from streamproc.engine.slotted_init import _bulk_kernel, build_slotted
+
+    columns = (list(range(500)), [f"s{i % 7}" for i in range(500)], [(i,) if i % 3 else () for i in range(500)])
+    expected = list(map(Fast, *columns))
+    built = build_slotted(Fast, columns)
+    assert built == expected
+    assert all(type(item) is Fast for item in built)
+    assert [dataclasses.astuple(item) for item in built] == [dataclasses.astuple(item) for item in expected]
+    assert build_slotted(Reference, columns) == list(map(Reference, *columns)) != []  # not fast_frozen_init: calls
+    assert build_slotted(Fast, ([], [], [])) == []
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built[0].a = 5  # type: ignore[misc]
+    if _bulk_kernel is not None:
+        with pytest.raises(ValueError, match="equal length"):
+            build_slotted(Fast, ([1], ["x", "y"], [()]))

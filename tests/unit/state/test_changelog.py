@@ -122,3 +122,14 @@ def test_position_header_is_padded_like_kafka_4_2() -> None:
     assert set(value[len(position_serde_serialize(position)) :]) == {0}
     headers = changelog_headers(position, consistency_enabled=True)
     assert headers == (("v", b"\x00"), ("c", value))
+
+
+def test_the_timestamped_write_pair_is_the_logged_change() -> None:
+    """What a store's put uses (no ``LoggedChange`` per write) is the same rule as ``timestamped_key_value_put``."""
+    from streamproc.state.changelog import timestamped_key_value_write
+
+    for value, value_timestamp in ((b"v1", TS), (b"", 0), (None, None)):
+        stored, record = timestamped_key_value_write(b"k1", value, value_timestamp, CTX)
+        change = timestamped_key_value_put(b"k1", value, value_timestamp, CTX)
+        assert change.store_write is not None
+        assert (stored, record) == (change.store_write.value, change.changelog)

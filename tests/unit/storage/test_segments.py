@@ -228,3 +228,23 @@ def test_many_row_groups_read_back_in_order() -> None:
     table = decode_segment(encode_segment(recs), "x.parquet")
     assert len(table.to_batches()) > 1
     assert list(records_from_table(table)) == recs
+
+
+def test_records_from_a_batch_equal_the_consumer_records_row_by_row() -> None:
+    """Built column by column (shared values for uniform columns, the kernel's construction) and from a sliced
+    batch (Arrow offsets into the headers' values), the records equal ``ConsumerRecord.raw`` field for field."""
+    from streamproc.storage.segments import records_from_batch
+
+    uniform = [
+        ConsumerRecord.raw("orders", 3, o, 5_000 - o, b"k%d" % (o % 4), b"v" * o, leader_epoch=2) for o in range(300)
+    ]
+    mixed = records("orders", 0, list(range(300)))
+    for recs in (uniform, mixed):
+        batch = decode_segment(encode_segment(recs), "x.parquet").to_batches()[0]
+        for start, stop in ((0, 300), (17, 250), (299, 300), (5, 5)):
+            built = records_from_batch(batch.slice(start, stop - start))
+            assert built == recs[start:stop]
+            assert [(r.serialized_key_size, r.serialized_value_size, r.headers) for r in built] == [
+                (r.serialized_key_size, r.serialized_value_size, r.headers) for r in recs[start:stop]
+            ]
+            assert all(type(r) is ConsumerRecord for r in built)
