@@ -110,7 +110,9 @@ def check_disjoint(ranges: Sequence[FetchRange]) -> None:
 
 @dataclass(frozen=True, slots=True)
 class RangeFetchResult:
-    """What fetching one range did: segments written now, segments found complete, records and bytes copied."""
+    """What fetching one range did: segments written now, segments found complete, records and bytes copied now,
+    and the records staged for the range in all (``records_staged``: what the ledger records, so that a fetch that
+    resumed a range an earlier, interrupted attempt had partly staged still reports the range's whole count)."""
 
     range: FetchRange
     segments_written: int
@@ -118,6 +120,7 @@ class RangeFetchResult:
     records: int
     bytes: int
     seconds: float
+    records_staged: int
 
     @property
     def skipped(self) -> bool:
@@ -301,6 +304,9 @@ def fetch_range(
         records=progress.records,
         bytes=progress.bytes,
         seconds=time.monotonic() - started,
+        # the segments found complete by their manifests' counts, and every record copied now (each went into a
+        # segment that now has its manifest): the range's staged total, whichever attempt staged each segment
+        records_staged=sum(m.record_count for m in status.complete) + progress.records,
     )
     if result.skipped:
         log.info("%s: already staged in %d segment(s); nothing fetched", rng, len(status.complete))

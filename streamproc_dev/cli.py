@@ -1,6 +1,7 @@
 """``python -m streamproc_dev``: the repository's own commands, which the streamproc wheel does not carry.
 
 ``broker``, ``s3`` and ``airflow`` start, stop and check the real local services the tests and the demo use;
+``compose fetch`` builds the Docker Compose the deployment's tests run ``docker compose config`` with;
 ``conformance run`` prints streamproc's result for one conformance scenario. The options, output (``--output json``)
 and one-line errors are ``streamproc``'s: the helpers come from :mod:`streamproc.cli`.
 """
@@ -169,6 +170,27 @@ def s3_status(ctx: click.Context, workdir: Path | None) -> None:
     workdir = workdir or _default_workdir("s3")
     status = minio.status(workdir)
     emit(ctx, {"workdir": str(workdir), "status": status}, status)
+
+
+@main.group()
+def compose() -> None:
+    """Docker Compose built with go install: `docker compose config` for the deployment's tests (no engine)."""
+
+
+@compose.command("fetch")
+@click.pass_context
+@catch_errors
+def compose_fetch(ctx: click.Context) -> None:
+    """Build the docker-compose binary into the cache (once) and link it as a docker CLI plugin."""
+    from streamproc_dev import compose as docker_compose
+
+    binary = docker_compose.fetch()
+    plugins = docker_compose.plugin_dir()
+    emit(
+        ctx,
+        {"binary": str(binary), "docker_config": str(plugins)},
+        f"Docker Compose at {binary} (as a docker CLI plugin: DOCKER_CONFIG={plugins} docker compose)",
+    )
 
 
 @main.group("airflow")

@@ -2,21 +2,21 @@
 
 MinIO serves the S3 API that boto3 speaks, so the S3 path of streamproc's object store is tested against a real
 server (multipart uploads, conditional writes, listing) rather than a mock. The binary is built once into
-``~/.cache/streamproc/minio-<version>/`` and started on a free loopback port with a temporary data directory.
+``~/.cache/streamproc/minio-<version>/`` and started on a free loopback port with a temporary data directory. Its
+root user (the S3 access key) is fixed; its password (the secret key) is random per server and kept in the handle.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import shutil
-import subprocess
+import secrets
 import tempfile
 import urllib.request
 from pathlib import Path
 
 from streamproc.errors import DevServiceError
 from streamproc_dev import service_process
+from streamproc_dev.go_build import go_install
 from streamproc_dev.service_process import ServiceHandle
 from streamproc_dev.versions import MINIO_MODULE, MINIO_VERSION, cache_dir
 
@@ -24,7 +24,6 @@ log = logging.getLogger(__name__)
 
 NAME = "minio"
 ACCESS_KEY = "streamproc"
-SECRET_KEY = "streamproc-secret"  # a loopback-only test server's key, not a credential
 REGION = "us-east-1"
 
 
@@ -33,45 +32,22 @@ def binary_path(version: str = MINIO_VERSION) -> Path:
 
 
 def fetch(version: str = MINIO_VERSION) -> Path:
-    """Build MinIO with ``go install`` once; a cached binary is reused.
-
-    The Go binary is ``STREAMPROC_GO`` when set (the Makefile passes the Go >= 1.24 that ``tools/prereq.sh`` found
-    or downloaded), else ``go`` on PATH.
-    """
-    target = binary_path(version)
-    if target.exists():
-        log.info("MinIO %s already built at %s", version, target)
-        return target
-    go = os.environ.get("STREAMPROC_GO") or shutil.which("go")  # STREAMPROC_GO: what tools/prereq.sh found
-    if go and not os.access(go, os.X_OK):
-        raise DevServiceError(f"STREAMPROC_GO={go} is not an executable; point it at a Go 1.24+ binary or unset it")
-    if go is None:
-        raise DevServiceError(
-            "Go ('go') is not on PATH and STREAMPROC_GO is not set; run `make services` (it downloads Go 1.24 into "
-            "the cache) or install Go 1.24+ (https://go.dev/doc/install) and retry"
-        )
-    staging = Path(tempfile.mkdtemp(prefix="minio-", dir=cache_dir()))
-    log.info("Building MinIO %s with go install (a few minutes, once)", version)
-    result = subprocess.run(  # noqa: S603
-        [go, "install", f"{MINIO_MODULE}@{version}"],
-        env={**os.environ, "GOBIN": str(staging), "CGO_ENABLED": "0", "GOFLAGS": "-buildvcs=false"},
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if result.returncode != 0 or not (staging / "minio").exists():
-        shutil.rmtree(staging, ignore_errors=True)
-        raise DevServiceError(f"go install {MINIO_MODULE}@{version} failed:\n{result.stderr[-4000:]}")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    (staging / "minio").rename(target)
-    shutil.rmtree(staging, ignore_errors=True)
-    log.info("Built MinIO at %s", target)
-    return target
+    """Build MinIO with ``go install`` once (:func:`streamproc_dev.go_build.go_install`); a cached binary is reused."""
+    return go_install(MINIO_MODULE, version, binary_path(version), what="MinIO")
 
 
 def _live(endpoint: str) -> bool:
     with urllib.request.urlopen(f"{endpoint}/minio/health/live", timeout=2) as response:  # noqa: S310 - loopback
         return bool(response.status == 200)
+
+
+def _secret_key(previous: ServiceHandle | None) -> str:
+    """The root password (the S3 secret key): random for each new server, so that a test planting it as a secret
+    (the Airflow tests search every log line and ledger row for it) plants a string nothing else contains; a server
+    restarted on its old data directory keeps the password it was started with."""
+    if previous is not None and previous.extra.get("secret_key"):
+        return str(previous.extra["secret_key"])
+    return f"minio-{secrets.token_urlsafe(24)}"
 
 
 def start(workdir: Path | None = None, *, version: str = MINIO_VERSION, timeout_s: float = 60) -> ServiceHandle:
@@ -82,11 +58,12 @@ def start(workdir: Path | None = None, *, version: str = MINIO_VERSION, timeout_
     if previous is not None and service_process.is_alive(previous.pid):
         raise DevServiceError(f"MinIO is already running from {workdir} (pid {previous.pid}, {previous.address})")
     binary = fetch(version)
+    secret_key = _secret_key(previous)
     port, console_port = service_process.free_port(), service_process.free_port()
     log_path = workdir / "minio.log"
     env = {
         "MINIO_ROOT_USER": ACCESS_KEY,
-        "MINIO_ROOT_PASSWORD": SECRET_KEY,
+        "MINIO_ROOT_PASSWORD": secret_key,
         "MINIO_BROWSER": "off",
         "MINIO_UPDATE": "off",
         "MINIO_CI_CD": "1",
@@ -102,7 +79,7 @@ def start(workdir: Path | None = None, *, version: str = MINIO_VERSION, timeout_
         address=endpoint,
         workdir=str(workdir),
         log_path=str(log_path),
-        extra={"access_key": ACCESS_KEY, "secret_key": SECRET_KEY, "region": REGION, "version": version},
+        extra={"access_key": ACCESS_KEY, "secret_key": secret_key, "region": REGION, "version": version},
     )
     handle.save()
     log.info("MinIO ready at %s (pid %d)", endpoint, pid)

@@ -19,6 +19,12 @@ KAFKA_VERSION = KAFKA_STREAMS_VERSION
 MINIO_MODULE = "github.com/minio/minio"
 MINIO_VERSION = "v0.0.0-20260212201848-7aac2a2c5b7c"
 
+# Docker Compose, built with `go install` for `docker compose config` in the tests: the newest release whose go.mod
+# asks for no newer Go than the 1.24 tools/prereq.sh guarantees (later v5 releases need Go 1.25/1.26), and whose
+# go.mod has no replace or exclude directive (`go install MODULE@VERSION` refuses those).
+COMPOSE_MODULE = "github.com/docker/compose/v5"
+COMPOSE_VERSION = "v5.0.2"
+
 
 def cache_dir() -> Path:
     """Where downloaded jars and built binaries live: outside the repo, shared by every clone and CI run."""

@@ -235,7 +235,7 @@ def fetch_step(ref: DagRunRef, rng: Mapping[str, Any]) -> dict[str, Any]:
 
     The range is fetched in a worker process that dies with the task (``fetch_ranges``' process pool): killing
     either ends the attempt, and Airflow's retry fetches only the segments still missing. The ledger's staged
-    records are the range's, not only the last attempt's (:func:`_staged_records`).
+    records are the range's, not only the last attempt's (``RangeFetchResult.records_staged``).
     """
     from streamproc.fetch import FetchRange, fetch_ranges
     from streamproc.plan.cluster_snapshot import IsolationLevel
@@ -255,28 +255,16 @@ def fetch_step(ref: DagRunRef, rng: Mapping[str, Any]) -> dict[str, Any]:
         processes=2,
         store_options=options,
     )
-    [result] = [_staged_records(store, r) for r in results]
+    [result] = results
     with open_ledger() as ledger:
         ledger.record_fetch(ref.run_id, [result])
     return {
         "range": range_label(rng),
-        "records": result.records,
+        "records": result.records_staged,
         "bytes": result.bytes,
         "segments_written": result.segments_written,
         "segments_already_staged": result.segments_already_complete,
     }
-
-
-def _staged_records(store: Any, result: Any) -> Any:
-    """``result`` with ``records`` counting every record staged for the range: a resumed fetch copied only the
-    missing segments' records, the others were staged by the attempt that was killed."""
-    import dataclasses
-
-    from streamproc.storage.staging import range_status
-
-    rng = result.range
-    status = range_status(store, rng.topic, rng.partition, rng.start, rng.end, topic_id=rng.topic_id)
-    return dataclasses.replace(result, records=sum(m.record_count for m in status.complete))
 
 
 # ----------------------------------------------------------------------------------------------------- verify

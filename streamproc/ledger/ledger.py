@@ -249,7 +249,9 @@ class Ledger:
                 db.execute(q.INSERT_LAG, lag)
 
     def record_fetch(self, run_id: str, results: Sequence[RangeFetchResult]) -> None:
-        """What fetch staged per range; a range fetched again (a retry, a mapped task) replaces its figures."""
+        """What fetch staged per range; a range fetched again (a retry, a mapped task) replaces its figures. The
+        records are the range's staged total (a resumed fetch's ``records_staged``), not only those copied by the
+        last attempt; bytes and segments written are the last attempt's."""
         staged_at = now()
         rows = [
             {
@@ -258,7 +260,7 @@ class Ledger:
                 "partition": r.range.partition,
                 "start_offset": r.range.start,
                 "end_offset": r.range.end,
-                "records": r.records,
+                "records": r.records_staged,
                 "bytes": r.bytes,
                 "segments_written": r.segments_written,
                 "segments_already_staged": r.segments_already_complete,

@@ -2,21 +2,25 @@
 
 Validated against the Compose Specification's JSON schema, vendored as ``compose-spec.json`` from
 https://github.com/compose-spec/compose-spec/blob/a08f8d51631b7127ddac3d2c65537db429d0f1d0/schema/compose-spec.json
-(the schema's last change as of 2026-06; the version ``docker compose`` v2.40 validates with), and by
-``docker compose config`` where a Compose CLI is installed (this project's machines have the docker CLI without
-the compose plugin and no engine, so that check is skipped there with the reason).
+(the schema's last change as of 2026-06; the version ``docker compose`` v2.40 validates with), and by Compose
+itself: ``docker compose config`` (Docker Compose built from source into the cache by ``make services``,
+:mod:`streamproc_dev.compose`; ``config`` needs no Docker engine) must accept the file and normalise it to the
+services, ports and volumes the file means.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
+import os
+from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
+import yaml
 
+from streamproc.errors import DevServiceError
+from streamproc_dev import compose
 from tests.integration.deploy import compose_file
 from tests.integration.deploy.compose_file import COMPOSE_FILE, ENV_EXAMPLE, SCHEMA_FILE
 
@@ -46,28 +50,66 @@ def test_the_schema_refuses_a_broken_compose_file() -> None:
     assert "'hostnme' does not match any of the regexes" in errors[0]
 
 
-def _compose_cli() -> list[str] | None:
-    docker = shutil.which("docker")
-    if docker and subprocess.run([docker, "compose", "version"], capture_output=True, check=False).returncode == 0:
-        return [docker, "compose"]
-    standalone = shutil.which("docker-compose")
-    return [standalone] if standalone else None
+@pytest.fixture(scope="module")
+def resolved() -> dict[str, Any]:
+    """``docker compose config --format json`` of the file with ``.env.example``: Compose's normalised model."""
+    return compose.config(COMPOSE_FILE, ENV_EXAMPLE)
 
 
-def test_docker_compose_config_accepts_the_file() -> None:
-    cli = _compose_cli()
-    if cli is None:
-        pytest.skip("no Compose CLI here: the docker CLI has no compose plugin and docker-compose is not installed")
-    result = subprocess.run(
-        [*cli, "-f", str(COMPOSE_FILE), "--env-file", str(ENV_EXAMPLE), "config", "--format", "json"],
-        capture_output=True, text=True, check=False, timeout=60,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    resolved = json.loads(result.stdout)
+def _ports(spec: dict[str, Any]) -> list[tuple[str, int, str]]:
+    """The file's ``HOST:CONTAINER`` ports as (published, target, protocol), Compose's long form's fields."""
+    return [(host, int(container), "tcp") for host, container in (str(p).split(":") for p in spec.get("ports") or [])]
+
+
+def _volumes(spec: dict[str, Any], named: set[str]) -> list[tuple[str, str, str, bool]]:
+    """The file's ``SOURCE:TARGET[:ro]`` volumes as (type, source, target, read-only): a named volume, or a bind
+    mount of a path relative to the compose file's directory."""
+    mounts = []
+    for volume in spec.get("volumes") or []:
+        source, target, *mode = str(volume).split(":")
+        if source in named:
+            mounts.append(("volume", source, target, mode == ["ro"]))
+        else:
+            mounts.append(("bind", os.path.normpath(COMPOSE_FILE.parent / source), target, mode == ["ro"]))
+    return mounts
+
+
+def test_docker_compose_config_resolves_the_services_ports_and_volumes_the_file_means(
+    resolved: dict[str, Any],
+) -> None:
     ours = compose_file.load()
+    named = set(ours["volumes"])
+    assert resolved["name"] == ours["name"] == "streamproc"
     assert set(resolved["services"]) == set(ours["services"])
-    for name in AIRFLOW_COMPONENTS:
-        assert resolved["services"][name]["environment"] == compose_file.environment(ours, name)
+    for name, spec in ours["services"].items():
+        got = resolved["services"][name]
+        assert got.get("expose") == spec.get("expose"), name
+        assert [(p["published"], p["target"], p["protocol"]) for p in got.get("ports") or []] == _ports(spec), name
+        assert [
+            (v["type"], v["source"], v["target"], v.get("read_only", False)) for v in got.get("volumes") or []
+        ] == _volumes(spec, named), name
+        assert got["environment"] == compose_file.environment(ours, name), name  # the merges (<<) as YAML means
+        assert got.get("command") == spec.get("command"), name
+        assert {k: v["condition"] for k, v in (got.get("depends_on") or {}).items()} == {
+            k: v["condition"] for k, v in (spec.get("depends_on") or {}).items()
+        }, name
+        assert got.get("restart") == spec.get("restart"), name
+    assert (
+        resolved["services"]["airflow-apiserver"]["ports"][0]["published"]
+        == compose_file.env_example()["AIRFLOW_UI_PORT"]
+    )
+    assert resolved["services"]["spark-worker"]["deploy"]["replicas"] == 2
+    # every named volume is the project's: `docker compose up` creates them as streamproc_<name>
+    assert resolved["volumes"] == {volume: {"name": f"streamproc_{volume}"} for volume in named}
+
+
+def test_docker_compose_config_refuses_a_broken_file(tmp_path: Path) -> None:
+    broken = compose_file.raw()
+    broken["services"]["spark-worker"]["depends_on"] = {"spark-mastr": {"condition": "service_healthy"}}
+    broken_file = tmp_path / "docker-compose.yml"
+    broken_file.write_text(yaml.safe_dump(broken), encoding="utf-8")
+    with pytest.raises(DevServiceError, match="docker compose config refused .*spark-mastr"):
+        compose.config(broken_file, ENV_EXAMPLE)
 
 
 def test_every_variable_the_file_uses_is_in_env_example_and_every_one_there_is_used() -> None:

@@ -229,7 +229,7 @@ def _run_the_dag(
     with Ledger(local.databases[settings["STREAMPROC_LEDGER_DB"]]) as ledger:
         recorded = [ledger.run_for_dag_run(DAG, r["dag_run_id"]) for r in runs]
     statuses = sorted(d.summary.status for d in recorded if d is not None)
-    assert statuses == ["succeeded"] + ["skipped"] * (len(runs) - 1)
+    assert statuses == sorted(["succeeded"] + ["skipped"] * (len(runs) - 1))
     [processed] = [d for d in recorded if d is not None and d.summary.status == "succeeded"]
     summary = processed.summary
     assert (summary.trigger, summary.records_planned, summary.records_processed) == ("scheduled", ARRIVED, ARRIVED)

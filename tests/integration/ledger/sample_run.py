@@ -47,8 +47,8 @@ def sample_plan(application_id: str = "orders-app") -> RunPlan:
 def sample_fetch(plan: RunPlan) -> list[RangeFetchResult]:
     restore = plan.restores[0]
     return [
-        RangeFetchResult(FetchRange("orders", 0, 1200, 5000), 3, 0, 3790, 412_000, 1.25),
-        RangeFetchResult(FetchRange("orders", 1, 0, 300), 0, 1, 300, 31_000, 0.5),
+        RangeFetchResult(FetchRange("orders", 0, 1200, 5000), 3, 0, 3790, 412_000, 1.25, 3790),
+        RangeFetchResult(FetchRange("orders", 1, 0, 300), 0, 1, 300, 31_000, 0.5, 300),
         RangeFetchResult(
             FetchRange(restore.changelog_topic, restore.changelog_partition, restore.start, restore.end, True),
             1,
@@ -56,6 +56,7 @@ def sample_fetch(plan: RunPlan) -> list[RangeFetchResult]:
             50,
             2_000,
             0.125,
+            50,
         ),  # fmt: skip
     ]
 

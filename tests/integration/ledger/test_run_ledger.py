@@ -5,6 +5,11 @@ why."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +21,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from streamproc.cli import main
+from streamproc.fetch import FETCH_LIMITS
 from streamproc.ledger import Ledger
 from streamproc.plan.run_plan import RunPlan
 from streamproc.spark.job import plan_id
@@ -99,9 +105,10 @@ def test_streamproc_run_records_its_run_in_postgresql(
     ]
     assert [(lag.committed_after, lag.lag_after) for lag in first_detail.lag] == [(None, None)] * PARTITIONS
     assert first_detail.steps == []
-    # the next run made the same plan (nothing new arrived): it found the ranges staged and the tasks done
+    # the next run made the same plan (nothing new arrived): it found the ranges staged (the ledger holds what is
+    # staged for each, though nothing was copied now) and the tasks done
     assert [(r.records_planned, r.records_staged, r.segments_written) for r in detail.ranges] == [
-        (words[p], 0, 0) for p in range(PARTITIONS)
+        (words[p], words[p], 0) for p in range(PARTITIONS)
     ]
     assert all(r.segments_already_staged for r in detail.ranges)
     assert [(t.task_id, t.records_processed, t.skipped) for t in detail.tasks] == [
@@ -150,3 +157,62 @@ def test_a_failed_run_is_recorded_with_the_error_it_printed(
         assert recorded.error is not None and f"error: {recorded.error}" in result.output
     assert "ledger-no-such-topic" in str(first.error)
     assert "has no function nothing" in str(second.error)
+
+
+RESUMED_RECORDS = FETCH_LIMITS.max_segment_records * 2 + 50_000  # three segments of one range
+STREAMPROC = str(Path(sys.executable).parent / "streamproc")
+
+
+def test_a_run_that_resumes_an_interrupted_fetch_records_the_ranges_staged_total(
+    kafka_broker: str, admin: AdminClient, unique: Callable[[str], str], tmp_path: Path
+) -> None:
+    """``streamproc run`` is killed while fetching, after the first of its range's three segments was staged; the
+    next run fetches only the rest and records the range's every staged record, not only those it copied."""
+    app_id = unique("ledger-resumed")
+    changelog = f"{app_id}-counts-changelog"
+    create_topic(admin, topologies.RESUMED_INPUT)
+    create_topic(admin, topologies.RESUMED_OUTPUT)
+    create_topic(admin, changelog, config={"cleanup.policy": "compact"})
+    wait_for_leaders(admin, topologies.RESUMED_INPUT, topologies.RESUMED_OUTPUT, changelog)
+    answer_list_offsets(kafka_broker, [changelog, topologies.RESUMED_INPUT], 1)
+    producer = Producer({"bootstrap.servers": kafka_broker, "linger.ms": 20, "batch.num.messages": 10_000})
+    for i in range(RESUMED_RECORDS):
+        while True:
+            try:
+                producer.produce(topologies.RESUMED_INPUT, key=b"k", value=b"x", partition=0, timestamp=1_000 + i)
+                break
+            except BufferError:
+                producer.poll(0.1)
+    assert producer.flush(60) == 0
+    staging, work = tmp_path / "staging", tmp_path / "work"
+    args = ["run", "--bootstrap", kafka_broker, "--application-id", app_id, "--topology",
+            "tests.integration.ledger.topologies:count_resumed", "--store", str(staging), "--work-dir", str(work),
+            "--master", "local[1]", "--no-handoff"]  # fmt: skip
+
+    with (tmp_path / "killed-run.log").open("wb") as output:
+        killed = subprocess.Popen([STREAMPROC, *args], stdout=output, stderr=subprocess.STDOUT)  # noqa: S603
+        try:
+            while not (staged_when_killed := len(list(staging.rglob("*.manifest.json")))):
+                assert killed.poll() is None, (tmp_path / "killed-run.log").read_text()
+                time.sleep(0.02)
+        finally:
+            os.kill(killed.pid, signal.SIGKILL)
+            killed.wait()
+    assert 1 <= staged_when_killed < 3, "the fetch finished before it could be killed"
+    ledger_file = work / "ledger.sqlite"
+    with Ledger(ledger_file) as ledger:
+        [dead] = ledger.runs(app_id)
+    assert (dead.status, dead.stage) == ("running", "fetch")  # it died: its lock is freed by hand
+    run("ledger", "finish", dead.run_id, "--ledger", str(ledger_file))
+
+    run(*args)
+    with Ledger(ledger_file) as ledger:
+        resumed, _dead = ledger.runs(app_id)
+        detail = ledger.run(resumed.run_id)
+    assert detail is not None and resumed.status == "succeeded"
+    [staged] = detail.ranges
+    assert (staged.topic, staged.start, staged.end) == (topologies.RESUMED_INPUT, 0, RESUMED_RECORDS)
+    assert (staged.records_planned, staged.records_staged) == (RESUMED_RECORDS, RESUMED_RECORDS)
+    assert staged.segments_already_staged is not None and staged.segments_already_staged >= staged_when_killed
+    assert staged.segments_already_staged + (staged.segments_written or 0) == 3
+    assert [(t.task_id, t.records_processed) for t in detail.tasks] == [("0_0", RESUMED_RECORDS)]

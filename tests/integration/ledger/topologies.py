@@ -7,6 +7,9 @@ from tests.integration.spark.topologies import count_topology
 
 INPUT = "ledger-count-words"
 OUTPUT = "ledger-count-totals"
+#: the resumed-fetch test's topics: an input long enough to span several segments
+RESUMED_INPUT = "ledger-resumed-words"
+RESUMED_OUTPUT = "ledger-resumed-totals"
 
 
 def count() -> Topology:
@@ -17,3 +20,8 @@ def count() -> Topology:
 def count_of_a_missing_topic() -> Topology:
     """The same program on an input topic that does not exist: the plan refuses it."""
     return count_topology("ledger-no-such-topic", OUTPUT)
+
+
+def count_resumed() -> Topology:
+    """The same program on the resumed-fetch test's topics."""
+    return count_topology(RESUMED_INPUT, RESUMED_OUTPUT)
