@@ -22,6 +22,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from bench.process_topologies import Count  # the one counting processor of the benchmarks
 from streamproc import Processor, ProcessorContext, Record, Stores, Topology, serde_for
 from streamproc.state.stores import ValueAndTimestamp
 
@@ -49,18 +50,6 @@ class FilterMap(Processor):
         value = record.value
         if value[11] != 48:  # b"0"
             self.context.forward(record.with_value(value[:12]))
-
-
-class Count(Processor):
-    def init(self, context: ProcessorContext) -> None:
-        self.context = context
-        self.store: Any = context.get_state_store("counts")
-
-    def process(self, record: Record[Any, Any]) -> None:
-        old = self.store.get(record.key)
-        count = 1 if old is None else old.value + 1
-        self.store.put(record.key, ValueAndTimestamp(count, record.timestamp))
-        self.context.forward(record.with_value(count))
 
 
 class Rekey(Processor):

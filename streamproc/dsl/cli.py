@@ -28,7 +28,7 @@ def topology_group() -> None:
 @catch_errors
 def check_command(ctx: click.Context, describe_file: Path, reference: str) -> None:
     """Print "identical" (exit 0) or the first line where the two describe() texts differ (exit 1)."""
-    from streamproc.dsl.check import first_difference
+    from streamproc.engine.describe_diff import first_difference
     from streamproc.spark.task_runner import load_topology
 
     expected = describe_file.read_text(encoding="utf-8")

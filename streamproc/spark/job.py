@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from streamproc.engine.dead_letter_queue import exception_name
+from streamproc.engine.describe_diff import first_difference
 from streamproc.engine.internal_topics import internal_topic_prefix
 from streamproc.engine.task_id import TaskId
 from streamproc.engine.topology import SinkNodeSpec, Topology
@@ -51,11 +52,6 @@ class InjectedFailure(RuntimeError):
     """The retry test's executor failure: not a ``StreamprocError``, so Spark retries the task."""
 
 
-def _lines(text: str) -> list[tuple[int, str]]:
-    """(line number, text) of the non-blank lines: blank lines only separate sub-topologies."""
-    return [(number, line.strip()) for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
-
-
 def check_topology(plan: RunPlan, topology: Topology, reference: str) -> None:
     """Refuse a topology whose ``describe()`` differs from the plan's, naming the first differing line."""
     if plan.topology is None:
@@ -63,16 +59,15 @@ def check_topology(plan: RunPlan, topology: Topology, reference: str) -> None:
             "the plan was made without a topology (from --input-topic), so the process step cannot check that "
             f"{reference} is the application's topology; re-plan with --topology describe.txt"
         )
-    expected, actual = _lines(plan.topology), _lines(str(topology.describe()))
-    end = (len(str(topology.describe()).splitlines()) + 1, "(end)")
-    for index in range(max(len(expected), len(actual))):
-        number, got = actual[index] if index < len(actual) else end
-        want = expected[index][1] if index < len(expected) else "(end)"
-        if want != got:
-            raise ConfigError(
-                f"topology {reference} is not the plan's topology: line {number} of describe() is {got!r} where the "
-                f"plan has {want!r}; process with the topology the plan was made from"
-            )
+    difference = first_difference(plan.topology, str(topology.describe()))
+    if difference is not None:
+        got = "(end)" if difference.actual is None else difference.actual.strip()
+        want = "(end)" if difference.expected is None else difference.expected.strip()
+        raise ConfigError(
+            f"topology {reference} is not the plan's topology: line {difference.line} of describe() is {got!r} where "
+            f"the plan has {want!r}{'; only the order of its nodes differs' if difference.same_structure else ''}; "
+            "process with the topology the plan was made from"
+        )
 
 
 def partition_counts(plan: RunPlan, extra: Mapping[str, int]) -> dict[str, int]:

@@ -8,7 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from streamproc.cli import main
-from streamproc.dsl.check import first_difference
+from streamproc.engine.describe_diff import first_difference
 from streamproc_dev.conformance.dsl_programs import count
 
 GOLDEN_COUNT = Path(__file__).resolve().parents[3] / "conformance" / "golden" / "count.txt"
