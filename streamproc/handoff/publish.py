@@ -25,6 +25,7 @@ from streamproc.errors import HandoffError
 from streamproc.handoff.changelog_reduction import last_value_per_key
 from streamproc.handoff.kill_points import kill_point, pause_point
 from streamproc.handoff.task_results import OutgoingRecord, TaskResults
+from streamproc.handoff.txn_offsets import send_offsets_to_transaction
 from streamproc.kafka import clients as kafka_clients
 from streamproc.plan.cluster_snapshot import TopicPartition
 from streamproc.state.commit_metadata import TopicPartitionMetadata
@@ -191,7 +192,8 @@ def publish_task(
             offsets[str(commit.partition)] = offset
         try:
             if positions:
-                producer.send_offsets_to_transaction(positions, group.consumer_group_metadata(), TRANSACTION_TIMEOUT_S)
+                # not producer.send_offsets_to_transaction: it appends a NUL that Kafka Streams cannot decode
+                send_offsets_to_transaction(producer, positions, group.consumer_group_metadata(), TRANSACTION_TIMEOUT_S)
             producer.commit_transaction(TRANSACTION_TIMEOUT_S)
         except KafkaException as exc:
             raise _fail(task_id, txn_id, "committed its transaction", exc) from exc

@@ -35,6 +35,7 @@ from streamproc.plan.cluster_snapshot import (
 )
 from streamproc.plan.positions import timestamps_needed
 from streamproc.plan.preconditions import UNKNOWN_GROUP_STATE
+from streamproc.state.commit_metadata import stored_metadata
 
 log = logging.getLogger(__name__)
 
@@ -272,7 +273,9 @@ def _read_committed_offsets(admin: Any, group_id: str) -> tuple[dict[TopicPartit
             raise PlanError(f"committed offset of {tp.topic}-{tp.partition} for group '{group_id}': {tp.error}")
         if tp.offset == _OFFSET_INVALID or tp.offset < 0:
             continue
-        committed[TopicPartition(tp.topic, tp.partition)] = CommittedOffset(tp.offset, tp.metadata or "")
+        committed[TopicPartition(tp.topic, tp.partition)] = CommittedOffset(
+            tp.offset, stored_metadata(tp.metadata or "")
+        )
     return committed, False
 
 

@@ -219,3 +219,49 @@ class TopicPartitionMetadata:
         except (_BufferUnderflow, _Base64Error):
             LOG.warning("Unsupported offset metadata found: %r", metadata)
         return cls(timestamp, processor_metadata)
+
+
+def _base64_length(size: int) -> int:
+    return 4 * ((size + 2) // 3)
+
+
+def stored_metadata(read_back: str) -> str:
+    """The committed metadata as the group stores it, from a string confluent-kafka read back.
+
+    confluent-kafka (2.16) reads offset metadata as a C string, and librdkafka does not always end its copy with a
+    NUL (librdkafka issue 4649): a metadata string committed without one (as Kafka Streams and the hand-off commit
+    it) can come back with whatever bytes followed it. Kafka Streams' metadata says its own length (9 bytes, then
+    the processor metadata's entry count and sizes), so the string is cut to that; a string that is not Kafka
+    Streams' metadata is returned unchanged.
+    """
+    body = read_back
+    for i, ch in enumerate(read_back):
+        if ch not in _BASE64_VALUES:
+            body = read_back[:i]
+            break
+    body = body[: len(body) - 1] if len(body) % 4 == 1 else body
+    try:
+        data = base64.b64decode(body + "=" * (-len(body) % 4), validate=True)
+    except ValueError:
+        return read_back
+    if len(data) < 9 or data[0] not in (MAGIC_BYTE_V1, LATEST_MAGIC_BYTE):
+        return read_back
+    size = 9
+    if data[0] == LATEST_MAGIC_BYTE and len(data) > 9:
+        reader = _Reader(data[9:])
+        try:
+            count = reader.get_int()
+            if count > 0:
+                for _ in range(count):
+                    reader.take(reader.get_int())
+                    reader.get_long()
+                size = len(data) - reader.remaining()
+        except _BufferUnderflow:
+            size = 9
+    cut = read_back[: _base64_length(size)]
+    try:
+        if java_base64_decode(cut) == data[:size]:
+            return cut
+    except _Base64Error:
+        pass
+    return read_back

@@ -7,7 +7,9 @@ after a stop at a step boundary, and the refusals (offsets moved, an unfinished 
 from __future__ import annotations
 
 import json
+import shutil
 import struct
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -30,6 +32,7 @@ from streamproc.spark.task_runner import run_task
 from streamproc.state.commit_metadata import TopicPartitionMetadata
 from streamproc.state.offset_checkpoint import OffsetCheckpoint
 from streamproc.storage import load_store
+from streamproc_dev.conformance.oracle import ORACLE_JAR, ensure_oracle_jar
 from tests.integration.conftest import create_topic
 from tests.integration.handoff import topologies
 from tests.integration.handoff.conftest import PARTITIONS, RECORDS
@@ -38,6 +41,28 @@ from tests.integration.spark.conftest import wait_for_leaders
 pytestmark = pytest.mark.integration
 
 TOPOLOGY = "tests.integration.handoff.topologies:count"
+COMMITTED_METADATA = Path(__file__).resolve().parent / "java" / "CommittedMetadata.java"
+
+
+@pytest.fixture(scope="module")
+def committed_metadata_classpath(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """``java/CommittedMetadata.java`` compiled against a private copy of the oracle jar (Kafka Streams 4.2.2)."""
+    work = tmp_path_factory.mktemp("committed-metadata")
+    jar = work / "oracle.jar"
+    shutil.copyfile(ORACLE_JAR if ORACLE_JAR.is_file() else ensure_oracle_jar(), jar)
+    proc = subprocess.run(["javac", "-cp", str(jar), "-d", str(work / "classes"), str(COMMITTED_METADATA)],
+                          capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return f"{work / 'classes'}:{jar}"
+
+
+def kafka_streams_partition_times(classpath: str, bootstrap: str, group: str) -> dict[str, tuple[int, int]]:
+    """Per committed partition: the metadata's length in chars and the partition time Kafka Streams decodes."""
+    proc = subprocess.run(["java", "-cp", classpath, "CommittedMetadata", bootstrap, group],
+                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    rows = (line.split() for line in proc.stdout.splitlines() if line.strip())
+    return {name: (int(chars), int(time_)) for name, _offset, chars, time_ in rows}
 
 
 def run(*args: str, ok: bool = True) -> Any:
@@ -145,7 +170,12 @@ def last_data_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, 
 
 
 def test_handoff_publishes_commits_checkpoints_and_a_rerun_skips_everything(
-    kafka_broker: str, admin: AdminClient, input_topic: str, unique: Callable[[str], str], tmp_path: Path
+    kafka_broker: str,
+    admin: AdminClient,
+    input_topic: str,
+    unique: Callable[[str], str],
+    tmp_path: Path,
+    committed_metadata_classpath: str,
 ) -> None:
     app_id = unique("handoff-app")
     run_ = processed(kafka_broker, admin, app_id, tmp_path)
@@ -162,6 +192,11 @@ def test_handoff_publishes_commits_checkpoints_and_a_rerun_skips_everything(
     assert {str(tp): c.offset for tp, c in committed.items()} == {c.partition: c.after for c in plan.commits}
     times = {k: v["partition_time"] for r in run_["reports"] for k, v in r["offsets"].items()}
     assert {str(tp): TopicPartitionMetadata.decode(c.metadata).partition_time for tp, c in committed.items()} == times
+    # ... as Kafka Streams itself reads it: 12 base64 characters, nothing after them (confluent-kafka's own
+    # send_offsets_to_transaction adds a NUL, which Kafka Streams cannot decode: partition time -1)
+    assert kafka_streams_partition_times(committed_metadata_classpath, kafka_broker, app_id) == {
+        name: (12, partition_time) for name, partition_time in times.items()
+    }
 
     # Outputs: every count the tasks sent, visible to read_committed, nothing else.
     outputs = read_all(kafka_broker, topologies.OUTPUT, 2, start=before)
