@@ -298,6 +298,20 @@ def goals(summary: list[dict[str, Any]], records: int, partitions: int, cores: i
                             cores=cores, **base)  # fmt: skip
             add(f"engine {workload} ≥ {target_default}× KS stream thread, default cache", engine,
                 "records_per_cpu_s", default, "records_per_stream_thread_cpu_s", target_default)  # fmt: skip
+    # issue #16: the DSL's processors per CPU-second against Kafka Streams' DSL with the cache off (what a replay
+    # reproduces), its stream threads: ≥ 2× where no user code runs (count), ≥ 1× with Python lambdas
+    for workload, target in (("pass_through", 1.0), ("count", 2.0)):
+        engine = _find(summary, system="streamproc-engine", variant="engine dsl", workload=workload, **base)
+        off = _find(summary, system="kafka-streams", variant="dsl 1t cache off", workload=workload, cores=cores,
+                    **base)  # fmt: skip
+        add(f"DSL engine {workload} ≥ {target}× KS DSL stream thread, cache off", engine, "records_per_cpu_s", off,
+            "records_per_stream_thread_cpu_s", target)  # fmt: skip
+    for workload, target in (("window", 1.0),):  # two stages: no engine-only figure, streamproc run end to end
+        run = _find(summary, system="streamproc", variant=f"run dsl local[{cores}]", workload=workload, **base)
+        off = _find(summary, system="kafka-streams", variant="dsl 1t cache off", workload=workload, cores=cores,
+                    **base)  # fmt: skip
+        add(f"DSL streamproc run {workload} ≥ {target}× KS DSL reset + restart, cache off (all its CPU)", run,
+            "records_per_cpu_s", off, "records_per_cpu_s", target)  # fmt: skip
     for workload in WORKLOADS:
         run = _find(summary, system="streamproc", variant=f"run papi local[{cores}]", workload=workload, **base)
         ks = _find(summary, system="kafka-streams", variant="papi 1t cache default", workload=workload, cores=cores,
@@ -374,20 +388,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="1 M records, 8 partitions, one repeat (default)")
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
     parser.add_argument("--systems", default="streamproc,streamproc-engine,kafka-streams,quix-streams")
+    parser.add_argument("--apis", default=None, help="papi,dsl: the workloads' APIs (overrides the plan's)")
+    parser.add_argument("--ks-variants", default=None, help="Kafka Streams' THREADS:CACHE, e.g. 1:off,2:default")
+    parser.add_argument("--label", default="", help="results under <date>-<machine>-<label>-compare.* (a subset's)")
     parser.add_argument("--repeats", type=int, default=None)
     parser.add_argument("--sizes", default=None, help="records per data set, comma-separated (overrides the plan)")
     args = parser.parse_args(argv)
     plan = FULL if args.full else QUICK
-    if args.repeats or args.sizes:
+    if args.repeats or args.sizes or args.apis or args.ks_variants:
         sizes = tuple(int(n) for n in args.sizes.split(",")) if args.sizes else plan.sizes
-        plan = Plan(sizes, plan.partitions, args.repeats or plan.repeats, plan.cores, plan.ks_variants, plan.apis)
+        apis = tuple(args.apis.split(",")) if args.apis else plan.apis
+        variants = plan.ks_variants
+        if args.ks_variants:
+            variants = tuple((int(t), c) for t, c in (v.split(":") for v in args.ks_variants.split(",")))
+        plan = Plan(sizes, plan.partitions, args.repeats or plan.repeats, plan.cores, variants, apis)
     if "quix-streams" in args.systems and not QUIX_PYTHON.exists():
         print(f"Quix Streams' venv {QUIX_PYTHON.parent.parent} is missing: run `make bench-venv`", file=sys.stderr)
         return 2
     workloads = tuple(args.workloads.split(","))
     systems = set(args.systems.split(","))
     become_subreaper()
-    stamp = datetime.now(UTC).strftime("%Y-%m-%d") + "-" + os.uname().nodename
+    stamp = (
+        datetime.now(UTC).strftime("%Y-%m-%d") + "-" + os.uname().nodename + (f"-{args.label}" if args.label else "")
+    )
     RESULTS.mkdir(exist_ok=True)
     log = RESULTS / f"{stamp}-compare.log"
     log.write_text("")

@@ -6,13 +6,17 @@ task with :func:`streamproc.spark.task_runner.run_task` (staged segments → rec
 processors → stores and output files) and prints one JSON line: wall and CPU seconds (``getrusage(RUSAGE_SELF)``) of
 the tasks alone, and the staging's wall seconds. This is the figure set against Kafka Streams' stream threads, which
 likewise leave out start-up, JIT and GC. Single-stage workloads only (a repartition needs the hand-off between
-stages, which ``streamproc run`` does).
+stages, which ``streamproc run`` does). With ``STREAMPROC_BENCH_PROFILE=FILE`` it writes a cProfile of the first task
+(by own time) to FILE instead of measuring.
 """
 
 from __future__ import annotations
 
+import cProfile
+import io
 import json
 import os
+import pstats
 import sys
 import time
 from pathlib import Path
@@ -51,6 +55,16 @@ def main(bootstrap: str, app: str, workload: str, api: str, work_dir: str, recor
     works = task_work(plan, topology=factory, store_uri=store_uri, counts=counts,
                       state_dir=str(Path(work_dir) / "state"))  # fmt: skip
     stage_wall = time.perf_counter() - started
+    profile_to = os.environ.get("STREAMPROC_BENCH_PROFILE")  # a cProfile of the first task (figures then not used)
+    if profile_to:
+        profiler = cProfile.Profile()
+        profiler.enable()
+        run_task(works[0])
+        profiler.disable()
+        text = io.StringIO()
+        pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(40)
+        Path(profile_to).write_text(text.getvalue())
+        return
     cpu, started = self_cpu_seconds(), time.perf_counter()
     processed = sum(run_task(work)["records_processed"] for work in works)
     wall, cpu = time.perf_counter() - started, self_cpu_seconds() - cpu

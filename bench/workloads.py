@@ -12,8 +12,11 @@ same records. A value is ``IIIII,AAAAAA,…`` (item: 5 digits, amount: 6 digits,
   dropped as late), every update sent on.
 
 ``streamproc run --topology bench.workloads:count`` takes no arguments, so the topics come from the environment
-(``STREAMPROC_BENCH_INPUT``, ``STREAMPROC_BENCH_OUTPUT``), which Spark's local workers inherit. DSL versions of the
-same workloads go in :data:`DSL_WORKLOADS` once the DSL (issue #16) has landed: ``compare.py`` runs every entry.
+(``STREAMPROC_BENCH_INPUT``, ``STREAMPROC_BENCH_OUTPUT``), which Spark's local workers inherit. The same workloads
+written with the DSL (``dsl_pass_through``, ``dsl_count``, ``dsl_window``: :data:`DSL_WORKLOADS`) are the calls of
+``BenchApps.dsl`` less its ``peek`` (Kafka Streams' counter for its stop condition; streamproc counts records itself),
+so that the comparison measures the DSL's processors (lambdas, the count and window aggregate processors) against
+Kafka Streams' own DSL.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Any
 
 from bench.process_topologies import Count  # the one counting processor of the benchmarks
 from streamproc import Processor, ProcessorContext, Record, Stores, Topology, serde_for
+from streamproc.dsl import Consumed, Materialized, Produced, Repartitioned, StreamsBuilder, TimeWindows
 from streamproc.state.stores import ValueAndTimestamp
 
 WINDOW_MS = 60_000
@@ -112,7 +116,61 @@ def window() -> Topology:
     return t
 
 
+# -- the same workloads with the DSL (BenchApps.dsl) ------------------------------------------------------------------
+
+
+def _dsl_stream(builder: StreamsBuilder, source: str) -> Any:
+    return builder.stream(source, Consumed.with_(_BYTES, _BYTES))
+
+
+def dsl_pass_through() -> Topology:
+    """``filter(keep).mapValues(project).to(output)``: two Python lambdas per record."""
+    source, sink = _topics()
+    b = StreamsBuilder()
+    stream = _dsl_stream(b, source).filter(lambda k, v: v[11] != 48).map_values(lambda v: v[:12])
+    stream.to(sink, Produced.with_(_BYTES, _BYTES))
+    return b.build()
+
+
+def dsl_count() -> Topology:
+    """``groupByKey().count(Materialized.as(persistentTimestampedKeyValueStore("counts")))``: no user code."""
+    source, sink = _topics()
+    b = StreamsBuilder()
+    store = Materialized.as_(Stores.persistent_timestamped_key_value_store("counts"))
+    table = (
+        _dsl_stream(b, source).group_by_key().count(materialized=store.with_key_serde(_BYTES).with_value_serde(_LONG))
+    )
+    table.to_stream().to(sink, Produced.with_(_BYTES, _LONG))
+    return b.build()
+
+
+def dsl_window() -> Topology:
+    """``selectKey(item).repartition("rekeyed").groupByKey().windowedBy(60 s tumbling).aggregate(sum)``.
+
+    Java's ``toStream((windowed, sum) -> windowed.key())`` is ``toStream().selectKey(…)`` (what ``KTableImpl`` does).
+    """
+    source, sink = _topics()
+    b = StreamsBuilder()
+    rekeyed = _dsl_stream(b, source).select_key(lambda k, v: v[:5])
+    rekeyed = rekeyed.repartition(Repartitioned.with_(_BYTES, _BYTES).with_name("rekeyed"))
+    sums = (
+        rekeyed.group_by_key()
+        .windowed_by(TimeWindows.of_size_and_grace(WINDOW_MS, GRACE_MS))
+        .aggregate(
+            lambda: 0,
+            lambda k, v, total: total + int(v[6:12]),
+            materialized=Materialized.as_("sums").with_key_serde(_BYTES).with_value_serde(_LONG),
+        )  # fmt: skip
+    )
+    sums.to_stream().select_key(lambda windowed, total: windowed.key).to(sink, Produced.with_(_BYTES, _LONG))
+    return b.build()
+
+
 #: workload name → topology factory, Processor API
 PAPI_WORKLOADS: dict[str, Callable[[], Topology]] = {"pass_through": pass_through, "count": count, "window": window}
-#: the same workloads written with the DSL (issue #16); empty until it lands — add ``name: factory`` here
-DSL_WORKLOADS: dict[str, Callable[[], Topology]] = {}
+#: the same workloads written with the DSL (issue #16); ``bench.workloads:dsl_<name>`` for ``streamproc run``
+DSL_WORKLOADS: dict[str, Callable[[], Topology]] = {
+    "pass_through": dsl_pass_through,
+    "count": dsl_count,
+    "window": dsl_window,
+}

@@ -1,0 +1,54 @@
+"""The DSL versions of the comparison's workloads compute what the Processor API versions do (same records out).
+
+Not a timing: it keeps ``DSL_WORKLOADS`` honest, since ``compare.py`` sets its figures beside the Processor API's
+and Kafka Streams' DSL. Runs both through streamproc's ``TopologyTestDriver`` on generated records of the
+benchmark's shape (``IIIII,AAAAAA,…``), out of order, over several windows.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+
+import pytest
+
+from bench import workloads
+from streamproc import TaskConfig, TopologyTestDriver, serde_for
+
+pytestmark = pytest.mark.bench
+IN, OUT = "bench-in", "bench-out"
+BYTES, LONG = serde_for("ByteArray"), serde_for("Long")
+
+
+@pytest.fixture(autouse=True)
+def _topics(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("STREAMPROC_BENCH_INPUT", IN)
+    monkeypatch.setenv("STREAMPROC_BENCH_OUTPUT", OUT)
+    yield
+
+
+def _records(n: int) -> list[tuple[bytes, bytes, int]]:
+    rng = random.Random(17)
+    out = []
+    for i in range(n):
+        value = f"{rng.randrange(20):05d},{rng.randrange(1_000_000):06d},padding".encode()
+        out.append((f"user-{rng.randrange(30):06d}".encode(), value, 10_000 + i * 7_000 - rng.randrange(5_000)))
+    return out
+
+
+def _outputs(workload: str, api: str) -> list[tuple[bytes, object, int]]:
+    factory = (workloads.PAPI_WORKLOADS if api == "papi" else workloads.DSL_WORKLOADS)[workload]
+    value_serde = BYTES if workload == "pass_through" else LONG
+    with TopologyTestDriver(factory(), TaskConfig(application_id=f"bench-{api}")) as driver:
+        source = driver.create_input_topic(IN, BYTES, BYTES)
+        for key, value, timestamp in _records(400):
+            source.pipe_input(key, value, timestamp)
+        out = driver.create_output_topic(OUT, BYTES, value_serde)
+        return [(r.key, r.value, r.timestamp) for r in out.read_records_to_list()]
+
+
+@pytest.mark.parametrize("workload", sorted(workloads.DSL_WORKLOADS))
+def test_dsl_workload_equals_processor_api(workload: str) -> None:
+    papi, dsl = _outputs(workload, "papi"), _outputs(workload, "dsl")
+    assert papi, f"{workload}: the Processor API version sent nothing"
+    assert dsl == papi
