@@ -10,7 +10,7 @@ Mirrors ``org.apache.kafka.clients.consumer.ConsumerRecord``, ``org.apache.kafka
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from streamproc.engine.slotted_init import fast_frozen_init
@@ -173,10 +173,10 @@ class Record(Generic[K, V]):
         return Record(self.key, value, self.timestamp, self.headers)
 
     def with_timestamp(self, timestamp: int) -> Record[K, V]:
-        return replace(self, timestamp=timestamp)
+        return Record(self.key, self.value, timestamp, self.headers)  # not dataclasses.replace: 5 % of a DSL count
 
     def with_headers(self, headers: Headers) -> Record[K, V]:
-        return replace(self, headers=headers)
+        return Record(self.key, self.value, self.timestamp, headers)
 
 
 fast_frozen_init(Record)
