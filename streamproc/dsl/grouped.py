@@ -101,7 +101,9 @@ def _table_value_serde(materialized: Materialized[Any, Any] | None, value_serde:
     """The aggregation table's value serde, which its ``toStream().to()`` writes with (``new KTableImpl(...,
     materialized.valueSerde(), ...)``): ``Materialized``'s, else the operation's (``Long`` for count, the grouping's
     for reduce; none for aggregate, which then falls to ``default.value.serde``)."""
-    return materialized.value_serde if materialized is not None and materialized.value_serde is not None else value_serde
+    return (
+        materialized.value_serde if materialized is not None and materialized.value_serde is not None else value_serde
+    )
 
 
 def _reduce_initializer() -> Any:

@@ -43,13 +43,16 @@ def strings() -> Consumed[str, str]:
 
 
 def _build(builder: StreamsBuilder, optimized: bool = False) -> Topology:
-    """``builder.build(props)`` with the String default serdes the Java twins get from their ``StreamsConfig``
-    (Kafka resolves unset store and repartition serdes when the application starts; streamproc at build time)."""
+    """``builder.build(props)`` with what the Java twins get from their ``StreamsConfig`` when they run: String
+    default serdes (Kafka resolves unset store and repartition serdes when the application starts; streamproc at
+    build time) and the test driver's outer-join emit interval."""
     return builder.build(
         {
             "topology.optimization": "all" if optimized else "none",
             "default.key.serde": "String",
             "default.value.serde": "String",
+            # Kafka's TopologyTestDriver, which runs the Java twins, sets the outer-join emit throttle to 0
+            "__emit.interval.ms.kstreams.outer.join.spurious.results.fix__": 0,
         }
     )
 
@@ -383,12 +386,8 @@ def table_table_joins() -> Topology:
     left = b.table("left", strings())
     right = b.table("right", strings())
     left.join(right, concat).to_stream().to("inner")
-    left.left_join(right, concat, Named.as_("lj")).to_stream().to(
-        "left-out"
-    )
-    left.outer_join(
-        right, concat, Materialized.as_("outer")
-    ).to_stream().to("outer-out")
+    left.left_join(right, concat, Named.as_("lj")).to_stream().to("left-out")
+    left.outer_join(right, concat, Materialized.as_("outer")).to_stream().to("outer-out")
     return _build(b)
 
 
