@@ -27,7 +27,8 @@ import org.apache.kafka.streams.test.TestRecord;
 /**
  * {@code dsl-run}: the results of the side-by-side DSL programs ({@link DslPrograms}, and the DSL programs of
  * {@link GoldenTopologies}) on Kafka's own {@code TopologyTestDriver}, record cache off
- * ({@code statestore.cache.max.bytes=0}, String default serdes as the programs assume: every update is forwarded, as streamproc forwards it).
+ * ({@code statestore.cache.max.bytes=0}: every update is forwarded, as streamproc forwards it), String default serdes
+ * as the programs assume.
  *
  * <pre>
  *   java -jar streamproc-oracle.jar dsl-run &lt;request.json&gt;
@@ -98,7 +99,8 @@ final class DslRunRunner {
             for (final JsonNode r : run.get("records")) {
                 final String topic = r.get(0).asText();
                 inputs.computeIfAbsent(topic, t -> driver.createInputTopic(t, STRING_SER, STRING_SER))
-                    .pipeInput(new TestRecord<>(text(r.get(1)), text(r.get(2)), Instant.ofEpochMilli(r.get(3).asLong())));
+                    .pipeInput(new TestRecord<>(text(r.get(1)), text(r.get(2)),
+                        Instant.ofEpochMilli(r.get(3).asLong())));
             }
             final ObjectNode outputs = result.putObject("outputs");
             for (final JsonNode t : run.get("outputs")) {
