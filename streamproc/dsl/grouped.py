@@ -62,7 +62,15 @@ class _AggregateBuilder:
         self.value_serde = grouped.value_serde if grouped.value_serde is not None else stream.value_serde
         self._repartition: RepartitionNode | None = None
 
-    def build(self, function_name: str, store: object, supplier: Any, store_name: str, queryable: bool) -> KTable:
+    def build(
+        self,
+        function_name: str,
+        store: object,
+        supplier: Any,
+        store_name: str,
+        queryable: bool,
+        value_serde: Any = None,
+    ) -> KTable:
         from streamproc.dsl.kstream import new_repartition_node
 
         parent = self.node
@@ -85,7 +93,17 @@ class _AggregateBuilder:
             supplier=supplier,
             queryable_store=store_name if queryable else None,
             key_serde=self.key_serde,
+            value_serde=value_serde,
         )
+
+
+def _table_value_serde(materialized: Materialized[Any, Any] | None, value_serde: Any) -> Any:
+    """The aggregation table's value serde, which its ``toStream().to()`` writes with (``new KTableImpl(...,
+    materialized.valueSerde(), ...)``): ``Materialized``'s, else the operation's (``Long`` for count, the grouping's
+    for reduce; none for aggregate, which then falls to ``default.value.serde``)."""
+    return (
+        materialized.value_serde if materialized is not None and materialized.value_serde is not None else value_serde
+    )
 
 
 def _reduce_initializer() -> Any:
@@ -125,7 +143,9 @@ class KGroupedStream:
         store_name, queryable = b.materialized_store_name(materialized, prefix)
         name = b.or_else_generate(_name(named), prefix)
         store = key_value_store(store_name, materialized, self._agg.key_serde, value_serde)
-        return self._agg.build(name, store, make(store_name), store_name, queryable)
+        return self._agg.build(
+            name, store, make(store_name), store_name, queryable, _table_value_serde(materialized, value_serde)
+        )
 
     def count(self, named: Named | None = None, materialized: Materialized[Any, Any] | None = None) -> KTable:
         """``count([named][, materialized])``: ``KSTREAM-AGGREGATE-`` with a ``Long`` store."""
@@ -226,7 +246,9 @@ class WindowedKStream:
         name = b.or_else_generate(_name(named), prefix)
         supplier = self._supplier(name, store_name, operation, args)
         store = self._store(store_name, materialized, value_serde)
-        table = self._agg.build(name, store, supplier, store_name, queryable)
+        table = self._agg.build(
+            name, store, supplier, store_name, queryable, _table_value_serde(materialized, value_serde)
+        )
         table.window_grace_ms = self.windows.grace_period_ms()
         return table
 
@@ -341,6 +363,7 @@ class KGroupedTable:
             supplier=supplier,
             queryable_store=store_name if queryable else None,
             key_serde=self._grouped.key_serde,
+            value_serde=_table_value_serde(materialized, value_serde),
         )
 
     def count(self, named: Named | None = None, materialized: Materialized[Any, Any] | None = None) -> KTable:

@@ -161,12 +161,14 @@ class KStream:
 
     def select_key(self, mapper: Callable[[Any, Any], Any], named: Named | None = None) -> KStream:
         """``selectKey(mapper[, named])``: ``KSTREAM-KEY-SELECT-``; a later grouping or join repartitions."""
-        return self._then(
+        stream = self._then(
             "KSTREAM-KEY-SELECT-",
             named,
             lambda: p.KStreamMap(lambda k, v: (mapper(k, v), v)),
             key_changing=True,
         )
+        stream._value_serde = self._value_serde  # the values are untouched: Java keeps their serde (not the key's)
+        return stream
 
     def map(self, mapper: Callable[[Any, Any], tuple[Any, Any]], named: Named | None = None) -> KStream:
         """``map(mapper[, named])``: ``KSTREAM-MAP-``; the mapper returns ``(key, value)``."""
@@ -250,8 +252,14 @@ class KStream:
             raise TopologyError("topic can't be null")
         produced = produced or Produced()
         name = self._builder.or_else_generate(produced.name, "KSTREAM-SINK-")
-        if produced.key_serde is None and produced.value_serde is None:
-            produced = Produced(self._key_serde, self._value_serde, produced.partitioner, produced.name)
+        if produced.key_serde is None or produced.value_serde is None:
+            # KStreamImpl#to: each serde Produced leaves unset is the stream's own (a count's Long values, ...)
+            produced = Produced(
+                produced.key_serde if produced.key_serde is not None else self._key_serde,
+                produced.value_serde if produced.value_serde is not None else self._value_serde,
+                produced.partitioner,
+                produced.name,
+            )
         self._builder.add_graph_node(self._node, StreamSinkNode(name, topic, produced))
 
     def repartition(self, repartitioned: Repartitioned[Any, Any] | None = None) -> KStream:
@@ -470,7 +478,7 @@ class KStream:
             shared_suffix = "-outer-shared-join" if right_outer else "-left-shared-join"
             shared = ("KSTREAM-OUTERSHARED-" + this_generated[-10:]) if base is None else base + shared_suffix
             shared_name = shared + "-store"
-            outer_store = _outer_join_store(shared_name, sj)
+            outer_store = _outer_join_store(shared_name, sj, this, that)
         trackers = TimeTrackerSupplier()
         with_key = _joiner_with_key(joiner)
         this_join = KStreamKStreamJoin(
@@ -513,15 +521,20 @@ def _joiner_with_key(joiner: Callable[[Any, Any], Any]) -> Callable[[Any, Any, A
     return lambda _key, value, other: joiner(value, other)
 
 
-def _outer_join_store(name: str, joined: StreamJoined[Any, Any]) -> object:
+def _outer_join_store(name: str, joined: StreamJoined[Any, Any], this: KStream, that: KStream) -> object:
     """``KStreamImplJoin#sharedOuterJoinWindowStoreBuilder``: the records still waiting for a partner. Its serdes
-    wrap the join's; without them only the store's name is known (enough to build and describe the topology)."""
-    if joined.key_serde is None or joined.value_serde is None or joined.other_value_serde is None:
+    wrap the join's; those ``StreamJoined`` leaves unset are the joined streams' (Kafka fills them from
+    ``default.*.serde`` when the store opens; the store's bytes never reach an output, so any serde that reads back
+    what it wrote gives the same results). Without any, only the store's name is known (enough to describe)."""
+    key_serde = joined.key_serde if joined.key_serde is not None else this.key_serde
+    value_serde = joined.value_serde if joined.value_serde is not None else this.value_serde
+    other_value_serde = joined.other_value_serde if joined.other_value_serde is not None else that.value_serde
+    if key_serde is None or value_serde is None or other_value_serde is None:
         return buffer_store(name, logged=joined.logging_enabled)
     builder = Stores.key_value_store_builder(
         Stores.persistent_key_value_store(name),
-        timestamped_key_and_join_side_serde(joined.key_serde),
-        outer_join_value_serde(joined.value_serde, joined.other_value_serde),
+        timestamped_key_and_join_side_serde(key_serde),
+        outer_join_value_serde(value_serde, other_value_serde),
     )
     return builder if joined.logging_enabled else builder.with_logging_disabled()
 

@@ -256,7 +256,8 @@ class KTable:
         name = self._builder.or_else_generate(_name(named), "KTABLE-TOSTREAM-")
         node = ProcessorGraphNode(name, lambda: p.KStreamMapValues(lambda _k, change: change.new_value))
         self._builder.add_graph_node(self._node, node)
-        return KStream(self._builder, name, node, self.source_nodes, repartition_required=False)
+        # KTableImpl#toStream: the stream keeps the table's serdes, so a later to() writes a count as a Long
+        return KStream(self._builder, name, node, self.source_nodes, repartition_required=False, serdes=self)
 
     def suppress(self, suppressed: Suppressed) -> KTable:
         """``suppress(suppressed)``: ``KTABLE-SUPPRESS-`` with its buffer store (``<name>-store`` when named)."""
@@ -278,6 +279,7 @@ class KTable:
             supplier=supplier,
             queryable_store=None,
             key_serde=self.key_serde,
+            value_serde=self.value_serde,  # suppress holds records back, it does not change them
             parent=self,
         )
 

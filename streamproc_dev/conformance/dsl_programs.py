@@ -42,8 +42,25 @@ def strings() -> Consumed[str, str]:
     return Consumed.with_(STRING(), STRING())
 
 
-def _build(builder: StreamsBuilder, optimized: bool) -> Topology:
-    return builder.build({"topology.optimization": "all" if optimized else "none"})
+def _build(builder: StreamsBuilder, optimized: bool = False) -> Topology:
+    """``builder.build(props)`` with what the Java twins get from their ``StreamsConfig`` when they run: String
+    default serdes (Kafka resolves unset store and repartition serdes when the application starts; streamproc at
+    build time) and the test driver's outer-join emit interval."""
+    return builder.build(
+        {
+            "topology.optimization": "all" if optimized else "none",
+            "default.key.serde": "String",
+            "default.value.serde": "String",
+            # Kafka's TopologyTestDriver, which runs the Java twins, sets the outer-join emit throttle to 0
+            "__emit.interval.ms.kstreams.outer.join.spurious.results.fix__": 0,
+        }
+    )
+
+
+def concat(left: str | None, right: str | None) -> str:
+    """Java's ``left + right`` on two Strings, as the Java twins' joiners and reducers write it: null reads "null"
+    (a left or outer join's missing side)."""
+    return f"{'null' if left is None else left}{'null' if right is None else right}"
 
 
 SECOND = 1000
@@ -61,7 +78,7 @@ def count() -> Topology:
         .to_stream()
         .to("word-counts", Produced.with_(STRING(), LONG()))
     )
-    return b.build()
+    return _build(b)
 
 
 def windowed_count(windows: TimeWindows) -> Topology:
@@ -75,7 +92,7 @@ def windowed_count(windows: TimeWindows) -> Topology:
         .map(lambda windowed, n: (windowed.key, n))
         .to("click-counts", Produced.with_(STRING(), LONG()))
     )
-    return b.build()
+    return _build(b)
 
 
 def repartition_aggregate() -> Topology:
@@ -88,7 +105,7 @@ def repartition_aggregate() -> Topology:
         .to_stream()
         .to("order-totals", Produced.with_(STRING(), LONG()))
     )
-    return b.build()
+    return _build(b)
 
 
 def stream_table_join() -> Topology:
@@ -97,7 +114,7 @@ def stream_table_join() -> Topology:
     b.stream("orders", strings()).join(customers, lambda order, customer: f"{order}/{customer}").to(
         "enriched-orders", Produced.with_(STRING(), STRING())
     )
-    return b.build()
+    return _build(b)
 
 
 def stream_stream_join() -> Topology:
@@ -110,7 +127,7 @@ def stream_stream_join() -> Topology:
         JoinWindows.of_time_difference_and_grace(5 * MINUTE, 1 * MINUTE),
         StreamJoined.with_(STRING(), STRING(), STRING()),
     ).to("impression-clicks", Produced.with_(STRING(), STRING()))
-    return b.build()
+    return _build(b)
 
 
 GOLDEN: dict[str, Callable[[], Topology]] = {
@@ -141,7 +158,7 @@ def stateless_chain() -> Topology:
         .map_values(lambda k, v: k + v, with_key=True)
         .to("out")
     )
-    return b.build()
+    return _build(b)
 
 
 def stateless_named() -> Topology:
@@ -154,7 +171,7 @@ def stateless_named() -> Topology:
         .peek(lambda k, v: None, Named.as_("look"))
         .to("out", Produced.as_("orders-out"))
     )
-    return b.build()
+    return _build(b)
 
 
 def foreach_peek() -> Topology:
@@ -162,7 +179,7 @@ def foreach_peek() -> Topology:
     s = b.stream("in", strings())
     s.peek(lambda k, v: None).to("out")
     s.foreach(lambda k, v: None)
-    return b.build()
+    return _build(b)
 
 
 def merge() -> Topology:
@@ -170,7 +187,7 @@ def merge() -> Topology:
     a = b.stream("a", strings())
     c = b.stream("c", strings())
     a.merge(c).map_values(lambda v: v).merge(b.stream("d", strings()), Named.as_("all")).to("out")
-    return b.build()
+    return _build(b)
 
 
 def split_branch() -> Topology:
@@ -184,7 +201,7 @@ def split_branch() -> Topology:
     )
     for name in sorted(branches):  # Java iterates its HashMap: ...10 (default) before ...11
         branches[name].to("rest")
-    return b.build()
+    return _build(b)
 
 
 def split_named() -> Topology:
@@ -198,7 +215,7 @@ def split_named() -> Topology:
     )
     branches["route-a"].to("as")
     branches["route-b"].to("bs")
-    return b.build()
+    return _build(b)
 
 
 def repartition() -> Topology:
@@ -209,7 +226,7 @@ def repartition() -> Topology:
         .repartition(Repartitioned.as_("spread").with_number_of_partitions(3))
         .to("out")
     )
-    return b.build()
+    return _build(b)
 
 
 class _Forward(Processor):
@@ -224,13 +241,13 @@ def process_values() -> Topology:
     b = StreamsBuilder()
     b.add_state_store(Stores.key_value_store_builder(Stores.persistent_key_value_store("seen"), STRING(), STRING()))
     b.stream("in", strings()).process(_Forward, "seen").process_values(_Forward, named=Named.as_("values")).to("out")
-    return b.build()
+    return _build(b)
 
 
 def group_by_count() -> Topology:
     b = StreamsBuilder()
     b.stream("words", strings()).group_by(lambda k, v: v).count().to_stream().to("counts")
-    return b.build()
+    return _build(b)
 
 
 def group_by_key_reduce_named() -> Topology:
@@ -242,7 +259,7 @@ def group_by_key_reduce_named() -> Topology:
         .to_stream(Named.as_("changes"))
         .to("out")
     )
-    return b.build()
+    return _build(b)
 
 
 def grouped_aggregate() -> Topology:
@@ -254,7 +271,7 @@ def grouped_aggregate() -> Topology:
         .to_stream()
         .to("out")
     )
-    return b.build()
+    return _build(b)
 
 
 def two_aggregates(optimized: bool) -> Topology:
@@ -276,7 +293,7 @@ def windowed_aggregate() -> Topology:
         .select_key(lambda w, v: w.key)
         .to("out")
     )
-    return b.build()
+    return _build(b)
 
 
 def sliding_count() -> Topology:
@@ -290,7 +307,7 @@ def sliding_count() -> Topology:
         .select_key(lambda w, v: w.key)
         .to("out")
     )
-    return b.build()
+    return _build(b)
 
 
 def session_aggregate() -> Topology:
@@ -304,7 +321,7 @@ def session_aggregate() -> Topology:
         .select_key(lambda w, v: w.key)
         .to("out")
     )
-    return b.build()
+    return _build(b)
 
 
 def suppress_window_close() -> Topology:
@@ -319,7 +336,7 @@ def suppress_window_close() -> Topology:
         .select_key(lambda w, v: w.key)
         .to("out")
     )
-    return b.build()
+    return _build(b)
 
 
 def suppress_time_limit() -> Topology:
@@ -332,7 +349,7 @@ def suppress_time_limit() -> Topology:
         .to_stream()
         .to("out")
     )
-    return b.build()
+    return _build(b)
 
 
 def table_ops() -> Topology:
@@ -345,7 +362,7 @@ def table_ops() -> Topology:
         .to_stream()
         .to("out")
     )
-    return b.build()
+    return _build(b)
 
 
 def table_group_by() -> Topology:
@@ -361,28 +378,24 @@ def table_group_by() -> Topology:
     t.group_by(lambda k, v: (k, v)).aggregate(
         lambda: "", lambda k, v, agg: agg + v, lambda k, v, agg: agg
     ).to_stream().to("aggregated")
-    return b.build()
+    return _build(b)
 
 
 def table_table_joins() -> Topology:
     b = StreamsBuilder()
     left = b.table("left", strings())
     right = b.table("right", strings())
-    left.join(right, lambda left_value, right_value: left_value + right_value).to_stream().to("inner")
-    left.left_join(right, lambda left_value, right_value: left_value + right_value, Named.as_("lj")).to_stream().to(
-        "left-out"
-    )
-    left.outer_join(
-        right, lambda left_value, right_value: left_value + right_value, Materialized.as_("outer")
-    ).to_stream().to("outer-out")
-    return b.build()
+    left.join(right, concat).to_stream().to("inner")
+    left.left_join(right, concat, Named.as_("lj")).to_stream().to("left-out")
+    left.outer_join(right, concat, Materialized.as_("outer")).to_stream().to("outer-out")
+    return _build(b)
 
 
 def stream_table_left_join_named() -> Topology:
     b = StreamsBuilder()
     customers = b.table("customers", strings(), Materialized.as_("customer-store"))
-    b.stream("orders", strings()).left_join(customers, lambda o, c: o + c, Joined.as_("enrich")).to("out")
-    return b.build()
+    b.stream("orders", strings()).left_join(customers, concat, Joined.as_("enrich")).to("out")
+    return _build(b)
 
 
 def stream_global_table_join() -> Topology:
@@ -391,11 +404,11 @@ def stream_global_table_join() -> Topology:
     prices = b.global_table("prices", strings(), Materialized.as_("price-store"))
     (
         b.stream("orders", strings())
-        .join(products, lambda k, v: v, lambda o, p: o + p)
-        .left_join(prices, lambda k, v: k, lambda o, p: o + p, Named.as_("priced"))
+        .join(products, lambda k, v: v, concat)
+        .left_join(prices, lambda k, v: k, concat, Named.as_("priced"))
         .to("out")
     )
-    return b.build()
+    return _build(b)
 
 
 def stream_stream_outer_join_named() -> Topology:
@@ -404,11 +417,11 @@ def stream_stream_outer_join_named() -> Topology:
     right = b.stream("right", strings())
     left.outer_join(
         right,
-        lambda left_value, right_value: left_value + right_value,
+        concat,
         JoinWindows.of_time_difference_and_grace(10 * SECOND, 1 * SECOND),
         StreamJoined.with_(STRING(), STRING(), STRING()).with_name("pair").with_store_name("pairs"),
     ).to("out")
-    return b.build()
+    return _build(b)
 
 
 def stream_stream_left_join() -> Topology:
@@ -417,10 +430,10 @@ def stream_stream_left_join() -> Topology:
     right = b.stream("right", strings())
     left.left_join(
         right,
-        lambda left_value, right_value: left_value + right_value,
+        concat,
         JoinWindows.of_time_difference_with_no_grace(10 * SECOND),
     ).to("out")
-    return b.build()
+    return _build(b)
 
 
 def table_source(optimized: bool) -> Topology:
@@ -433,7 +446,7 @@ def rekey_join(optimized: bool) -> Topology:
     b = StreamsBuilder()
     users = b.table("users", strings())
     clicks = b.stream("clicks", strings()).select_key(lambda k, v: v)
-    clicks.join(users, lambda c, u: c + u).to("enriched")
+    clicks.join(users, concat).to("enriched")
     clicks.group_by_key().count().to_stream().to("click-counts")
     return _build(b, optimized)
 
@@ -477,39 +490,39 @@ PROGRAMS: dict[str, Callable[[], Topology]] = {
 def _duplicate_processor_name() -> Topology:
     b = StreamsBuilder()
     b.stream("in", strings()).filter(lambda k, v: True, Named.as_("same")).map_values(lambda v: v, Named.as_("same"))
-    return b.build()
+    return _build(b)
 
 
 def _duplicate_store_name() -> Topology:
     b = StreamsBuilder()
     b.stream("a", strings()).group_by_key().count(materialized=Materialized.as_("counts"))
     b.stream("b", strings()).group_by_key().count(materialized=Materialized.as_("counts"))
-    return b.build()
+    return _build(b)
 
 
 def _unknown_store() -> Topology:
     b = StreamsBuilder()
     b.stream("in", strings()).process(_Forward, "missing")
-    return b.build()
+    return _build(b)
 
 
 def _illegal_name() -> Topology:
     b = StreamsBuilder()
     b.stream("in", strings()).filter(lambda k, v: True, Named.as_("not legal!"))
-    return b.build()
+    return _build(b)
 
 
 def _empty_name() -> Topology:
     b = StreamsBuilder()
     b.stream("in", strings()).filter(lambda k, v: True, Named.as_(""))
-    return b.build()
+    return _build(b)
 
 
 def _topic_twice() -> Topology:
     b = StreamsBuilder()
     b.stream("in", strings()).to("out")
     b.table("in", strings())
-    return b.build()
+    return _build(b)
 
 
 #: Programs Kafka Streams refuses at build time; ``conformance/dsl/<name>.error.txt`` holds its message.
@@ -529,7 +542,7 @@ def merge_rekey(optimized: bool) -> Topology:
     c = b.stream("c", strings()).select_key(lambda k, v: v)
     merged = a.merge(c)
     merged.group_by_key().count().to_stream().to("counts")
-    merged.group_by_key().reduce(lambda x, y: x + y).to_stream().to("reduced")
+    merged.group_by_key().reduce(concat).to_stream().to("reduced")
     return _build(b, optimized)
 
 
@@ -537,7 +550,7 @@ def stream_join_rekey(optimized: bool) -> Topology:
     b = StreamsBuilder()
     left = b.stream("left", strings()).map(lambda k, v: (v, k))
     right = b.stream("right", strings())
-    left.join(right, lambda x, y: x + y, JoinWindows.of_time_difference_with_no_grace(5 * SECOND)).to("joined")
+    left.join(right, concat, JoinWindows.of_time_difference_with_no_grace(5 * SECOND)).to("joined")
     left.group_by_key().count().to_stream().to("left-counts")
     return _build(b, optimized)
 
@@ -546,7 +559,7 @@ def grouped_named_optimized() -> Topology:
     b = StreamsBuilder()
     rekeyed = b.stream("in", strings()).select_key(lambda k, v: v)
     rekeyed.group_by_key(Grouped.as_("first")).count().to_stream().to("counts")
-    rekeyed.group_by_key(Grouped.as_("second")).reduce(lambda x, y: x + y).to_stream().to("reduced")
+    rekeyed.group_by_key(Grouped.as_("second")).reduce(concat).to_stream().to("reduced")
     return _build(b, True)
 
 
@@ -566,33 +579,33 @@ def named_sources_and_joins() -> Topology:
     g = b.global_table("g", strings().with_name("g-src"))
     s = b.stream("s", strings().with_name("s-src"))
     (
-        s.join(t, lambda v, tv: v + tv, Joined.as_("st"))
-        .join(g, lambda k, v: k, lambda v, gv: v + gv, Named.as_("sg"))
+        s.join(t, concat, Joined.as_("st"))
+        .join(g, lambda k, v: k, concat, Named.as_("sg"))
         .to("out", Produced.as_("out-sink"))
     )
     s2 = b.stream("s2", strings())
     s.join(
         s2,
-        lambda x, y: x + y,
+        concat,
         JoinWindows.of_time_difference_with_no_grace(1 * SECOND),
         StreamJoined.with_(STRING(), STRING(), STRING()).with_name("ss"),
     ).to("out2")
-    return b.build()
+    return _build(b)
 
 
 def named_rekey_joins() -> Topology:
     b = StreamsBuilder()
     t = b.table("t", strings())
     rekeyed = b.stream("s", strings()).select_key(lambda k, v: v)
-    rekeyed.join(t, lambda v, tv: v + tv, Joined.as_("rk")).to("out")
+    rekeyed.join(t, concat, Joined.as_("rk")).to("out")
     other = b.stream("o", strings()).map(lambda k, v: (v, k))
     rekeyed.left_join(
         other,
-        lambda x, y: x + y,
+        concat,
         JoinWindows.of_time_difference_with_no_grace(1 * SECOND),
         StreamJoined.with_(STRING(), STRING(), STRING()).with_name("pair").with_store_name("pair-store"),
     ).to("out2")
-    return b.build()
+    return _build(b)
 
 
 PROGRAMS.update({"named-sources-and-joins": named_sources_and_joins, "named-rekey-joins": named_rekey_joins})

@@ -1,0 +1,191 @@
+"""Every side-by-side DSL program gives Kafka Streams' results: for each program of
+``streamproc_dev/conformance/dsl_programs.py`` (``PROGRAMS`` and ``GOLDEN``) and each seed, the records streamproc's
+``TopologyTestDriver`` writes to each output topic of the Python twin equal, byte for byte (key, value, timestamp, in
+order), those Kafka's own ``TopologyTestDriver`` writes for the Java twin (oracle mode ``dsl-run``,
+``DslRunRunner.java``), and both drop the same number of records.
+
+Kafka's record cache is off (``statestore.cache.max.bytes=0``): with a cache, which of a key's updates reach the
+output depends on flush timing, which no replay can reproduce; without it every update is forwarded, as in streamproc.
+
+Inputs come from fixed seeds: a few repeated keys, values starting with ``a``/``b``/``c`` (the split programs
+branch on the first letter), timestamps mostly rising with out-of-order records and records late by minutes (past
+every program's grace), tombstones and null keys only on topics a program reads as a table (the Java
+lambdas of the stream programs would throw on a null value, or on a null key turned into a value).
+One JVM answers every program and seed.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from streamproc.engine.serdes import SERDES
+from streamproc.engine.stream_task import TaskConfig
+from streamproc.engine.topology import Topology
+from streamproc.engine.topology_description import Sink, Source
+from streamproc.testing import TestRecord, TopologyTestDriver
+from streamproc_dev.conformance.dsl_programs import GOLDEN, PROGRAMS
+from streamproc_dev.conformance.oracle import JVM_OPTIONS, ensure_oracle_jar
+
+SEEDS = (7, 1234, 99991)
+RECORDS_PER_TOPIC = 40
+STRING = SERDES["String"]()
+BYTES = SERDES["ByteArray"]()
+
+_STREAM_JOINS = ("stream-stream-outer-join-named", "stream-join-rekey-optimized", "named-rekey-joins")
+
+REGISTRIES: dict[str, dict[str, Callable[[], Topology]]] = {"dsl": PROGRAMS, "golden": GOLDEN}
+
+#: Kafka's stream-stream join window stores (``AbstractRocksDBSegmentedBytesStore#put``) count a record put into an
+#: already expired segment in ``dropped-records-total`` ("Skipping record for expired segment"); streamproc's join
+#: processors drop nothing there and its window stores count nothing: the outputs are equal, the count is lower.
+_JOIN_STORE_DROPS = (
+    "dropped-records-total: Kafka also counts late records its join window store refuses (expired segment); "
+    "streamproc's window store does not count them (outputs equal)"
+)
+
+#: Where streamproc's results differ from Kafka's: run id ``registry/program/seed`` -> the exact difference.
+KNOWN_DIFFERENCES: dict[str, str] = {
+    **{f"dsl/{name}/{seed}": _JOIN_STORE_DROPS for name in _STREAM_JOINS for seed in SEEDS},
+    **dict.fromkeys(("dsl/stream-stream-left-join/7", "dsl/stream-stream-left-join/99991"), _JOIN_STORE_DROPS),
+}
+
+
+def _topics(topology: Topology) -> tuple[list[str], set[str], list[str]]:
+    """The program's input topics (sources that no sink of it writes: not repartition topics), those of them it reads
+    as a table (the source's successor is a KTable source), and its output topics (sinks that no source reads)."""
+    sources: dict[str, bool] = {}
+    sinks: list[str] = []
+    for sub in topology.describe().subtopologies:
+        for node in sub.nodes:
+            if isinstance(node, Source):
+                for topic in node.topics:
+                    sources[topic] = any(s.startswith("KTABLE-SOURCE") for s in node.successors)
+            elif isinstance(node, Sink) and node.topic is not None and node.topic not in sinks:
+                sinks.append(node.topic)
+    inputs = [t for t in sources if t not in sinks]
+    return inputs, {t for t in inputs if sources[t]}, [t for t in sinks if t not in sources]
+
+
+def _records(seed: int, name: str, inputs: list[str], tables: set[str]) -> list[list[Any]]:
+    """Seeded input records ``[topic, key, value, timestamp]`` for one program, topics interleaved."""
+    rng = random.Random(f"{seed}/{name}")
+    records: list[list[Any]] = []
+    now = 1_000_000
+    for i in range(RECORDS_PER_TOPIC * len(inputs)):
+        topic = rng.choice(inputs)
+        now += rng.randrange(0, 20_000)
+        roll = rng.random()
+        timestamp = (
+            now - rng.randrange(1, 30_000)
+            if roll < 0.15
+            else now - rng.randrange(120_000, 600_000)
+            if (roll < 0.2)
+            else now
+        )
+        key = None if topic in tables and rng.random() < 0.05 else f"k{rng.randrange(4)}"
+        value = None if topic in tables and rng.random() < 0.15 else f"{rng.choice('abc')}{i}"
+        records.append([topic, key, value, max(timestamp, 0)])
+    return records
+
+
+def _cases() -> list[Any]:
+    cases = []
+    for registry, programs in REGISTRIES.items():
+        for name in programs:
+            marks: list[Any] = []
+            if programs[name]().global_node_groups():
+                marks.append(pytest.mark.skip(reason="global store: streamproc's TopologyTestDriver runs none"))
+            for seed in SEEDS:
+                known = KNOWN_DIFFERENCES.get(f"{registry}/{name}/{seed}")
+                xfail = [pytest.mark.xfail(strict=True, reason=known)] if known else []
+                cases.append(pytest.param(registry, name, seed, marks=marks + xfail, id=f"{registry}-{name}-{seed}"))
+    return cases
+
+
+def _request() -> dict[str, Any]:
+    runs = []
+    for registry, programs in REGISTRIES.items():
+        for name, program in programs.items():
+            topology = program()
+            if topology.global_node_groups():
+                continue
+            inputs, tables, outputs = _topics(topology)
+            for seed in SEEDS:
+                runs.append(
+                    {
+                        "id": f"{registry}/{name}/{seed}",
+                        "registry": registry,
+                        "program": name,
+                        "records": _records(seed, name, inputs, tables),
+                        "outputs": outputs,
+                    }
+                )
+    return {"runs": runs}
+
+
+@pytest.fixture(scope="module")
+def kafka_runs() -> dict[str, Any]:
+    """Kafka's answers for every program and seed: one oracle JVM."""
+    java = shutil.which("java")
+    assert java is not None, "java is not on PATH; install a JDK 17"
+    jar = ensure_oracle_jar()
+    request = _request()
+    with tempfile.TemporaryDirectory(prefix="streamproc-dsl-run-") as tmp:
+        path = Path(tmp) / "request.json"
+        path.write_text(json.dumps(request), encoding="utf-8")
+        proc = subprocess.run(
+            [java, *JVM_OPTIONS, "-jar", str(jar), "dsl-run", str(path)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    runs: dict[str, Any] = json.loads(proc.stdout)["runs"]
+    runs["_request"] = {run["id"]: run for run in request["runs"]}
+    return runs
+
+
+def _hex(data: bytes | None) -> str | None:
+    return None if data is None else data.hex()
+
+
+def _run_streamproc(topology: Topology, run: dict[str, Any]) -> dict[str, Any]:
+    with TopologyTestDriver(
+        topology, TaskConfig(application_id="dsl-run"), default_key_serde=STRING, default_value_serde=STRING
+    ) as driver:
+        inputs: dict[str, Any] = {}
+        for topic, key, value, timestamp in run["records"]:
+            if topic not in inputs:
+                inputs[topic] = driver.create_input_topic(topic, STRING, STRING)
+            inputs[topic].pipe_record(TestRecord(key, value, timestamp=timestamp))
+        outputs = {
+            topic: [
+                [_hex(r.key), _hex(r.value), r.timestamp]
+                for r in driver.create_output_topic(topic, BYTES, BYTES).read_records_to_list()
+            ]
+            for topic in run["outputs"]
+        }
+        return {"outputs": outputs, "dropped": len(driver.dropped_records())}
+
+
+@pytest.mark.parametrize(("registry", "name", "seed"), _cases())
+def test_program_results_equal_kafkas(kafka_runs: dict[str, Any], registry: str, name: str, seed: int) -> None:
+    run_id = f"{registry}/{name}/{seed}"
+    kafka = kafka_runs[run_id]
+    assert "error" not in kafka, f"Kafka Streams failed to run {run_id}: {kafka['error']}"
+    ours = _run_streamproc(REGISTRIES[registry][name](), kafka_runs["_request"][run_id])
+    assert ours["outputs"].keys() == kafka["outputs"].keys()
+    assert any(kafka["outputs"].values()), "the inputs produced no output at all: they test nothing"
+    for topic, expected in kafka["outputs"].items():
+        assert ours["outputs"][topic] == expected, topic
+    assert ours["dropped"] == kafka["dropped"], "dropped-records-total"
