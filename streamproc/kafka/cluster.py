@@ -221,7 +221,7 @@ def _streams_group(admin: Any, group_id: str) -> GroupState | None:
 
 
 #: Listings tried when an offset's metadata string does not decode (see :func:`read_committed_offsets`).
-_METADATA_ATTEMPTS = 5
+_METADATA_ATTEMPTS = 20
 
 
 def read_committed_offsets(
@@ -233,15 +233,17 @@ def read_committed_offsets(
     offsets from a coordinator that is still loading crashes librdkafka 2.16.
 
     confluent-kafka 2.16 now and then returns a metadata string with bytes past its end (seen with Kafka Streams'
-    12-character commit metadata: ``UnicodeDecodeError`` at position 12 when ``.metadata`` is read); the listing is
-    then asked again, and after a few tries the error says so.
+    12-character commit metadata: ``UnicodeDecodeError`` at position 12 when ``.metadata`` is read): librdkafka's
+    copy of the listing's metadata is not NUL-terminated and confluent-kafka reads it as a C string. The listing is
+    then asked again, and after a few tries the error says so. (A read through librdkafka's own sizes, as the
+    hand-off's write in ``handoff/txn_offsets.py``, would end this; not done yet.)
     """
     read_group(admin, group_id, wait_s=wait_s)
     for _attempt in range(_METADATA_ATTEMPTS - 1):
         try:
             return _read_committed_offsets(admin, group_id)
         except UnicodeDecodeError:
-            continue
+            time.sleep(0.1)  # the stray bytes are whatever follows the copy in librdkafka's heap: let it change
     try:
         return _read_committed_offsets(admin, group_id)
     except UnicodeDecodeError as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import pytest
@@ -10,11 +11,25 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 
 def create_topic(admin: AdminClient, name: str, partitions: int = 1, config: dict[str, str] | None = None) -> str:
-    """Create a topic on the session broker and wait until it exists."""
+    """Create a topic on the session broker and wait until every partition has a leader (a plan made right after
+    CreateTopics answered can otherwise still find the topic missing from the broker's metadata, under load)."""
     topic = NewTopic(name, num_partitions=partitions, replication_factor=1, config=config or {})
     for future in admin.create_topics([topic]).values():
         future.result(timeout=30)
+    wait_for_leaders(admin, name)
     return name
+
+
+def wait_for_leaders(admin: AdminClient, *topics: str) -> None:
+    """Every partition of ``topics`` has a leader: right after creation the planner's reads may meet
+    ``NOT_LEADER_FOR_PARTITION`` or a missing topic otherwise."""
+    deadline = time.monotonic() + 30
+    while True:
+        metadata = admin.list_topics(timeout=10).topics
+        if all(t in metadata and all(p.leader >= 0 for p in metadata[t].partitions.values()) for t in topics):
+            return
+        assert time.monotonic() < deadline, f"topics {topics} have no leaders after 30 s"
+        time.sleep(0.2)
 
 
 @pytest.fixture

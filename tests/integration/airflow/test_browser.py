@@ -155,7 +155,7 @@ def test_a_backfill_triggered_from_the_form_and_approved_in_the_ui_shows_the_led
     # the run list (Browse → streamproc runs)
     page.get_by_role("button", name="Browse").click()
     page.get_by_role("menuitem", name="streamproc runs").click()
-    page.wait_for_url("**/plugin/streamproc-runs")
+    page.wait_for_url("**/plugin/streamproc-runs", wait_until="commit", timeout=180_000)  # a loaded machine
     listing = page.frame_locator("iframe[title='streamproc runs']")
     row = listing.locator(f"tr[data-run-id='{run.summary.run_id}']")
     assert int(row.locator("[data-field=records_processed]").inner_text()) == run.summary.records_processed

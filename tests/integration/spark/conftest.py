@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import time
 from typing import Any
 
 import pytest
@@ -13,23 +12,11 @@ from confluent_kafka.admin import AdminClient
 
 from streamproc.cli import main
 from streamproc.plan.run_plan import RunPlan
-from tests.integration.conftest import create_topic
+from tests.integration.conftest import create_topic, wait_for_leaders  # wait_for_leaders: imported from here by others
 from tests.integration.spark import topologies
 
 PARTITIONS = 4
 RECORDS = 4_000
-
-
-def wait_for_leaders(admin: AdminClient, *topics: str) -> None:
-    """Every partition of ``topics`` has a leader: right after creation the planner's reads may meet
-    ``NOT_LEADER_FOR_PARTITION`` otherwise."""
-    deadline = time.monotonic() + 30
-    while True:
-        metadata = admin.list_topics(timeout=10).topics
-        if all(t in metadata and all(p.leader >= 0 for p in metadata[t].partitions.values()) for t in topics):
-            return
-        assert time.monotonic() < deadline, f"topics {topics} have no leaders after 30 s"
-        time.sleep(0.2)
 
 
 def run(*args: str) -> str:
