@@ -59,6 +59,15 @@ public final class TestDriverRunner {
         return props;
     }
 
+    /** The DSL programs' driver: String default serdes, the record cache off (its flushes are timing, not order). */
+    private static Properties dslProps() {
+        final Properties props = props();
+        props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
+        props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        return props;
+    }
+
     private static <K, V> ArrayNode records(final TestOutputTopic<K, V> output) {
         final ArrayNode out = Main.MAPPER.createArrayNode();
         for (final TestRecord<K, V> record : output.readRecordsToList()) {
@@ -462,10 +471,7 @@ public final class TestDriverRunner {
             .toStream()
             .to("dsl-table-out", org.apache.kafka.streams.kstream.Produced.with(Serdes.String(), Serdes.String()));
         final Topology topology = builder.build();
-        final Properties props = props();
-        props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
-        props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
-        props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        final Properties props = dslProps();
         final ObjectNode answer = Main.MAPPER.createObjectNode();
         answer.put("describe", topology.describe().toString());
         try (TopologyTestDriver driver = new TopologyTestDriver(topology, props, Instant.ofEpochMilli(0))) {
@@ -535,10 +541,7 @@ public final class TestDriverRunner {
                 org.apache.kafka.streams.kstream.StreamJoined.with(Serdes.String(), Serdes.String(), Serdes.String()))
             .to("j-paid", out);
         final Topology topology = builder.build();
-        final Properties props = props();
-        props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
-        props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
-        props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        final Properties props = dslProps();
         final ObjectNode answer = Main.MAPPER.createObjectNode();
         answer.put("describe", topology.describe().toString());
         try (TopologyTestDriver driver = new TopologyTestDriver(topology, props, Instant.ofEpochMilli(0))) {
@@ -605,10 +608,7 @@ public final class TestDriverRunner {
                 org.apache.kafka.streams.kstream.StreamJoined.with(Serdes.String(), Serdes.String(), Serdes.String()))
             .to("m-stream-outer", out);
         final Topology topology = builder.build();
-        final Properties props = props();
-        props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
-        props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
-        props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        final Properties props = dslProps();
         final ObjectNode answer = Main.MAPPER.createObjectNode();
         answer.put("describe", topology.describe().toString());
         try (TopologyTestDriver driver = new TopologyTestDriver(topology, props, Instant.ofEpochMilli(0))) {
@@ -658,10 +658,7 @@ public final class TestDriverRunner {
             .toStream()
             .to("w-limited", counts);
         final Topology topology = builder.build();
-        final Properties props = props();
-        props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
-        props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
-        props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        final Properties props = dslProps();
         final ObjectNode answer = Main.MAPPER.createObjectNode();
         answer.put("describe", topology.describe().toString());
         try (TopologyTestDriver driver = new TopologyTestDriver(topology, props, Instant.ofEpochMilli(0))) {
