@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -55,25 +56,50 @@ def go_install(
     go = go_binary()
     cache_dir().mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f"{target.name}-", dir=cache_dir()))
-    args = [go, "install"]
+    args = [go, "install", "-v"]
     if ldflags:
         args += ["-ldflags", " ".join(ldflags)]
     args.append(f"{package}@{version}")
     log.info("Building %s %s with go install (a few minutes, once)", what, version)
     try:
-        result = subprocess.run(  # noqa: S603
-            args,
-            env={**os.environ, "GOBIN": str(staging), "CGO_ENABLED": "0", "GOFLAGS": "-buildvcs=false"},
-            capture_output=True,
-            text=True,
-            check=False,
+        returncode, stderr = _run_with_progress(
+            args, {**os.environ, "GOBIN": str(staging), "CGO_ENABLED": "0", "GOFLAGS": "-buildvcs=false"}, what
         )
         built = staging / package.rsplit("/", 1)[-1]
-        if result.returncode != 0 or not built.exists():
-            raise DevServiceError(f"go install {package}@{version} failed:\n{result.stderr[-4000:]}")
+        if returncode != 0 or not built.exists():
+            raise DevServiceError(f"go install {package}@{version} failed:\n{stderr[-4000:]}")
         target.parent.mkdir(parents=True, exist_ok=True)
         built.rename(target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     log.info("Built %s at %s", what, target)
     return target
+
+
+#: How often a build that is still running says so.
+PROGRESS_INTERVAL_S = 30.0
+
+
+def _run_with_progress(args: Sequence[str], env: dict[str, str], what: str) -> tuple[int, str]:
+    """Run ``go install -v``, logging every ``PROGRESS_INTERVAL_S`` how many packages it has compiled so far.
+
+    A cold build takes minutes with no output of its own; ``-v`` names each package on stderr as it is built, which
+    is the only progress Go gives. Returns the exit code and the whole stderr (for the error message).
+    """
+    started = time.monotonic()
+    last_report = started
+    lines: list[str] = []
+    compiled = 0
+    with subprocess.Popen(  # noqa: S603
+        args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    ) as process:
+        assert process.stderr is not None
+        for line in process.stderr:
+            lines.append(line)
+            compiled += not line.startswith("go: ")  # "go: downloading …" is a module fetched, not compiled
+            now = time.monotonic()
+            if now - last_report >= PROGRESS_INTERVAL_S:
+                last_report = now
+                log.info("Building %s: %d packages compiled, %.0f s", what, compiled, now - started)
+        returncode = process.wait()
+    return returncode, "".join(lines)
