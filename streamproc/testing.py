@@ -422,6 +422,7 @@ def _attach_stores(stores: Mapping[str, object], task: StreamTask) -> None:
         context = getattr(store, "context", None)
         if isinstance(context, StoreContext):
             context.record_timestamp = record_timestamp
+            context.record_dropped = task.context.record_dropped
 
 
 def _static_sink_topics(graph: ProcessorTopology) -> list[str]:

@@ -19,8 +19,22 @@ REASON_PUNCTUATION_EXCEPTION = "punctuation_exception"
 REASON_NULL_KEY_OR_VALUE = "null_key_or_value"
 #: A windowed DSL processor skipped a record whose windows had all closed (``Skipping record for expired window``).
 REASON_EXPIRED_WINDOW = "expired_window"
+#: A window or session store refused a put into an expired segment (``AbstractRocksDBSegmentedBytesStore#put``,
+#: ``InMemoryWindowStore#put``: "Skipping record for expired segment"): a stream-stream join's late record.
+REASON_EXPIRED_SEGMENT = "expired_segment"
 #: A decoded value failed its source's pandera schema and the processing handler said continue (streamproc's own).
 REASON_VALIDATION = "validation"
+#: Every reason a drop is recorded under (the run report's schema accepts exactly these).
+REASONS = (
+    REASON_DESERIALIZATION,
+    REASON_NEGATIVE_TIMESTAMP,
+    REASON_PROCESSING_EXCEPTION,
+    REASON_PUNCTUATION_EXCEPTION,
+    REASON_VALIDATION,
+    REASON_NULL_KEY_OR_VALUE,
+    REASON_EXPIRED_WINDOW,
+    REASON_EXPIRED_SEGMENT,
+)
 
 
 @dataclass(frozen=True, slots=True)

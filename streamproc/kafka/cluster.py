@@ -35,7 +35,6 @@ from streamproc.plan.cluster_snapshot import (
 )
 from streamproc.plan.positions import timestamps_needed
 from streamproc.plan.preconditions import UNKNOWN_GROUP_STATE
-from streamproc.state.commit_metadata import stored_metadata
 
 log = logging.getLogger(__name__)
 
@@ -220,10 +219,6 @@ def _streams_group(admin: Any, group_id: str) -> GroupState | None:
     return None
 
 
-#: Listings tried when an offset's metadata string does not decode (see :func:`read_committed_offsets`).
-_METADATA_ATTEMPTS = 20
-
-
 def read_committed_offsets(
     admin: Any, group_id: str, *, wait_s: float | None = None
 ) -> tuple[dict[TopicPartition, CommittedOffset], bool]:
@@ -232,52 +227,39 @@ def read_committed_offsets(
     The group's coordinator is asked first (:func:`read_group`, waiting up to ``wait_s`` while it loads): listing
     offsets from a coordinator that is still loading crashes librdkafka 2.16.
 
-    confluent-kafka 2.16 now and then returns a metadata string with bytes past its end (seen with Kafka Streams'
-    12-character commit metadata: ``UnicodeDecodeError`` at position 12 when ``.metadata`` is read): librdkafka's
-    copy of the listing's metadata is not NUL-terminated and confluent-kafka reads it as a C string. The listing is
-    then asked again, and after a few tries the error says so. (A read through librdkafka's own sizes, as the
-    hand-off's write in ``handoff/txn_offsets.py``, would end this; not done yet.)
+    The offsets are listed through librdkafka's own API on ``admin``'s handle (``streamproc.kafka.librdkafka``), which
+    reads each metadata string with its exact size: confluent-kafka 2.16's ``list_consumer_group_offsets`` reads
+    librdkafka's copy, which is not NUL-terminated, as a C string and returns bytes past its end.
     """
+    from confluent_kafka import KafkaException
+
+    from streamproc.kafka.librdkafka import LibrdkafkaUnavailable, list_committed_offsets
+
     read_group(admin, group_id, wait_s=wait_s)
-    for _attempt in range(_METADATA_ATTEMPTS - 1):
-        try:
-            return _read_committed_offsets(admin, group_id)
-        except UnicodeDecodeError:
-            time.sleep(0.1)  # the stray bytes are whatever follows the copy in librdkafka's heap: let it change
     try:
-        return _read_committed_offsets(admin, group_id)
-    except UnicodeDecodeError as exc:
-        raise PlanError(
-            f"the committed offsets of group '{group_id}' came back with undecodable metadata "
-            f"{_METADATA_ATTEMPTS} times ({exc}); run again"
-        ) from exc
-
-
-def _read_committed_offsets(admin: Any, group_id: str) -> tuple[dict[TopicPartition, CommittedOffset], bool]:
-    from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
-
-    request = [ConsumerGroupTopicPartitions(group_id)]
-    [future] = admin.list_consumer_group_offsets(request, require_stable=True, request_timeout=_TIMEOUT_S).values()
-    try:
-        listed = future.result(timeout=_TIMEOUT_S)
+        listed = list_committed_offsets(admin, group_id, require_stable=True, timeout_s=_TIMEOUT_S)
     except KafkaException as exc:
-        name = getattr(exc.args[0], "name", lambda: "")() if exc.args else ""
+        name = _error_name(exc)
         if name == "UNSTABLE_OFFSET_COMMIT":
             return {}, True
         if name == "GROUP_ID_NOT_FOUND":
             return {}, False
         raise PlanError(f"could not read the committed offsets of group '{group_id}': {exc}") from exc
+    except LibrdkafkaUnavailable as exc:
+        raise PlanError(f"could not read the committed offsets of group '{group_id}': {exc}") from exc
     committed = {}
-    for tp in listed.topic_partitions or ():
-        if tp.error is not None:
-            if tp.error.name() == "UNSTABLE_OFFSET_COMMIT":
+    for tp in listed:
+        if tp.error:
+            if tp.error_name == "UNSTABLE_OFFSET_COMMIT":
                 return {}, True
-            raise PlanError(f"committed offset of {tp.topic}-{tp.partition} for group '{group_id}': {tp.error}")
+            raise PlanError(
+                f"committed offset of {tp.topic}-{tp.partition} for group '{group_id}': {tp.error_name} "
+                "(the group coordinator's answer for this partition); run again, and check the broker's log if it "
+                "persists"
+            )
         if tp.offset == _OFFSET_INVALID or tp.offset < 0:
             continue
-        committed[TopicPartition(tp.topic, tp.partition)] = CommittedOffset(
-            tp.offset, stored_metadata(tp.metadata or "")
-        )
+        committed[TopicPartition(tp.topic, tp.partition)] = CommittedOffset(tp.offset, tp.metadata)
     return committed, False
 
 

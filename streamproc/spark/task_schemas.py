@@ -18,15 +18,7 @@ import pandera.polars as pa
 import polars as pl
 
 from streamproc.engine.dead_letter_queue import ERROR_HEADERS
-from streamproc.engine.dropped_records import (
-    REASON_DESERIALIZATION,
-    REASON_EXPIRED_WINDOW,
-    REASON_NEGATIVE_TIMESTAMP,
-    REASON_NULL_KEY_OR_VALUE,
-    REASON_PROCESSING_EXCEPTION,
-    REASON_PUNCTUATION_EXCEPTION,
-    REASON_VALIDATION,
-)
+from streamproc.engine.dropped_records import REASONS
 from streamproc.errors import ProcessingError
 
 #: The partition of a record the producer places (``task_output.UNASSIGNED``).
@@ -61,17 +53,7 @@ DROPS = pa.DataFrameSchema(
         "offset": pa.Column(pl.Int64, pa.Check.ge(-1)),
         "reason": pa.Column(
             pl.String,
-            pa.Check.isin(
-                [
-                    REASON_DESERIALIZATION,
-                    REASON_NEGATIVE_TIMESTAMP,
-                    REASON_PROCESSING_EXCEPTION,
-                    REASON_PUNCTUATION_EXCEPTION,
-                    REASON_VALIDATION,
-                    REASON_NULL_KEY_OR_VALUE,
-                    REASON_EXPIRED_WINDOW,
-                ]
-            ),
+            pa.Check.isin(list(REASONS)),
         ),
         "records_processed": pa.Column(pl.Int64, pa.Check.ge(0)),
     },

@@ -155,6 +155,7 @@ def open_store(
                 segment_interval_ms=interval,
                 segment_factory=lambda _segment: InMemoryKeyValueBytesStore(),
                 persistent=False,
+                window_expiry=not definition.persistent,  # Kafka's in-memory stores expire per window
             )
         if kind is StoreType.SESSION:
             return SessionStore(name, segments, definition.key_serde, definition.value_serde, context)
@@ -369,15 +370,19 @@ class ProcessorStateManager:
             raise StateError(f"task [{self.task_id}] has no store {name!r} (stores: {sorted(self._stores)})") from None
 
     def attach(self, context: HasRecordContext) -> None:
-        """Give every store the task's record context: changelog records carry the current record's timestamp."""
+        """Give every store the task's record context: changelog records carry the current record's timestamp, and
+        a put a window or session store refuses is counted in the task's ``dropped-records`` sensor."""
 
         def record_timestamp() -> int:
             return context.record_context.timestamp
 
         # The task's context reads the timestamp without building a lazy record context (one object per write).
         timestamp_of: Callable[[], int] = getattr(context, "record_timestamp", record_timestamp)
+        record_dropped: Callable[[str], None] | None = getattr(context, "record_dropped", None)
         for store_context in self._contexts.values():
             store_context.record_timestamp = timestamp_of
+            if record_dropped is not None:  # the task's dropped-records sensor: window stores count expired puts
+                store_context.record_dropped = record_dropped
 
     def changelog_offsets(self) -> dict[str, int | None]:
         """Store → L (offset of the last changelog record reflected), ``None`` when unknown."""

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
+from streamproc.engine.dropped_records import REASON_EXPIRED_SEGMENT
 from streamproc.engine.records import ConsumerRecord, TopicPartition
 from streamproc.engine.serdes import Serde
 from streamproc.engine.slotted_init import fast_frozen_init
@@ -106,24 +107,33 @@ def _no_record_context() -> int:
     )
 
 
+def _outside_a_task(_reason: str) -> None:
+    """A store written outside a task has no task ``dropped-records`` sensor to count a refused put in."""
+
+
 class StoreContext:
-    """What a store needs from its task: the record timestamp and where its changelog records go.
+    """What a store needs from its task: the record timestamp, where its changelog records go, and the task's
+    ``dropped-records`` sensor.
 
     ``ProcessorStateManager`` fills it in; ``record_timestamp`` reads the task's current ``ProcessorRecordContext``
-    (``context.recordContext().timestamp()`` in ``ChangeLogging*BytesStore.log``).
+    (``context.recordContext().timestamp()`` in ``ChangeLogging*BytesStore.log``); ``record_dropped(reason)`` counts a
+    put the store refused in the task's sensor at the current record's position (Kafka's window and session stores
+    hold ``TaskMetrics.droppedRecordsSensor`` as their ``expiredRecordSensor``).
     """
 
-    __slots__ = ("changelog_partition", "record_timestamp", "sink", "written")
+    __slots__ = ("changelog_partition", "record_dropped", "record_timestamp", "sink", "written")
 
     def __init__(
         self,
         changelog_partition: TopicPartition | None = None,
         sink: ChangelogSink | None = None,
         record_timestamp: Callable[[], int] = _no_record_context,
+        record_dropped: Callable[[str], None] = _outside_a_task,
     ) -> None:
         self.changelog_partition = changelog_partition
         self.sink = sink
         self.record_timestamp = record_timestamp
+        self.record_dropped = record_dropped
         self.written = False
 
 
@@ -224,6 +234,10 @@ class SegmentedBytesStore:
     that segment is live (``segment >= segmentId(observedStreamTime - retention)``), otherwise it is dropped with
     Kafka's "Skipping record for expired segment." warning. Creating a segment destroys the expired ones. On open,
     every existing segment is opened and none is deleted (``observedStreamTime`` starts unknown).
+
+    ``window_expiry`` is the rule of Kafka's in-memory window and session stores (``InMemoryWindowStore#put``,
+    ``InMemorySessionStore#put``), which expire per window, not per segment: a write is dropped when ``timestamp <=
+    observedStreamTime - retention``, however young its segment.
     """
 
     def __init__(
@@ -235,6 +249,7 @@ class SegmentedBytesStore:
         segment_factory: Callable[[int], KeyValueBytesStore],
         existing_segments: Iterable[int] = (),
         persistent: bool,
+        window_expiry: bool = False,
     ) -> None:
         if segment_interval_ms < 1:
             raise StateError(f"store {name}: segment interval {segment_interval_ms} ms must be positive")
@@ -243,6 +258,7 @@ class SegmentedBytesStore:
         self.segment_interval_ms = segment_interval_ms
         self._factory = segment_factory
         self._persistent = persistent
+        self._window_expiry = window_expiry
         self.observed_stream_time = NO_TIMESTAMP
         self.expired_records_dropped = 0
         self._segments: dict[int, KeyValueBytesStore] = {}
@@ -259,10 +275,22 @@ class SegmentedBytesStore:
     def segment(self, segment: int) -> KeyValueBytesStore | None:
         return self._segments.get(segment)
 
-    def _live_segment(self, timestamp: int) -> KeyValueBytesStore | None:
-        """``getOrCreateSegmentIfLive`` with the stream time already advanced to ``timestamp``."""
+    def _observe(self, timestamp: int) -> bool:
+        """Advance ``observedStreamTime`` to ``timestamp``; ``False`` if the per-window rule expires a write there."""
         if timestamp > self.observed_stream_time:
             self.observed_stream_time = timestamp
+        return not (self._window_expiry and timestamp <= self.observed_stream_time - self.retention_ms)
+
+    def refuses_skipped_write(self, timestamp: int) -> bool:
+        """A write that writes nothing (a null with duplicates kept): only the in-memory store still advances its
+        stream time and refuses an expired one (``InMemoryWindowStore#put`` checks before it skips the null);
+        ``RocksDBWindowStore`` never passes it down."""
+        return self._window_expiry and not self._observe(timestamp)
+
+    def _live_segment(self, timestamp: int) -> KeyValueBytesStore | None:
+        """``getOrCreateSegmentIfLive`` with the stream time advanced to ``timestamp`` (the per-window rule first)."""
+        if not self._observe(timestamp):
+            return None
         seg = segment_id(timestamp, self.segment_interval_ms)
         min_live = segment_id(self.observed_stream_time - self.retention_ms, self.segment_interval_ms)
         if seg < min_live:
@@ -285,8 +313,14 @@ class SegmentedBytesStore:
         store.put(store_key, value)
         return True
 
-    def write_all(self, entries: Iterable[tuple[bytes, bytes | None, int]]) -> None:
-        """``restoreAllInternal``: group the entries per live segment, one batch per segment."""
+    def write_all(self, entries: Sequence[tuple[bytes, bytes | None, int]]) -> None:
+        """``restoreAllInternal``: group the entries per live segment, one batch per segment.
+
+        A segmented store first advances ``observedStreamTime`` to the batch's latest timestamp
+        (``getWriteBatches``), so no entry is written into a segment the batch itself expires; the in-memory stores
+        restore record by record."""
+        if not self._window_expiry and entries:
+            self.observed_stream_time = max(self.observed_stream_time, max(ts for _, _, ts in entries))
         batches: dict[int, list[tuple[bytes, bytes | None]]] = {}
         stores: dict[int, KeyValueBytesStore] = {}
         for key, value, timestamp in entries:
@@ -300,6 +334,16 @@ class SegmentedBytesStore:
         for seg, batch in batches.items():
             if seg in self._segments:
                 stores[seg].write_all(batch)
+
+    def remove(self, store_key: bytes, timestamp: int) -> None:
+        """``AbstractRocksDBSegmentedBytesStore#remove``: advance the stream time, delete from the key's segment if
+        it exists; no segment is created and nothing is counted as dropped (``InMemorySessionStore#remove`` does not
+        advance the stream time)."""
+        if not self._window_expiry:
+            self._observe(timestamp)
+        store = self._segments.get(segment_id(timestamp, self.segment_interval_ms))
+        if store is not None:
+            store.put(store_key, None)
 
     def get(self, store_key: bytes, timestamp: int) -> bytes | None:
         store = self._segments.get(segment_id(timestamp, self.segment_interval_ms))
@@ -620,7 +664,11 @@ class WindowStore(_SerdeStore[K, V]):
             self._key(key), raw, window_start, self.context.record_timestamp(), value_timestamp=value_timestamp
         )
         if change.store_write is not None:
-            self.segments.put(change.store_write.key, change.store_write.value, window_start)
+            kept = self.segments.put(change.store_write.key, change.store_write.value, window_start)
+        else:
+            kept = not self.segments.refuses_skipped_write(window_start)
+        if not kept:
+            self.context.record_dropped(REASON_EXPIRED_SEGMENT)
         self._log(change)
 
     def fetch_at(self, key: K, window_start: int) -> Any:
@@ -722,17 +770,24 @@ class SessionStore(_SerdeStore[K, V]):
         return self.segments.persistent
 
     def put(self, session: Windowed[K], aggregate: V | None) -> None:
-        """``put(Windowed<K>, AGG)``; ``None`` removes the session."""
-        start, end = session.window.start, session.window.end
-        change = session_put(
-            self._key(session.key), start, end, self._value(aggregate), self.context.record_timestamp()
-        )
+        """``put(Windowed<K>, AGG)``; ``None`` removes the session. A put into an expired segment is dropped and
+        counted in the task's ``dropped-records`` (the changelog record is written all the same, as Kafka does)."""
+        change = self._change(session, aggregate)
         assert change.store_write is not None
-        self.segments.put(change.store_write.key, change.store_write.value, end)
+        if not self.segments.put(change.store_write.key, change.store_write.value, session.window.end):
+            self.context.record_dropped(REASON_EXPIRED_SEGMENT)
         self._log(change)
 
     def remove(self, session: Windowed[K]) -> None:
-        self.put(session, None)
+        """``remove(Windowed<K>)``: a tombstone, through the segments' ``remove`` (never counted as dropped)."""
+        change = self._change(session, None)
+        assert change.store_write is not None
+        self.segments.remove(change.store_write.key, session.window.end)
+        self._log(change)
+
+    def _change(self, session: Windowed[K], aggregate: V | None) -> LoggedChange:
+        start, end = session.window.start, session.window.end
+        return session_put(self._key(session.key), start, end, self._value(aggregate), self.context.record_timestamp())
 
     def fetch_session(self, key: K, session_start: int, session_end: int) -> V | None:
         stored = self.segments.get(

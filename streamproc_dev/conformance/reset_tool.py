@@ -291,10 +291,11 @@ class _Run:
         raise OracleError(f"the group {group} did not become Stable with {count} members in 60 s")
 
     def _build(self, admin: Any) -> None:
-        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+        from confluent_kafka import TopicPartition
         from confluent_kafka.admin import NewTopic
 
         from streamproc.kafka import clients
+        from streamproc.kafka.librdkafka import alter_committed_offsets
 
         new = [NewTopic(self.prefix + n, len(t["partitions"]), 1) for n, t in self.spec["topics"].items()]
         for future in admin.create_topics(new).values():
@@ -315,13 +316,18 @@ class _Run:
             for future in admin.delete_records(cuts).values():
                 future.result(timeout=30)
         committed = [
-            TopicPartition(self.prefix + tp.rpartition("-")[0], int(tp.rpartition("-")[2]), c["offset"], c["metadata"])
+            (self.prefix + tp.rpartition("-")[0], int(tp.rpartition("-")[2]), c["offset"], c["metadata"] or "")
             for tp, c in (self.spec.get("committed") or {}).items()
         ]
         if committed:
+            # through librdkafka with exact sizes: confluent-kafka's alter_consumer_group_offsets appends a NUL to
+            # every metadata string, which the group would store (and Kafka Streams could not decode)
             group = self.prefix + self.spec["application_id"]
-            for future in admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, committed)]).values():
-                future.result(timeout=30)
+            for answer in alter_committed_offsets(admin, group, committed, timeout_s=30):
+                if answer.error:
+                    raise OracleError(
+                        f"committing {answer.topic}-{answer.partition} for group {group}: {answer.error_name}"
+                    )
 
     def _mode_args(self, workdir: Path) -> list[str]:
         start = self.spec["request"]["start"]

@@ -40,23 +40,10 @@ RECORDS_PER_TOPIC = 40
 STRING = SERDES["String"]()
 BYTES = SERDES["ByteArray"]()
 
-_STREAM_JOINS = ("stream-stream-outer-join-named", "stream-join-rekey-optimized", "named-rekey-joins")
-
 REGISTRIES: dict[str, dict[str, Callable[[], Topology]]] = {"dsl": PROGRAMS, "golden": GOLDEN}
 
-#: Kafka's stream-stream join window stores (``AbstractRocksDBSegmentedBytesStore#put``) count a record put into an
-#: already expired segment in ``dropped-records-total`` ("Skipping record for expired segment"); streamproc's join
-#: processors drop nothing there and its window stores count nothing: the outputs are equal, the count is lower.
-_JOIN_STORE_DROPS = (
-    "dropped-records-total: Kafka also counts late records its join window store refuses (expired segment); "
-    "streamproc's window store does not count them (outputs equal)"
-)
-
 #: Where streamproc's results differ from Kafka's: run id ``registry/program/seed`` -> the exact difference.
-KNOWN_DIFFERENCES: dict[str, str] = {
-    **{f"dsl/{name}/{seed}": _JOIN_STORE_DROPS for name in _STREAM_JOINS for seed in SEEDS},
-    **dict.fromkeys(("dsl/stream-stream-left-join/7", "dsl/stream-stream-left-join/99991"), _JOIN_STORE_DROPS),
-}
+KNOWN_DIFFERENCES: dict[str, str] = {}
 
 
 def _topics(topology: Topology) -> tuple[list[str], set[str], list[str]]:

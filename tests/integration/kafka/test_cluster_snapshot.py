@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
 from streamproc.kafka.cluster import read_snapshot
+from streamproc.kafka.librdkafka import alter_committed_offsets
 from streamproc.plan.cluster_snapshot import (
     ApplicationSpec,
     CommittedStart,
@@ -40,9 +41,9 @@ def test_committed_offsets_and_metadata_become_ranges_to_latest(
     kafka_broker: str, admin: AdminClient, orders: str, unique: Callable[[str], str]
 ) -> None:
     app_id = unique("app")
-    commit = [TopicPartition(orders, 0, 2, metadata=METADATA_1005)]  # partition 1: never committed
-    [future] = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(app_id, commit)]).values()
-    future.result(timeout=30)
+    # partition 1: never committed; the metadata exactly (confluent-kafka's alter_consumer_group_offsets adds a NUL)
+    [answer] = alter_committed_offsets(admin, app_id, [(orders, 0, 2, METADATA_1005)], timeout_s=30)
+    assert answer.error == 0
     app = ApplicationSpec(application_id=app_id, source_topics=(orders,))
 
     snapshot = read_snapshot({"bootstrap.servers": kafka_broker}, app, PlanRequest())

@@ -45,6 +45,8 @@ from streamproc.engine.records import ConsumerRecord, Record, TopicPartition
 from streamproc.engine.serdes import serde_for
 from streamproc.engine.stream_task import StreamTask
 from streamproc.engine.task_id import TaskId
+from streamproc.kafka.cluster import read_committed_offsets
+from streamproc.kafka.librdkafka import alter_committed_offsets
 from streamproc.kafka.range_reader import READ_COMMITTED, RangeReader
 from streamproc.state.changelog_collector import ChangelogCollector
 from streamproc.state.commit_metadata import ProcessorMetadata, TopicPartitionMetadata
@@ -328,8 +330,6 @@ def streamproc_run(
     case: Case, bootstrap: str, admin: AdminClient, app_id: str, state_dir: Path, topic: str, end: int
 ) -> dict[TopicPartition, int]:
     """Process ``[committed, end)`` of ``topic`` on the state Kafka Streams left, and hand it back."""
-    from confluent_kafka import ConsumerGroupTopicPartitions
-
     name = case.store.name
     changelog = TopicPartition(f"{app_id}-{name}-changelog", 0)
     low, high = watermarks(bootstrap, changelog.topic)
@@ -351,9 +351,9 @@ def streamproc_run(
     records, _ = read_range(bootstrap, changelog.topic, start, restore_end)
     assert manager.restore(name, records) == 0
 
-    committed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(app_id)])[app_id].result(timeout=30)
-    offsets = {tp.topic: tp.offset for tp in committed.topic_partitions if tp.partition == 0}
-    first = offsets[topic]
+    # not confluent-kafka's list_consumer_group_offsets: it reads Kafka Streams' metadata past its end now and then
+    committed, _unstable = read_committed_offsets(admin, app_id)
+    first = committed[TopicPartition(topic, 0)].offset
     source = SourceNode("source", [topic], lambda _t, d: d.decode() if d else None, lambda _t, d: d)
     node = ProcessorNode("count", case.processor())
     source.add_child(node)
@@ -377,8 +377,9 @@ def streamproc_run(
 
     committable = task.committable_offsets()[input_tp]
     metadata = TopicPartitionMetadata(committable.partition_time, ProcessorMetadata()).encode()
-    commit = KafkaTopicPartition(topic, 0, committable.offset, metadata=metadata)
-    admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(app_id, [commit])])[app_id].result(timeout=30)
+    # exactly these 12 characters: confluent-kafka's alter_consumer_group_offsets appends a NUL Kafka Streams rejects
+    [answer] = alter_committed_offsets(admin, app_id, [(topic, 0, committable.offset, metadata)], timeout_s=30)
+    assert answer.error == 0
 
     written = manager.checkpoint(
         {changelog: new_high},

@@ -13,7 +13,6 @@ from streamproc.state.commit_metadata import (
     ProcessorMetadata,
     TopicPartitionMetadata,
     java_base64_decode,
-    stored_metadata,
 )
 
 
@@ -100,23 +99,3 @@ def test_round_trip(time: int, processor: dict[str, int]) -> None:
     decoded = TopicPartitionMetadata.decode(metadata.encode())
     assert decoded.partition_time == time
     assert decoded.processor_metadata.as_dict() == processor
-
-
-@pytest.mark.parametrize(
-    "stored",
-    [
-        TopicPartitionMetadata(1006037).encode(),
-        TopicPartitionMetadata(5, ProcessorMetadata.of({"a": 3})).encode(),  # padded: "...AAM="
-        TopicPartitionMetadata(5, ProcessorMetadata.of({"ab": 3})).encode(),  # no padding
-        TopicPartitionMetadata(1700000000000, ProcessorMetadata.of({"counts": 1, "other": 2})).encode(),
-    ],
-)
-@pytest.mark.parametrize("past_the_end", ["", "\x01", "xyz\x7f", "Zq==", "AAAAAAAA\x05", "AgAAAYvP5WgA"])
-def test_stored_metadata_cuts_what_a_read_ran_past_the_end(stored: str, past_the_end: str) -> None:
-    """librdkafka's copy of metadata committed without a NUL may be read with the bytes after it (issue 4649)."""
-    assert stored_metadata(stored + past_the_end) == stored
-
-
-@pytest.mark.parametrize("other", ["", "hello world", "not base64 at all!", "AQAAAAAAAAAF", "Ag"])
-def test_stored_metadata_leaves_what_is_not_kafka_streams_metadata(other: str) -> None:
-    assert stored_metadata(other) == other

@@ -6,6 +6,7 @@ import struct
 
 import pytest
 
+from streamproc.engine.dropped_records import REASON_EXPIRED_SEGMENT
 from streamproc.engine.records import ConsumerRecord, TopicPartition
 from streamproc.engine.serdes import serde_for
 from streamproc.errors import StateError
@@ -209,6 +210,101 @@ def test_window_expired_segment_dropped_but_logged() -> None:
     assert len(sink.records) == 2
     store.put("a", "newer", 20_000)
     assert store.segments.segment_ids() == [20]
+
+
+def counted_window_store(
+    *, window_expiry: bool, retain_duplicates: bool = False, retention_ms: int = 2_000
+) -> tuple[WindowStore[str, str], list[str], Sink]:
+    """A window store (1 s segments) whose task ``dropped-records`` sensor is a list of reasons."""
+    sink, drops = Sink(), []
+    segments = SegmentedBytesStore(
+        "w",
+        retention_ms=retention_ms,
+        segment_interval_ms=1_000,
+        segment_factory=lambda _s: InMemoryKeyValueBytesStore(),
+        persistent=not window_expiry,
+        window_expiry=window_expiry,
+    )
+    store_context = StoreContext(TP, sink, lambda: CTX_TS, drops.append)
+    store: WindowStore[str, str] = WindowStore(
+        "w",
+        segments,
+        serde_for("String"),
+        serde_for("String"),
+        window_size_ms=500,
+        retain_duplicates=retain_duplicates,
+        context=store_context,
+    )
+    return store, drops, sink
+
+
+def test_a_put_into_an_expired_segment_is_counted_in_the_tasks_dropped_records() -> None:
+    """``AbstractRocksDBSegmentedBytesStore#put``: a segment older than ``segmentId(observed - retention)`` refuses."""
+    store, drops, sink = counted_window_store(window_expiry=False)
+    store.put("a", "new", 10_500)
+    store.put("a", "same segment as the limit", 8_000)  # segment 8 = segmentId(10_500 - 2_000): still live
+    assert drops == []
+    store.put("a", "expired", 7_999)
+    assert drops == [REASON_EXPIRED_SEGMENT]
+    assert list(store.fetch("a", 0, 20_000)) == [(10_500, "new")]  # 8_000 is past the fetch's clamp
+    assert len(sink.records) == 3  # logged all the same
+
+
+def test_an_in_memory_store_expires_per_window() -> None:
+    """``InMemoryWindowStore#put``: ``windowStart <= observed - retention`` is refused, whatever its segment."""
+    store, drops, _ = counted_window_store(window_expiry=True)
+    store.put("a", "new", 10_500)
+    store.put("a", "live", 8_501)
+    assert drops == []
+    store.put("a", "expired", 8_500)
+    assert drops == [REASON_EXPIRED_SEGMENT]
+    assert list(store.fetch("a", 0, 20_000)) == [(8_501, "live"), (10_500, "new")]
+
+
+@pytest.mark.parametrize(("window_expiry", "counted"), [(False, []), (True, [REASON_EXPIRED_SEGMENT])])
+def test_a_null_with_duplicates_kept_is_counted_only_by_the_in_memory_store(
+    window_expiry: bool, counted: list[str]
+) -> None:
+    """``RocksDBWindowStore`` never passes a null down when duplicates are kept; ``InMemoryWindowStore`` checks the
+    expiry before it skips the null."""
+    store, drops, _ = counted_window_store(window_expiry=window_expiry, retain_duplicates=True)
+    store.put("a", "new", 10_500)
+    store.put("a", None, 1_000)
+    assert drops == counted
+
+
+def test_a_session_remove_is_never_counted() -> None:
+    drops: list[str] = []
+    segments = SegmentedBytesStore(
+        "sess",
+        retention_ms=1_000,
+        segment_interval_ms=1_000,
+        segment_factory=lambda _s: InMemoryKeyValueBytesStore(),
+        persistent=True,
+    )
+    store: SessionStore[str, int] = SessionStore(
+        "sess", segments, serde_for("String"), serde_for("Long"), StoreContext(TP, Sink(), lambda: CTX_TS, drops.append)
+    )
+    store.put(Windowed("a", TimeWindow(9_000, 10_000)), 1)
+    store.remove(Windowed("a", TimeWindow(10, 20)))
+    assert drops == []
+    assert segments.segment_ids() == [10]  # a remove creates no segment
+    store.put(Windowed("a", TimeWindow(10, 20)), 2)
+    assert drops == [REASON_EXPIRED_SEGMENT]
+
+
+def test_a_segmented_restore_advances_stream_time_to_the_batchs_latest_first() -> None:
+    """``getWriteBatches``: an entry whose segment the batch itself expires is not written."""
+    store, drops, _ = counted_window_store(window_expiry=False, retention_ms=1_500)
+    store.put("a", "first", 10_000)  # segments from segmentId(8_500) = 8 on are live
+    store.restore_batch(
+        [
+            ConsumerRecord.raw(TP.topic, 2, 0, 1, window_key(b"a", 8_600, 0), b"old"),  # segment 8 ...
+            ConsumerRecord.raw(TP.topic, 2, 1, 1, window_key(b"a", 10_600, 0), b"new"),  # ... not live from here on
+        ]
+    )
+    assert store.segments.segment_ids() == [10]
+    assert drops == []  # a restore counts nothing
 
 
 def test_timestamped_window_store() -> None:
