@@ -128,10 +128,12 @@ def last_total_per_customer(kafka_broker: str) -> dict[str, int]:
 
 
 def committed_offsets(admin: Any) -> dict[str, int]:
-    from confluent_kafka import ConsumerGroupTopicPartitions
+    # streamproc's exact read: confluent-kafka's list_consumer_group_offsets reads Kafka Streams' metadata past its end
+    from streamproc.kafka.cluster import read_committed_offsets
 
-    [future] = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(APPLICATION)]).values()
-    return {f"{tp.topic}-{tp.partition}": tp.offset for tp in future.result(30).topic_partitions}
+    committed, pending = read_committed_offsets(admin, APPLICATION, wait_s=30)
+    assert not pending, "the hand-off's transaction is still pending"
+    return {f"{tp.topic}-{tp.partition}": c.offset for tp, c in committed.items()}
 
 
 def test_the_user_guides_commands_run_against_a_real_broker(kafka_broker: str, admin: Any, tmp_path: Path) -> None:
