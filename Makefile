@@ -17,7 +17,7 @@ PREREQ_ENV := .prereq.env
 # Runs a recipe's command with those tools.
 WITH_TOOLS := . ./$(PREREQ_ENV) &&
 
-.PHONY: prereq install test unit integration demo lint typecheck bench bench-quick bench-venv lock services clean conformance
+.PHONY: prereq install test unit integration demo screenshots lint typecheck bench bench-quick bench-venv lock services clean conformance
 
 # Python 3.11, a JDK >= 17, Maven, Go >= 1.24, a C compiler, the PostgreSQL server and Chromium: checked before
 # anything else, installed where possible (apt-get as root; Go from the module proxy), else stop with the command.
@@ -77,6 +77,10 @@ integration: services
 
 demo: services
 	$(WITH_TOOLS) $(BIN)/python -m streamproc_dev.demo $(DEMO_ARGS)
+
+# The README's Airflow screenshots (docs/img), taken by the browser test in headless Chromium.
+screenshots: services
+	STREAMPROC_SCREENSHOTS=docs $(WITH_TOOLS) $(BIN)/python -m pytest -q tests/integration/airflow/test_browser.py
 
 lint: install
 	$(BIN)/ruff check streamproc streamproc_dev tests bench

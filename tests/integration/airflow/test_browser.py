@@ -30,7 +30,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 #: what tools/prereq.sh found (make exports it), else Debian's path
 CHROMIUM = Path(os.environ.get("STREAMPROC_CHROMIUM") or "/usr/bin/chromium")
-SCREENSHOTS = PROJECT_ROOT / "docs" / "img"
+#: the README's screenshots, refreshed by ``make screenshots``; a plain test run writes them to a temporary
+#: directory instead, so that running the tests never changes tracked files
+SCREENSHOTS_INTO_DOCS = PROJECT_ROOT / "docs" / "img"
 VIEWPORT = {"width": 1400, "height": 1000}
 #: guards against a hung run, not a speed requirement: a run on a loaded 2-core machine takes a few minutes
 RUN_GUARD_S = 900
@@ -100,13 +102,18 @@ def run_state(airflow_ui: AirflowUI, dag_run_id: str) -> str:
     return state
 
 
+@pytest.fixture
+def screenshots(tmp_path: Path) -> Path:
+    """Where the screenshots go: ``docs/img`` when ``STREAMPROC_SCREENSHOTS=docs`` (``make screenshots``)."""
+    return SCREENSHOTS_INTO_DOCS if os.environ.get("STREAMPROC_SCREENSHOTS") == "docs" else tmp_path
+
+
 def test_a_backfill_triggered_from_the_form_and_approved_in_the_ui_shows_the_ledgers_figures(
-    airflow_ui: AirflowUI, page: Any, admin: AdminClient
+    airflow_ui: AirflowUI, page: Any, admin: AdminClient, screenshots: Path
 ) -> None:
     setup = airflow_ui.setup
     app_id = f"browser-{os.urandom(3).hex()}"
     prepare_application(admin, setup.bootstrap, "browser", app_id)
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
 
     # the form: application, topology and store; dry run off
     page.goto(f"{airflow_ui.url}/dags/{BACKFILL}")
@@ -115,7 +122,7 @@ def test_a_backfill_triggered_from_the_form_and_approved_in_the_ui_shows_the_led
     dialog.get_by_role("button", name="Application").click()
     page.fill("#element_application_id", app_id)
     page.fill("#element_topology", topologies.reference("browser"))
-    page.screenshot(path=SCREENSHOTS / "airflow-backfill-form.png")
+    page.screenshot(path=screenshots / "airflow-backfill-form.png")
     dialog.get_by_role("button", name="Run", exact=True).click()
     page.fill("#element_store", setup.store(app_id))
     dry_run = page.locator("input[name=element_dry_run]")
@@ -142,7 +149,7 @@ def test_a_backfill_triggered_from_the_form_and_approved_in_the_ui_shows_the_led
     approve = page.get_by_test_id("hitl-option-Approve")
     approve.wait_for()
     assert app_id in page.get_by_text("Hand-off of plan").first.inner_text()  # the preview is the body
-    page.screenshot(path=SCREENSHOTS / "airflow-approval.png")
+    page.screenshot(path=screenshots / "airflow-approval.png")
     approve.click()
     final = wait_for(lambda: run_state(airflow_ui, dag_run_id) in ("success", "failed") and
                      run_state(airflow_ui, dag_run_id), "the run to finish")  # fmt: skip
@@ -158,7 +165,7 @@ def test_a_backfill_triggered_from_the_form_and_approved_in_the_ui_shows_the_led
     frame.locator("#records-processed").wait_for()
     assert_page_shows(frame, run)
     assert all(lag.lag_after == 0 for lag in run.lag), run.lag  # the hand-off committed the planned ends
-    page.screenshot(path=SCREENSHOTS / "airflow-run-page.png", full_page=True)
+    page.screenshot(path=screenshots / "airflow-run-page.png", full_page=True)
 
     # the run list (Browse → streamproc runs)
     page.get_by_role("button", name="Browse").click()
@@ -167,7 +174,7 @@ def test_a_backfill_triggered_from_the_form_and_approved_in_the_ui_shows_the_led
     listing = page.frame_locator("iframe[title='streamproc runs']")
     row = listing.locator(f"tr[data-run-id='{run.summary.run_id}']")
     assert int(row.locator("[data-field=records_processed]").inner_text()) == run.summary.records_processed
-    page.screenshot(path=SCREENSHOTS / "airflow-run-list.png")
+    page.screenshot(path=screenshots / "airflow-run-list.png")
 
 
 def assert_page_shows(frame: Any, run: RunDetail) -> None:
