@@ -188,7 +188,7 @@ class KTableSuppressProcessor(ContextualProcessor):
             if self.suppressed.shut_down_when_full:
                 raise ProcessingError(
                     f"{self.name} buffer exceeded its max capacity. Currently [{buffer.num_records()}/"
-                    f"{self.max_records}] records and [{buffer.buffer_size}/{self.max_bytes}] bytes; give suppress a "
+                    f"{self.max_records}] records and [{buffer.buffer_size}/{self.max_bytes}] bytes. Give suppress a "
                     "larger buffer or emitEarlyWhenFull"
                 )
             buffer.evict_while(self._over_capacity, self._emit)
