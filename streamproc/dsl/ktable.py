@@ -244,6 +244,8 @@ class KTable:
         self.enable_sending_old_values(True)
         supplier = self._suppress_supplier(suppressed, name, store_name)
         store = suppress_buffer_store(store_name, self.key_serde, self.value_serde)
+        if not suppressed.buffer.logging_enabled:
+            store.with_logging_disabled()
         node = StatefulProcessorNode(name, supplier, store)
         b.add_graph_node(self._node, node)
         return KTable(
