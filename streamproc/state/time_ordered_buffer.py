@@ -53,7 +53,7 @@ _CONTEXT_HEAD = struct.Struct(">qq")
 
 def _utf16_units(text: str) -> int:
     """``String.toCharArray().length``."""
-    return len(text.encode("utf-16-be")) // 2
+    return len(text) if text.isascii() else len(text.encode("utf-16-be")) // 2
 
 
 def bytes_hash_code(data: bytes) -> int:
