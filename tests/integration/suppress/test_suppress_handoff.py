@@ -1,7 +1,7 @@
 """The suppress buffer survives the hand-off both ways, with a real Kafka Streams 4.2.2 app (issue #16).
 
 ``SuppressResumeApp`` (java/, windowed counts → ``suppress(untilWindowCloses)`` named ``final``) and its Python twin
-:func:`suppress_resume`, one partition, at_least_once:
+:func:`suppress_resume_alos`/``_eos``, one partition, under at_least_once and exactly_once_v2:
 
 1. the app processes the first third and stops with windows still buffered (its changelog holds them);
 2. streamproc plans, fetches and runs the second third: it restores the app's buffer from that changelog (so the
@@ -44,27 +44,34 @@ pytestmark = pytest.mark.integration
 __all__ = ["app_classpath"]
 
 SOURCE = Path(__file__).resolve().parent / "java" / "SuppressResumeApp.java"
-INPUT = "suppress-resume-in"
-OUTPUT = "suppress-resume-out"
-ALONE_OUTPUT = "suppress-resume-out-alone"
+INPUT = {"alos": "suppress-resume-in-alos", "eos": "suppress-resume-in-eos"}
+OUTPUT = {"alos": "suppress-resume-out-alos", "eos": "suppress-resume-out-eos"}
 KEYS = [f"k{i}" for i in range(5)]
 
 
-def suppress_resume() -> Topology:
+def _suppress_resume(guarantee: str) -> Topology:
     """The Python twin of ``SuppressResumeApp``."""
     string, long = SERDES["String"](), SERDES["Long"]()
     b = StreamsBuilder()
     (
-        b.stream(INPUT, Consumed.with_(string, string))
+        b.stream(INPUT[guarantee], Consumed.with_(string, string))
         .group_by_key()
         .windowed_by(TimeWindows.of_size_and_grace(10_000, 1_000))
         .count(materialized=Materialized.as_("window-counts"))
         .suppress(Suppressed.until_window_closes(BufferConfig.unbounded()).with_name("final"))
         .to_stream()
         .select_key(lambda w, v: f"{w.key}@{w.window.start}")
-        .to(OUTPUT, Produced.with_(string, long))
+        .to(OUTPUT[guarantee], Produced.with_(string, long))
     )
     return b.build({"default.key.serde": "String", "default.value.serde": "String"})
+
+
+def suppress_resume_alos() -> Topology:
+    return _suppress_resume("alos")
+
+
+def suppress_resume_eos() -> Topology:
+    return _suppress_resume("eos")
 
 
 @pytest.fixture(scope="module")
@@ -82,10 +89,13 @@ def suppress_classpath(app_classpath: str, tmp_path_factory: pytest.TempPathFact
     return f"{classes}:{app_classpath}"
 
 
-def run_app(classpath: str, bootstrap: str, app_id: str, state_dir: Path, end: int, output: str) -> dict[str, Any]:
+def run_app(
+    classpath: str, bootstrap: str, app_id: str, state_dir: Path, guarantee: str, end: int, output: str
+) -> dict[str, Any]:
     main = "dev.streamproc.oracle.SuppressResumeApp"
+    source = INPUT[guarantee]
     proc = subprocess.run(
-        ["java", "-cp", classpath, main, bootstrap, app_id, str(state_dir), INPUT, str(end), output],
+        ["java", "-cp", classpath, main, bootstrap, app_id, str(state_dir), source, str(end), output, guarantee],
         capture_output=True,
         text=True,
         timeout=300,
@@ -99,10 +109,10 @@ def run_app(classpath: str, bootstrap: str, app_id: str, state_dir: Path, end: i
     return result
 
 
-def produce(bootstrap: str, records: list[tuple[str, int]], first: int) -> None:
+def produce(bootstrap: str, topic: str, records: list[tuple[str, int]], first: int) -> None:
     producer = Producer({"bootstrap.servers": bootstrap})
     for i, (key, timestamp) in enumerate(records, start=first):
-        producer.produce(INPUT, key=key.encode(), value=f"v{i}".encode(), partition=0, timestamp=timestamp)
+        producer.produce(topic, key=key.encode(), value=f"v{i}".encode(), partition=0, timestamp=timestamp)
     assert producer.flush(60) == 0
 
 
@@ -142,39 +152,45 @@ def buffered(bootstrap: str, app_id: str) -> dict[bytes | None, bytes]:
     return {k: v for k, v in latest.items() if v is not None}
 
 
+@pytest.mark.parametrize("guarantee", ["alos", "eos"], ids=["at_least_once", "exactly_once_v2"])
 def test_suppress_buffer_survives_handoff_both_ways(
+    guarantee: str,
     kafka_broker: str,
     admin: AdminClient,
     unique: Callable[[str], str],
     tmp_path: Path,
     suppress_classpath: str,
 ) -> None:
-    for topic in (INPUT, OUTPUT, ALONE_OUTPUT):
+    source, output = INPUT[guarantee], OUTPUT[guarantee]
+    alone_output = f"{output}-alone"
+    for topic in (source, output, alone_output):
         create_topic(admin, topic)
-    wait_for_leaders(admin, INPUT, OUTPUT, ALONE_OUTPUT)
+    wait_for_leaders(admin, source, output, alone_output)
     app_id = unique("suppress-resumed")
     state_dir = tmp_path / "state"
     base = (int(time.time() * 1000) - 3_600_000) // 10_000 * 10_000
     records = [(KEYS[(i * 7) % 5], base + i * 700) for i in range(120)]
     thirds = [records[0:40], records[40:80], records[80:120]]
 
-    produce(kafka_broker, thirds[0], 0)
-    run_app(suppress_classpath, kafka_broker, app_id, state_dir, 40, OUTPUT)
+    produce(kafka_broker, source, thirds[0], 0)
+    run_app(suppress_classpath, kafka_broker, app_id, state_dir, guarantee, 40, output)
     left_by_app = buffered(kafka_broker, app_id)
     assert left_by_app, "the app left nothing buffered: the proof tests nothing"
 
-    produce(kafka_broker, thirds[1], 40)
+    produce(kafka_broker, source, thirds[1], 40)
     work = tmp_path / "work"
     work.mkdir()
     describe = work / "topology.txt"
-    describe.write_text(str(suppress_resume().describe()))
+    factory = f"suppress_resume_{guarantee}"
+    describe.write_text(str(globals()[factory]().describe()))
     plan_file, store = work / "plan.json", work / "staging"
     run("plan", "--bootstrap", kafka_broker, "--application-id", app_id, "--topology", str(describe),
-        "--processing-guarantee", "at_least_once", "--out", str(plan_file))  # fmt: skip
+        "--processing-guarantee", "exactly_once_v2" if guarantee == "eos" else "at_least_once",
+        "--out", str(plan_file))  # fmt: skip
     plan = RunPlan.read(plan_file)
     run("fetch", "--bootstrap", kafka_broker, "--plan", str(plan_file), "--store", str(store))
-    reference = f"{__name__}:suppress_resume"
-    [report] = [run_task(w) for w in task_work(plan, topology=reference, store_uri=str(store), counts={OUTPUT: 1})]
+    reference = f"{__name__}:{factory}"
+    [report] = [run_task(w) for w in task_work(plan, topology=reference, store_uri=str(store), counts={output: 1})]
     assert report["records_processed"] == 40
     assert report["restored"].get("final-store", 0) > 0, report["restored"]
     out = run("handoff", "--bootstrap", kafka_broker, "--plan", str(plan_file), "--store", str(store),
@@ -184,13 +200,13 @@ def test_suppress_buffer_survives_handoff_both_ways(
     assert left_by_streamproc, "streamproc handed off nothing buffered: the proof tests nothing"
     assert set(left_by_app) - set(left_by_streamproc), "no window the app buffered was emitted by streamproc"
 
-    produce(kafka_broker, thirds[2], 80)
-    resumed = run_app(suppress_classpath, kafka_broker, app_id, state_dir, 120, OUTPUT)
+    produce(kafka_broker, source, thirds[2], 80)
+    resumed = run_app(suppress_classpath, kafka_broker, app_id, state_dir, guarantee, 120, output)
     assert resumed["restored"] > 0, "the app did not restore the buffer streamproc handed off"
 
     alone_id = unique("suppress-alone")
-    run_app(suppress_classpath, kafka_broker, alone_id, tmp_path / "alone", 120, ALONE_OUTPUT)
-    resumed_out, alone_out = read_all(kafka_broker, OUTPUT), read_all(kafka_broker, ALONE_OUTPUT)
+    run_app(suppress_classpath, kafka_broker, alone_id, tmp_path / "alone", guarantee, 120, alone_output)
+    resumed_out, alone_out = read_all(kafka_broker, output), read_all(kafka_broker, alone_output)
     assert len(alone_out) >= 20
     assert resumed_out == alone_out
     assert buffered(kafka_broker, app_id) == buffered(kafka_broker, alone_id)

@@ -25,8 +25,8 @@ import org.apache.kafka.streams.kstream.TimeWindows;
  * {@code <application.id>-final-store-changelog}), each final count to {@code <output>} keyed {@code key@start}. The
  * Python twin is {@code tests/integration/suppress/test_suppress_handoff.py}'s {@code suppress_resume}.
  *
- * <p>Usage: {@code SuppressResumeApp <bootstrap> <application.id> <state.dir> <input> <input end offset> <output>}
- * (one partition, at_least_once). Runs until the group's committed input offset reaches the end offset, then closes
+ * <p>Usage: {@code SuppressResumeApp <bootstrap> <application.id> <state.dir> <input> <input end offset> <output>
+ * alos|eos} (one partition). Runs until the group's committed input offset reaches the end offset, then closes
  * (its commit flushes the buffer to its changelog) and leaves the group, with {@link StateResumeApp}'s events.
  */
 public final class SuppressResumeApp {
@@ -39,6 +39,7 @@ public final class SuppressResumeApp {
         final String input = args[3];
         final long inputEnd = Long.parseLong(args[4]);
         final String output = args[5];
+        final boolean eos = "eos".equals(args[6]);
 
         final StreamsBuilder builder = new StreamsBuilder();
         builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
@@ -50,7 +51,7 @@ public final class SuppressResumeApp {
             .selectKey((w, v) -> w.key() + "@" + w.window().start())
             .to(output, Produced.with(Serdes.String(), Serdes.Long()));
 
-        final Properties props = StateResumeApp.streamsProps(bootstrap, applicationId, args[2], false);
+        final Properties props = StateResumeApp.streamsProps(bootstrap, applicationId, args[2], eos);
         final AtomicLong restored = new AtomicLong();
         final KafkaStreams streams = StateResumeApp.start(builder.build(), props, restored);
         final Properties adminProps = new Properties();
