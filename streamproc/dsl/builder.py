@@ -104,8 +104,6 @@ class InternalStreamsBuilder:
         self.table_source_nodes: list[TableSourceNode] = []
         self.copartition_groups: list[set[str]] = []
         self.store_names: set[str] = set()
-        #: Suppress buffers' key serializers still waiting for ``default.key.serde`` (``ktable.LazyKeyBytes``).
-        self.key_bytes: list[Any] = []
         self.built = False
 
     # -------------------------------------------------------------------------------------------------- naming
@@ -198,8 +196,6 @@ class InternalStreamsBuilder:
         for group in self.copartition_groups:
             topology.copartition_sources(group)
         key_serde, value_serde = _default_serde(props, DEFAULT_KEY_SERDE), _default_serde(props, DEFAULT_VALUE_SERDE)
-        for key_bytes in self.key_bytes:
-            key_bytes.set_if_unset(key_serde)
         if key_serde is not None or value_serde is not None:
             from streamproc.dsl.stores import apply_default_serdes
 

@@ -19,6 +19,7 @@ from streamproc.dsl.internals.kstream_session_window_aggregate import KStreamSes
 from streamproc.dsl.internals.kstream_sliding_window_aggregate import KStreamSlidingWindowAggregate
 from streamproc.dsl.internals.kstream_window_aggregate import KStreamWindowAggregate
 from streamproc.dsl.internals.ktable_aggregate import KTableAggregate, KTableReduce
+from streamproc.dsl.internals.ktable_suppress_processor import WindowedKeys
 from streamproc.dsl.ktable import KTable
 from streamproc.dsl.options import Grouped, Materialized, Named
 from streamproc.dsl.stores import key_value_store, session_store, window_store
@@ -250,6 +251,11 @@ class WindowedKStream:
             name, store, supplier, store_name, queryable, _table_value_serde(materialized, value_serde)
         )
         table.window_grace_ms = self.windows.grace_period_ms()
+        w = self.windows
+        if isinstance(w, SessionWindows):
+            table.windowed_keys = WindowedKeys(session=True)
+        else:
+            table.windowed_keys = WindowedKeys(False, w.size_ms if isinstance(w, TimeWindows) else w.time_difference_ms)
         return table
 
     def _supplier(self, name: str, store_name: str, operation: str, args: tuple[Any, ...]) -> Any:

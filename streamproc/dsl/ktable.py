@@ -30,11 +30,7 @@ from streamproc.dsl.internals.ktable_ktable_join import JoinKind, KTableKTableJo
 from streamproc.dsl.internals.ktable_map_values import KTableMapValues
 from streamproc.dsl.internals.ktable_repartition_map import KTableRepartitionMap
 from streamproc.dsl.internals.ktable_source import KTableSource
-from streamproc.dsl.internals.ktable_suppress_processor import (
-    KTableSuppressProcessorSupplier,
-    plain_key_bytes,
-    windowed_key_bytes,
-)
+from streamproc.dsl.internals.ktable_suppress_processor import KTableSuppressProcessorSupplier, WindowedKeys
 from streamproc.dsl.internals.ktable_suppress_processor import Suppressed as InternalSuppressed
 from streamproc.dsl.internals.processor_support import KTableValueGetterSupplier, TimestampedStoreGetterSupplier
 from streamproc.dsl.options import Consumed, Grouped, Materialized, Named
@@ -72,30 +68,6 @@ class _JoinedGetterSupplier:
         return self.names
 
 
-class LazyKeyBytes:
-    """The suppress buffer's key serializer, resolved at its first use: the table's key serde, else the
-    application's ``default.key.serde`` that ``StreamsBuilder.build`` gives it (``setIfUnset``)."""
-
-    def __init__(self, key_serde: Any, *, windowed: bool) -> None:
-        self.key_serde = key_serde
-        self.windowed = windowed
-        self._serialize: Callable[[Any], bytes] | None = None
-
-    def set_if_unset(self, default_key_serde: Any) -> None:
-        if self.key_serde is None:
-            self.key_serde = default_key_serde
-
-    def __call__(self, key: Any) -> bytes:
-        if self._serialize is None:
-            if self.key_serde is None:
-                raise TopologyError(
-                    "suppress: the table has no key serde; give the aggregation one or set default.key.serde"
-                )
-            make = windowed_key_bytes if self.windowed else plain_key_bytes
-            self._serialize = make(self.key_serde)
-        return self._serialize(key)
-
-
 class KTable:
     """``KTable``: each operation returns a new table or stream; see the module docstring for materialisation."""
 
@@ -127,6 +99,8 @@ class KTable:
         self._send_old_values = False
         #: The grace period of the windows a windowed aggregation used (``findAndVerifyWindowGrace``).
         self.window_grace_ms: int | None = parent.window_grace_ms if parent is not None else None
+        #: How a windowed table's keys are serialized around ``key_serde`` (``None``: not windowed).
+        self.windowed_keys: WindowedKeys | None = parent.windowed_keys if parent is not None else None
 
     @property
     def queryable_store_name(self) -> str | None:
@@ -268,8 +242,11 @@ class KTable:
             name = b.new_processor_name("KTABLE-SUPPRESS-")
             store_name = b.new_store_name("KTABLE-SUPPRESS-")
         self.enable_sending_old_values(True)
-        supplier = self._suppress_supplier(suppressed, name)
-        node = StatefulProcessorNode(name, supplier, suppress_buffer_store(store_name))
+        supplier = self._suppress_supplier(suppressed, name, store_name)
+        store = suppress_buffer_store(store_name, self.key_serde, self.value_serde)
+        if not suppressed.buffer.logging_enabled:
+            store.with_logging_disabled()
+        node = StatefulProcessorNode(name, supplier, store)
         b.add_graph_node(self._node, node)
         return KTable(
             b,
@@ -283,25 +260,24 @@ class KTable:
             parent=self,
         )
 
-    def _suppress_supplier(self, suppressed: Suppressed, name: str) -> Any:
-        """``KTableSuppressProcessorSupplier``: the buffer orders keys by their serialized bytes, so it gets the
-        table's key serde (or ``default.key.serde`` at build)."""
+    def _suppress_supplier(self, suppressed: Suppressed, name: str, store_name: str) -> Any:
+        """``KTableSuppressProcessorSupplier``: the buffer store serializes keys with the table's key serde (or
+        ``default.key.serde`` at build), wrapped in the windowed serde for a windowed table."""
         buffer = suppressed.buffer
-        if buffer.max_bytes is not None:
-            return p.operator_supplier("ktable_suppress_processor", "BufferConfig.maxBytes", name)
         if suppressed.until_window_closes_:
             if self.window_grace_ms is None:
                 raise TopologyError(
                     "Invalid topology: suppress(Suppressed.until_window_closes) is defined only for windowed KTables "
                     "(the result of a windowed aggregation); use until_time_limit on other tables"
                 )
-            spec = InternalSuppressed(True, self.window_grace_ms, buffer.max_records, buffer.shutdown_when_full)
+            wait_ms = self.window_grace_ms
         else:
             assert suppressed.time_limit_ms is not None
-            spec = InternalSuppressed(False, suppressed.time_limit_ms, buffer.max_records, buffer.shutdown_when_full)
-        key_bytes = LazyKeyBytes(self.key_serde, windowed=self.window_grace_ms is not None)
-        self._builder.key_bytes.append(key_bytes)
-        return KTableSuppressProcessorSupplier(spec, key_bytes, name)
+            wait_ms = suppressed.time_limit_ms
+        spec = InternalSuppressed(
+            suppressed.until_window_closes_, wait_ms, buffer.max_records, buffer.shutdown_when_full, buffer.max_bytes
+        )
+        return KTableSuppressProcessorSupplier(spec, store_name, self.windowed_keys, name)
 
     def group_by(
         self, selector: Callable[[Any, Any], tuple[Any, Any]], grouped: Grouped[Any, Any] | None = None

@@ -14,6 +14,7 @@ from streamproc.dsl.options import Materialized
 from streamproc.engine.topology import StoreSpec
 from streamproc.errors import TopologyError
 from streamproc.state.store_builders import StoreBuilder, Stores
+from streamproc.state.store_type import StoreType
 
 
 def apply_default_serdes(builders: Iterable[object], key_serde: Any, value_serde: Any) -> None:
@@ -119,10 +120,9 @@ def buffer_store(name: str, *, logged: bool = True) -> StoreSpec:
     return StoreSpec(name, logged=logged, persistent=False)
 
 
-def suppress_buffer_store(name: str) -> StoreBuilder:
-    """The suppress buffer's store (``InMemoryTimeOrderedKeyValueChangeBuffer``: in memory, logged). streamproc's
-    suppress processor keeps its buffer itself; the store is registered so that the topology, its ``describe()``
-    and its changelog topic are Kafka's."""
-    from streamproc.engine.serdes import SERDES
-
-    return Stores.key_value_store_builder(Stores.in_memory_key_value_store(name), SERDES["Bytes"](), SERDES["Bytes"]())
+def suppress_buffer_store(name: str, key_serde: Any, value_serde: Any) -> StoreBuilder:
+    """The suppress buffer's store (``InMemoryTimeOrderedKeyValueChangeBuffer.Builder(name, keySerde, valueSerde)``:
+    in memory, logged); the table's serdes, ``None`` ones filled with the application's defaults at build."""
+    return StoreBuilder(
+        StoreType.TIME_ORDERED_KEY_VALUE_BUFFER, Stores.in_memory_key_value_store(name), key_serde, value_serde
+    )

@@ -14,6 +14,7 @@ class BufferConfig:
     max_records: int | None = None
     max_bytes: int | None = None
     shutdown_when_full: bool = False
+    logging_enabled: bool = True
 
     @staticmethod
     def unbounded() -> BufferConfig:
@@ -31,11 +32,24 @@ class BufferConfig:
         return BufferConfig(max_bytes=count)
 
     def with_max_records(self, count: int) -> BufferConfig:
+        """``withMaxRecords(n)``."""
         return replace(self, max_records=count)
 
+    def with_max_bytes(self, count: int) -> BufferConfig:
+        """``withMaxBytes(n)``: the bound on the buffer's size as Kafka counts it (``computeRecordSize``)."""
+        return replace(self, max_bytes=count)
+
     def shut_down_when_full(self) -> BufferConfig:
-        """``shutDownWhenFull``."""
+        """``shutDownWhenFull``: a full buffer stops the task."""
         return replace(self, shutdown_when_full=True)
+
+    def emit_early_when_full(self) -> BufferConfig:
+        """``emitEarlyWhenFull``: a full buffer emits its oldest entries early (the default of a bounded buffer)."""
+        return replace(self, shutdown_when_full=False)
+
+    def with_logging_disabled(self) -> BufferConfig:
+        """``withLoggingDisabled``: no changelog; the buffer starts empty after a restart or a hand-off."""
+        return replace(self, logging_enabled=False)
 
 
 @dataclass(frozen=True, slots=True)

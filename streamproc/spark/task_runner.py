@@ -235,6 +235,7 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
             tasks.update_restored(changelogs)
             tasks.run_to_end()
             result = tasks.close()[task_id]
+            state.flush()  # the task's commit: stores that log on flush (the suppress buffer) log now
         except BaseException:
             tasks.close(clean=False)  # processors closed, nothing committed: no report, nothing counts as done
             raise

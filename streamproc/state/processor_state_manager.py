@@ -71,6 +71,7 @@ from streamproc.state.stores import (
     TimestampedWindowStore,
     WindowStore,
 )
+from streamproc.state.time_ordered_buffer import InMemoryTimeOrderedKeyValueChangeBuffer
 
 logger = logging.getLogger(__name__)
 
@@ -138,6 +139,10 @@ def open_store(
     """The typed store of ``definition``: RocksDB under ``task_dir`` when it is persistent and a task directory is
     given (Kafka Streams' layout), otherwise in memory (``InMemoryKeyValueStore`` / in-memory segments)."""
     name, kind = definition.name, definition.store_type
+    if kind is StoreType.TIME_ORDERED_KEY_VALUE_BUFFER:
+        return InMemoryTimeOrderedKeyValueChangeBuffer(
+            name, definition.key_serde, definition.value_serde, context, logged=definition.logged
+        )
     on_disk = definition.persistent and task_dir is not None
     if kind.segmented:
         assert definition.retention_ms is not None

@@ -1,7 +1,7 @@
 """The built-in persistent store kinds streamproc writes in Kafka Streams' layout (state.md §6.2).
 
-Names follow ``Stores.persistent*Store``/``BuiltInDslStoreSuppliers`` (4.2.0). Versioned, time-ordered (emit-final)
-and list-value stores use other layouts and are out of scope for v1.
+Names follow ``Stores.persistent*Store``/``BuiltInDslStoreSuppliers`` (4.2.0). Versioned, emit-final time-ordered
+and list-value stores use other layouts and are out of scope for v1; the suppress buffer is in memory only.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ class StoreType(enum.Enum):
     WINDOW = "window"
     TIMESTAMPED_WINDOW = "timestamped_window"
     SESSION = "session"
+    #: The suppress buffer (``InMemoryTimeOrderedKeyValueChangeBuffer``): in memory only, rebuilt from its changelog.
+    TIME_ORDERED_KEY_VALUE_BUFFER = "time_ordered_key_value_buffer"
 
     @property
     def timestamped(self) -> bool:

@@ -34,12 +34,12 @@ from streamproc.dsl.internals.ktable_source import KTableSource
 from streamproc.dsl.internals.ktable_suppress_processor import (
     KTableSuppressProcessorSupplier,
     Suppressed,
-    plain_key_bytes,
-    windowed_key_bytes,
+    WindowedKeys,
 )
 from streamproc.dsl.internals.outer_join_store import outer_join_value_serde, timestamped_key_and_join_side_serde
 from streamproc.dsl.internals.processor_support import ContextualProcessor
 from streamproc.dsl.internals.windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows
+from streamproc.dsl.stores import suppress_buffer_store
 from streamproc.engine.records import Record
 from streamproc.engine.serdes import LongDeserializer, LongSerializer, Serde, serde_for
 from streamproc.engine.topology import Topology
@@ -50,6 +50,7 @@ STRING: Serde[Any] = serde_for("String")
 LONG: Serde[Any] = Serde(LongSerializer(), LongDeserializer())
 SEEDS = range(1, 13)
 AGG_STORE = "KSTREAM-AGGREGATE-STATE-STORE-0000000001"
+SUPPRESS_STORE = "KTABLE-SUPPRESS-STATE-STORE-0000000005"
 REDUCE_STORE = "KSTREAM-REDUCE-STATE-STORE-0000000001"
 
 
@@ -114,9 +115,12 @@ def window_topology(params: dict[str, Any], *, reduce: bool) -> Topology:
         return _out(t, node)
     t.add_processor("KTABLE-MAPVALUES-0000000003", KTableMapValues(supplier, lambda k, v: str(v)), node)
     suppress = KTableSuppressProcessorSupplier(
-        Suppressed.until_window_closes_unbounded(windows.grace_period_ms()), windowed_key_bytes(STRING)
+        Suppressed.until_window_closes_unbounded(windows.grace_period_ms()),
+        SUPPRESS_STORE,
+        WindowedKeys(False, windows.size()),
     )
     t.add_processor("KTABLE-SUPPRESS-0000000004", suppress, "KTABLE-MAPVALUES-0000000003")
+    t.add_state_store(suppress_buffer_store(SUPPRESS_STORE, STRING, STRING), "KTABLE-SUPPRESS-0000000004")
     return _out(t, "KTABLE-SUPPRESS-0000000004")
 
 
@@ -299,9 +303,10 @@ def table_suppress_topology(params: dict[str, Any]) -> Topology:
     source.enable_sending_old_values(True)
     _table_store(t, SUPPRESS_TABLE_STORE, "KTABLE-SOURCE-0000000002")
     suppress = KTableSuppressProcessorSupplier(
-        Suppressed.until_time_limit(params["wait"], params["max_records"]), plain_key_bytes(STRING)
+        Suppressed.until_time_limit(params["wait"], params["max_records"]), SUPPRESS_STORE
     )
     t.add_processor("KTABLE-SUPPRESS-0000000003", suppress, "KTABLE-SOURCE-0000000002")
+    t.add_state_store(suppress_buffer_store(SUPPRESS_STORE, STRING, STRING), "KTABLE-SUPPRESS-0000000003")
     return _out(t, "KTABLE-SUPPRESS-0000000003")
 
 
