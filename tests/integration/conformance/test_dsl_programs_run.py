@@ -133,7 +133,7 @@ def kafka_runs() -> dict[str, Any]:
             [java, *JVM_OPTIONS, "-jar", str(jar), "dsl-run", str(path)],
             capture_output=True,
             text=True,
-            timeout=300,
+            timeout=900,  # guards a hung JVM; 41 programs × 3 seeds took over 300 s at load 25 on 2 cores
             check=False,
         )
     assert proc.returncode == 0, proc.stderr[-4000:]
