@@ -166,7 +166,6 @@ class TopologyTestDriver:
                 default_key_serde=default_key_serde,
                 default_value_serde=default_value_serde,
             )
-            _attach_stores(self._global_stores, self._global_task.context.record_timestamp)
             for topic in self._global_task.topics:
                 self._next_offset[TopicPartition(topic, PARTITION_ID)] = 0
         layout: dict[TaskId, tuple[ProcessorTopology, tuple[TopicPartition, ...], dict[str, object]]] = {}

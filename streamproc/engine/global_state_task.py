@@ -99,6 +99,10 @@ class GlobalStateUpdateTask:
         self.dropped = DroppedRecordsSensor(lambda: self.records_processed)
         self._handle = _GlobalTaskHandle(self.dropped)
         self.context = GlobalProcessorContext(cast(StreamTask, self._handle), application_id, stores, RecordCollector())
+        for store in stores.values():  # writes stamp the global record's timestamp (``ProcessorStateManager.attach``)
+            store_context = getattr(store, "context", None)  # ``state.StoreContext`` (the engine imports no state)
+            if store_context is not None and hasattr(store_context, "record_timestamp"):
+                store_context.record_timestamp = self.context.record_timestamp
         self.graph = self._build()
         self._source_of: dict[str, SourceNode] = {t: s for s in self.graph.sources for t in s.topics}
         self._store_of_topic: dict[str, str] = {}

@@ -103,8 +103,6 @@ def bootstrap_global_stores(
         for definition in store_definitions(builders):
             stores[definition.name] = open_store(definition, StoreContext(), global_dir, task="global")
         global_task = GlobalStateUpdateTask(topology, stores, application_id=application_id)
-        for store in stores.values():
-            store.context.record_timestamp = global_task.context.record_timestamp
         restored: dict[str, int] = {}
         for name in stores:
             for r in sorted(by_store[name], key=lambda r: r.partition):
