@@ -136,3 +136,23 @@ def test_a_global_processor_cannot_schedule_and_has_no_stream_time() -> None:
         task.context.current_stream_time_ms()
     with pytest.raises(StateError, match="not a global store"):
         task.restore("orders", [])
+
+
+def test_add_global_store_reprocesses_by_default_and_a_global_table_does_not() -> None:
+    """Kafka 4.2: the public ``Topology#addGlobalStore`` passes ``reprocessOnRestore=true``, ``globalTable`` false."""
+    t = Topology()
+    t.add_global_store(
+        Stores.key_value_store_builder(
+            Stores.in_memory_key_value_store("names"), STRING, STRING
+        ).with_logging_disabled(),
+        "names-source",
+        "names",
+        "names-update",
+        Upper,
+    )
+    assert t.reprocess_on_restore("names")
+    b = StreamsBuilder()
+    b.global_table("products", Consumed.with_(STRING, STRING))
+    topology = b.build()
+    (name,) = build_global_stores(topology)
+    assert not topology.reprocess_on_restore(name)
