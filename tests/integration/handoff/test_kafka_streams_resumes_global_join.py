@@ -170,4 +170,4 @@ def test_kafka_streams_resumes_a_global_table_join_after_handoff(
     latest_before_3 = {p: v for k in (0, 1) for p, v, _ in products[k]}
     product_of = {o: v for o, v, _ in orders[1]}
     for key, (_, value) in phase_two.items():
-        assert value == f"{key}|{latest_before_3[product_of[key]]}", (key, value)
+        assert value == f"{product_of[key]}|{latest_before_3[product_of[key]]}", (key, value)
