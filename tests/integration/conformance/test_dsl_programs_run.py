@@ -40,7 +40,12 @@ RECORDS_PER_TOPIC = 40
 STRING = SERDES["String"]()
 BYTES = SERDES["ByteArray"]()
 
-_STREAM_JOINS = ("stream-stream-outer-join-named", "stream-join-rekey-optimized", "named-rekey-joins")
+_STREAM_JOINS = (
+    "stream-stream-outer-join-named",
+    "stream-join-rekey-optimized",
+    "named-rekey-joins",
+    "named-sources-and-joins",
+)
 
 REGISTRIES: dict[str, dict[str, Callable[[], Topology]]] = {"dsl": PROGRAMS, "golden": GOLDEN}
 
