@@ -27,14 +27,15 @@ from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
 from streamproc.engine.dropped_records import DroppedRecordsSensor
+from streamproc.engine.processor import Processor
 from streamproc.engine.processor_context import ProcessorContextImpl
-from streamproc.engine.processor_topology import ProcessorTopology, RecordCollector, SourceNode
+from streamproc.engine.processor_topology import ProcessorNode, ProcessorTopology, RecordCollector, SourceNode
 from streamproc.engine.punctuation_queue import Cancellable, PunctuationType, Punctuator
 from streamproc.engine.records import ProcessorRecordContext, RawRecord, Record
 from streamproc.engine.serdes import Serde
 from streamproc.engine.stream_task import StreamTask
 from streamproc.engine.task_id import TaskId
-from streamproc.engine.topology import Topology
+from streamproc.engine.topology import ProcessorNodeSpec, Topology
 from streamproc.engine.topology_builder import build_global_state_topology
 from streamproc.errors import ProcessingError, StateError, StreamprocError
 
@@ -181,10 +182,10 @@ class GlobalStateUpdateTask:
         """``reprocessState``: a fresh instance of the store's processor, ``init`` with the global context, fed every
         record with a non-null key (deserialized by the source's deserializers)."""
         source = self._source(topic)
-        processor_node = next(child for child in source.children if store_name in self.topology.stores_of(child.name))
-        fresh = self._build()
-        node = next(n for n in fresh.nodes if n.name == processor_node.name)
-        node.children = []  # reprocessing feeds the processor alone, as Kafka's restore does
+        name = next(child.name for child in source.children if store_name in self.topology.stores_of(child.name))
+        spec = self.topology.node(name)
+        assert isinstance(spec, ProcessorNodeSpec)
+        node = ProcessorNode(name, cast(Processor, spec.supplier()))  # no children: Kafka's restore feeds it alone
         self.context.set(node, ProcessorRecordContext(-1, -1, -1, None), -1)
         node.init(self.context, None, self.dropped)
         applied = 0
