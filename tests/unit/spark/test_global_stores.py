@@ -35,3 +35,20 @@ def test_a_missing_or_unstaged_global_range_is_an_error_naming_the_task(tmp_path
     ranges = (GlobalRestoreRange("products-store", GLOBAL_JOIN_PRODUCTS, 0, 0, 3),)
     with pytest.raises(ManifestError, match=rf"task \[0_1\] input {GLOBAL_JOIN_PRODUCTS}-0 \[0, 3\).*streamproc fetch"):
         bootstrap_global_stores(global_join(), ranges, task="0_1", **options)  # type: ignore[arg-type]
+
+
+def test_empty_global_ranges_need_nothing_staged(tmp_path: Path) -> None:
+    """A global topic with nothing new since the checkpoint (or nothing at all) plans empty ranges: fetch stages
+    nothing for them and the bootstrap applies nothing."""
+    ranges = tuple(GlobalRestoreRange("products-store", GLOBAL_JOIN_PRODUCTS, p, 7 * p, 7 * p) for p in range(2))
+    stores = bootstrap_global_stores(
+        global_join(),
+        ranges,
+        object_store=LocalObjectStore(tmp_path / "staging"),
+        application_id="app",
+        state_root=tmp_path / "s",
+        state_dir=None,
+        task="0_0",
+    )
+    assert stores is not None and stores.restored == {"products-store": 0}
+    stores.close()
