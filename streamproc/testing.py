@@ -28,9 +28,14 @@ several partitions goes to the partition the sink's partitioner chose, else to m
 ``TaskId`` order, until none has a record (``TaskExecutor#process`` with one iteration per task); Kafka Streams
 itself has no deterministic order across tasks.
 
-Not covered yet: global stores (``GlobalStateUpdateTask``), state-store caching and its flush on commit,
-exactly-once commits. The wall clock starts at ``initial_wall_clock_time_ms`` (default 0, where Kafka's driver
-reads the system clock), so runs are reproducible.
+Global stores (``GlobalStateUpdateTask``): a record piped to a global topic (or sent to one by a sink) gets the next
+offset of its one partition and goes straight through the store's source and state-update processor, synchronously,
+before ``pipe`` returns; no stream task runs for it (``TopologyTestDriver#processGlobalRecord``). Every task reads the
+same global store instances; ``get_state_store`` finds them too; the global processor's drops count in
+``dropped_records`` (task ``-1_-1``).
+
+Not covered yet: state-store caching and its flush on commit, exactly-once commits. The wall clock starts at
+``initial_wall_clock_time_ms`` (default 0, where Kafka's driver reads the system clock), so runs are reproducible.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from types import TracebackType
 from typing import Any, Generic, TypeVar, cast
 
 from streamproc.engine.dropped_records import DroppedRecord
+from streamproc.engine.global_state_task import GlobalStateUpdateTask
 from streamproc.engine.partitioner import partition_for_key
 from streamproc.engine.processor_topology import CollectedRecord, ProcessorTopology, RecordCollector, SinkNode
 from streamproc.engine.records import ConsumerRecord, Headers, TopicPartition
@@ -53,6 +59,7 @@ from streamproc.engine.topology import Topology
 from streamproc.engine.topology_builder import (
     RoutingSinkNode,
     analyze_topology,
+    build_global_stores,
     build_processor_topology,
     build_stores,
     matching_source,
@@ -138,11 +145,6 @@ class TopologyTestDriver:
         default_value_serde: Serde[Any] | None = None,
         partition_counts: Mapping[str, int] | None = None,
     ) -> None:
-        if topology.global_node_groups():
-            raise TopologyError(
-                "the topology has global stores, which the streamproc test driver does not run yet; "
-                "test the rest with a topology without them"
-            )
         self.config = config if config is not None else TaskConfig()
         self._clock = _DriverClock(initial_wall_clock_time_ms)
         self._tasks: dict[TaskId, StreamTask] = {}
@@ -154,6 +156,18 @@ class TopologyTestDriver:
         self._sink_topics: set[str] = set()
         self._single_task = partition_counts is None
         self._closed = False
+        self._global_stores = build_global_stores(topology)
+        self._global_task: GlobalStateUpdateTask | None = None
+        if self._global_stores:
+            self._global_task = GlobalStateUpdateTask(
+                topology,
+                self._global_stores,
+                application_id=self.config.application_id,
+                default_key_serde=default_key_serde,
+                default_value_serde=default_value_serde,
+            )
+            for topic in self._global_task.topics:
+                self._next_offset[TopicPartition(topic, PARTITION_ID)] = 0
         layout: dict[TaskId, tuple[ProcessorTopology, tuple[TopicPartition, ...], dict[str, object]]] = {}
         if partition_counts is None:
             graph = build_processor_topology(
@@ -190,17 +204,20 @@ class TopologyTestDriver:
                 graph,
                 owned,
                 config=self.config,
-                stores=stores,
+                stores={**stores, **self._global_stores},
                 wall_clock=self._clock,
                 collector=self._collector,
             )
             self._tasks[task_id] = task
             self._stores[task_id] = stores
-            _attach_stores(stores, task)
+            _attach_stores(stores, task.context.record_timestamp)
             for partition in owned:
                 self._task_of[partition] = task
                 self._next_offset[partition] = 0
         self._input_topics = tuple(dict.fromkeys(p.topic for p in self._task_of))
+        self._global_topics = () if self._global_task is None else self._global_task.topics
+        if self._global_task is not None:
+            self._global_task.initialize()
         for task in self._tasks.values():
             task.initialize_topology()
         logger.info(
@@ -254,9 +271,12 @@ class TopologyTestDriver:
     # -- metrics ---------------------------------------------------------------------------------------------------
 
     def dropped_records(self) -> tuple[DroppedRecord, ...]:
-        """The records the tasks dropped, in order per task (Kafka's ``dropped-records-total`` metric counts them):
-        each with its reason, topic, partition and offset."""
-        return tuple(event for task in self._tasks.values() for event in task.dropped.events)
+        """The records the tasks dropped, in order per task, the global task's last (Kafka's
+        ``dropped-records-total`` metric counts them): each with its reason, topic, partition and offset."""
+        events = [event for task in self._tasks.values() for event in task.dropped.events]
+        if self._global_task is not None:
+            events.extend(self._global_task.dropped.events)
+        return tuple(events)
 
     # -- stores ----------------------------------------------------------------------------------------------------
 
@@ -266,6 +286,8 @@ class TopologyTestDriver:
 
     def get_state_store(self, name: str, task_id: TaskId | None = None) -> object | None:
         """``getStateStore``: the store ``name`` (of ``task_id`` when several tasks have one), ``None`` if absent."""
+        if name in self._global_stores:
+            return self._global_stores[name]
         if task_id is not None:
             return self._stores.get(task_id, {}).get(name)
         owners = [tid for tid, stores in self._stores.items() if name in stores]
@@ -275,7 +297,7 @@ class TopologyTestDriver:
 
     def get_all_state_stores(self) -> dict[str, object]:
         """``getAllStateStores`` (single-task driver); with several tasks use :meth:`get_state_store` per task."""
-        names = dict.fromkeys(name for stores in self._stores.values() for name in stores)
+        names = dict.fromkeys([*(name for stores in self._stores.values() for name in stores), *self._global_stores])
         return {name: self.get_state_store(name) for name in names}
 
     # -- close -----------------------------------------------------------------------------------------------------
@@ -287,6 +309,8 @@ class TopologyTestDriver:
         self._closed = True
         for task in self._tasks.values():
             task.close()
+        if self._global_task is not None:
+            self._global_task.close()
         self._capture_outputs(reenqueue=False)
 
     def __enter__(self) -> TopologyTestDriver:
@@ -315,13 +339,30 @@ class TopologyTestDriver:
     ) -> None:
         """``pipeRecord`` with serialized key and value: enqueue to the reading task, then process all work."""
         self._check_open()
+        if topic in self._global_topics:
+            self._update_global(topic, timestamp, key, value, headers)
+            return
         self._enqueue(topic, self._input_partition(topic, key, partition), timestamp, key, value, headers)
         self._complete_all_processable_work()
+
+    def _update_global(
+        self, topic: str, timestamp: int, key: bytes | None, value: bytes | None, headers: Headers
+    ) -> None:
+        """``processGlobalRecord``: the next offset of the topic's one partition, through the global processor."""
+        assert self._global_task is not None
+        partition = TopicPartition(topic, PARTITION_ID)
+        offset = self._next_offset[partition]
+        self._next_offset[partition] = offset + 1
+        self._global_task.update(
+            ConsumerRecord.raw(topic, PARTITION_ID, offset, timestamp, key, value, headers=headers)
+        )
 
     def _input_partition(self, topic: str, key: bytes | None, partition: int | None) -> TopicPartition:
         source = matching_source(self._input_topics, topic)
         if source is None:
-            raise TopologyError(f"Unknown topic: {topic}; the topology reads {list(self._input_topics)}")
+            raise TopologyError(
+                f"Unknown topic: {topic}; the topology reads {[*self._input_topics, *self._global_topics]}"
+            )
         count = self._partition_counts.get(source, 1)
         if partition is not None:
             if not 0 <= partition < count:
@@ -377,6 +418,9 @@ class TopologyTestDriver:
         self._collector.records.clear()
         for record in sent:
             self._outputs.setdefault(record.topic, deque()).append(record)
+            if reenqueue and record.topic in self._global_topics:
+                self._update_global(record.topic, record.timestamp, record.key, record.value, record.headers)
+                continue
             if not reenqueue or matching_source(self._input_topics, record.topic) is None:
                 continue
             chosen = None if self._single_task else record.partition
@@ -411,13 +455,9 @@ class TopologyTestDriver:
         return 0 if queue is None else len(queue)
 
 
-def _attach_stores(stores: Mapping[str, object], task: StreamTask) -> None:
+def _attach_stores(stores: Mapping[str, object], record_timestamp: Callable[[], int]) -> None:
     """Stores built by ``streamproc.Stores`` stamp changelog records with the task's current record timestamp
     (``ProcessorStateManager.attach`` does the same in a run); other store objects are left alone."""
-
-    def record_timestamp() -> int:
-        return task.context.record_context.timestamp
-
     for store in stores.values():
         context = getattr(store, "context", None)
         if isinstance(context, StoreContext):

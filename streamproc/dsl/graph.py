@@ -293,6 +293,7 @@ class TableSourceNode(GraphNode):
                 key_deserializer=c.key_serde,
                 value_deserializer=c.value_serde,
                 timestamp_extractor=c.timestamp_extractor,
+                reprocess_on_restore=False,  # InternalStreamsBuilder#addGlobalStore for a globalTable
             )
             return
         topology.add_source(

@@ -375,9 +375,12 @@ class Topology:
         key_deserializer: object | None = None,
         value_deserializer: object | None = None,
         timestamp_extractor: object | None = None,
-        reprocess_on_restore: bool = False,
+        reprocess_on_restore: bool = True,
     ) -> Topology:
-        """``Topology#addGlobalStore``: a source on ``topic`` feeding a state-update processor of one store."""
+        """``Topology#addGlobalStore``: a source on ``topic`` feeding a state-update processor of one store.
+
+        ``reprocess_on_restore``: Kafka 4.2's public ``addGlobalStore`` passes ``true`` (the processor sees every
+        record at bootstrap too); the DSL's ``globalTable`` passes ``false`` (a raw load of the topic)."""
         self._verify_name(source_name)
         if topic is None:
             raise TopologyError("topic cannot be null")

@@ -277,9 +277,48 @@ def build_processor_topology(
     def full(topic: str) -> str:
         return decorate_topic(app or "", topic, topology.topology_name) if topic in internal else topic
 
+    return _build_nodes(
+        topology, subtopology_nodes(topology, subtopology_id), full, analysis, default_key_serde, default_value_serde
+    )
+
+
+def build_global_state_topology(
+    topology: Topology,
+    *,
+    default_key_serde: Serde[Any] | None = None,
+    default_value_serde: Serde[Any] | None = None,
+) -> ProcessorTopology:
+    """``InternalTopologyBuilder#buildGlobalStateTopology``: every global store's source and state-update processor,
+    fresh instances, in one graph (global topics are never internal, so no name is decorated)."""
+    global_ids = topology.global_node_groups()
+    names = [name for gid, members in topology.node_groups().items() if gid in global_ids for name in members]
+    return _build_nodes(topology, names, lambda topic: topic, None, default_key_serde, default_value_serde)
+
+
+def global_store_builders(topology: Topology) -> dict[str, object]:
+    """The global stores' builders (or definitions), unbuilt, in topology order: one store per global processor."""
+    global_ids = topology.global_node_groups()
+    builders: dict[str, object] = {}
+    for gid, names in topology.node_groups().items():
+        if gid in global_ids:
+            for name in names:
+                for store_name in topology.stores_of(name):
+                    builders.setdefault(store_name, topology.store(store_name))
+    return builders
+
+
+def _build_nodes(
+    topology: Topology,
+    names: Iterable[str],
+    full: Callable[[str], str],
+    analysis: TopologyAnalysis | None,
+    default_key_serde: Serde[Any] | None,
+    default_value_serde: Serde[Any] | None,
+) -> ProcessorTopology:
+    """The runtime nodes of ``names`` (insertion order), each processor a fresh instance, wired to its parents."""
     group_of = {name: gid for gid, names in topology.node_groups().items() for name in names}
     built: dict[str, ProcessorNode] = {}
-    for name in subtopology_nodes(topology, subtopology_id):
+    for name in names:
         spec = topology.node(name)
         node: ProcessorNode
         if isinstance(spec, SourceNodeSpec):
@@ -346,8 +385,17 @@ def store_builders(topology: Topology, subtopology_id: int | None = None) -> dic
 def build_stores(topology: Topology, subtopology_id: int | None = None) -> dict[str, object]:
     """New stores for one task: each store connected to the sub-topology's processors, built once, in connection
     order (``buildProcessorNode``'s ``stateStoreMap``)."""
+    return _built(store_builders(topology, subtopology_id))
+
+
+def build_global_stores(topology: Topology) -> dict[str, object]:
+    """New global stores (one instance each, shared by every task), from :func:`global_store_builders`."""
+    return _built(global_store_builders(topology))
+
+
+def _built(builders: Mapping[str, object]) -> dict[str, object]:
     stores: dict[str, object] = {}
-    for store_name, builder in store_builders(topology, subtopology_id).items():
+    for store_name, builder in builders.items():
         build = getattr(builder, "build", None)
         if not callable(build):
             raise TopologyError(

@@ -18,6 +18,7 @@ from streamproc.errors import HandoffError
 from streamproc.plan import preconditions, refusals
 from streamproc.plan.cluster_snapshot import CommittedOffset, GroupState, TopicPartition
 from streamproc.plan.run_plan import RunPlan
+from streamproc.plan.run_planner import GLOBAL_TASK
 from streamproc.state.offset_checkpoint import OffsetCheckpoint
 from streamproc.state.state_directory import StateDirectory
 from streamproc.state.store_layout import checkpoint_path
@@ -92,10 +93,14 @@ class PlannedCheckpoint:
 
 
 def planned_checkpoints(plan: RunPlan) -> list[PlannedCheckpoint]:
-    """Per planned restore, the last changelog offset at plan time: a checkpoint beyond it is newer than the plan."""
+    """Per planned restore, the last changelog offset at plan time: a checkpoint beyond it is newer than the plan.
+
+    Global stores are left out: the hand-off writes nothing of them (the application restores them from their
+    topics, from its own ``global/.checkpoint``), so their checkpoint may move on freely."""
     return [
         PlannedCheckpoint(TaskId.parse(r.task_id), TopicPartition(r.changelog_topic, r.changelog_partition), r.end - 1)
         for r in plan.restores
+        if r.task_id != GLOBAL_TASK
     ]
 
 

@@ -32,6 +32,8 @@ from streamproc.engine.topology import SinkNodeSpec, Topology
 from streamproc.errors import ConfigError, ProcessingError, RecordValidationError, StreamprocError
 from streamproc.plan.run_plan import RunPlan
 from streamproc.plan.run_plan import plan_id as plan_id  # defined with the plan; re-exported for older callers
+from streamproc.plan.run_planner import GLOBAL_TASK
+from streamproc.spark.global_stores import GlobalRestoreRange
 from streamproc.spark.task_output import UNASSIGNED, TaskObjects
 from streamproc.spark.task_runner import InputRange, RestoreRange, TaskWork, load_topology, run_task
 
@@ -121,6 +123,7 @@ def task_work(
     """
     ranges = {r.name: r for r in plan.ranges}
     restores: dict[str, list[RestoreRange]] = {}
+    global_restores: list[GlobalRestoreRange] = []
     for restore in plan.restores:
         if restore.checkpoint_offset is not None and not restore.local_state_wiped and state_dir is None:
             raise ConfigError(
@@ -129,6 +132,19 @@ def task_work(
                 "the plan was made with (readable by every executor), or re-plan without --state-dir so that stores "
                 "restore from their changelog's start"
             )
+        if restore.task_id == GLOBAL_TASK:
+            checkpoint = None if restore.local_state_wiped else restore.checkpoint_offset
+            global_restores.append(
+                GlobalRestoreRange(
+                    restore.store,
+                    restore.changelog_topic,
+                    restore.changelog_partition,
+                    restore.start,
+                    restore.end,
+                    checkpoint,
+                )
+            )
+            continue
         restores.setdefault(restore.task_id, []).append(
             RestoreRange(
                 restore.store,
@@ -162,6 +178,7 @@ def task_work(
                 state_dir=state_dir,
                 fail_before_report=(fail_first_attempt or "").partition(":")[0] == task.task_id,
                 crash_before_report=fail_first_attempt == f"{task.task_id}:crash",
+                global_restores=tuple(global_restores),
             )
         )
     return work

@@ -3,10 +3,11 @@
 Nothing here imports Spark: :func:`run_task` takes a :class:`TaskWork` (small, picklable, built by the driver) and
 returns the task's report, so it is tested directly and run identically inside a Spark executor.
 
-Steps: skip when the task's report exists (a re-run); check every input and changelog range is staged; restore the
-stores (``ProcessorStateManager`` into RocksDB under the executor's local directory, from the plan's changelog
-ranges); run the task (``AssignedStreamsTasks``: restoring → running → to the end of its inputs); publish outputs,
-changelog records, drops and the store bundle; publish the report last (the commit marker).
+Steps: skip when the task's report exists (a re-run); check every input and changelog range is staged; bootstrap the
+global stores from the global topics' ranges (``spark/global_stores.py``); restore the stores
+(``ProcessorStateManager`` into RocksDB under the executor's local directory, from the plan's changelog ranges); run
+the task (``AssignedStreamsTasks``: restoring → running → to the end of its inputs); publish outputs, changelog
+records, drops and the store bundle; publish the report last (the commit marker).
 
 **Commit point.** In a batch a commit is a point where outputs, changelog records, offsets and partition times are
 durable and a retry could resume from there. This job commits once, at the task's end: the inputs are staged and
@@ -45,6 +46,7 @@ from streamproc.engine.topology import Topology
 from streamproc.engine.topology_builder import build_processor_topology, store_builders
 from streamproc.engine.validation import ValidatingSourceNode, prevalidated
 from streamproc.errors import ConfigError, ProcessingError, StateError
+from streamproc.spark.global_stores import GlobalRestoreRange, GlobalStores, bootstrap_global_stores
 from streamproc.spark.task_input import read_records, staged_range
 from streamproc.spark.task_output import (
     TaskChangelogCollector,
@@ -116,6 +118,8 @@ class TaskWork:
     fail_before_report: bool = False
     #: With ``fail_before_report``: kill the Python worker instead of raising (the driver's ``_run_partition``).
     crash_before_report: bool = False
+    #: Every global store's topic ranges (the same for every task): restored before the task processes.
+    global_restores: tuple[GlobalRestoreRange, ...] = ()
 
 
 def load_topology(reference: str) -> tuple[Topology, TaskConfig]:
@@ -204,7 +208,17 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
         copied = work.state_dir is not None and copy_task_directory(work, task_id, state_directory)
         if work.state_dir is not None:
             check_checkpoint(work, state_directory.task_dir_path(task_id))
+        global_stores: GlobalStores | None = None
         try:
+            global_stores = bootstrap_global_stores(
+                topology,
+                work.global_restores,
+                object_store=store,
+                application_id=work.application_id,
+                state_root=work_dir / "global-state",
+                state_dir=work.state_dir,
+                task=work.task_id,
+            )
             state.initialize(changelogs)
             restored = {
                 r.store: state.restore(r.store, read_records(store, staged_restores[r.store], task=work.task_id))
@@ -214,7 +228,8 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
             appended_counts: dict[str, int] = {}
             graph = build_processor_topology(topology, work.subtopology, application_id=work.application_id)
             partitions = [TopicPartition(r.topic, r.partition) for r in work.inputs]
-            task = StreamTask(task_id, graph, partitions, config=config, stores=state.stores, collector=collector)
+            stores = dict(state.stores) if global_stores is None else {**state.stores, **global_stores.stores}
+            task = StreamTask(task_id, graph, partitions, config=config, stores=stores, collector=collector)
             state.attach(task.context)
             inputs = tuple(
                 PartitionInput(
@@ -242,6 +257,8 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
         finally:
             if state.plan is not None:
                 state.close()  # the Python worker is reused between Spark tasks: never leave RocksDB open
+            if global_stores is not None:
+                global_stores.close()
             state_directory.unlock()
 
         written: dict[str, int] = {}
@@ -288,6 +305,7 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                 for r in staged_inputs.values()
             },
             "restored": dict(sorted(restored.items())),
+            "global_restored": {} if global_stores is None else dict(sorted(global_stores.restored.items())),
             "restored_from_state_dir": copied,
             "appended": dict(sorted(appended_counts.items())),
             "outputs": {f"{t}+{p}": n for (t, p), n in sorted(collector.files.counts.items())},

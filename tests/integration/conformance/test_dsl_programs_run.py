@@ -47,23 +47,30 @@ KNOWN_DIFFERENCES: dict[str, str] = {}
 
 
 def _topics(topology: Topology) -> tuple[list[str], set[str], list[str]]:
-    """The program's input topics (sources that no sink of it writes: not repartition topics), those of them it reads
-    as a table (the source's successor is a KTable source), and its output topics (sinks that no source reads)."""
+    """The program's input topics (sources that no sink of it writes: not repartition topics; global-store topics
+    last), those of them it reads as a table (the source's successor is a KTable source; every global-store topic),
+    and its output topics (sinks that no source reads)."""
     sources: dict[str, bool] = {}
     sinks: list[str] = []
-    for sub in topology.describe().subtopologies:
+    description = topology.describe()
+    for sub in description.subtopologies:
         for node in sub.nodes:
             if isinstance(node, Source):
                 for topic in node.topics:
                     sources[topic] = any(s.startswith("KTABLE-SOURCE") for s in node.successors)
             elif isinstance(node, Sink) and node.topic is not None and node.topic not in sinks:
                 sinks.append(node.topic)
+    for global_store in description.global_stores:
+        sources.update(dict.fromkeys(global_store.source.topics, True))
     inputs = [t for t in sources if t not in sinks]
     return inputs, {t for t in inputs if sources[t]}, [t for t in sinks if t not in sources]
 
 
-def _records(seed: int, name: str, inputs: list[str], tables: set[str]) -> list[list[Any]]:
-    """Seeded input records ``[topic, key, value, timestamp]`` for one program, topics interleaved."""
+def _records(seed: int, name: str, inputs: list[str], tables: set[str], keyed_values: bool = False) -> list[list[Any]]:
+    """Seeded input records ``[topic, key, value, timestamp]`` for one program, topics interleaved.
+
+    ``keyed_values``: half the values are keys (``k<n>``), for programs that join a global table by a key selector
+    reading the value, which would otherwise never find a row."""
     rng = random.Random(f"{seed}/{name}")
     records: list[list[Any]] = []
     now = 1_000_000
@@ -80,6 +87,8 @@ def _records(seed: int, name: str, inputs: list[str], tables: set[str]) -> list[
         )
         key = None if topic in tables and rng.random() < 0.05 else f"k{rng.randrange(4)}"
         value = None if topic in tables and rng.random() < 0.15 else f"{rng.choice('abc')}{i}"
+        if keyed_values and value is not None and rng.random() < 0.5:
+            value = f"k{rng.randrange(4)}"
         records.append([topic, key, value, max(timestamp, 0)])
     return records
 
@@ -88,13 +97,10 @@ def _cases() -> list[Any]:
     cases = []
     for registry, programs in REGISTRIES.items():
         for name in programs:
-            marks: list[Any] = []
-            if programs[name]().global_node_groups():
-                marks.append(pytest.mark.skip(reason="global store: streamproc's TopologyTestDriver runs none"))
             for seed in SEEDS:
                 known = KNOWN_DIFFERENCES.get(f"{registry}/{name}/{seed}")
                 xfail = [pytest.mark.xfail(strict=True, reason=known)] if known else []
-                cases.append(pytest.param(registry, name, seed, marks=marks + xfail, id=f"{registry}-{name}-{seed}"))
+                cases.append(pytest.param(registry, name, seed, marks=xfail, id=f"{registry}-{name}-{seed}"))
     return cases
 
 
@@ -103,8 +109,6 @@ def _request() -> dict[str, Any]:
     for registry, programs in REGISTRIES.items():
         for name, program in programs.items():
             topology = program()
-            if topology.global_node_groups():
-                continue
             inputs, tables, outputs = _topics(topology)
             for seed in SEEDS:
                 runs.append(
@@ -112,7 +116,7 @@ def _request() -> dict[str, Any]:
                         "id": f"{registry}/{name}/{seed}",
                         "registry": registry,
                         "program": name,
-                        "records": _records(seed, name, inputs, tables),
+                        "records": _records(seed, name, inputs, tables, bool(topology.global_node_groups())),
                         "outputs": outputs,
                     }
                 )

@@ -101,3 +101,23 @@ def first_run_alos() -> Topology:
 
 def first_run_eos() -> Topology:
     return rekey_count_topology(FIRST_RUN_INPUT["eos"], FIRST_RUN_OUTPUT["eos"])
+
+
+#: The stream–global-table join proof's topics (``GLOBAL_JOIN_PARTITIONS`` partitions each).
+GLOBAL_JOIN_PARTITIONS = 2
+GLOBAL_JOIN_ORDERS = "handoff-global-orders"
+GLOBAL_JOIN_PRODUCTS = "handoff-global-products"
+GLOBAL_JOIN_OUTPUT = "handoff-global-priced"
+
+
+def global_join() -> Topology:
+    """The Python twin of ``tests/integration/handoff/java/GlobalJoinResumeApp.java``: each order joined by its value
+    with the global table ``products-store``; ``order|product`` to the output."""
+    from streamproc.dsl import Consumed, Materialized, Produced, StreamsBuilder
+
+    b = StreamsBuilder()
+    products = b.global_table(GLOBAL_JOIN_PRODUCTS, Consumed.with_(STRING, STRING), Materialized.as_("products-store"))
+    b.stream(GLOBAL_JOIN_ORDERS, Consumed.with_(STRING, STRING)).join(
+        products, lambda _key, value: value, lambda order, product: f"{order}|{product}"
+    ).to(GLOBAL_JOIN_OUTPUT, Produced.with_(STRING, STRING))
+    return b.build()

@@ -98,3 +98,19 @@ def test_a_state_dir_locked_by_another_process_is_refused(tmp_path: Path) -> Non
         holder.kill()
         holder.wait()
     guard.check_state_dir(tmp_path, plan())
+
+
+def test_a_global_store_restore_is_no_task_checkpoint_and_its_checkpoint_may_move_on(tmp_path: Path) -> None:
+    """The hand-off writes nothing of global stores: the state dir's ``global/.checkpoint`` is the app's own."""
+    from dataclasses import replace
+
+    from streamproc.plan.run_planner import GLOBAL_TASK
+
+    products = TopicPartition("products", 0)
+    with_global = replace(
+        plan(), restores=(*plan().restores, PlannedRestore(GLOBAL_TASK, "p", "products", 0, 0, 5, None))
+    )
+    assert [str(p.task_id) for p in guard.planned_checkpoints(with_global)] == ["0_0"]
+    (tmp_path / APP / "global").mkdir(parents=True)
+    OffsetCheckpoint(tmp_path / APP / "global" / ".checkpoint").write({products: 9})
+    guard.check_state_dir(tmp_path, with_global)

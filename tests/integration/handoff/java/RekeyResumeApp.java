@@ -82,7 +82,7 @@ public final class RekeyResumeApp {
      * input), or (total -1: the repartition topic, whose records are all written once the input is committed) reach
      * each partition's log end; emits an error and exits 4 after 120 s.
      */
-    private static void awaitConsumed(final KafkaStreams streams, final String bootstrap, final String applicationId,
+    static void awaitConsumed(final KafkaStreams streams, final String bootstrap, final String applicationId,
                                       final String topic, final int partitions, final long total) throws Exception {
         final Properties adminProps = new Properties();
         adminProps.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
