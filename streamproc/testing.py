@@ -210,7 +210,7 @@ class TopologyTestDriver:
             )
             self._tasks[task_id] = task
             self._stores[task_id] = stores
-            _attach_stores(stores, task.context.record_timestamp)
+            _attach_stores(stores, task.context.record_timestamp, task.context.record_dropped)
             for partition in owned:
                 self._task_of[partition] = task
                 self._next_offset[partition] = 0
@@ -455,14 +455,16 @@ class TopologyTestDriver:
         return 0 if queue is None else len(queue)
 
 
-def _attach_stores(stores: Mapping[str, object], record_timestamp: Callable[[], int]) -> None:
+def _attach_stores(
+    stores: Mapping[str, object], record_timestamp: Callable[[], int], record_dropped: Callable[[str], None]
+) -> None:
     """Stores built by ``streamproc.Stores`` stamp changelog records with the task's current record timestamp
     (``ProcessorStateManager.attach`` does the same in a run); other store objects are left alone."""
     for store in stores.values():
         context = getattr(store, "context", None)
         if isinstance(context, StoreContext):
             context.record_timestamp = record_timestamp
-            context.record_dropped = task.context.record_dropped
+            context.record_dropped = record_dropped
 
 
 def _static_sink_topics(graph: ProcessorTopology) -> list[str]:

@@ -104,6 +104,7 @@ class GlobalStateUpdateTask:
             store_context = getattr(store, "context", None)  # ``state.StoreContext`` (the engine imports no state)
             if store_context is not None and hasattr(store_context, "record_timestamp"):
                 store_context.record_timestamp = self.context.record_timestamp
+                store_context.record_dropped = self.context.record_dropped
         self.graph = self._build()
         self._source_of: dict[str, SourceNode] = {t: s for s in self.graph.sources for t in s.topics}
         self._store_of_topic: dict[str, str] = {}
