@@ -540,6 +540,17 @@ class TimestampedKeyValueStore(_KeyValueBytesBacked[K, V]):
     def put(self, key: K, value: ValueAndTimestamp[V] | None) -> None:
         self._write(self._key(key), value)
 
+    def get_for_update(self, key: K) -> tuple[bytes, ValueAndTimestamp[V] | None]:
+        """``get``, and the serialized key for the :meth:`put_serialized` that follows (a read-modify-write such as
+        ``KStreamAggregate``'s, once per record): the key is serialized once instead of twice, which for Kafka's
+        deterministic serdes gives the same bytes ``MeteredKeyValueStore`` serializes for its ``get`` and ``put``."""
+        raw_key = self._key(key)
+        return raw_key, self._decode(self.bytes_store.get(raw_key))
+
+    def put_serialized(self, raw_key: bytes, value: ValueAndTimestamp[V] | None) -> None:
+        """``put`` of a key serialized by :meth:`get_for_update` (same bytes store write and changelog record)."""
+        self._write(raw_key, value)
+
     def put_if_absent(self, key: K, value: ValueAndTimestamp[V] | None) -> ValueAndTimestamp[V] | None:
         raw_key = self._key(key)
         old = self.bytes_store.get(raw_key)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamproc.dsl.internals.change import Change
 from streamproc.dsl.internals.processor_support import (
     Aggregator,
     ContextualProcessor,
@@ -16,8 +15,8 @@ from streamproc.dsl.internals.processor_support import (
     KTableValueGetterSupplier,
     Reducer,
     TimestampedStoreGetterSupplier,
-    forward_change,
     record_dropped,
+    sent_change,
     value_or_none,
 )
 from streamproc.engine.dropped_records import REASON_NULL_KEY_OR_VALUE
@@ -56,11 +55,15 @@ class _StoreProcessor(ContextualProcessor):
             return True
         return False
 
-    def _put_and_forward(self, record: Record[Any, Any], old: Any, new: Any, timestamp: int) -> None:
-        self.store.put(record.key, ValueAndTimestamp(new, timestamp))
-        forward_change(
-            self.context(), record.with_value(Change(new, old)).with_timestamp(timestamp), self.send_old_values
-        )
+    def _put_serialized_and_forward(
+        self, record: Record[Any, Any], raw_key: bytes, old: Any, new: Any, timestamp: int
+    ) -> None:
+        """Store the new aggregate under the key :meth:`TimestampedKeyValueStore.get_for_update` serialized and
+        forward the update, as ``forward_change`` would send it, built once per record (no ``with_value`` and
+        ``with_timestamp`` copies, no second ``Change`` for the old-value rule: ``sent_change``)."""
+        self.store.put_serialized(raw_key, ValueAndTimestamp(new, timestamp))
+        change = sent_change(new, old, self.send_old_values)
+        self.context().forward(Record(record.key, change, timestamp, record.headers))
 
 
 class KStreamAggregateProcessor(_StoreProcessor):
@@ -72,14 +75,15 @@ class KStreamAggregateProcessor(_StoreProcessor):
     def process(self, record: Record[Any, Any]) -> None:
         if self._skip(record):
             return
-        old_and_ts = self.store.get(record.key)
+        raw_key, old_and_ts = self.store.get_for_update(record.key)
         old = value_or_none(old_and_ts)
         if old is None or old_and_ts is None:
             old = self.initializer()
             timestamp = record.timestamp
         else:
             timestamp = max(record.timestamp, old_and_ts.timestamp)
-        self._put_and_forward(record, old, self.aggregator(record.key, record.value, old), timestamp)
+        new = self.aggregator(record.key, record.value, old)
+        self._put_serialized_and_forward(record, raw_key, old, new, timestamp)
 
 
 class KStreamAggregate:
@@ -112,12 +116,13 @@ class KStreamReduceProcessor(_StoreProcessor):
     def process(self, record: Record[Any, Any]) -> None:
         if self._skip(record):
             return
-        old_and_ts = self.store.get(record.key)
+        raw_key, old_and_ts = self.store.get_for_update(record.key)
         if old_and_ts is None:
-            self._put_and_forward(record, None, record.value, record.timestamp)
+            self._put_serialized_and_forward(record, raw_key, None, record.value, record.timestamp)
         else:
             new = self.reducer(old_and_ts.value, record.value)
-            self._put_and_forward(record, old_and_ts.value, new, max(record.timestamp, old_and_ts.timestamp))
+            timestamp = max(record.timestamp, old_and_ts.timestamp)
+            self._put_serialized_and_forward(record, raw_key, old_and_ts.value, new, timestamp)
 
 
 class KStreamReduce:
