@@ -523,8 +523,9 @@ class TimestampedKeyValueStore(_KeyValueBytesBacked[K, V]):
     def _decode(self, stored: bytes | None) -> ValueAndTimestamp[V] | None:
         if stored is None:
             return None
-        value = self._from_value(store_encoding.raw_value(stored))
-        return ValueAndTimestamp.make(value, store_encoding.timestamp_of(stored))
+        timestamp, raw = store_encoding.split_value_and_timestamp(stored)
+        value = self.value_serde.deserializer.deserialize(self.serde_topic, raw)
+        return None if value is None else ValueAndTimestamp(value, timestamp)  # ValueAndTimestamp.make
 
     def _write(self, key: bytes, value: ValueAndTimestamp[V] | None) -> None:
         raw = None if value is None else self._value(value.value)
