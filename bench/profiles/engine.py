@@ -108,7 +108,8 @@ def run(directory: Path, name: str, repeats: int, profile: Path | None, dsl: boo
         pstats.Stats(profiler, stream=text).strip_dirs().sort_stats("tottime").print_stats(35)
         profile.write_text(f"cProfile of task {works[0].task_id} of {name}, by own time\n" + text.getvalue())
     shutil.rmtree(directory / name / "process", ignore_errors=True)
-    return {"topology": f"dsl_{name}" if dsl else name, "records": total, "cpu_s": round(best, 2), "records_per_cpu_s": round(total / best)}
+    label = f"dsl_{name}" if dsl else name
+    return {"topology": label, "records": total, "cpu_s": round(best, 2), "records_per_cpu_s": round(total / best)}
 
 
 def main(argv: list[str] | None = None) -> int:
