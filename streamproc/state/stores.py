@@ -528,10 +528,11 @@ class TimestampedKeyValueStore(_KeyValueBytesBacked[K, V]):
         return None if value is None else ValueAndTimestamp(value, timestamp)  # ValueAndTimestamp.make
 
     def _write(self, key: bytes, value: ValueAndTimestamp[V] | None) -> None:
-        raw = None if value is None else self._value(value.value)
-        stored, record = _tkv_write(
-            key, raw, None if value is None else value.timestamp, self.context.record_timestamp()
-        )
+        # The record timestamp stamps only a tombstone's changelog record: read (a call per write) only then.
+        if value is None or (raw := self._value(value.value)) is None:
+            stored, record = _tkv_write(key, None, None, self.context.record_timestamp())
+        else:
+            stored, record = _tkv_write(key, raw, value.timestamp, value.timestamp)
         self.bytes_store.put(key, stored)
         self._log_record(record)
 
