@@ -67,19 +67,31 @@ def stage(directory: Path, records: int) -> None:
     (directory / "staged.json").write_text(json.dumps({"records": records, "partitions": PARTITIONS}) + "\n")
 
 
-def _works(directory: Path, name: str) -> list[Any]:
+def _works(directory: Path, name: str, factory: str | None = None) -> list[Any]:
     from streamproc.spark.job import partition_counts, task_work
 
     plan = RunPlan.read(directory / f"{name}.plan.json")
     counts = partition_counts(plan, {process_topologies.OUTPUT: PARTITIONS})
-    return task_work(plan, topology=f"bench.process_topologies:{name}", store_uri=str(directory / name), counts=counts)
+    topology = factory or f"bench.process_topologies:{name}"
+    return task_work(plan, topology=topology, store_uri=str(directory / name), counts=counts)
 
 
-def run(directory: Path, name: str, repeats: int, profile: Path | None) -> dict[str, Any]:
-    """Every task of ``name`` run in this process; best CPU seconds of ``repeats`` runs."""
+def run(directory: Path, name: str, repeats: int, profile: Path | None, dsl: bool = False) -> dict[str, Any]:
+    """Every task of ``name`` run in this process; best CPU seconds of ``repeats`` runs.
+
+    ``dsl``: the same staged data through ``bench.workloads``' DSL version of the workload (``dsl_count``,
+    ``dsl_pass_through``: the calls of Kafka Streams' ``BenchApps.dsl``) instead of the Processor API topology.
+    """
+    import os
+
     from streamproc.spark.task_runner import run_task
 
-    works = _works(directory, name)
+    factory = None
+    if dsl:
+        os.environ["STREAMPROC_BENCH_INPUT"] = process_topologies.INPUT
+        os.environ["STREAMPROC_BENCH_OUTPUT"] = process_topologies.OUTPUT
+        factory = f"bench.workloads:dsl_{name}"
+    works = _works(directory, name, factory)
     total = json.loads((directory / "staged.json").read_text())["records"]
     best = float("inf")
     for _ in range(repeats):
@@ -96,7 +108,8 @@ def run(directory: Path, name: str, repeats: int, profile: Path | None) -> dict[
         pstats.Stats(profiler, stream=text).strip_dirs().sort_stats("tottime").print_stats(35)
         profile.write_text(f"cProfile of task {works[0].task_id} of {name}, by own time\n" + text.getvalue())
     shutil.rmtree(directory / name / "process", ignore_errors=True)
-    return {"topology": name, "records": total, "cpu_s": round(best, 2), "records_per_cpu_s": round(total / best)}
+    label = f"dsl_{name}" if dsl else name
+    return {"topology": label, "records": total, "cpu_s": round(best, 2), "records_per_cpu_s": round(total / best)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -110,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     running.add_argument("--topology", choices=(*TOPOLOGIES, "all"), default="all")
     running.add_argument("--repeats", type=int, default=2)
     running.add_argument("--profile", type=Path, help="also write a cProfile of task 0_0 (by own time) here")
+    running.add_argument("--dsl", action="store_true", help="run bench.workloads' DSL version of the topology")
     args = parser.parse_args(argv)
     if args.command == "stage":
         stage(args.directory, args.records)
@@ -117,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     names = TOPOLOGIES if args.topology == "all" else (args.topology,)
     for name in names:
         profile = None if args.profile is None else args.profile.with_name(f"{args.profile.stem}-{name}.txt")
-        print(json.dumps(run(args.directory, name, args.repeats, profile)), flush=True)
+        print(json.dumps(run(args.directory, name, args.repeats, profile, args.dsl)), flush=True)
     return 0
 
 

@@ -176,8 +176,9 @@ class KStream:
 
     def map_values(self, mapper: Callable[..., Any], named: Named | None = None, *, with_key: bool = False) -> KStream:
         """``mapValues(mapper[, named])``: ``KSTREAM-MAPVALUES-``."""
-        fn = _value_mapper(mapper, with_key)
-        return self._then("KSTREAM-MAPVALUES-", named, lambda: p.KStreamMapValues(fn), value_changing=True)
+        return self._then(
+            "KSTREAM-MAPVALUES-", named, lambda: p.KStreamMapValues(mapper, with_key), value_changing=True
+        )
 
     def flat_map(self, mapper: Callable[[Any, Any], Iterable[tuple[Any, Any]]], named: Named | None = None) -> KStream:
         """``flatMap(mapper[, named])``: ``KSTREAM-FLATMAP-``."""

@@ -228,7 +228,7 @@ class KTable:
         from streamproc.dsl.kstream import KStream
 
         name = self._builder.or_else_generate(_name(named), "KTABLE-TOSTREAM-")
-        node = ProcessorGraphNode(name, lambda: p.KStreamMapValues(lambda _k, change: change.new_value))
+        node = ProcessorGraphNode(name, p.KTableToStream)
         self._builder.add_graph_node(self._node, node)
         # KTableImpl#toStream: the stream keeps the table's serdes, so a later to() writes a count as a Long
         return KStream(self._builder, name, node, self.source_nodes, repartition_required=False, serdes=self)

@@ -28,7 +28,7 @@
 static PyObject *s_popleft, *s_appendleft, *s_timestamp, *s_topic, *s_key, *s_value, *s_headers, *s_offset;
 static PyObject *s_current_node, *s_record_context, *s_lazy_record, *s_lazy_timestamp, *s_system_time_ms;
 static PyObject *s_stream_time, *s_records_processed, *s_schedules_registered, *s_all_buffered;
-static PyObject *s_slow_head, *s_refill, *s_slow_process, *s_punctuate, *s_fail_processing, *s_process;
+static PyObject *s_slow_head, *s_refill, *s_slow_process, *s_punctuate, *s_fail_processing, *s_run, *s_failed;
 
 /* One partition's constants: ``_BulkLoop``'s ``statics`` entry (borrowed: the caller keeps the list alive). */
 typedef struct {
@@ -174,8 +174,24 @@ static PyObject *forward_to_children(PyObject *context, PyObject *source, PyObje
         Py_INCREF(child);
         PyObject *processed = NULL;
         if (PyObject_SetAttr(context, s_current_node, child) == 0) {
-            PyObject *process_args[2] = {child, record};
-            processed = PyObject_VectorcallMethod(s_process, process_args, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+            /* try: child.run(record) except Exception as e: child.failed(record, e) -- what
+             * ProcessorContextImpl.forward does (ProcessorNode.process without its frame). */
+            PyObject *run = PyObject_GetAttr(child, s_run);
+            if (run != NULL) {
+                processed = PyObject_CallOneArg(run, record);
+                Py_DECREF(run);
+            }
+            if (processed == NULL && PyErr_ExceptionMatches(PyExc_Exception)) {
+                PyObject *exc = fetch_exception();
+                if (exc != NULL) {
+                    PyObject *failed_args[3] = {child, record, exc};
+                    processed = call_while_handling(exc, s_failed, failed_args, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET);
+                    if (processed == NULL && !PyErr_Occurred()) {
+                        PyErr_SetString(PyExc_SystemError, "ProcessorNode.failed returned NULL without an error");
+                    }
+                    Py_DECREF(exc);
+                }
+            }
         }
         Py_DECREF(child);
         if (processed == NULL) {
@@ -888,6 +904,7 @@ PyMODINIT_FUNC PyInit__bulk_kernel(void) {
     INTERN(s_slow_process, "_slow_process");
     INTERN(s_punctuate, "_punctuate");
     INTERN(s_fail_processing, "_fail_processing");
-    INTERN(s_process, "process");
+    INTERN(s_run, "run");
+    INTERN(s_failed, "failed");
     return PyModule_Create(&module_def);
 }

@@ -175,7 +175,10 @@ class ProcessorContextImpl:
             if child_name is None:
                 for child in previous_node.children:
                     self.current_node = child
-                    child.process(record)
+                    try:  # child.process(record) without its frame: ProcessorNode.run and .failed
+                        child.run(record)
+                    except Exception as exception:
+                        child.failed(record, exception)
             else:
                 named = previous_node.child(child_name)
                 if named is None:
@@ -185,7 +188,10 @@ class ProcessorContextImpl:
                         task_id=str(self._task.id),
                     )
                 self.current_node = named
-                named.process(record)
+                try:
+                    named.run(record)
+                except Exception as exception:
+                    named.failed(record, exception)
         finally:
             self._record_context = installed
             self.current_node = previous_node

@@ -70,6 +70,12 @@ class ProcessorNode:
         self._context: ProcessorContextImpl | None = None
         self._handler: ProcessingExceptionHandler | None = None
         self._dropped: DroppedRecordsSensor | None = None
+        #: Whether this node's ``process`` is the handler-guarded one below (not a source's or sink's own).
+        self.guarded = type(self).process is ProcessorNode.process
+        #: What ``ProcessorContext.forward`` calls with a child's record, inside its own ``try`` whose ``except``
+        #: calls :meth:`failed`: the processor's ``process`` itself for a guarded node (after ``init``), which is
+        #: :meth:`process` without its frame (one hop less per record and node), else :meth:`process`.
+        self.run: Callable[[Record[Any, Any]], None] = self.process
 
     def add_child(self, child: ProcessorNode) -> None:
         self.children.append(child)
@@ -96,6 +102,7 @@ class ProcessorNode:
         self._dropped = dropped
         if self.processor is not None:
             self.processor.init(context)
+        self.run = self.processor.process if self.guarded and self.processor is not None else self.process
 
     def close(self) -> None:
         if self.processor is not None:
@@ -107,18 +114,29 @@ class ProcessorNode:
             raise TopologyError(f"processor node {self.name!r} has no processor")
         try:
             self.processor.process(record)
-        except ClassCastError as class_cast:
+        except Exception as exception:
+            self.failed(record, exception)
+
+    def failed(self, record: Record[Any, Any], exception: Exception) -> None:
+        """What an exception out of :meth:`process` (or of :attr:`run`) becomes; called in its ``except`` clause.
+
+        A source or sink lets it through; a processor node wraps a ``ClassCastError`` with Kafka's serde hint and
+        lets the parent handle it, passes a ``FailedProcessingException`` on, and gives anything else to the
+        handler *at this node* (PE-1).
+        """
+        if not self.guarded:
+            raise exception
+        if isinstance(exception, ClassCastError):
             # Java's ClassCastException: wrapped with Kafka's serde hint and *not* handled here; the parent
             # node's handler gets the wrapper like any other exception, a source lets it reach the task (PE-1).
             if self._context is None:
-                raise
-            raise self._class_cast_error(self._context, record) from class_cast
-        except FailedProcessingException:
-            raise
-        except Exception as processing_exception:
-            if self._handler is None or self._context is None:
-                raise
-            self._handle(record, processing_exception)
+                raise exception
+            raise self._class_cast_error(self._context, record) from exception
+        if isinstance(exception, FailedProcessingException):
+            raise exception
+        if self._handler is None or self._context is None:
+            raise exception
+        self._handle(record, exception)
 
     def _class_cast_error(self, context: ProcessorContextImpl, record: Record[Any, Any]) -> StreamsError:
         """``ProcessorNode#process``'s ``StreamsException`` for a ``ClassCastException``, with Kafka's message.

@@ -74,6 +74,10 @@ MAX_FORMAT_VERSION = 6
 ROCKSDICT_CONFIG_FILE = "rocksdict-config.json"
 #: RocksDB's property for the estimated key count of a column family (``RocksDBStore.approximateNumEntries``).
 ESTIMATE_NUM_KEYS = "rocksdb.estimate-num-keys"
+#: Distinct keys a store holds in its pending-writes overlay before writing them to RocksDB in one ``WriteBatch``.
+PENDING_WRITES_LIMIT = 20_000
+
+_ABSENT = object()
 
 _OPTIONS_FILE = re.compile(r"^OPTIONS-(\d+)$")
 _CF_SECTION = re.compile(r'^\[CFOptions "(.*)"\]$')
@@ -215,6 +219,15 @@ class RocksDBKeyValueBytesStore:
 
     Data goes to ``default`` for plain stores and to ``keyValueWithTimestamp`` for timestamped ones; ``default`` of a
     timestamped store stays empty (a key there would put Kafka Streams into "upgrade mode").
+
+    Puts and deletes go to an in-memory overlay of pending writes (the last write per key) that every ``get`` reads
+    first, so a read sees every earlier write, as with Kafka's write-through store; the overlay goes to RocksDB in one
+    ``WriteBatch`` when it holds :data:`PENDING_WRITES_LIMIT` keys, before a range scan, an entry estimate or a
+    ``write_all``, and at ``flush``/``close`` (commit). RocksDB then receives the last value of each key once
+    instead of every intermediate one (a count writes a hot key many times per commit): what the store holds
+    when it is flushed, and so the directory Kafka Streams opens, is the same, and the changelog, written by the
+    typed store per put, is untouched. This is the write path's largest saving per record (one Python-to-RocksDB
+    call per put becomes a dict assignment).
     """
 
     def __init__(self, name: str, path: Path | str, store_type: StoreType, *, task: str = "?") -> None:
@@ -240,6 +253,7 @@ class RocksDBKeyValueBytesStore:
         self._data: Rdict = self._db if family == DEFAULT_COLUMN_FAMILY else self._db.get_column_family(family)
         self._handle = None if family == DEFAULT_COLUMN_FAMILY else self._db.get_column_family_handle(family)
         self._closed = False
+        self._pending: dict[bytes, bytes | None] = {}
         if store_type.timestamped and next(iter(self._db.keys()), None) is not None:
             self._release()
             raise IncompatibleStore(
@@ -273,18 +287,32 @@ class RocksDBKeyValueBytesStore:
         return self._data
 
     def get(self, key: bytes) -> bytes | None:
+        pending = self._pending.get(key, _ABSENT)
+        if pending is not _ABSENT:
+            return pending  # type: ignore[return-value]  # bytes, or None for a pending delete
         value: bytes | None = self._db_open().get(key)
         return value
 
     def put(self, key: bytes, value: bytes | None) -> None:
-        data = self._db_open()
-        if value is None:
-            data.delete(key, self._write)
-        else:
-            data.put(key, value, self._write)
+        if self._closed:
+            self._db_open()  # raises: the store is closed
+        pending = self._pending
+        pending[key] = value
+        if len(pending) >= PENDING_WRITES_LIMIT:
+            self._write_pending()
+
+    def _write_pending(self) -> None:
+        """The overlay's writes to RocksDB in one ``WriteBatch``; the overlay is then empty."""
+        if self._pending:
+            pending, self._pending = self._pending, {}
+            self._write_batch(pending.items())
 
     def write_all(self, entries: Iterable[tuple[bytes, bytes | None]]) -> None:
-        """One ``WriteBatch`` (``RocksDBStore.restoreBatch``/``putAll``)."""
+        """One ``WriteBatch`` (``RocksDBStore.restoreBatch``/``putAll``), after the pending writes."""
+        self._write_pending()
+        self._write_batch(entries)
+
+    def _write_batch(self, entries: Iterable[tuple[bytes, bytes | None]]) -> None:
         self._db_open()
         assert self._db is not None
         batch = WriteBatch(raw_mode=True)
@@ -301,6 +329,7 @@ class RocksDBKeyValueBytesStore:
         self._db.write(batch, self._write)
 
     def range(self, from_key: bytes | None, to_key: bytes | None) -> Iterator[tuple[bytes, bytes]]:
+        self._write_pending()
         out: list[tuple[bytes, bytes]] = []
         items: Any = self._db_open().items(from_key=from_key) if from_key is not None else self._db_open().items()
         for key, value in items:
@@ -312,6 +341,7 @@ class RocksDBKeyValueBytesStore:
 
     def approximate_num_entries(self) -> int:
         """``rocksdb.estimate-num-keys`` of the data family (plus ``default`` for timestamped stores)."""
+        self._write_pending()
         data = self._db_open()
         total = data.property_int_value(ESTIMATE_NUM_KEYS) or 0
         if self._db is not None and data is not self._db:
@@ -322,6 +352,7 @@ class RocksDBKeyValueBytesStore:
         """Flush every column family's memtable (writes skip the WAL, so this is what makes them durable)."""
         if self._closed or self._db is None:
             return
+        self._write_pending()
         self._db.flush()
         if self._data is not self._db:
             self._data.flush()
@@ -351,6 +382,7 @@ class RocksDBKeyValueBytesStore:
         LOG.debug("task [%s] store %s closed at %s", self.task, self.name, self.path)
 
     def destroy(self) -> None:
+        self._pending = {}
         if not self._closed:
             self._release()
         shutil.rmtree(self.path, ignore_errors=True)

@@ -45,6 +45,14 @@ def raw_value(value_and_timestamp_bytes: bytes) -> bytes:
     return value_and_timestamp_bytes[TIMESTAMP_SIZE:]
 
 
+def split_value_and_timestamp(value_and_timestamp_bytes: bytes) -> tuple[int, bytes]:
+    """:func:`timestamp_of` and :func:`raw_value` in one call (a timestamped store's every read)."""
+    if len(value_and_timestamp_bytes) < TIMESTAMP_SIZE:
+        raise StateError(f"timestamped value of {len(value_and_timestamp_bytes)} bytes has no 8-byte timestamp")
+    timestamp: int = _LONG.unpack_from(value_and_timestamp_bytes)[0]
+    return timestamp, value_and_timestamp_bytes[TIMESTAMP_SIZE:]
+
+
 def timestamp_of(value_and_timestamp_bytes: bytes) -> int:
     """``ValueAndTimestampDeserializer.timestamp``: the leading 8-byte big-endian timestamp."""
     if len(value_and_timestamp_bytes) < TIMESTAMP_SIZE:

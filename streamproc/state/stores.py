@@ -567,14 +567,16 @@ class TimestampedKeyValueStore(_KeyValueBytesBacked[K, V]):
     def _decode(self, stored: bytes | None) -> ValueAndTimestamp[V] | None:
         if stored is None:
             return None
-        value = self._from_value(store_encoding.raw_value(stored))
-        return ValueAndTimestamp.make(value, store_encoding.timestamp_of(stored))
+        timestamp, raw = store_encoding.split_value_and_timestamp(stored)
+        value = self.value_serde.deserializer.deserialize(self.serde_topic, raw)
+        return None if value is None else ValueAndTimestamp(value, timestamp)  # ValueAndTimestamp.make
 
     def _write(self, key: bytes, value: ValueAndTimestamp[V] | None) -> None:
-        raw = None if value is None else self._value(value.value)
-        stored, record = _tkv_write(
-            key, raw, None if value is None else value.timestamp, self.context.record_timestamp()
-        )
+        # The record timestamp stamps only a tombstone's changelog record: read (a call per write) only then.
+        if value is None or (raw := self._value(value.value)) is None:
+            stored, record = _tkv_write(key, None, None, self.context.record_timestamp())
+        else:
+            stored, record = _tkv_write(key, raw, value.timestamp, value.timestamp)
         self.bytes_store.put(key, stored)
         self._log_record(record)
 
@@ -583,6 +585,17 @@ class TimestampedKeyValueStore(_KeyValueBytesBacked[K, V]):
 
     def put(self, key: K, value: ValueAndTimestamp[V] | None) -> None:
         self._write(self._key(key), value)
+
+    def get_for_update(self, key: K) -> tuple[bytes, ValueAndTimestamp[V] | None]:
+        """``get``, and the serialized key for the :meth:`put_serialized` that follows (a read-modify-write such as
+        ``KStreamAggregate``'s, once per record): the key is serialized once instead of twice, which for Kafka's
+        deterministic serdes gives the same bytes ``MeteredKeyValueStore`` serializes for its ``get`` and ``put``."""
+        raw_key = self._key(key)
+        return raw_key, self._decode(self.bytes_store.get(raw_key))
+
+    def put_serialized(self, raw_key: bytes, value: ValueAndTimestamp[V] | None) -> None:
+        """``put`` of a key serialized by :meth:`get_for_update` (same bytes store write and changelog record)."""
+        self._write(raw_key, value)
 
     def put_if_absent(self, key: K, value: ValueAndTimestamp[V] | None) -> ValueAndTimestamp[V] | None:
         raw_key = self._key(key)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from streamproc.engine.slotted_init import fast_frozen_init
+
 V = TypeVar("V")
 
 
@@ -20,3 +22,6 @@ class Change(Generic[V]):
     new_value: V | None
     old_value: V | None
     is_latest: bool = True
+
+
+fast_frozen_init(Change)  # built for every KTable update (an aggregation's every record)

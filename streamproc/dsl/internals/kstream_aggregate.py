@@ -16,9 +16,8 @@ from streamproc.dsl.internals.processor_support import (
     KTableValueGetterSupplier,
     Reducer,
     TimestampedStoreGetterSupplier,
-    forward_change,
     record_dropped,
-    value_or_none,
+    sent_change,
 )
 from streamproc.engine.dropped_records import REASON_NULL_KEY_OR_VALUE
 from streamproc.engine.processor import ProcessorContext
@@ -49,6 +48,7 @@ class _StoreProcessor(ContextualProcessor):
         store = context.get_state_store(self.store_name)
         assert isinstance(store, TimestampedKeyValueStore), f"{self.store_name} is not a timestamped key-value store"
         self.store = store
+        self.forward = context.forward
 
     def _skip(self, record: Record[Any, Any]) -> bool:
         if record.key is None or record.value is None:
@@ -56,11 +56,15 @@ class _StoreProcessor(ContextualProcessor):
             return True
         return False
 
-    def _put_and_forward(self, record: Record[Any, Any], old: Any, new: Any, timestamp: int) -> None:
-        self.store.put(record.key, ValueAndTimestamp(new, timestamp))
-        forward_change(
-            self.context(), record.with_value(Change(new, old)).with_timestamp(timestamp), self.send_old_values
-        )
+    def _put_serialized_and_forward(
+        self, record: Record[Any, Any], raw_key: bytes, old: Any, new: Any, timestamp: int
+    ) -> None:
+        """Store the new aggregate under the key :meth:`TimestampedKeyValueStore.get_for_update` serialized and
+        forward the update, as ``forward_change`` would send it, built once per record (no ``with_value`` and
+        ``with_timestamp`` copies, no second ``Change`` for the old-value rule: ``sent_change``)."""
+        self.store.put_serialized(raw_key, ValueAndTimestamp(new, timestamp))
+        change = sent_change(new, old, self.send_old_values)
+        self.context().forward(Record(record.key, change, timestamp, record.headers))
 
 
 class KStreamAggregateProcessor(_StoreProcessor):
@@ -70,16 +74,24 @@ class KStreamAggregateProcessor(_StoreProcessor):
         self.aggregator = supplier.aggregator
 
     def process(self, record: Record[Any, Any]) -> None:
-        if self._skip(record):
+        # _skip, value_or_none and _put_serialized_and_forward inlined: this runs once per record of every
+        # aggregate/count, and each frame less is measurable (bench/README.md, engine section)
+        key, value = record.key, record.value
+        if key is None or value is None:
+            record_dropped(self, REASON_NULL_KEY_OR_VALUE, _NULL_KEY_OR_VALUE)
             return
-        old_and_ts = self.store.get(record.key)
-        old = value_or_none(old_and_ts)
+        store = self.store
+        raw_key, old_and_ts = store.get_for_update(key)
+        old = None if old_and_ts is None else old_and_ts.value
         if old is None or old_and_ts is None:
             old = self.initializer()
             timestamp = record.timestamp
         else:
-            timestamp = max(record.timestamp, old_and_ts.timestamp)
-        self._put_and_forward(record, old, self.aggregator(record.key, record.value, old), timestamp)
+            timestamp = record.timestamp if record.timestamp > old_and_ts.timestamp else old_and_ts.timestamp
+        new = self.aggregator(key, value, old)
+        store.put_serialized(raw_key, ValueAndTimestamp(new, timestamp))
+        change = Change(new, old) if self.send_old_values else Change(new, None)  # sent_change
+        self.forward(Record(key, change, timestamp, record.headers))
 
 
 class KStreamAggregate:
@@ -112,12 +124,13 @@ class KStreamReduceProcessor(_StoreProcessor):
     def process(self, record: Record[Any, Any]) -> None:
         if self._skip(record):
             return
-        old_and_ts = self.store.get(record.key)
+        raw_key, old_and_ts = self.store.get_for_update(record.key)
         if old_and_ts is None:
-            self._put_and_forward(record, None, record.value, record.timestamp)
+            self._put_serialized_and_forward(record, raw_key, None, record.value, record.timestamp)
         else:
             new = self.reducer(old_and_ts.value, record.value)
-            self._put_and_forward(record, old_and_ts.value, new, max(record.timestamp, old_and_ts.timestamp))
+            timestamp = max(record.timestamp, old_and_ts.timestamp)
+            self._put_serialized_and_forward(record, raw_key, old_and_ts.value, new, timestamp)
 
 
 class KStreamReduce:

@@ -70,6 +70,12 @@ def forward_change(context: ProcessorContext, record: Record[Any, Change[Any]], 
     context.forward(record)
 
 
+def sent_change(new_value: Any, old_value: Any, send_old_values: bool) -> Change[Any]:
+    """The :class:`Change` :func:`forward_change` sends for ``(new_value, old_value)``, built once: for a processor
+    that makes its update and forwards it in one step (an aggregation, per record) without the copy."""
+    return Change(new_value, old_value if send_old_values else None)
+
+
 class KTableValueGetter(Protocol):
     """``KTableValueGetter``: the current value of a key in a table (a join's lookup)."""
 

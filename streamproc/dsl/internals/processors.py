@@ -35,7 +35,10 @@ class KStreamFilter(_Forwarding):
         self.filter_not = filter_not
 
     def process(self, record: Record[Any, Any]) -> None:
-        if bool(self.predicate(record.key, record.value)) != self.filter_not:
+        if self.predicate(record.key, record.value):
+            if not self.filter_not:
+                self.context.forward(record)
+        elif self.filter_not:
             self.context.forward(record)
 
 
@@ -54,13 +57,27 @@ class KStreamMap(_Forwarding):
 
 
 class KStreamMapValues(_Forwarding):
-    """``KStreamMapValues``: the key stays; ``mapper(key, value)`` is the new value."""
+    """``KStreamMapValues``: the key stays; ``mapper(key, value)`` is the new value (``with_key=False``: a
+    ``ValueMapper``, called as ``mapper(value)`` without a wrapping lambda)."""
 
-    def __init__(self, mapper: Callable[[Any, Any], Any]) -> None:
+    def __init__(self, mapper: Callable[..., Any], with_key: bool = True) -> None:
         self.mapper = mapper
+        self.with_key = with_key
 
     def process(self, record: Record[Any, Any]) -> None:
-        self.context.forward(record.with_value(self.mapper(record.key, record.value)))
+        # Record(...) rather than record.with_value(...): one frame less per record on the DSL's commonest hop
+        value = self.mapper(record.key, record.value) if self.with_key else self.mapper(record.value)
+        self.context.forward(Record(record.key, value, record.timestamp, record.headers))
+
+
+class KTableToStream(_Forwarding):
+    """``KTableImpl#toStream``'s ``KStreamMapValues(change -> change.newValue)``: each update's new value.
+
+    Kafka's node is a ``KStreamMapValues`` with that mapper; this is the same processor without the mapper call
+    (it runs once per update of every table sent on, e.g. every count)."""
+
+    def process(self, record: Record[Any, Any]) -> None:
+        self.context.forward(Record(record.key, record.value.new_value, record.timestamp, record.headers))
 
 
 class KStreamFlatMap(_Forwarding):
