@@ -40,7 +40,7 @@ from streamproc.plan.cluster_snapshot import IsolationLevel, TopicPartition
 from streamproc.plan.completeness import CompletenessProof, prove_two_pass
 from streamproc.storage.manifest import Manifest, SegmentProof, write_manifest
 from streamproc.storage.object_store import ObjectStore, load_store
-from streamproc.storage.segments import RECORD_OVERHEAD_BYTES, SegmentColumns, SegmentKey
+from streamproc.storage.segments import SegmentColumns, SegmentKey
 from streamproc.storage.staging import SegmentLimits, range_status
 
 if TYPE_CHECKING:
@@ -239,21 +239,17 @@ def _fetch_subrange(
     columns = SegmentColumns()
     types = _TIMESTAMP_TYPE_IDS
     for batch in reader.batches():
-        for message in batch:
-            offset = message.offset()
-            key, value, headers = message.key(), message.value(), message.headers()
-            size = RECORD_OVERHEAD_BYTES + (len(key) if key else 0) + (len(value) if value else 0)
-            if headers:
-                size += sum(len(k.encode()) + (len(v) if v else 0) for k, v in headers)
-            if columns.offsets and (len(columns.offsets) >= max_records or columns.size + size > max_bytes):
+        index, count = 0, len(batch)
+        while index < count:
+            index, added = columns.fill(batch, index, max_records, max_bytes, types)
+            progress.bytes += added
+            if index < count:  # the message at index would pass a limit: it starts the next segment
+                offset = batch[index].offset()
                 _write_segment(client_config, store, rng, segment_start, offset, columns, isolation, last=False,
                                eof_position=None)  # fmt: skip
                 written += 1
                 segment_start, columns = offset, SegmentColumns()
-            ts_type, timestamp = message.timestamp()
-            columns.append(offset, timestamp, types.get(ts_type, -1), key, value, headers, message.leader_epoch())
-            progress.bytes += size
-        progress.add_batch(len(batch))
+        progress.add_batch(count)
     evidence = reader.evidence
     if evidence.reached_end_by is None:
         raise FetchError(f"{rng}: the reader stopped before reaching {end}; fetch again")

@@ -13,8 +13,11 @@ Interval = tuple[int, int]
 
 def to_intervals(offsets: Iterable[int]) -> tuple[Interval, ...]:
     """Sorted distinct offsets as inclusive runs: ``[0, 1, 2, 5]`` → ``((0, 2), (5, 5))``."""
+    ordered = sorted(set(offsets))
+    if ordered and ordered[-1] - ordered[0] + 1 == len(ordered):
+        return ((ordered[0], ordered[-1]),)  # distinct and spanning exactly their count: one run (a fetch's usual)
     runs: list[Interval] = []
-    for offset in sorted(set(offsets)):
+    for offset in ordered:
         if runs and runs[-1][1] == offset - 1:
             runs[-1] = (runs[-1][0], offset)
         else:

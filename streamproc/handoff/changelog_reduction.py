@@ -8,15 +8,25 @@ surviving records keep their relative order (the order of their last writes), so
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from operator import attrgetter
+from typing import TypeVar
 
 from streamproc.handoff.task_results import OutgoingRecord
 
+T = TypeVar("T")
+
+
+def last_per_key(items: Iterable[T], key: Callable[[T], bytes | None]) -> list[T]:
+    """The last item of each ``key(item)`` (changelog keys are never null), in the order of those last writes."""
+    last: dict[bytes | None, T] = {}
+    for item in items:
+        k = key(item)
+        last.pop(k, None)  # re-inserting moves the key to the end: dicts keep insertion order
+        last[k] = item
+    return list(last.values())
+
 
 def last_value_per_key(records: Iterable[OutgoingRecord]) -> list[OutgoingRecord]:
-    """The last record of each key (changelog keys are never null), in the order of those last writes."""
-    last: dict[bytes | None, OutgoingRecord] = {}
-    for record in records:
-        last.pop(record.key, None)  # re-inserting moves the key to the end: dicts keep insertion order
-        last[record.key] = record
-    return list(last.values())
+    """The last record of each key, in the order of those last writes (:func:`last_per_key` on records)."""
+    return last_per_key(records, attrgetter("key"))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -246,6 +246,56 @@ class SegmentColumns:
         self.leader_epochs.append(leader_epoch)
         self.size += size
         return size
+
+    def fill(
+        self,
+        messages: Sequence[Any],
+        first: int,
+        max_records: int,
+        max_bytes: int,
+        timestamp_type_ids: Mapping[int, int],
+    ) -> tuple[int, int]:
+        """Append confluent-kafka ``messages[first:]`` until the next one would close the segment; returns the index
+        of the first message not appended (``len(messages)``: all were) and the bytes appended.
+
+        A non-empty segment closes before the row that would pass ``max_records`` or ``max_bytes`` (the rule of
+        ``staging.split_range``); an empty one always takes its first row. The fetch's per-record loop: the column
+        appends bound once per batch and each size counted once (:meth:`append` per row cost a fifth of a fetch).
+        """
+        offsets, timestamps, types, keys, values = (
+            self.offsets, self.timestamps, self.timestamp_types, self.keys, self.values,
+        )  # fmt: skip
+        header_offsets, header_keys, header_values, epochs = (
+            self.header_offsets, self.header_keys, self.header_values, self.leader_epochs,
+        )  # fmt: skip
+        size_now, added, count, overhead = self.size, 0, len(offsets), RECORD_OVERHEAD_BYTES
+        index, end = first, len(messages)
+        while index < end:
+            message = messages[index]
+            key, value, headers = message.key(), message.value(), message.headers()
+            size = overhead + (len(key) if key else 0) + (len(value) if value else 0)
+            if headers:
+                size += sum(len(k.encode()) + (len(v) if v else 0) for k, v in headers)
+            if count and (count >= max_records or size_now + size > max_bytes):
+                break
+            if headers:
+                for k, v in headers:
+                    header_keys.append(k)
+                    header_values.append(v)
+            header_offsets.append(len(header_keys))
+            ts_type, timestamp = message.timestamp()
+            offsets.append(message.offset())
+            timestamps.append(timestamp)
+            types.append(timestamp_type_ids.get(ts_type, -1))
+            keys.append(key)
+            values.append(value)
+            epochs.append(message.leader_epoch())
+            size_now += size
+            added += size
+            count += 1
+            index += 1
+        self.size = size_now
+        return index, added
 
     def encode(self, topic: str, partition: int) -> bytes:
         """The Parquet bytes of these rows, with the fixed writer settings."""

@@ -23,7 +23,7 @@ from streamproc.plan.cluster_snapshot import IsolationLevel
 from streamproc.storage import load_store
 from streamproc.storage.manifest import read_manifest
 from streamproc.storage.object_store import ObjectStore
-from streamproc.storage.staging import SegmentLimits, read_range
+from streamproc.storage.staging import SegmentLimits, read_range, split_range
 from streamproc.storage.verify import verify
 from tests.conftest import PROJECT_ROOT, S3Server
 from tests.integration.conftest import create_topic
@@ -292,3 +292,28 @@ def test_a_re_created_topic_is_never_served_from_its_predecessors_segments(
     assert new_id != old_id
     assert (again.segments_written, again.segments_already_complete) == (1, 0)
     assert [r.value for r in read_range(store, name, 0, 0, 5)] == [f"new-{i}".encode() for i in range(5)]
+
+
+def test_segments_close_by_bytes_where_split_range_closes_them(
+    kafka_broker: str, admin: AdminClient, unique: Callable[[str], str], tmp_path: Path
+) -> None:
+    """The fetch's per-batch loop (``SegmentColumns.fill``) cuts by size, headers included, as ``split_range`` does."""
+    topic = create_topic(admin, unique("bytes"))
+    producer = Producer({"bootstrap.servers": kafka_broker, "linger.ms": 5})
+    for i in range(400):
+        headers = [("trace", b"x" * (i % 13)), ("n", None)] if i % 3 == 0 else None
+        producer.produce(topic, key=None if i % 11 == 0 else f"k{i}".encode(), value=b"v" * (i % 97),
+                         headers=headers, partition=0, timestamp=1_000 + i)  # fmt: skip
+    assert producer.flush(60) == 0
+    store = load_store(str(tmp_path / "staging"))
+    limits = SegmentLimits(max_segment_bytes=2_000, max_segment_records=1_000)
+
+    fetch_range({"bootstrap.servers": kafka_broker}, store, FetchRange(topic, 0, 0, 400), limits=limits)
+
+    staged = sorted(
+        (m.start, m.end)
+        for m in (read_manifest(store, n) for n in store.list("topics/") if n.endswith(".manifest.json"))
+    )
+    expected = [(c.start, c.end) for c in split_range(0, 400, read_range(store, topic, 0, 0, 400), limits)]
+    assert len(staged) > 10
+    assert staged == expected
