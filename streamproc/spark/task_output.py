@@ -17,6 +17,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import tarfile
 import uuid
 from collections.abc import Mapping
@@ -322,15 +323,19 @@ def bundle_bytes(task_dir: Path) -> bytes:
 
 
 def publish_file(store: ObjectStore, name: str, path: Path) -> int:
-    """Publish a local file as object ``name``: a rename in a local store, one PUT otherwise. Returns its size."""
+    """Publish a local file as object ``name``; returns its size.
+
+    In a local store the file is copied to a temporary name beside the target, fsynced, then renamed into place: the
+    task's file may be on another filesystem (an executor's scratch disk), and a reader must never see half an
+    object. Any other store gets one PUT.
+    """
     size = path.stat().st_size
     if isinstance(store, LocalObjectStore):
         target = store.root.joinpath(*name.split("/"))
         target.parent.mkdir(parents=True, exist_ok=True)
         temp = target.with_name(f".{target.name}{_TEMP_MARKER}{uuid.uuid4().hex}")
         with open(path, "rb") as source, open(temp, "wb") as out:
-            while chunk := source.read(1 << 20):
-                out.write(chunk)
+            shutil.copyfileobj(source, out, 1 << 20)
             out.flush()
             os.fsync(out.fileno())
         os.replace(temp, target)
