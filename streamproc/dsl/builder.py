@@ -203,6 +203,8 @@ class InternalStreamsBuilder:
         if key_serde is not None or value_serde is not None:
             from streamproc.dsl.stores import apply_default_serdes
 
+            topology.set_default_serdes(key_serde, value_serde)
+
             apply_default_serdes(topology.store_builders(None).values(), key_serde, value_serde)
         self.built = True
         return topology
