@@ -126,16 +126,22 @@ def _delete(admin: AdminClient, topics: list[str]) -> None:
 
 def _app(jar: Path, bootstrap: str, app_id: str, state_dir: Path, program: str) -> dict[str, Any]:
     """The Java program as a real app over everything its inputs hold (``DslAppRunner``): its result line."""
-    proc = subprocess.run(
+    proc = subprocess.Popen(
         ["java", *JVM_OPTIONS, "-jar", str(jar), "dsl-app", bootstrap, app_id, str(state_dir), program],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=300,
-        check=False,
     )
-    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    try:
+        stdout, stderr = proc.communicate(timeout=240)
+    except subprocess.TimeoutExpired:
+        threads = subprocess.run(["jcmd", str(proc.pid), "Thread.print"], capture_output=True, text=True, check=False)
+        proc.kill()
+        stdout, stderr = proc.communicate()
+        raise AssertionError(f"{program} did not finish in 240 s: {stdout}\n{stderr[-3000:]}\n{threads.stdout}") from None
+    events = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
     results = [e for e in events if e["event"] == "result"]
-    assert proc.returncode == 0 and results, f"Kafka Streams app {program} failed: {events}\n{proc.stderr[-6000:]}"
+    assert proc.returncode == 0 and results, f"Kafka Streams app {program} failed: {events}\n{stderr[-6000:]}"
     result: dict[str, Any] = results[0]
     result["events"] = events
     return result
@@ -238,6 +244,7 @@ def test_real_app_resumes_a_dsl_program_after_streamproc_run(
 
     for store, contents in alone["store"].items():
         assert contents, f"{store} is empty after the whole input: the data tests nothing"
+        assert "(no interactive query reads this store)" not in contents, store
         assert resumed["store"][store] == contents, f"store {store}: resumed after hand-off != alone"
     handed_off = _summary([r for r in written if r[2] < handed_off_end[(r[0], r[1])]])
     by_alone = _summary([r for r in written if r[2] >= handed_off_end[(r[0], r[1])]])

@@ -87,11 +87,16 @@ final class DslAppRunner {
         try (Admin admin = Admin.create(adminProps)) {
             final Map<TopicPartition, Long> inputEnds = ends(admin, inputs);
             final KafkaStreams streams = StateResumeApp.start(topology, props, restored);
-            awaitCommitted(streams, admin, applicationId, inputEnds);
-            awaitCommitted(streams, admin, applicationId, ends(admin, repartitions));
             final Map<String, Object> contents = new TreeMap<>();
-            for (final String store : stores) {
-                contents.put(store, contents(streams, store));
+            try {
+                awaitCommitted(streams, admin, applicationId, inputEnds);
+                awaitCommitted(streams, admin, applicationId, ends(admin, repartitions));
+                for (final String store : stores) {
+                    contents.put(store, contents(streams, store));
+                }
+            } catch (final RuntimeException e) {  // the app's threads would keep the JVM alive
+                StateResumeApp.emit(Map.of("event", "error", "message", String.valueOf(e)));
+                Runtime.getRuntime().halt(5);
             }
             StateResumeApp.closeAndEmitResult(streams, restored, contents);
         }
@@ -172,19 +177,18 @@ final class DslAppRunner {
             QueryableStoreTypes.windowStore(), QueryableStoreTypes.sessionStore());
         final List<String> entries = new ArrayList<>();
         for (final QueryableStoreType<?> type : types) {
-            final Object view;
-            try {
-                view = streams.store(StoreQueryParameters.fromNameAndType(store, type));
+            final KeyValueIterator<?, ?> all;
+            try {  // the type is checked when the view is first read, not when it is made
+                final Object view = streams.store(StoreQueryParameters.fromNameAndType(store, type));
+                if (view instanceof ReadOnlyKeyValueStore<?, ?> keyValue) {
+                    all = keyValue.all();
+                } else if (view instanceof ReadOnlyWindowStore<?, ?> window) {
+                    all = window.all();
+                } else {
+                    all = ((org.apache.kafka.streams.state.ReadOnlySessionStore<?, ?>) view).fetch(null, null);
+                }
             } catch (final InvalidStateStoreException e) {
                 continue;
-            }
-            final KeyValueIterator<?, ?> all;
-            if (view instanceof ReadOnlyKeyValueStore<?, ?> keyValue) {
-                all = keyValue.all();
-            } else if (view instanceof ReadOnlyWindowStore<?, ?> window) {
-                all = window.all();
-            } else {
-                all = ((org.apache.kafka.streams.state.ReadOnlySessionStore<?, ?>) view).fetch(null, null);
             }
             try (all) {
                 while (all.hasNext()) {
