@@ -292,12 +292,6 @@ _client_setting_option = click.option(
     help="With --create-internal-topics: the application's replication.factor, "
     "windowstore.changelog.additional.retention.ms or topic.<config> setting (repeatable).",
 )
-@click.option(
-    "--topology-optimization",
-    metavar="VALUE",
-    help="The application's topology.optimization (all, or reuse.ktable.source.topics,…): with source-topic reuse, "
-    "a table's store restores from its source topic, not a changelog topic (the describe() text does not show it).",
-)
 @click.option("--dry-run", is_flag=True, help="Print the plan (a table, or JSON with --output json) and stop.")
 @click.pass_context
 @catch_errors
@@ -329,7 +323,6 @@ def plan_command(
     store_kinds: tuple[str, ...] = (),
     streams_settings: tuple[str, ...] = (),
     store_kind_values: Mapping[str, Any] | None = None,
-    topology_optimization: str | None = None,
 ) -> RunPlan:
     """Resolve the offset ranges and tasks of a run (the reset tool's scenarios) into a RunPlan."""
     from streamproc.kafka.planner import plan_run
@@ -389,7 +382,6 @@ def plan_command(
         isolation_level=isolation_level,
         create_internal_topics=first_run,
         dry_run=dry_run,
-        topology_config={"topology.optimization": topology_optimization} if topology_optimization else None,
     )
     if out is not None:
         run_plan.write(out)

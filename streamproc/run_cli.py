@@ -32,15 +32,6 @@ if TYPE_CHECKING:
     from streamproc.ledger.run_recording import RunRecording
 
 
-def _source_topic_reuse(topology: Any) -> str | None:
-    """``reuse.ktable.source.topics`` when a table store of the Python topology restores from its source topic (the
-    DSL built it with ``topology.optimization=all``): the plan must know, and the describe() text does not show it."""
-    builders = topology.store_builders(None).values()
-    if any(getattr(b, "source_topic_changelog", None) is not None for b in builders):
-        return "reuse.ktable.source.topics"
-    return None
-
-
 def sink_partition_counts(client_config: dict[str, object], topology: Any) -> list[str]:
     """``TOPIC=N`` for every static sink topic that exists (what ``process`` asks ``--partitions`` for): the run
     reads the cluster anyway, so the user need not repeat what Kafka knows."""
@@ -220,7 +211,6 @@ def _run_steps(
             streams_settings=streams_settings,
             store_kind_values=store_kinds_of(app_topology) if create_internal_topics else None,
             state_dir=state_dir,
-            topology_optimization=_source_topic_reuse(app_topology),
         )
         run.planned(plan)
     if dry_run:

@@ -306,9 +306,9 @@ class TableSourceNode(GraphNode):
         topology.add_processor(self.node_name, self.supplier, self.source_name)
         if store is not None:
             if self.reuse_source_topic_for_changelog:
-                reuse = getattr(store, "with_source_topic_changelog", None)
-                if callable(reuse):
-                    reuse(self.topic)
+                disable = getattr(store, "with_logging_disabled", None)
+                if callable(disable):
+                    disable()
             topology.add_state_store(store, self.node_name)
 
 

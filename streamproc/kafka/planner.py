@@ -42,7 +42,6 @@ def plan_run(
     isolation_level: str | None = None,
     create_internal_topics: InternalTopicSettings | None = None,
     dry_run: bool = False,
-    topology_config: Mapping[str, str] | None = None,
 ) -> RunPlan:
     """Resolve a full ``RunPlan``; with no topology, ``source_topics`` are planned as one sub-topology's inputs.
 
@@ -52,8 +51,6 @@ def plan_run(
     ``create_internal_topics`` (a new application's first run): the topology's missing repartition and changelog
     topics are created as Kafka Streams would create them, then planned like existing, empty ones; with
     ``dry_run`` nothing is created and the plan plans them as empty topics without ids (a preview).
-    ``topology_config``: the application's settings the describe() text does not show (``topology.optimization``:
-    with source-topic reuse a table's store restores from its source topic).
     """
     refuse_isolation_setting(client_config)
     isolation = isolation_for(processing_guarantee, isolation_level)
@@ -65,13 +62,7 @@ def plan_run(
     if topology is not None:
         description = parse_description(topology) if isinstance(topology, str) else topology
         first_run = create_internal_topics is not None
-        analysis = analyze(
-            description,
-            application_id,
-            reader.partition_counts,
-            topology_config,
-            require_internal_topics=not first_run,
-        )
+        analysis = analyze(description, application_id, reader.partition_counts, require_internal_topics=not first_run)
         if create_internal_topics is not None:
             to_create = internal_topics_to_create(analysis, reader.partition_counts, create_internal_topics)
             if to_create and not dry_run:
@@ -79,7 +70,7 @@ def plan_run(
                 check_group(read_group(clients.admin(client_config), application_id), application_id)
                 create_internal_topics_now(client_config, to_create)
                 reader = ClusterReader(client_config)  # the metadata with the new topics
-                analysis = analyze(description, application_id, reader.partition_counts, topology_config)
+                analysis = analyze(description, application_id, reader.partition_counts)
         app = application_spec(application_id, analysis, isolation_level=isolation, auto_offset_reset=auto_offset_reset)
     else:
         if create_internal_topics is not None:

@@ -223,10 +223,8 @@ class ProcessorStateManager:
             )
         self.state_directory = state_directory
         self._stores: dict[str, StateStore] = {}
-        # a store restored from a source topic writes no changelog (Kafka disables its logging)
         self._contexts: dict[str, StoreContext] = {
-            name: StoreContext(meta.changelog_partition, None if meta.source_topic_changelog else collector)
-            for name, meta in self._metadata.items()
+            name: StoreContext(meta.changelog_partition, collector) for name, meta in self._metadata.items()
         }
         #: Offset L of the last changelog record each logged store reflects (``StateStoreMetadata.offset``).
         self._offsets: dict[str, int | None] = dict.fromkeys(self._metadata)

@@ -130,8 +130,6 @@ class StoreBuilder:
         self.value_serde = value_serde
         self._logging_enabled = True
         self.log_config: dict[str, str] = {}
-        #: A table's source topic used as its changelog (``reuse.ktable.source.topics``), ``None`` otherwise.
-        self.source_topic_changelog: str | None = None
 
     @property
     def name(self) -> str:
@@ -151,14 +149,6 @@ class StoreBuilder:
         """``withLoggingDisabled``: no changelog; the store starts empty after a restart or a move of its task."""
         self._logging_enabled = False
         self.log_config = {}
-        return self
-
-    def with_source_topic_changelog(self, topic: str) -> StoreBuilder:
-        """A table source's store under ``topology.optimization=all`` (``reuse.ktable.source.topics``): no changelog
-        of its own (nothing is written for it), and its source topic is what restores it and what its checkpoint
-        offsets refer to (``InternalTopologyBuilder.connectSourceStoreAndTopic``)."""
-        self.with_logging_disabled()
-        self.source_topic_changelog = topic
         return self
 
     def with_caching_disabled(self) -> StoreBuilder:
@@ -181,8 +171,7 @@ class StoreBuilder:
                 self.key_serde,
                 self.value_serde,
                 persistent=supplier.persistent,
-                logged=self._logging_enabled or self.source_topic_changelog is not None,
-                changelog_topic=self.source_topic_changelog,
+                logged=self._logging_enabled,
             )
         if isinstance(supplier, WindowBytesStoreSupplier):
             return StoreDefinition(
