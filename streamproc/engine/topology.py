@@ -15,11 +15,9 @@ builder into them (``topology_builder.py``).
 
 from __future__ import annotations
 
-import dataclasses
-
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from streamproc.engine.internal_topics import decorate_topic
@@ -439,13 +437,13 @@ class Topology:
         ``streamproc run``), so the program's build props carry them. describe() shows no serdes."""
         for name, spec in self._nodes.items():
             if isinstance(spec, SourceNodeSpec):
-                self._nodes[name] = dataclasses.replace(
+                self._nodes[name] = replace(
                     spec,
                     key_deserializer=key_serde if spec.key_deserializer is None else spec.key_deserializer,
                     value_deserializer=value_serde if spec.value_deserializer is None else spec.value_deserializer,
                 )
             elif isinstance(spec, SinkNodeSpec):
-                self._nodes[name] = dataclasses.replace(
+                self._nodes[name] = replace(
                     spec,
                     key_serializer=key_serde if spec.key_serializer is None else spec.key_serializer,
                     value_serializer=value_serde if spec.value_serializer is None else spec.value_serializer,

@@ -9,7 +9,7 @@ from streamproc_dev.conformance.dsl_programs import PROGRAMS
 
 #: factory name here -> the program's name in both registries
 NAMES = {
-    "two_aggregates_one_repartition": "two-aggregates-one-repartition",
+    "two_aggregates_one_repartition_optimized": "two-aggregates-one-repartition-optimized",
     "windowed_aggregate_materialized": "windowed-aggregate-materialized",
     "stream_stream_outer_join_named": "stream-stream-outer-join-named",
     "stream_table_left_join_named": "stream-table-left-join-named",
@@ -18,8 +18,8 @@ NAMES = {
 }
 
 
-def two_aggregates_one_repartition() -> Topology:
-    return PROGRAMS[NAMES["two_aggregates_one_repartition"]]()
+def two_aggregates_one_repartition_optimized() -> Topology:
+    return PROGRAMS[NAMES["two_aggregates_one_repartition_optimized"]]()
 
 
 def windowed_aggregate_materialized() -> Topology:
