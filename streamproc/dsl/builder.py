@@ -61,6 +61,23 @@ DEFAULT_KEY_SERDE = "default.key.serde"
 DEFAULT_VALUE_SERDE = "default.value.serde"
 
 
+def _fill_outer_join_serdes(topology: Topology, key_serde: Any, value_serde: Any) -> None:
+    """Shared outer-join stores whose join had no serdes get the default serdes (Kafka fills them when the store
+    opens); without defaults they stay unset, and a run refuses the store."""
+    from streamproc.dsl.kstream import set_outer_join_serdes
+
+    for builder in topology.store_builders(None).values():
+        pending = getattr(builder, "outer_join_serdes", None)
+        if pending is None:
+            continue
+        key, value, other = (
+            given if given is not None else default
+            for given, default in zip(pending, (key_serde, value_serde, value_serde), strict=True)
+        )
+        if key is not None and value is not None and other is not None:
+            set_outer_join_serdes(builder, key, value, other)
+
+
 def _default_serde(props: Mapping[str, Any] | None, key: str) -> Any:
     """A default serde from ``props``: a ``Serde`` or the name of one of ``Serdes`` (``"String"``, ``"Long"``)."""
     value = (props or {}).get(key)
@@ -196,8 +213,11 @@ class InternalStreamsBuilder:
         for group in self.copartition_groups:
             topology.copartition_sources(group)
         key_serde, value_serde = _default_serde(props, DEFAULT_KEY_SERDE), _default_serde(props, DEFAULT_VALUE_SERDE)
+        _fill_outer_join_serdes(topology, key_serde, value_serde)
         if key_serde is not None or value_serde is not None:
             from streamproc.dsl.stores import apply_default_serdes
+
+            topology.set_default_serdes(key_serde, value_serde)
 
             apply_default_serdes(topology.store_builders(None).values(), key_serde, value_serde)
         self.built = True

@@ -36,7 +36,7 @@ from streamproc.dsl.options import (
     Repartitioned,
     StreamJoined,
 )
-from streamproc.dsl.stores import buffer_store, join_window_store
+from streamproc.dsl.stores import join_window_store
 from streamproc.dsl.windows import JoinWindows
 from streamproc.errors import TopologyError
 from streamproc.state.store_builders import Stores
@@ -530,14 +530,19 @@ def _outer_join_store(name: str, joined: StreamJoined[Any, Any], this: KStream, 
     key_serde = joined.key_serde if joined.key_serde is not None else this.key_serde
     value_serde = joined.value_serde if joined.value_serde is not None else this.value_serde
     other_value_serde = joined.other_value_serde if joined.other_value_serde is not None else that.value_serde
+    builder = Stores.key_value_store_builder(Stores.persistent_key_value_store(name), None, None)  # type: ignore[arg-type]
     if key_serde is None or value_serde is None or other_value_serde is None:
-        return buffer_store(name, logged=joined.logging_enabled)
-    builder = Stores.key_value_store_builder(
-        Stores.persistent_key_value_store(name),
-        timestamped_key_and_join_side_serde(key_serde),
-        outer_join_value_serde(value_serde, other_value_serde),
-    )
+        # filled from default.key.serde/default.value.serde when the builder builds (StreamsBuilder.build)
+        builder.outer_join_serdes = (key_serde, value_serde, other_value_serde)  # type: ignore[attr-defined]
+    else:
+        set_outer_join_serdes(builder, key_serde, value_serde, other_value_serde)
     return builder if joined.logging_enabled else builder.with_logging_disabled()
+
+
+def set_outer_join_serdes(builder: Any, key_serde: Any, value_serde: Any, other_value_serde: Any) -> None:
+    """The shared outer-join store's serdes, wrapping the join's key and two value serdes."""
+    builder.key_serde = timestamped_key_and_join_side_serde(key_serde)
+    builder.value_serde = outer_join_value_serde(value_serde, other_value_serde)
 
 
 class BranchedKStream:

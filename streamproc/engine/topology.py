@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from streamproc.engine.internal_topics import decorate_topic
@@ -432,6 +432,25 @@ class Topology:
 
     def node(self, name: str) -> NodeSpec:
         return self._nodes[name]
+
+    def set_default_serdes(self, key_serde: object | None, value_serde: object | None) -> None:
+        """Give the sources and sinks that have no serde of their own the application's ``default.key.serde`` /
+        ``default.value.serde`` (what ``StreamsBuilder.build(props)`` got): Kafka Streams resolves them from the
+        app's config when a task starts; streamproc runs the topology where no such config exists (a Spark task of
+        ``streamproc run``), so the program's build props carry them. describe() shows no serdes."""
+        for name, spec in self._nodes.items():
+            if isinstance(spec, SourceNodeSpec):
+                self._nodes[name] = replace(
+                    spec,
+                    key_deserializer=key_serde if spec.key_deserializer is None else spec.key_deserializer,
+                    value_deserializer=value_serde if spec.value_deserializer is None else spec.value_deserializer,
+                )
+            elif isinstance(spec, SinkNodeSpec):
+                self._nodes[name] = replace(
+                    spec,
+                    key_serializer=key_serde if spec.key_serializer is None else spec.key_serializer,
+                    value_serializer=value_serde if spec.value_serializer is None else spec.value_serializer,
+                )
 
     def stores_of(self, processor_name: str) -> tuple[str, ...]:
         """The stores connected to a processor, in connection order."""

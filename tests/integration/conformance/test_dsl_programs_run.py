@@ -2,7 +2,12 @@
 ``streamproc_dev/conformance/dsl_programs.py`` (``PROGRAMS`` and ``GOLDEN``) and each seed, the records streamproc's
 ``TopologyTestDriver`` writes to each output topic of the Python twin equal, byte for byte (key, value, timestamp, in
 order), those Kafka's own ``TopologyTestDriver`` writes for the Java twin (oracle mode ``dsl-run``,
-``DslRunRunner.java``), and both drop the same number of records.
+``DslRunRunner.java``), both drop the same number of records, and every store of the program ends with the same
+contents: the raw entries (key bytes, value bytes, in the store's own layout: ``timestamp ‖ value`` for timestamped
+stores, the segmented key schema for window and session stores, Kafka's ``TimestampedKeyAndJoinSide`` /
+``ListValueStore`` bytes for the outer-join store) of the innermost bytes store on both sides, compared as sets. The
+suppress buffer (Kafka's ``InMemoryTimeOrderedKeyValueChangeBuffer`` is no key-value store; streamproc's suppress
+processor keeps its buffer itself) is compared by name only.
 
 Kafka's record cache is off (``statestore.cache.max.bytes=0``): with a cache, which of a key's updates reach the
 output depends on flush timing, which no replay can reproduce; without it every update is forwarded, as in streamproc.
@@ -31,6 +36,8 @@ from streamproc.engine.serdes import SERDES
 from streamproc.engine.stream_task import TaskConfig
 from streamproc.engine.topology import Topology
 from streamproc.engine.topology_description import Sink, Source
+from streamproc.state import store_encoding
+from streamproc.state.stores import KeyValueBytesStore, SegmentedBytesStore, SessionStore, WindowStore
 from streamproc.testing import TestRecord, TopologyTestDriver
 from streamproc_dev.conformance.dsl_programs import GOLDEN, PROGRAMS
 from streamproc_dev.conformance.oracle import JVM_OPTIONS, ensure_oracle_jar
@@ -44,6 +51,10 @@ REGISTRIES: dict[str, dict[str, Callable[[], Topology]]] = {"dsl": PROGRAMS, "go
 
 #: Where streamproc's results differ from Kafka's: run id ``registry/program/seed`` -> the exact difference.
 KNOWN_DIFFERENCES: dict[str, str] = {}
+
+
+#: Where streamproc's final store contents differ from Kafka's: run id -> the exact difference (none known).
+KNOWN_STORE_DIFFERENCES: dict[str, str] = {}
 
 
 def _topics(topology: Topology) -> tuple[list[str], set[str], list[str]]:
@@ -93,12 +104,12 @@ def _records(seed: int, name: str, inputs: list[str], tables: set[str], keyed_va
     return records
 
 
-def _cases() -> list[Any]:
+def _cases(known_differences: dict[str, str]) -> list[Any]:
     cases = []
     for registry, programs in REGISTRIES.items():
         for name in programs:
             for seed in SEEDS:
-                known = KNOWN_DIFFERENCES.get(f"{registry}/{name}/{seed}")
+                known = known_differences.get(f"{registry}/{name}/{seed}")
                 xfail = [pytest.mark.xfail(strict=True, reason=known)] if known else []
                 cases.append(pytest.param(registry, name, seed, marks=xfail, id=f"{registry}-{name}-{seed}"))
     return cases
@@ -166,10 +177,39 @@ def _run_streamproc(topology: Topology, run: dict[str, Any]) -> dict[str, Any]:
             ]
             for topic in run["outputs"]
         }
-        return {"outputs": outputs, "dropped": len(driver.dropped_records())}
+        stores = {name: _store_entries(store) for name, store in driver.get_all_state_stores().items()}
+        return {"outputs": outputs, "dropped": len(driver.dropped_records()), "stores": stores}
 
 
-@pytest.mark.parametrize(("registry", "name", "seed"), _cases())
+def _store_entries(store: object) -> list[list[str]] | None:
+    """The raw entries of the bytes store under a typed store, sorted; ``None`` for a store with neither (Kafka's
+    answer has no entries for such a store either). A window or session store's entries are those of every segment
+    from ``observedStreamTime - retention + 1`` on (what ``all()`` of Kafka's segmented bytes store returns: an
+    expired window can still sit in a live segment)."""
+    if isinstance(store, WindowStore | SessionStore):
+        segments: SegmentedBytesStore = store.segments
+        live = segments.min_live_time()
+        entries = [
+            [key.hex(), value.hex()]
+            for part in segments.all_segments()
+            for key, value in part.range(None, None)
+            if _segment_time(store, key) >= live
+        ]
+        return sorted(entries)
+    bytes_store: KeyValueBytesStore | None = getattr(store, "bytes_store", None)
+    if bytes_store is None:
+        return None
+    return sorted([key.hex(), value.hex()] for key, value in bytes_store.range(None, None))
+
+
+def _segment_time(store: WindowStore[Any, Any] | SessionStore[Any, Any], key: bytes) -> int:
+    """The time a window or session store segments an entry by: the window start, the session end."""
+    if isinstance(store, SessionStore):
+        return store_encoding.parse_session_store_key(key).session_end
+    return store_encoding.parse_window_store_key(key).window_start
+
+
+@pytest.mark.parametrize(("registry", "name", "seed"), _cases(KNOWN_DIFFERENCES))
 def test_program_results_equal_kafkas(kafka_runs: dict[str, Any], registry: str, name: str, seed: int) -> None:
     run_id = f"{registry}/{name}/{seed}"
     kafka = kafka_runs[run_id]
@@ -180,3 +220,20 @@ def test_program_results_equal_kafkas(kafka_runs: dict[str, Any], registry: str,
     for topic, expected in kafka["outputs"].items():
         assert ours["outputs"][topic] == expected, topic
     assert ours["dropped"] == kafka["dropped"], "dropped-records-total"
+
+
+@pytest.mark.parametrize(("registry", "name", "seed"), _cases(KNOWN_STORE_DIFFERENCES))
+def test_program_stores_equal_kafkas(kafka_runs: dict[str, Any], registry: str, name: str, seed: int) -> None:
+    run_id = f"{registry}/{name}/{seed}"
+    kafka = kafka_runs[run_id]
+    assert "error" not in kafka, f"Kafka Streams failed to run {run_id}: {kafka['error']}"
+    ours = _run_streamproc(REGISTRIES[registry][name](), kafka_runs["_request"][run_id])["stores"]
+    assert sorted(ours) == sorted(kafka["stores"]), "store names"
+    for store, theirs in kafka["stores"].items():
+        if "entries" not in theirs:  # the suppress buffer: no key-value bytes store to read on Kafka's side
+            continue
+        assert ours[store] is not None, f"{store}: Kafka's {theirs['bytes_store']} has entries, ours has no bytes store"
+        expected = sorted(theirs["entries"])
+        missing = [e for e in expected if e not in ours[store]]
+        extra = [e for e in ours[store] if e not in expected]
+        assert not missing and not extra, f"{store} ({theirs['bytes_store']}): missing {missing[:5]}, extra {extra[:5]}"

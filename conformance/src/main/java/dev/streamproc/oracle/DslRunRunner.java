@@ -10,6 +10,7 @@ import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.Map;
 import java.util.Properties;
+import java.util.TreeMap;
 import java.util.function.Supplier;
 
 import org.apache.kafka.common.Metric;
@@ -17,11 +18,18 @@ import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.StringSerializer;
+import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.TestInputTopic;
 import org.apache.kafka.streams.TestOutputTopic;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.TopologyTestDriver;
+import org.apache.kafka.streams.processor.StateStore;
+import org.apache.kafka.streams.state.KeyValueIterator;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.internals.SegmentedBytesStore;
+import org.apache.kafka.streams.state.internals.WrappedStateStore;
 import org.apache.kafka.streams.test.TestRecord;
 
 /**
@@ -38,7 +46,12 @@ import org.apache.kafka.streams.test.TestRecord;
  * {@code {"runs": [{"id", "registry": "dsl"|"golden", "program", "records": [[topic, key, value, timestamp]...],
  * "outputs": [topic...]}]}}; keys and values are strings (or null) serialized with {@code StringSerializer} and piped
  * in order. The answer is {@code {"runs": {id: {"outputs": {topic: [[key hex, value hex, timestamp]...]},
- * "dropped": dropped-records-total}}}}, outputs read as bytes; a run Kafka fails gets {@code {"error": message}}.
+ * "dropped": dropped-records-total, "stores": {store: {"bytes_store": class, "entries": [[key hex, value hex]...]}}}}}},
+ * outputs read as bytes; a run Kafka fails gets {@code {"error": message}}. A store's entries are what its innermost
+ * bytes store holds after the last record (the store's own layout: a timestamped value is {@code timestamp ‖ value},
+ * a window or session key is the segmented store's key), read through {@code all()} of the key-value bytes store or
+ * of the segmented bytes store under the wrappers (metering, change-logging); a store with neither inner store (the
+ * suppress buffer) gets its class and no entries.
  * One JVM for every run keeps the test fast.
  */
 final class DslRunRunner {
@@ -117,6 +130,35 @@ final class DslRunRunner {
                 }
             }
             result.put("dropped", (long) dropped);
+            final ObjectNode stores = result.putObject("stores");
+            for (final Map.Entry<String, StateStore> store : new TreeMap<>(driver.getAllStateStores()).entrySet()) {
+                storeContents(store.getValue(), stores.putObject(store.getKey()));
+            }
+        }
+    }
+
+    /** The raw entries of the innermost bytes store under {@code store}'s wrappers (the answer's "stores"). */
+    @SuppressWarnings("unchecked")
+    private static void storeContents(final StateStore store, final ObjectNode into) {
+        StateStore inner = store;
+        while (inner instanceof WrappedStateStore<?, ?, ?> wrapped) {
+            inner = wrapped.wrapped();
+        }
+        into.put("bytes_store", inner.getClass().getSimpleName());
+        final KeyValueIterator<Bytes, byte[]> all;
+        if (inner instanceof SegmentedBytesStore segmented) {
+            all = segmented.all();
+        } else if (inner instanceof KeyValueStore<?, ?> keyValue) {
+            all = ((KeyValueStore<Bytes, byte[]>) keyValue).all();
+        } else {
+            return;
+        }
+        final ArrayNode entries = into.putArray("entries");
+        try (all) {
+            while (all.hasNext()) {
+                final KeyValue<Bytes, byte[]> entry = all.next();
+                entries.addArray().add(hex(entry.key.get())).add(hex(entry.value));
+            }
         }
     }
 }
