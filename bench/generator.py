@@ -69,6 +69,14 @@ def start_broker() -> ServiceHandle:
     return broker.start(directory, heap="1g")
 
 
+def running_broker() -> ServiceHandle:
+    """The cached broker as another invocation left it running (``compare --attach``): not restarted, not stopped."""
+    handle = ServiceHandle.load(workdir())
+    if handle is None or not is_alive(handle.pid):
+        raise SystemExit(f"no bench broker is running in {workdir()}: start one (python -m bench.generator start)")
+    return handle
+
+
 def stop_broker() -> None:
     broker.stop(workdir())
 
@@ -173,3 +181,14 @@ def ensure(bootstrap: str, data: DataSet) -> dict[str, Any]:
     manifest["data_sets"][data.topic] = entry
     _write_manifest(manifest)
     return {**entry, "reused": False}
+
+
+if __name__ == "__main__":  # python -m bench.generator start|stop: one broker shared by `compare --attach` runs
+    import sys
+
+    if sys.argv[1:] == ["start"]:
+        print(start_broker().address)
+    elif sys.argv[1:] == ["stop"]:
+        stop_broker()
+    else:
+        raise SystemExit("usage: python -m bench.generator start|stop")
