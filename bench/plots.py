@@ -1,5 +1,7 @@
 """PNG plots of ``bench/compare.py``'s results (matplotlib, no display): records per CPU-second per system and
-workload, and the scaling curves over N and cores. Redraw from a results file: ``python -m bench.plots FILE.json``."""
+workload, and the scaling curves over N and cores. Redraw from a results file: ``python -m bench.plots FILE.json``;
+``python -m bench.plots FILE.json MORE.json … --scaling OUT.png [--workload W]`` draws the scaling curves of several
+runs' points together (the same configuration in two files: the later file's point), of workload W only if given."""
 
 from __future__ import annotations
 
@@ -97,7 +99,22 @@ def draw(results: dict[str, Any], directory: Path, stamp: str) -> list[Path]:
     return out
 
 
+def _key(row: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(row[k] for k in ("system", "variant", "workload", "records", "partitions", "cores"))
+
+
 if __name__ == "__main__":
-    file = Path(sys.argv[1])
-    for drawn in draw(json.loads(file.read_text()), file.parent, file.name.removesuffix("-compare.json")):
-        print(drawn)
+    args = sys.argv[1:]
+    if "--scaling" in args:
+        out = Path(args[args.index("--scaling") + 1])
+        files = [Path(a) for a in args[: args.index("--scaling")]]
+        only = args[args.index("--workload") + 1] if "--workload" in args else None
+        merged: dict[tuple[Any, ...], dict[str, Any]] = {}
+        for f in files:
+            rows = json.loads(f.read_text())["summary"]
+            merged.update((_key(r), r) for r in rows if only in (None, r["workload"]) and "engine" not in r["system"])
+        print(scaling(list(merged.values()), out))
+    else:
+        file = Path(args[0])
+        for drawn in draw(json.loads(file.read_text()), file.parent, file.name.removesuffix("-compare.json")):
+            print(drawn)
