@@ -405,6 +405,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--apis", default=None, help="papi,dsl: the workloads' APIs (overrides the plan's)")
     parser.add_argument("--ks-variants", default=None, help="Kafka Streams' THREADS:CACHE, e.g. 1:off,2:default")
     parser.add_argument("--label", default="", help="results under <date>-<machine>-<label>-compare.* (a subset's)")
+    parser.add_argument("--only", default=None,
+                        help="run only the plan's runs whose '<system> <variant> <workload> cores=<c>' matches this "
+                        "regular expression (points missing from an earlier run)")  # fmt: skip
     parser.add_argument("--repeats", type=int, default=None)
     parser.add_argument("--sizes", default=None, help="records per data set, comma-separated (overrides the plan)")
     args = parser.parse_args(argv)
@@ -448,7 +451,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"data set {data.topic}: ready in {time.perf_counter() - started:.0f} s", flush=True)
                 for repeat in range(plan.repeats):
                     for spec in runs_for(plan, workloads):
-                        if spec["system"] not in systems:
+                        name = f"{spec['system']} {spec['variant']} {spec['workload']} cores={spec['cores']}"
+                        if spec["system"] not in systems or (args.only and not re.search(args.only, name)):
                             continue
                         row = {**spec, "records": records, "partitions": partitions, "repeat": repeat}
                         try:
