@@ -375,6 +375,10 @@ def markdown(results: dict[str, Any]) -> str:
                      f"| {'yes' if g['met'] else '**no**'} |")  # fmt: skip
     if results.get("notes"):
         lines += ["", "## Notes", ""] + [f"- {note}" for note in results["notes"]]
+    if any("from" in r for r in results["runs"]):
+        lines += ["", "## Which invocation measured which row", ""]
+        lines += [f"- {r['system']} {r['variant']} {r['workload']} {r['records']:,} cores={r['cores']}: `{r['from']}`"
+                  for r in results["runs"] if "error" not in r]  # fmt: skip
     failures = [r for r in results["runs"] if "error" in r]
     if failures:
         lines += ["", "## Runs that failed", ""]
@@ -408,6 +412,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default=None,
                         help="run only the plan's runs whose '<system> <variant> <workload> cores=<c>' matches this "
                         "regular expression (points missing from an earlier run)")  # fmt: skip
+    parser.add_argument("--merge", nargs="+", default=None, metavar="FILE.json",
+                        help="no runs: one results file (and plots) from these runs' results, the later file's "
+                        "run replacing a failed one of the same configuration")  # fmt: skip
     parser.add_argument("--repeats", type=int, default=None)
     parser.add_argument("--sizes", default=None, help="records per data set, comma-separated (overrides the plan)")
     args = parser.parse_args(argv)
@@ -426,12 +433,12 @@ def main(argv: list[str] | None = None) -> int:
     if "quix-streams" in args.systems and not QUIX_PYTHON.exists():
         print(f"Quix Streams' venv {QUIX_PYTHON.parent.parent} is missing: run `make bench-venv`", file=sys.stderr)
         return 2
+    if args.merge:
+        return merge([Path(f) for f in args.merge], _stamp(args.label))
     workloads = tuple(args.workloads.split(","))
     systems = set(args.systems.split(","))
     become_subreaper()
-    stamp = (
-        datetime.now(UTC).strftime("%Y-%m-%d") + "-" + os.uname().nodename + (f"-{args.label}" if args.label else "")
-    )
+    stamp = _stamp(args.label)
     RESULTS.mkdir(exist_ok=True)
     log = RESULTS / f"{stamp}-compare.log"
     log.write_text("")
@@ -474,6 +481,37 @@ def main(argv: list[str] | None = None) -> int:
     from bench import plots
 
     for path in plots.draw(results, RESULTS, stamp):
+        print(f"plot: {path}")
+    return 0
+
+
+def _stamp(label: str) -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%d") + "-" + os.uname().nodename + (f"-{label}" if label else "")
+
+
+def merge(files: list[Path], stamp: str) -> int:
+    """One results file from several invocations' (a run interrupted by a broker restart, completed by ``--only``):
+    every successful run, and a failure only while no file has that configuration measured; each file's plan, load
+    and wall time in the notes, so that a figure can be traced to its invocation."""
+    runs: list[dict[str, Any]] = []
+    merged: dict[str, Any] = {"date": stamp[:10], "plan": "merged", "data_sets": [], "notes": [], "runs": runs}
+    for f in files:
+        part = json.loads(f.read_text())
+        for run in part["runs"]:
+            runs.append({**run, "from": f.name})
+        for data in part["data_sets"]:
+            if data["topic"] not in {d["topic"] for d in merged["data_sets"]}:
+                merged["data_sets"].append(data)
+        merged["notes"].append(f"`{f.name}`: plan {part['plan']}, load average {part['load_average_start']} at the "
+                               f"start, {part.get('load_average_end', part['machine']['load_average_1m'])} at the end, "
+                               f"{part.get('total_wall_s', '?')} s in all")  # fmt: skip
+    measured = {tuple(r[k] for k in KEY) for r in runs if "error" not in r}
+    merged["runs"] = [r for r in runs if "error" not in r or tuple(r[k] for k in KEY) not in measured]
+    merged["load_average_start"] = json.loads(files[0].read_text())["load_average_start"]
+    write(merged, stamp)
+    from bench import plots
+
+    for path in plots.draw(merged, RESULTS, stamp):
         print(f"plot: {path}")
     return 0
 
