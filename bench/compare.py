@@ -153,7 +153,9 @@ class Bench:
         self, data: generator.DataSet, workload: str, api: str, threads: int, cache: str, cores: int
     ) -> dict[str, Any]:
         output = self.topic(data.partitions)
-        app = f"bench-ks-{api}-{workload.replace('_', '-')}-{data.records}-{data.partitions}p-t{threads}-{cache}"
+        # unique per run: two invocations on one broker (--attach) must not join one group, nor reset each other's
+        app = (f"bench-ks-{api}-{workload.replace('_', '-')}-{data.records}-{data.partitions}p-t{threads}-{cache}"
+               f"-c{cores}-{uuid.uuid4().hex[:6]}")  # fmt: skip
         state = Path(tempfile.mkdtemp(dir=self.work))
         tools = cache_dir() / "kafka-tools-4.2.0" / "kafka-tools-4.2.0.jar"
         reset = [*_taskset(cores), "java", "-cp", f"{libs_dir()}/*:{tools}", "org.apache.kafka.tools.StreamsResetter",
