@@ -447,7 +447,7 @@ def main(argv: list[str] | None = None) -> int:
     plan_name = "full" if args.full else "scaling" if args.scaling else "quick"
     results: dict[str, Any] = {"date": stamp[:10], "plan": plan_name, "data_sets": [],
                                "load_average_start": round(os.getloadavg()[0], 2), "runs": []}  # fmt: skip
-    handle = generator.running_broker() if args.attach else generator.start_broker()
+    handle = generator.attach_broker() if args.attach else generator.start_broker()
     began = time.perf_counter()
     work = Path(tempfile.mkdtemp(prefix="streamproc-bench-"))
     try:

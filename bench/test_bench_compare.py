@@ -40,3 +40,25 @@ def test_scaling_has_both_curves() -> None:
         assert {c for _, c in points} == {1, 2}
     two_threads = [r for r in rows if r["system"] == "kafka-streams" and r.get("threads") == 2]
     assert {r["records"] for r in two_threads} == set(compare.SCALING.sizes)
+
+
+def test_a_second_user_of_the_cached_broker_attaches_and_the_last_one_stops_it() -> None:
+    """Two invocations (here: this process and a child) never restart the broker under each other's runs."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from bench import generator
+    from streamproc_dev.service_process import is_alive
+
+    handle = generator.start_broker()
+    try:
+        child = subprocess.run(
+            [sys.executable, "-c", "from bench import generator as g; print(g.start_broker().pid); g.stop_broker()"],
+            capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parents[1],
+        )  # fmt: skip
+        assert child.stdout.strip() == str(handle.pid)  # attached, not restarted
+        assert is_alive(handle.pid)  # its stop left the broker to this process
+    finally:
+        generator.stop_broker()
+    assert not is_alive(handle.pid)
