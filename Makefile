@@ -109,6 +109,12 @@ bench: services bench-venv
 bench-quick: services bench-venv
 	$(WITH_TOOLS) $(BIN)/python -m bench.compare --quick
 
+# The scaling curves: count over 1 M and 3 M records, 1 and 2 cores, streamproc run and Kafka Streams with 1 and 2
+# threads: bench/results/<date>-<machine>-scaling-compare.* and its -compare-scaling.png
+.PHONY: bench-scaling
+bench-scaling: services
+	$(WITH_TOOLS) $(BIN)/python -m bench.compare --scaling
+
 # Re-resolve the pins after changing pyproject.toml; installs come only from requirements.lock.
 lock: install
 	$(BIN)/uv pip compile pyproject.toml --all-extras --python-version 3.11 --universal -o requirements.lock

@@ -51,6 +51,7 @@ ROOT = Path(__file__).resolve().parents[1]
 WORKLOADS = ("pass_through", "count", "window")
 STEP = re.compile(r"(plan|fetch|process|hand-off) (\d+\.\d) s")
 QUIX_PYTHON = ROOT / ".venv-quix" / "bin" / "python"
+SYSTEMS = "streamproc,streamproc-engine,kafka-streams,quix-streams"
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,8 +66,14 @@ class Plan:
     apis: tuple[str, ...]
 
 
+# quick answers the issue's table (every system × workload at 1 M) and its goals, nothing more: Kafka Streams' second
+# thread is a point of the scaling curves (SCALING), not of the table
 QUICK = Plan(sizes=(1_000_000,), partitions=(8,), repeats=1, cores=(2,),
-             ks_variants=((1, "default"), (1, "off"), (2, "off")), apis=("papi",))  # fmt: skip
+             ks_variants=((1, "default"), (1, "off")), apis=("papi",))  # fmt: skip
+# the scaling curves: over N and over cores (1 → 2; Kafka Streams 1 → 2 stream threads), streamproc run and Kafka
+# Streams, one stateful workload (``--scaling``; narrow or widen with --sizes / --workloads)
+SCALING = Plan(sizes=(1_000_000, 3_000_000), partitions=(8,), repeats=1, cores=(1, 2),
+               ks_variants=((1, "off"), (2, "off")), apis=("papi",))  # fmt: skip
 FULL = Plan(sizes=(1_000_000, 10_000_000), partitions=(8, 32), repeats=3, cores=(1, 2),
             ks_variants=((1, "default"), (1, "off"), (2, "default"), (2, "off")), apis=("papi", "dsl"))  # fmt: skip
 
@@ -125,8 +132,9 @@ class Bench:
         output = self.topic(data.partitions)
         app = f"bench-eng-{workload.replace('_', '-')}-{uuid.uuid4().hex[:8]}"
         run_dir = Path(tempfile.mkdtemp(dir=self.work))
+        staging = self.work / f"staging-{data.topic}"  # one fetch per data set, shared by the workloads' runs
         command = [*_taskset(1), sys.executable, "-m", "bench.engine_only", self.bootstrap, app, workload, api,
-                   str(run_dir), str(data.records)]  # fmt: skip
+                   str(run_dir), str(data.records), str(staging)]  # fmt: skip
         env = {**self.env, "STREAMPROC_BENCH_INPUT": data.topic, "STREAMPROC_BENCH_OUTPUT": output}
         try:
             m = self.measured([command], env)
@@ -145,7 +153,9 @@ class Bench:
         self, data: generator.DataSet, workload: str, api: str, threads: int, cache: str, cores: int
     ) -> dict[str, Any]:
         output = self.topic(data.partitions)
-        app = f"bench-ks-{api}-{workload.replace('_', '-')}-{data.records}-{data.partitions}p-t{threads}-{cache}"
+        # unique per run: two invocations on one broker (--attach) must not join one group, nor reset each other's
+        app = (f"bench-ks-{api}-{workload.replace('_', '-')}-{data.records}-{data.partitions}p-t{threads}-{cache}"
+               f"-c{cores}-{uuid.uuid4().hex[:6]}")  # fmt: skip
         state = Path(tempfile.mkdtemp(dir=self.work))
         tools = cache_dir() / "kafka-tools-4.2.0" / "kafka-tools-4.2.0.jar"
         reset = [*_taskset(cores), "java", "-cp", f"{libs_dir()}/*:{tools}", "org.apache.kafka.tools.StreamsResetter",
@@ -367,6 +377,10 @@ def markdown(results: dict[str, Any]) -> str:
                      f"| {'yes' if g['met'] else '**no**'} |")  # fmt: skip
     if results.get("notes"):
         lines += ["", "## Notes", ""] + [f"- {note}" for note in results["notes"]]
+    if any("from" in r for r in results["runs"]):
+        lines += ["", "## Which invocation measured which row", ""]
+        lines += [f"- {r['system']} {r['variant']} {r['workload']} {r['records']:,} cores={r['cores']}: `{r['from']}`"
+                  for r in results["runs"] if "error" not in r]  # fmt: skip
     failures = [r for r in results["runs"] if "error" in r]
     if failures:
         lines += ["", "## Runs that failed", ""]
@@ -386,15 +400,31 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--full", action="store_true", help="every size, partition count, core count (make bench)")
     parser.add_argument("--quick", action="store_true", help="1 M records, 8 partitions, one repeat (default)")
+    parser.add_argument("--scaling", action="store_true",
+                        help="the scaling curves: count at 1 M and 3 M, 1 and 2 cores, streamproc run and Kafka "
+                        "Streams 1/2 threads (results under --label, default 'scaling')")  # fmt: skip
+    parser.add_argument("--attach", action="store_true",
+                        help="use the bench broker another invocation started (and leave it running): two "
+                        "invocations share one broker and its data sets")  # fmt: skip
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
-    parser.add_argument("--systems", default="streamproc,streamproc-engine,kafka-streams,quix-streams")
+    parser.add_argument("--systems", default=SYSTEMS)
     parser.add_argument("--apis", default=None, help="papi,dsl: the workloads' APIs (overrides the plan's)")
     parser.add_argument("--ks-variants", default=None, help="Kafka Streams' THREADS:CACHE, e.g. 1:off,2:default")
     parser.add_argument("--label", default="", help="results under <date>-<machine>-<label>-compare.* (a subset's)")
+    parser.add_argument("--only", default=None,
+                        help="run only the plan's runs whose '<system> <variant> <workload> cores=<c>' matches this "
+                        "regular expression (points missing from an earlier run)")  # fmt: skip
+    parser.add_argument("--merge", nargs="+", default=None, metavar="FILE.json",
+                        help="no runs: one results file (and plots) from these runs' results, the later file's "
+                        "run replacing a failed one of the same configuration")  # fmt: skip
     parser.add_argument("--repeats", type=int, default=None)
     parser.add_argument("--sizes", default=None, help="records per data set, comma-separated (overrides the plan)")
     args = parser.parse_args(argv)
-    plan = FULL if args.full else QUICK
+    plan = FULL if args.full else SCALING if args.scaling else QUICK
+    if args.scaling:
+        args.workloads = "count" if args.workloads == ",".join(WORKLOADS) else args.workloads
+        args.systems = "streamproc,kafka-streams" if args.systems == SYSTEMS else args.systems
+        args.label = args.label or "scaling"
     if args.repeats or args.sizes or args.apis or args.ks_variants:
         sizes = tuple(int(n) for n in args.sizes.split(",")) if args.sizes else plan.sizes
         apis = tuple(args.apis.split(",")) if args.apis else plan.apis
@@ -405,18 +435,20 @@ def main(argv: list[str] | None = None) -> int:
     if "quix-streams" in args.systems and not QUIX_PYTHON.exists():
         print(f"Quix Streams' venv {QUIX_PYTHON.parent.parent} is missing: run `make bench-venv`", file=sys.stderr)
         return 2
+    if args.merge:
+        return merge([Path(f) for f in args.merge], _stamp(args.label))
     workloads = tuple(args.workloads.split(","))
     systems = set(args.systems.split(","))
     become_subreaper()
-    stamp = (
-        datetime.now(UTC).strftime("%Y-%m-%d") + "-" + os.uname().nodename + (f"-{args.label}" if args.label else "")
-    )
+    stamp = _stamp(args.label)
     RESULTS.mkdir(exist_ok=True)
     log = RESULTS / f"{stamp}-compare.log"
     log.write_text("")
-    results: dict[str, Any] = {"date": stamp[:10], "plan": "full" if args.full else "quick", "data_sets": [],
+    plan_name = "full" if args.full else "scaling" if args.scaling else "quick"
+    results: dict[str, Any] = {"date": stamp[:10], "plan": plan_name, "data_sets": [],
                                "load_average_start": round(os.getloadavg()[0], 2), "runs": []}  # fmt: skip
-    handle = generator.start_broker()
+    handle = generator.attach_broker() if args.attach else generator.start_broker()
+    began = time.perf_counter()
     work = Path(tempfile.mkdtemp(prefix="streamproc-bench-"))
     try:
         bench = Bench(handle.address, handle.pid, work, log)
@@ -428,7 +460,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"data set {data.topic}: ready in {time.perf_counter() - started:.0f} s", flush=True)
                 for repeat in range(plan.repeats):
                     for spec in runs_for(plan, workloads):
-                        if spec["system"] not in systems:
+                        name = f"{spec['system']} {spec['variant']} {spec['workload']} cores={spec['cores']}"
+                        if spec["system"] not in systems or (args.only and not re.search(args.only, name)):
                             continue
                         row = {**spec, "records": records, "partitions": partitions, "repeat": repeat}
                         try:
@@ -442,11 +475,45 @@ def main(argv: list[str] | None = None) -> int:
                         write(results, stamp)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-        generator.stop_broker()
+        if not args.attach:
+            generator.stop_broker()
+    results["total_wall_s"] = round(time.perf_counter() - began, 1)
+    results["load_average_end"] = round(os.getloadavg()[0], 2)
     write(results, stamp)
     from bench import plots
 
     for path in plots.draw(results, RESULTS, stamp):
+        print(f"plot: {path}")
+    return 0
+
+
+def _stamp(label: str) -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%d") + "-" + os.uname().nodename + (f"-{label}" if label else "")
+
+
+def merge(files: list[Path], stamp: str) -> int:
+    """One results file from several invocations' (a run interrupted by a broker restart, completed by ``--only``):
+    every successful run, and a failure only while no file has that configuration measured; each file's plan, load
+    and wall time in the notes, so that a figure can be traced to its invocation."""
+    runs: list[dict[str, Any]] = []
+    merged: dict[str, Any] = {"date": stamp[:10], "plan": "merged", "data_sets": [], "notes": [], "runs": runs}
+    for f in files:
+        part = json.loads(f.read_text())
+        for run in part["runs"]:
+            runs.append({**run, "from": f.name})
+        for data in part["data_sets"]:
+            if data["topic"] not in {d["topic"] for d in merged["data_sets"]}:
+                merged["data_sets"].append(data)
+        merged["notes"].append(f"`{f.name}`: plan {part['plan']}, load average {part['load_average_start']} at the "
+                               f"start, {part.get('load_average_end', part['machine']['load_average_1m'])} at the end, "
+                               f"{part.get('total_wall_s', '?')} s in all")  # fmt: skip
+    measured = {tuple(r[k] for k in KEY) for r in runs if "error" not in r}
+    merged["runs"] = [r for r in runs if "error" not in r or tuple(r[k] for k in KEY) not in measured]
+    merged["load_average_start"] = json.loads(files[0].read_text())["load_average_start"]
+    write(merged, stamp)
+    from bench import plots
+
+    for path in plots.draw(merged, RESULTS, stamp):
         print(f"plot: {path}")
     return 0
 

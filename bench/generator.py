@@ -16,6 +16,7 @@ version wipes the work directory.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import random
 import shutil
@@ -56,8 +57,34 @@ def workdir() -> Path:
     return cache_dir() / "bench-broker"
 
 
+_users: list[Any] = []  # this process's open lock file while it uses the broker (a shared flock on it)
+
+
+def _lock_file() -> Any:
+    workdir().mkdir(parents=True, exist_ok=True)
+    return open(workdir() / "in-use.lock", "a")  # noqa: SIM115 - held open while the broker is in use
+
+
 def start_broker() -> ServiceHandle:
-    """The cached broker, restarted from its work directory (wiped first when made by another version)."""
+    """The cached broker, restarted from its work directory (wiped first when made by another version) — unless
+    another process (another worktree's ``bench.compare``, a second invocation) is using it: then this one attaches
+    to it as it runs. Users hold a shared ``flock`` on ``in-use.lock``; restarting needs it exclusively, so one
+    invocation never restarts the broker under another's runs."""
+    lock = _lock_file()
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fcntl.flock(lock, fcntl.LOCK_SH)
+        _users.append(lock)
+        return running_broker()
+    try:
+        return _restart()
+    finally:
+        fcntl.flock(lock, fcntl.LOCK_SH)  # from here on a user like the others
+        _users.append(lock)
+
+
+def _restart() -> ServiceHandle:
     directory = workdir()
     manifest = _read_manifest()
     if manifest.get("generator_version") != GENERATOR_VERSION or manifest.get("broker_version") != KAFKA_VERSION:
@@ -69,8 +96,34 @@ def start_broker() -> ServiceHandle:
     return broker.start(directory, heap="1g")
 
 
+def attach_broker() -> ServiceHandle:
+    """The cached broker as another invocation left it running (``compare --attach``): not restarted, not stopped;
+    this process counts as one of its users until it exits."""
+    lock = _lock_file()
+    fcntl.flock(lock, fcntl.LOCK_SH)
+    _users.append(lock)
+    return running_broker()
+
+
+def running_broker() -> ServiceHandle:
+    handle = ServiceHandle.load(workdir())
+    if handle is None or not is_alive(handle.pid):
+        raise SystemExit(f"no bench broker is running in {workdir()}: start one (python -m bench.generator start)")
+    return handle
+
+
 def stop_broker() -> None:
-    broker.stop(workdir())
+    """Stop the cached broker unless another process still uses it (the last user stops it)."""
+    lock = _users.pop() if _users else _lock_file()
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.close()  # releases this process's shared lock: the others go on using the broker
+        return
+    try:
+        broker.stop(workdir())
+    finally:
+        lock.close()
 
 
 def _read_manifest() -> dict[str, Any]:
@@ -173,3 +226,14 @@ def ensure(bootstrap: str, data: DataSet) -> dict[str, Any]:
     manifest["data_sets"][data.topic] = entry
     _write_manifest(manifest)
     return {**entry, "reused": False}
+
+
+if __name__ == "__main__":  # python -m bench.generator start|stop: one broker shared by `compare --attach` runs
+    import sys
+
+    if sys.argv[1:] == ["start"]:
+        print(start_broker().address)
+    elif sys.argv[1:] == ["stop"]:
+        stop_broker()
+    else:
+        raise SystemExit("usage: python -m bench.generator start|stop")

@@ -1,0 +1,64 @@
+"""The comparison's plans: ``--quick`` still answers the issue's table and every goal it states (each system × each
+workload at 1 M), ``--scaling`` has the points of both curves. No broker: this checks what would be run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bench import compare
+
+pytestmark = pytest.mark.bench
+
+
+def _rows(plan: compare.Plan, workloads: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The summary rows a plan's runs would give, every figure a goal reads set to one value."""
+    figures = {"records_per_cpu_s": 1, "records_per_stream_thread_cpu_s": 1, "wall_s": 1.0}
+    return [{**spec, **figures, "records": n, "partitions": p}
+            for n in plan.sizes for p in plan.partitions for spec in compare.runs_for(plan, workloads)]  # fmt: skip
+
+
+def test_quick_runs_every_system_on_every_workload_and_feeds_every_goal() -> None:
+    rows = _rows(compare.QUICK, compare.WORKLOADS)
+    systems = {(r["system"], r["workload"]) for r in rows}
+    for workload in compare.WORKLOADS:
+        for system in ("streamproc", "kafka-streams", "quix-streams"):
+            assert (system, workload) in systems
+    assert {w for s, w in systems if s == "streamproc-engine"} == {"pass_through", "count"}  # single-stage only
+    goals = compare.goals(rows, 1_000_000, 8, 2)
+    # engine: pass-through (cache off), count (cache off, default); run: each workload against KS and Quix
+    assert len(goals) == 3 + 2 * len(compare.WORKLOADS)
+    assert len({(r["system"], r["variant"], r["workload"], r["cores"]) for r in rows}) == len(rows)  # no repeats
+
+
+def test_scaling_has_both_curves() -> None:
+    rows = _rows(compare.SCALING, ("count",))
+    for system in ("streamproc", "kafka-streams"):
+        points = {(r["records"], r["cores"]) for r in rows if r["system"] == system}
+        assert {n for n, _ in points} == set(compare.SCALING.sizes) and len(compare.SCALING.sizes) >= 2
+        assert {c for _, c in points} == {1, 2}
+    two_threads = [r for r in rows if r["system"] == "kafka-streams" and r.get("threads") == 2]
+    assert {r["records"] for r in two_threads} == set(compare.SCALING.sizes)
+
+
+def test_a_second_user_of_the_cached_broker_attaches_and_the_last_one_stops_it() -> None:
+    """Two invocations (here: this process and a child) never restart the broker under each other's runs."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from bench import generator
+    from streamproc_dev.service_process import is_alive
+
+    handle = generator.start_broker()
+    try:
+        child = subprocess.run(
+            [sys.executable, "-c", "from bench import generator as g; print(g.start_broker().pid); g.stop_broker()"],
+            capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parents[1],
+        )  # fmt: skip
+        assert child.stdout.strip() == str(handle.pid)  # attached, not restarted
+        assert is_alive(handle.pid)  # its stop left the broker to this process
+    finally:
+        generator.stop_broker()
+    assert not is_alive(handle.pid)
