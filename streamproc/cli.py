@@ -63,6 +63,13 @@ def _os_error_message(exc: OSError) -> str:
     return exc.strerror or str(exc) or type(exc).__name__
 
 
+#: A timeout without text: which service did not answer is in the ``-v`` traceback.
+_NO_ANSWER = (
+    "no answer in time from the Kafka cluster or the object store (down or restarting?); run the command again once "
+    "it answers (-v shows where it waited)"
+)
+
+
 def catch_errors(func: Callable[P, R]) -> Callable[P, R]:
     """Turn the errors a user can cause into one line (or a JSON object) and exit code 1, never a traceback.
 
@@ -88,6 +95,9 @@ def catch_errors(func: Callable[P, R]) -> Callable[P, R]:
                 kafka_error: Any = exc.args[0] if exc.args else None
                 _fail(type(exc).__name__, f"Kafka: {kafka_error.str() if hasattr(kafka_error, 'str') else exc}")
             _fail(type(error).__name__, str(error))
+        except TimeoutError as exc:  # an OSError with no text when a client library's future times out
+            log.debug("%s failed", func.__name__, exc_info=True)
+            _fail(type(exc).__name__, str(exc) or _NO_ANSWER)
         except OSError as exc:
             log.debug("%s failed", func.__name__, exc_info=True)
             _fail(type(exc).__name__, _os_error_message(exc))

@@ -101,7 +101,10 @@ def warn_changelog_retention(admin: Any, results: list[TaskResults], now_ms: int
     retention: dict[str, int] = {}
     resources = [ConfigResource(ResourceType.TOPIC, t) for t in topics]
     for resource, future in admin.describe_configs(resources, request_timeout=30).items():
-        configs = future.result(timeout=30)
+        try:
+            configs = future.result(timeout=30)
+        except TimeoutError:
+            raise HandoffError(kafka_clients.no_answer(f"could not read the configs of {resource.name}", 30)) from None
         policy = configs.get("cleanup.policy")
         ms = configs.get("retention.ms")
         if policy is not None and "delete" in (policy.value or "") and ms is not None and int(ms.value) >= 0:

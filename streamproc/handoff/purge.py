@@ -25,9 +25,10 @@ def purge_partition(admin: Any, partition: TopicPartition, before_offset: int) -
     [future] = admin.delete_records(request, request_timeout=_TIMEOUT_S).values()
     try:
         result = future.result(timeout=_TIMEOUT_S)
-    except KafkaException as exc:
+    except (KafkaException, TimeoutError) as exc:
+        cause = exc.args[0] if isinstance(exc, KafkaException) else f"no answer in {_TIMEOUT_S:.0f} s"
         raise HandoffError(
-            f"purging repartition partition {partition} before offset {before_offset} failed: {exc.args[0]}; the "
+            f"purging repartition partition {partition} before offset {before_offset} failed: {cause}; the "
             "offsets are committed, only disk space is lost: run the hand-off again to retry the purge"
         ) from exc
     low: int = getattr(result, "low_watermark", before_offset)

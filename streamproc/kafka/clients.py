@@ -138,6 +138,15 @@ def unavailable(client_config: Mapping[str, object], cause: str) -> KafkaUnavail
     return KafkaUnavailableError(bootstrap_of(client_config), cause)
 
 
+def no_answer(what: str, timeout_s: float) -> str:
+    """The one wording of a cluster request that got no answer in time: a bare ``TimeoutError`` from an Admin
+    future has no text of its own, and the CLI would print only its class name."""
+    return (
+        f"{what}: the Kafka cluster did not answer in {timeout_s:.0f} s (a broker down or restarting?); run the "
+        "command again once it answers"
+    )
+
+
 def translate(exc: BaseException, client_config: Mapping[str, object]) -> BaseException:
     """A confluent-kafka exception as streamproc's error when it means "unreachable"; anything else unchanged."""
     error: Any = exc.args[0] if exc.args else None

@@ -61,6 +61,8 @@ def _admin(client_config: Mapping[str, object]) -> Any:
 def _result(future: Any, what: str) -> Any:
     try:
         return future.result(timeout=_TIMEOUT_S)
+    except TimeoutError:
+        raise PlanError(kafka_clients.no_answer(f"could not read {what}", _TIMEOUT_S)) from None
     except Exception as exc:
         raise PlanError(f"could not read {what} from the cluster: {exc}") from exc
 
@@ -102,6 +104,10 @@ def _list_offsets(admin: Any, specs: Mapping[Any, Any], isolation: IsolationLeve
         for tp, future in futures.items():
             try:
                 found[tp] = future.result(timeout=_TIMEOUT_S).offset
+            except TimeoutError:
+                raise PlanError(
+                    kafka_clients.no_answer(f"could not read {what} of {tp.topic}-{tp.partition}", _TIMEOUT_S)
+                ) from None
             except KafkaException as exc:
                 error = exc.args[0] if exc.args else None
                 if _retriable(error) and time.monotonic() < deadline:
@@ -168,6 +174,8 @@ def _describe_group(admin: Any, group_id: str, wait_s: float) -> Any:
         [future] = admin.describe_consumer_groups([group_id], request_timeout=_TIMEOUT_S).values()
         try:
             return future.result(timeout=_TIMEOUT_S)
+        except TimeoutError:
+            raise PlanError(kafka_clients.no_answer(f"could not describe group '{group_id}'", _TIMEOUT_S)) from None
         except KafkaException as exc:
             name = _error_name(exc)
             if name not in _COORDINATOR_NOT_READY:

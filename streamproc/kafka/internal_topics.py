@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from streamproc.errors import PlanError
+from streamproc.kafka.clients import no_answer
 from streamproc.plan.internal_topics import NewInternalTopic
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,10 @@ def create_internal_topics(admin: Any, topics: Sequence[NewInternalTopic]) -> li
             futures[topic.name].result(timeout=_TIMEOUT_S)
             created.append(topic.name)
             log.info("Created internal topic %s", topic.describe())
+        except TimeoutError:
+            raise PlanError(
+                no_answer(f"creating internal topic {topic.name} ({len(created)} of {len(topics)} created)", _TIMEOUT_S)
+            ) from None
         except KafkaException as exc:
             error = exc.args[0] if exc.args else None
             if error is not None and error.name() == "TOPIC_ALREADY_EXISTS":
