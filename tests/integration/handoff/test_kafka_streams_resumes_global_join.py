@@ -17,9 +17,7 @@ global store: the restarted app restores it from its own checkpoint, exactly the
 
 from __future__ import annotations
 
-import json
 import random
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,7 +31,7 @@ from tests.integration.conftest import create_topic
 from tests.integration.handoff import topologies
 from tests.integration.handoff.test_handoff import read_all, run
 from tests.integration.spark.conftest import wait_for_leaders
-from tests.integration.state.test_kafka_streams_opens_state import app_classpath
+from tests.integration.state.test_kafka_streams_opens_state import app_classpath, compile_beside, run_java_app
 
 pytestmark = pytest.mark.integration
 __all__ = ["app_classpath"]
@@ -50,23 +48,13 @@ def global_classpath(app_classpath: str, tmp_path_factory: pytest.TempPathFactor
     """``GlobalJoinResumeApp`` compiled beside ``StateResumeApp`` (it reuses its run protocol and
     ``RekeyResumeApp``'s wait for committed offsets)."""
     classes = tmp_path_factory.mktemp("global-join-app")
-    proc = subprocess.run(
-        ["javac", "-cp", app_classpath, "-d", str(classes), *map(str, SOURCES)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return f"{classes}:{app_classpath}"
+    return compile_beside(app_classpath, SOURCES, classes)
 
 
 def run_app(classpath: str, bootstrap: str, app_id: str, state_dir: Path, end: int, output: str) -> dict[str, Any]:
-    proc = subprocess.run(
+    return run_java_app(
+        classpath,
         [
-            "java",
-            "-cp",
-            classpath,
             "dev.streamproc.oracle.GlobalJoinResumeApp",
             bootstrap,
             app_id,
@@ -76,18 +64,8 @@ def run_app(classpath: str, bootstrap: str, app_id: str, state_dir: Path, end: i
             PRODUCTS,
             output,
             str(PARTITIONS),
-        ],  # fmt: skip
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+        ],
     )
-    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    results = [e for e in events if e["event"] == "result"]
-    assert proc.returncode == 0 and results, f"Kafka Streams app failed: {events}\n{proc.stderr[-6000:]}"
-    result: dict[str, Any] = results[0]
-    result["events"] = events
-    return result
 
 
 def produce(bootstrap: str, topic: str, records: list[tuple[str, str | None, int]], *, by_index: bool) -> None:

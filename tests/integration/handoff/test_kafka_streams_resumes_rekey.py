@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import random
 import struct
-import subprocess
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -33,7 +32,7 @@ from tests.integration.handoff import topologies
 from tests.integration.handoff.test_handoff import run
 from tests.integration.handoff.test_handoff_repartition import watermarks
 from tests.integration.spark.conftest import wait_for_leaders
-from tests.integration.state.test_kafka_streams_opens_state import app_classpath
+from tests.integration.state.test_kafka_streams_opens_state import app_classpath, compile_beside, run_java_app
 
 pytestmark = pytest.mark.integration
 __all__ = ["app_classpath"]
@@ -47,27 +46,15 @@ CUSTOMERS = [f"c{i}" for i in range(7)]
 def rekey_classpath(app_classpath: str, tmp_path_factory: pytest.TempPathFactory) -> str:
     """``RekeyResumeApp`` compiled beside ``StateResumeApp`` (same package: it reuses its run protocol)."""
     classes = tmp_path_factory.mktemp("rekey-resume-app")
-    proc = subprocess.run(
-        ["javac", "-cp", app_classpath, "-d", str(classes), str(SOURCE)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return f"{classes}:{app_classpath}"
+    return compile_beside(app_classpath, [SOURCE], classes)
 
 
 def run_rekey_app(
     classpath: str, bootstrap: str, app_id: str, state_dir: Path, topic: str, end: int, output: str, eos: bool
 ) -> dict[str, Any]:
-    import json
-
-    proc = subprocess.run(
+    return run_java_app(
+        classpath,
         [
-            "java",
-            "-cp",
-            classpath,
             "dev.streamproc.oracle.RekeyResumeApp",
             bootstrap,
             app_id,
@@ -77,18 +64,8 @@ def run_rekey_app(
             output,
             str(PARTITIONS),
             "eos" if eos else "alos",
-        ],  # fmt: skip
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+        ],
     )
-    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    results = [e for e in events if e["event"] == "result"]
-    assert proc.returncode == 0 and results, f"Kafka Streams app failed: {events}\n{proc.stderr[-6000:]}"
-    result: dict[str, Any] = results[0]
-    result["events"] = events
-    return result
 
 
 def produce(bootstrap: str, topic: str, records: list[tuple[str, str, int]]) -> None:

@@ -24,7 +24,7 @@ from streamproc.plan.run_plan import RunPlan
 from tests.integration.conftest import create_topic
 from tests.integration.handoff.test_handoff import run
 from tests.integration.spark.conftest import wait_for_leaders
-from tests.integration.state.test_kafka_streams_opens_state import app_classpath
+from tests.integration.state.test_kafka_streams_opens_state import app_classpath, compile_beside
 
 pytestmark = pytest.mark.integration
 __all__ = ["app_classpath"]
@@ -40,15 +40,7 @@ STORE_KINDS = ("counts=key_value", "window-counts=window:7200000", "session-coun
 def topics_classpath(app_classpath: str, tmp_path_factory: pytest.TempPathFactory) -> str:
     """``InternalTopicsApp`` compiled beside ``StateResumeApp`` (same package: it reuses its start and close)."""
     classes = tmp_path_factory.mktemp("internal-topics-app")
-    proc = subprocess.run(
-        ["javac", "-cp", app_classpath, "-d", str(classes), str(SOURCE)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return f"{classes}:{app_classpath}"
+    return compile_beside(app_classpath, [SOURCE], classes)
 
 
 def java(classpath: str, *args: str) -> str:

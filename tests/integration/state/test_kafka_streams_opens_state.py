@@ -155,21 +155,22 @@ def compile_apps(classpath: str, classes: Path) -> subprocess.CompletedProcess[s
     )
 
 
-def run_app(
-    classpath: str, bootstrap: str, app_id: str, state_dir: Path, topic: str, end: int, case: Case
-) -> dict[str, Any]:
+def compile_beside(app_classpath: str, sources: list[Path], classes: Path) -> str:
+    """Java apps compiled beside ``StateResumeApp`` (same package: they reuse its run protocol); their classpath."""
     proc = subprocess.run(
-        [
-            "java",
-            "-cp",
-            classpath,
-            *case.java_args(bootstrap, app_id, state_dir, topic, end),
-        ],
+        ["javac", "-cp", app_classpath, "-d", str(classes), *map(str, sources)],
         capture_output=True,
         text=True,
         timeout=300,
         check=False,
     )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return f"{classes}:{app_classpath}"
+
+
+def run_java_app(classpath: str, args: list[str]) -> dict[str, Any]:
+    """Run a resume app to its end: its ``result`` event, with every event (``events``) and its ``stderr``."""
+    proc = subprocess.run(["java", "-cp", classpath, *args], capture_output=True, text=True, timeout=300, check=False)
     events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     results = [e for e in events if e["event"] == "result"]
     assert proc.returncode == 0 and results, f"Kafka Streams app failed: {events}\n{proc.stderr[-6000:]}"
@@ -177,6 +178,12 @@ def run_app(
     result["events"] = events
     result["stderr"] = proc.stderr
     return result
+
+
+def run_app(
+    classpath: str, bootstrap: str, app_id: str, state_dir: Path, topic: str, end: int, case: Case
+) -> dict[str, Any]:
+    return run_java_app(classpath, case.java_args(bootstrap, app_id, state_dir, topic, end))
 
 
 def store_databases(task_dir: Path, store: StoreDefinition) -> list[Path]:

@@ -17,8 +17,6 @@ stream time restarts unknown in Kafka Streams too, see test_suppress_buffer_chan
 
 from __future__ import annotations
 
-import json
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -38,7 +36,7 @@ from streamproc.spark.task_runner import run_task
 from tests.integration.conftest import create_topic
 from tests.integration.handoff.test_handoff import run
 from tests.integration.spark.conftest import wait_for_leaders
-from tests.integration.state.test_kafka_streams_opens_state import app_classpath
+from tests.integration.state.test_kafka_streams_opens_state import app_classpath, compile_beside, run_java_app
 
 pytestmark = pytest.mark.integration
 __all__ = ["app_classpath"]
@@ -78,35 +76,25 @@ def suppress_resume_eos() -> Topology:
 def suppress_classpath(app_classpath: str, tmp_path_factory: pytest.TempPathFactory) -> str:
     """``SuppressResumeApp`` compiled beside ``StateResumeApp`` (same package: it reuses its run protocol)."""
     classes = tmp_path_factory.mktemp("suppress-resume-app")
-    proc = subprocess.run(
-        ["javac", "-cp", app_classpath, "-d", str(classes), str(SOURCE)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return f"{classes}:{app_classpath}"
+    return compile_beside(app_classpath, [SOURCE], classes)
 
 
 def run_app(
     classpath: str, bootstrap: str, app_id: str, state_dir: Path, guarantee: str, end: int, output: str
 ) -> dict[str, Any]:
-    main = "dev.streamproc.oracle.SuppressResumeApp"
-    source = INPUT[guarantee]
-    proc = subprocess.run(
-        ["java", "-cp", classpath, main, bootstrap, app_id, str(state_dir), source, str(end), output, guarantee],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    return run_java_app(
+        classpath,
+        [
+            "dev.streamproc.oracle.SuppressResumeApp",
+            bootstrap,
+            app_id,
+            str(state_dir),
+            INPUT[guarantee],
+            str(end),
+            output,
+            guarantee,
+        ],
     )
-    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    results = [e for e in events if e["event"] == "result"]
-    assert proc.returncode == 0 and results, f"Kafka Streams app failed: {events}\n{proc.stderr[-6000:]}"
-    result: dict[str, Any] = results[0]
-    result["events"] = events
-    return result
 
 
 def produce(bootstrap: str, topic: str, records: list[tuple[str, int]], first: int) -> None:
