@@ -32,7 +32,8 @@ Global stores (``GlobalStateUpdateTask``): a record piped to a global topic (or 
 offset of its one partition and goes straight through the store's source and state-update processor, synchronously,
 before ``pipe`` returns; no stream task runs for it (``TopologyTestDriver#processGlobalRecord``). Every task reads the
 same global store instances; ``get_state_store`` finds them too; the global processor's drops count in
-``dropped_records`` (task ``-1_-1``).
+``dropped_records`` (task ``-1_-1``). A global record the source cannot deserialize is dropped whatever
+``deserialization.exception.handler`` says: Kafka's driver gives its global task a ``LogAndContinueExceptionHandler``.
 
 Not covered yet: state-store caching and its flush on commit, exactly-once commits. The wall clock starts at
 ``initial_wall_clock_time_ms`` (default 0, where Kafka's driver reads the system clock), so runs are reproducible.
@@ -47,6 +48,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Generic, TypeVar, cast
 
+from streamproc.engine.deserialization_handler import LogAndContinueExceptionHandler
 from streamproc.engine.dropped_records import DroppedRecord
 from streamproc.engine.global_state_task import GlobalStateUpdateTask
 from streamproc.engine.partitioner import partition_for_key
@@ -165,6 +167,9 @@ class TopologyTestDriver:
                 application_id=self.config.application_id,
                 default_key_serde=default_key_serde,
                 default_value_serde=default_value_serde,
+                # Kafka's driver builds its GlobalStateUpdateTask with a LogAndContinueExceptionHandler whatever the
+                # config says (the GlobalStreamThread of a real app uses the configured handler, as a Spark task does)
+                deserialization_exception_handler=LogAndContinueExceptionHandler(),
             )
             for topic in self._global_task.topics:
                 self._next_offset[TopicPartition(topic, PARTITION_ID)] = 0

@@ -211,6 +211,52 @@ def pattern_topology() -> Topology:
     return t
 
 
+class KeepAmount(Processor):
+    """A global store's state-update processor that keeps the value as it is."""
+
+    def init(self, context: ProcessorContext) -> None:
+        self.store = context.get_state_store("amounts")
+
+    def process(self, record: Record[Any, Any]) -> None:
+        self.store.put(record.key, record.value)  # type: ignore[attr-defined]
+
+
+class AmountLookup(Processor):
+    """Forwards ``<value>=<amount at key value>`` (``null`` as Java prints a missing one)."""
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+        self.store = context.get_state_store("amounts")
+
+    def process(self, record: Record[Any, Any]) -> None:
+        amount = self.store.get(record.value)  # type: ignore[attr-defined]
+        self.context.forward(record.with_value(f"{record.value}={'null' if amount is None else amount}"))
+
+
+def global_store_topology() -> Topology:
+    """A global store of 4-byte integers and a stream looking it up: Java's ``IntegerDeserializer`` throws on a
+    value of another length (a string deserializer never throws: Java replaces malformed UTF-8)."""
+    from streamproc.state.store_builders import Stores
+
+    integer = serde_for("Integer")
+    t = Topology()
+    t.add_global_store(
+        Stores.key_value_store_builder(
+            Stores.in_memory_key_value_store("amounts"), STRING, integer
+        ).with_logging_disabled(),
+        "amounts-source",
+        "amounts",
+        "amounts-update",
+        KeepAmount,
+        key_deserializer=STRING.deserializer,
+        value_deserializer=integer.deserializer,
+    )
+    t.add_source("orders", "orders", key_deserializer=STRING.deserializer, value_deserializer=STRING.deserializer)
+    t.add_processor("lookup", AmountLookup, "orders")
+    t.add_sink("out", "out", "lookup", key_serializer=STRING.serializer, value_serializer=STRING.serializer)
+    return t
+
+
 def dsl_topology() -> Topology:
     """``TestDriverRunner#dsl``: the same DSL program, built with ``streamproc.dsl``."""
     from streamproc.dsl import Consumed, Materialized, Produced, StreamsBuilder

@@ -15,6 +15,13 @@ global thread does two things with it, and this task both:
   source's timestamp extractor is not applied: ``GlobalStateUpdateTask#update`` builds the record context from the
   consumer record). ``TopologyTestDriver`` pipes records to global topics this way, synchronously.
 
+A record whose key or value the source cannot deserialize goes to the configured
+``deserialization.exception.handler``, in both paths (``GlobalStateUpdateTask`` builds a ``RecordDeserializer`` per
+source; ``reprocessState`` calls ``RecordDeserializer.handleDeserializationFailure``): CONTINUE logs, counts a
+dropped record under task ``-1_-1`` and skips it; FAIL stops with Kafka's message. A handler that answers with dead
+letter queue records fails here: the global context has no record collector (in 4.2 the cast to
+``RecordCollector.Supplier`` throws).
+
 The global processor context has no stream time and cannot schedule (Kafka throws
 ``UnsupportedOperationException``); ``commit`` does nothing; drops count under task ``-1_-1`` (Kafka's
 ``GlobalProcessorContextImpl`` task id).
@@ -26,18 +33,20 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
+from streamproc.engine.deserialization_handler import DeserializationExceptionHandler, LogAndFailExceptionHandler
 from streamproc.engine.dropped_records import DroppedRecordsSensor
 from streamproc.engine.processor import Processor
 from streamproc.engine.processor_context import ProcessorContextImpl
 from streamproc.engine.processor_topology import ProcessorNode, ProcessorTopology, RecordCollector, SourceNode
 from streamproc.engine.punctuation_queue import Cancellable, PunctuationType, Punctuator
+from streamproc.engine.record_deserializer import RecordDeserializer
 from streamproc.engine.records import ProcessorRecordContext, RawRecord, Record
 from streamproc.engine.serdes import Serde
 from streamproc.engine.stream_task import StreamTask
 from streamproc.engine.task_id import TaskId
 from streamproc.engine.topology import ProcessorNodeSpec, Topology
 from streamproc.engine.topology_builder import build_global_state_topology
-from streamproc.errors import ProcessingError, StateError, StreamprocError
+from streamproc.errors import StateError
 
 logger = logging.getLogger(__name__)
 
@@ -91,6 +100,7 @@ class GlobalStateUpdateTask:
         application_id: str,
         default_key_serde: Serde[Any] | None = None,
         default_value_serde: Serde[Any] | None = None,
+        deserialization_exception_handler: DeserializationExceptionHandler | None = None,
     ) -> None:
         self.topology = topology
         self.stores = stores
@@ -107,6 +117,11 @@ class GlobalStateUpdateTask:
                 store_context.record_dropped = self.context.record_dropped
         self.graph = self._build()
         self._source_of: dict[str, SourceNode] = {t: s for s in self.graph.sources for t in s.topics}
+        handler = deserialization_exception_handler or LogAndFailExceptionHandler()
+        self._deserializer_of: dict[str, RecordDeserializer] = {
+            topic: RecordDeserializer(source, handler, str(GLOBAL_TASK_ID), self.dropped, self._handle.log)
+            for topic, source in self._source_of.items()
+        }
         self._store_of_topic: dict[str, str] = {}
         for source in self.graph.sources:
             for child in source.children:
@@ -138,14 +153,17 @@ class GlobalStateUpdateTask:
 
     def update(self, record: RawRecord) -> None:
         """``GlobalStateUpdateTask#update``: deserialize with the topic's source, then run the store's processor."""
-        source = self._source(record.topic)
-        key, value = self._deserialize(source, record)
+        deserializer = self._deserializer(record.topic)
+        deserialized = deserializer.deserialize(record)
+        if deserialized is None:  # the handler answered CONTINUE: counted as dropped, the offset still consumed
+            return
+        source = deserializer.source
         self.context.set(
             source,
             ProcessorRecordContext(record.timestamp, record.offset, record.partition, record.topic, record.headers),
             -1,
         )
-        source.process(Record(key, value, record.timestamp, record.headers))
+        source.process(Record(deserialized.key, deserialized.value, record.timestamp, record.headers))
         self.records_processed += 1
 
     def restore(self, store_name: str, records: Iterable[RawRecord]) -> int:
@@ -182,7 +200,8 @@ class GlobalStateUpdateTask:
     def _reprocess(self, store_name: str, topic: str, records: Iterable[RawRecord]) -> int:
         """``reprocessState``: a fresh instance of the store's processor, ``init`` with the global context, fed every
         record with a non-null key (deserialized by the source's deserializers)."""
-        source = self._source(topic)
+        deserializer = self._deserializer(topic)
+        source = deserializer.source
         name = next(child.name for child in source.children if store_name in self.topology.stores_of(child.name))
         spec = self.topology.node(name)
         assert isinstance(spec, ProcessorNodeSpec)
@@ -193,38 +212,25 @@ class GlobalStateUpdateTask:
         for record in records:
             if record.key is None:
                 continue
-            key, value = self._deserialize(source, record)
             self.context.set(
                 node,
                 ProcessorRecordContext(record.timestamp, record.offset, record.partition, record.topic, record.headers),
                 -1,
             )
-            node.process(Record(key, value, record.timestamp, record.headers))
+            deserialized = deserializer.deserialize(record)
+            if deserialized is None:
+                continue
+            node.process(Record(deserialized.key, deserialized.value, record.timestamp, record.headers))
             applied += 1
         self.context.set(None, ProcessorRecordContext(-1, -1, -1, None), -1)
         logger.info("Reprocessed global store %s from %s: %d records", store_name, topic, applied)
         return applied
 
-    def _source(self, topic: str) -> SourceNode:
-        source = self._source_of.get(topic)
-        if source is None:
+    def _deserializer(self, topic: str) -> RecordDeserializer:
+        deserializer = self._deserializer_of.get(topic)
+        if deserializer is None:
             raise StateError(f"{topic} is not a global topic of this topology (global topics: {list(self._source_of)})")
-        return source
-
-    def _deserialize(self, source: SourceNode, record: RawRecord) -> tuple[object, object]:
-        try:
-            return (
-                source.deserialize_key(record.topic, record.key),
-                source.deserialize_value(record.topic, record.value),
-            )
-        except StreamprocError:
-            raise
-        except Exception as exc:
-            raise ProcessingError(
-                f"global store source {source.name} cannot deserialize {record.topic}-{record.partition} offset "
-                f"{record.offset} ({exc}); fix the record or the source's deserializers",
-                task_id=str(GLOBAL_TASK_ID),
-            ) from exc
+        return deserializer
 
     def close(self) -> None:
         for node in self.graph.nodes:

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from streamproc.engine.deserialization_handler import DeserializationExceptionHandler
 from streamproc.engine.global_state_task import GlobalStateUpdateTask
 from streamproc.engine.records import TopicPartition
 from streamproc.engine.topology import Topology
@@ -73,6 +74,7 @@ def bootstrap_global_stores(
     state_root: Path,
     state_dir: str | None,
     task: str,
+    deserialization_exception_handler: DeserializationExceptionHandler | None = None,
 ) -> GlobalStores | None:
     """Open the topology's global stores under ``state_root/<application.id>/global``, restore each from its staged
     ranges (every partition of its topic, in partition order) and initialise the global processors; ``None`` when
@@ -102,7 +104,12 @@ def bootstrap_global_stores(
     try:
         for definition in store_definitions(builders):
             stores[definition.name] = open_store(definition, StoreContext(), global_dir, task="global")
-        global_task = GlobalStateUpdateTask(topology, stores, application_id=application_id)
+        global_task = GlobalStateUpdateTask(
+            topology,
+            stores,
+            application_id=application_id,
+            deserialization_exception_handler=deserialization_exception_handler,
+        )
         restored: dict[str, int] = {}
         for name in stores:
             for r in sorted(by_store[name], key=lambda r: r.partition):
@@ -113,7 +120,13 @@ def bootstrap_global_stores(
         for store in stores.values():
             store.close()
         raise
-    logger.info("task [%s] restored global stores %s", task, restored)
+    dropped = global_task.dropped.total
+    logger.info(
+        "task [%s] restored global stores %s%s",
+        task,
+        restored,
+        f"; {dropped} record(s) dropped by the deserialization exception handler" if dropped else "",
+    )
     return GlobalStores(global_task, stores, restored)
 
 

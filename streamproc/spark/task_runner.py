@@ -218,6 +218,7 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                 state_root=work_dir / "global-state",
                 state_dir=work.state_dir,
                 task=work.task_id,
+                deserialization_exception_handler=config.deserialization_exception_handler,
             )
             state.initialize(changelogs)
             restored = {

@@ -210,6 +210,17 @@ def driver_program_inputs(seed: int) -> dict[str, Any]:
         window_ts = max(0, window_clock - rng.choice([0, 0, 0, 4, 15]))
         window_records.append([rng.choice([None, "k", "l", "m"]), rng.choice(["v", None]), window_ts])
     inputs["dsl_windows"] = {"records": window_records}
+    # A global store of 4-byte integers: 3- and 5-character values cannot be deserialized; null values delete.
+    global_records = [
+        [
+            topic,
+            rng.choice(["a", "b", "c"]),
+            rng.choice(["abcd", "wxyz", "abc", "vwxyz", None]) if topic == "amounts" else rng.choice(["a", "b", "c"]),
+            i,
+        ]
+        for i, topic in enumerate(rng.choice(["amounts", "orders"]) for _ in range(rng.randint(4, 20)))
+    ]
+    inputs["global_store"] = {"records": global_records}
     return inputs
 
 

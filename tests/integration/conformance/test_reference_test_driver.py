@@ -30,6 +30,7 @@ from tests.driver_programs import (
     counter_topology,
     fanout_topology,
     filter_topology,
+    global_store_topology,
     pattern_topology,
     rekey_topology,
 )
@@ -162,6 +163,44 @@ def test_max_task_idle_ms_waits_for_the_wall_clock_like_kafka(kafka_reference: d
         assert records(out) == java["out"]
 
 
+@pytest.mark.parametrize("handler", ["continue", "fail"])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_driver_drops_an_undecodable_global_record_whatever_the_handler_like_kafka(
+    kafka_reference: dict[str, Any], seed: int, handler: str
+) -> None:
+    """``GlobalStateUpdateTask#update`` deserializes through a ``RecordDeserializer``: the handler drops the record
+    (counted in ``dropped-records-total``) and the store keeps its value. Kafka's driver gives its global task a
+    LogAndContinueExceptionHandler whatever the config says, so LogAndFail continues too (FINDINGS; a real app's
+    GlobalStreamThread, like a Spark task, uses the configured handler: ``test_global_state_task.py``)."""
+    from streamproc.engine.deserialization_handler import LogAndContinueExceptionHandler, LogAndFailExceptionHandler
+    from streamproc.errors import StreamsError
+    from streamproc.state.stores import KeyValueStore as StateKeyValueStore
+
+    java = kafka(kafka_reference, seed, "global_store")[handler]
+    chosen = LogAndContinueExceptionHandler() if handler == "continue" else LogAndFailExceptionHandler()
+    piped, error = 0, None
+    with TopologyTestDriver(
+        global_store_topology(), TaskConfig(application_id=APP, deserialization_exception_handler=chosen)
+    ) as driver:
+        out = driver.create_output_topic("out", STRING, STRING)
+        for topic, key, value, timestamp in INPUTS[seed]["global_store"]["records"]:
+            try:
+                driver.create_input_topic(topic, STRING, STRING).pipe_input(key, value, timestamp)
+            except StreamsError as e:
+                error = e.kafka_message
+                break
+            piped += 1
+        store = driver.get_state_store("amounts")
+        assert isinstance(store, StateKeyValueStore)
+        assert (piped, error, records(out), dict(store.all()), len(driver.dropped_records())) == (
+            java["piped"],
+            java.get("error"),
+            java["out"],
+            java["store"],
+            java["dropped"],
+        )
+
+
 def test_the_inputs_exercise_each_rule() -> None:
     """The seeds give late records, dropped and null-keyed records, refused topics and idling that both waits and
     ends, so that agreement with Kafka means something."""
@@ -174,3 +213,5 @@ def test_the_inputs_exercise_each_rule() -> None:
     assert any(r[0] == "other" for i in every for r in i["pattern"]["records"])
     assert any(sum(i["idle"]["wall_clock_advances"]) >= i["idle"]["max_task_idle_ms"] for i in every)
     assert any(i["idle"]["wall_clock_advances"][0] < i["idle"]["max_task_idle_ms"] for i in every)
+    undecodable = [len(r[2]) != 4 for i in every for r in i["global_store"]["records"] if r[0] == "amounts" and r[2]]
+    assert any(undecodable) and not all(undecodable)

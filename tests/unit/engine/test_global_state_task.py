@@ -14,13 +14,14 @@ from streamproc.dsl import Consumed, StreamsBuilder
 from streamproc.engine.global_state_task import GLOBAL_TASK_ID, GlobalStateUpdateTask
 from streamproc.engine.processor import Processor, ProcessorContext
 from streamproc.engine.records import ConsumerRecord, RawRecord, Record
+from streamproc.engine.serdes import serde_for
 from streamproc.engine.topology import Topology
 from streamproc.engine.topology_builder import build_global_stores
 from streamproc.errors import StateError
 from streamproc.state.store_builders import Stores
 from streamproc.state.stores import KeyValueStore, TimestampedKeyValueStore
 from streamproc.testing import TopologyTestDriver
-from tests.driver_programs import STRING, config
+from tests.driver_programs import STRING, config, global_store_topology
 
 
 class Upper(Processor):
@@ -156,3 +157,61 @@ def test_add_global_store_reprocesses_by_default_and_a_global_table_does_not() -
     topology = b.build()
     (name,) = build_global_stores(topology)
     assert not topology.reprocess_on_restore(name)
+
+
+def amount(topic: str, offset: int, key: str, value: bytes) -> RawRecord:
+    return ConsumerRecord.raw(topic, 0, offset, 5, key.encode(), value)
+
+
+def _handler_config(handler: Any) -> Any:
+    from streamproc.engine.stream_task import TaskConfig
+
+    return TaskConfig(application_id=config().application_id, deserialization_exception_handler=handler)
+
+
+def test_an_undecodable_global_record_goes_to_the_deserialization_handler_in_both_paths() -> None:
+    """Kafka 4.2: ``GlobalStateUpdateTask`` deserializes through a ``RecordDeserializer`` and ``reprocessState``
+    calls ``RecordDeserializer.handleDeserializationFailure``: CONTINUE skips the record and counts it under the
+    global task; the records around it still reach the store."""
+    from streamproc.engine.deserialization_handler import LogAndContinueExceptionHandler
+
+    four = (7).to_bytes(4, "big")
+    topology = global_store_topology()
+    stores = build_global_stores(topology)
+    task = GlobalStateUpdateTask(
+        topology, stores, application_id="app", deserialization_exception_handler=LogAndContinueExceptionHandler()
+    )
+    bootstrap = [amount("amounts", 0, "a1", four), amount("amounts", 1, "a2", b"abc"), amount("amounts", 2, "a3", four)]
+    assert task.restore("amounts", bootstrap) == 2
+    task.initialize()
+    task.update(amount("amounts", 3, "a4", b"\xff"))
+    task.update(amount("amounts", 4, "a5", four))
+    store = stores["amounts"]
+    assert isinstance(store, KeyValueStore)
+    assert [store.get(k) for k in ("a1", "a2", "a3", "a4", "a5")] == [7, None, 7, None, 7]
+    assert [(e.offset, e.reason) for e in task.dropped.events] == [(1, "deserialization"), (3, "deserialization")]
+
+
+def test_an_undecodable_global_record_stops_the_run_with_kafkas_message_by_default() -> None:
+    from streamproc.errors import StreamsError
+
+    topology = global_store_topology()
+    task = GlobalStateUpdateTask(topology, build_global_stores(topology), application_id="app")
+    task.initialize()
+    with pytest.raises(StreamsError, match="set to fail upon a deserialization error") as failure:
+        task.update(amount("amounts", 7, "a4", b"\xff"))
+    assert (failure.value.topic, failure.value.partition, failure.value.offset) == ("amounts", 0, 7)
+
+
+def test_the_test_driver_hands_an_undecodable_global_record_to_the_configured_handler() -> None:
+    from streamproc.engine.deserialization_handler import LogAndContinueExceptionHandler
+
+    with TopologyTestDriver(global_store_topology(), _handler_config(LogAndContinueExceptionHandler())) as driver:
+        amounts = driver.create_input_topic("amounts", STRING, serde_for("ByteArray"))
+        orders = driver.create_input_topic("orders", STRING, STRING)
+        out = driver.create_output_topic("out", STRING, STRING)
+        amounts.pipe_input("a1", b"\xff", 1)
+        amounts.pipe_input("a2", (9).to_bytes(4, "big"), 2)
+        orders.pipe_input("o1", "a1", 3)
+        orders.pipe_input("o2", "a2", 4)
+        assert out.read_key_values_to_list() == [("o1", "a1=null"), ("o2", "a2=9")]

@@ -13,6 +13,7 @@ import java.util.TreeSet;
 
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.common.serialization.IntegerDeserializer;
 import org.apache.kafka.common.serialization.LongDeserializer;
 import org.apache.kafka.common.serialization.LongSerializer;
 import org.apache.kafka.common.serialization.StringDeserializer;
@@ -24,6 +25,9 @@ import org.apache.kafka.streams.TestInputTopic;
 import org.apache.kafka.streams.TestOutputTopic;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.TopologyTestDriver;
+import org.apache.kafka.streams.errors.LogAndContinueExceptionHandler;
+import org.apache.kafka.streams.errors.LogAndFailExceptionHandler;
+import org.apache.kafka.streams.errors.StreamsException;
 import org.apache.kafka.streams.processor.PunctuationType;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
@@ -286,7 +290,95 @@ public final class TestDriverRunner {
         if (request.has("dsl_windows")) {
             out.set("dsl_windows", dslWindows(request.get("dsl_windows")));
         }
+        if (request.has("global_store")) {
+            final ObjectNode global = out.putObject("global_store");
+            for (final String handler : List.of("continue", "fail")) {
+                global.set(handler, globalStore(request.get("global_store"), handler.equals("continue")));
+            }
+        }
         return out;
+    }
+
+    /** A global store's state-update processor: keeps the value as it is. */
+    static final class KeepAmount implements Processor<String, Integer, Void, Void> {
+        private KeyValueStore<String, Integer> store;
+
+        @Override
+        public void init(final ProcessorContext<Void, Void> context) {
+            store = context.getStateStore("amounts");
+        }
+
+        @Override
+        public void process(final Record<String, Integer> record) {
+            store.put(record.key(), record.value());
+        }
+    }
+
+    /** Forwards {@code <value>=<amount of the global store at key value>}. */
+    static final class AmountLookup implements Processor<String, String, String, String> {
+        private ProcessorContext<String, String> context;
+        private KeyValueStore<String, Integer> store;
+
+        @Override
+        public void init(final ProcessorContext<String, String> context) {
+            this.context = context;
+            store = context.getStateStore("amounts");
+        }
+
+        @Override
+        public void process(final Record<String, String> record) {
+            context.forward(record.withValue(record.value() + "=" + store.get(record.value())));
+        }
+    }
+
+    /**
+     * A global store of 4-byte integers ({@code IntegerDeserializer}: a value of another length cannot be
+     * deserialized) and a stream looking it up, with {@code deserialization.exception.handler} LogAndContinue or
+     * LogAndFail: the global task's handling of an undecodable record (the driver pipes global records through
+     * {@code GlobalStateUpdateTask#update}). Records are {@code [topic, key, value, timestamp]}, values sent as
+     * UTF-8 strings (4 ASCII characters decode to an integer).
+     */
+    static ObjectNode globalStore(final JsonNode request, final boolean logAndContinue) {
+        final Topology topology = new Topology();
+        topology.addGlobalStore(Stores.keyValueStoreBuilder(Stores.inMemoryKeyValueStore("amounts"), Serdes.String(),
+            Serdes.Integer()).withLoggingDisabled(), "amounts-source", STRING_DE, new IntegerDeserializer(), "amounts",
+            "amounts-update", KeepAmount::new);
+        topology.addSource("orders", STRING_DE, STRING_DE, "orders");
+        topology.addProcessor("lookup", AmountLookup::new, "orders");
+        topology.addSink("out", "out", STRING_SER, STRING_SER, "lookup");
+        final Properties props = props();
+        props.put(StreamsConfig.DESERIALIZATION_EXCEPTION_HANDLER_CLASS_CONFIG,
+            logAndContinue ? LogAndContinueExceptionHandler.class : LogAndFailExceptionHandler.class);
+        final ObjectNode answer = Main.MAPPER.createObjectNode();
+        try (TopologyTestDriver driver = new TopologyTestDriver(topology, props, Instant.ofEpochMilli(0))) {
+            final TestOutputTopic<String, String> out = driver.createOutputTopic("out", STRING_DE, STRING_DE);
+            int piped = 0;
+            for (final JsonNode entry : request.get("records")) {
+                try {
+                    driver.createInputTopic(entry.get(0).asText(), STRING_SER, STRING_SER)
+                        .pipeInput(text(entry.get(1)), text(entry.get(2)), entry.get(3).asLong());
+                } catch (final StreamsException e) {
+                    answer.put("error", e.getMessage());
+                    break;
+                }
+                piped++;
+            }
+            answer.put("piped", piped);
+            answer.set("out", records(out));
+            final ObjectNode store = answer.putObject("store");
+            try (KeyValueIterator<String, Integer> all = driver.<String, Integer>getKeyValueStore("amounts").all()) {
+                all.forEachRemaining(kv -> store.put(kv.key, kv.value));
+            }
+            double dropped = 0;
+            for (final java.util.Map.Entry<org.apache.kafka.common.MetricName, ? extends org.apache.kafka.common.Metric> m
+                    : driver.metrics().entrySet()) {
+                if (m.getKey().name().equals("dropped-records-total")) {
+                    dropped += ((Number) m.getValue().metricValue()).doubleValue();
+                }
+            }
+            answer.put("dropped", (long) dropped);
+        }
+        return answer;
     }
 
     /** in -> filter (drops value "drop") -> out, on an input topic whose clock starts and advances as asked. */
