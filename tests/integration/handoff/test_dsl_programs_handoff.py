@@ -214,15 +214,7 @@ def _summary(records: list[tuple[str, int, int, str | None, str | None]]) -> dic
 ORDER_DEPENDENT_INTERMEDIATES = frozenset({"table_group_by"})
 
 #: Where the hand-off fails: factory -> the exact failure.
-KNOWN_FAILURES = {
-    "rekey_join_optimized": (
-        "streamproc run cannot hand off a table whose store uses its source topic as changelog "
-        "(topology.optimization=all): the plan restores users-STATE-STORE-0000000000 from "
-        "<app>-users-STATE-STORE-0000000000-changelog (the describe() text does not show the optimisation; "
-        "kafka/planner.py analyzes without it), the task's store has logging disabled, and the run fails with "
-        "'store users-STATE-STORE-0000000000 is not logged: nothing to restore'"
-    ),
-}
+KNOWN_FAILURES: dict[str, str] = {}
 
 
 def _cases() -> list[Any]:
