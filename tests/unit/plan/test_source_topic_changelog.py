@@ -8,10 +8,14 @@ topic: nothing creates, purges or writes it.
 
 from __future__ import annotations
 
+import pytest
+
 from streamproc.engine.records import TopicPartition as EngineTP
 from streamproc.engine.task_id import TaskId
 from streamproc.engine.topology_analysis import analyze
 from streamproc.engine.topology_builder import analyze_topology
+from streamproc.engine.topology_description import parse_description
+from streamproc.errors import ConfigError
 from streamproc.handoff.procedure import source_changelog_last
 from streamproc.plan.cluster_snapshot import (
     ClusterSnapshot,
@@ -22,7 +26,9 @@ from streamproc.plan.cluster_snapshot import (
     TopicPartition,
     TopicState,
 )
+from streamproc.plan.run_plan import RunPlan
 from streamproc.plan.run_planner import application_spec, build_run_plan, topics_to_read
+from streamproc.spark.job import check_source_topic_changelogs, check_topology
 from streamproc.state.local_checkpoints import LocalCheckpoints, TaskCheckpoint
 from streamproc_dev.conformance.dsl_programs import PROGRAMS
 
@@ -126,3 +132,30 @@ def test_the_hand_off_checkpoints_a_source_changelog_at_the_committed_offset_min
     committed = {"users-0": 9, f"{REPARTITION}-0": 5}
     assert source_changelog_last(task, committed) == {EngineTP("users", 0): 8}
     assert source_changelog_last(task, {f"{REPARTITION}-0": 5}) == {}  # nothing committed now: the plan's end
+
+
+def test_a_plan_made_from_the_text_alone_is_refused_by_the_process_step_in_one_line() -> None:
+    """What cannot be handed off: a plan that restores the table from a changelog the optimized app never created
+    (``streamproc plan --topology describe.txt`` without ``--topology-optimization all``), and the reverse."""
+    optimized, plain = PROGRAMS["rekey-join-optimized"](), PROGRAMS["rekey-join"]()
+    snapshot = ClusterSnapshot(
+        topics={"users": _topic((0, 3), (0, 3)), "clicks": _topic((0, 4), (0, 4)), REPARTITION: _topic((0, 5), (0, 5))},
+        partition_counts=COUNTS,
+    )
+
+    def plan_of(**kwargs: object) -> RunPlan:
+        text = str(optimized.describe())
+        analysis = analyze(parse_description(text), APP, COUNTS, **kwargs)  # type: ignore[arg-type]
+        app = application_spec(APP, analysis, isolation_level=IsolationLevel.READ_UNCOMMITTED)
+        return build_run_plan(app, PlanRequest(), snapshot, analysis=analysis, topology=text)
+
+    check_topology(plan_of(config={"topology.optimization": "all"}), optimized, "m:f")
+    with pytest.raises(ConfigError) as refused:
+        check_topology(plan_of(), optimized, "m:f")
+    assert str(refused.value) == (
+        f"task [0_0] store {STORE}: the plan restores it from {APP}-{STORE}-changelog but m:f restores it from its "
+        "source topic users (topology.optimization=all); make the plan with the application's "
+        "--topology-optimization (streamproc run does it)"
+    )
+    with pytest.raises(ConfigError, match=r"restores it from users but m:f gives it its own changelog topic"):
+        check_source_topic_changelogs(plan_of(config={"topology.optimization": "all"}), plain, "m:f")
