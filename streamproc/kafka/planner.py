@@ -126,6 +126,12 @@ def plan_run(
             f"changelog topic(s) {', '.join(missing)} do not exist: the hand-off will refuse to publish to them; if "
             "the application never ran, plan with --create-internal-topics (they are created as Kafka Streams would)"
         )
+        tables = sorted(s.name for s in stores if s.changelog_topic in missing and s.source_topic_changelog)
+        if tables:
+            warning += (
+                f"; if the application runs with topology.optimization=all, table store(s) {', '.join(tables)} "
+                "restore from their source topics instead: plan with --topology-optimization all"
+            )
         return replace(plan, warnings=(*plan.warnings, warning))
     return plan
 
