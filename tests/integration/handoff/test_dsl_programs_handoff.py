@@ -268,7 +268,7 @@ class _Outputs:
     def __init__(self, bootstrap: str, topics: list[str]) -> None:
         self.bootstrap, self.topics = bootstrap, topics
         self.spans: list[tuple[str, dict[tuple[str, int], int], dict[tuple[str, int], int]]] = []
-        self._last = _ends(bootstrap, topics)
+        self._last = {(t, p): 0 for t in topics for p in range(PARTITIONS)}  # created empty just before
 
     def ran(self, owner: str) -> None:
         now = _ends(self.bootstrap, self.topics)
