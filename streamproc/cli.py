@@ -302,6 +302,11 @@ _client_setting_option = click.option(
     help="With --create-internal-topics: the application's replication.factor, "
     "windowstore.changelog.additional.retention.ms or topic.<config> setting (repeatable).",
 )
+@click.option(
+    "--topology-optimization",
+    help="The application's topology.optimization (all, or a list with reuse.ktable.source.topics): its tables "
+    "restore from their source topics, which describe() does not show (default: none).",
+)
 @click.option("--dry-run", is_flag=True, help="Print the plan (a table, or JSON with --output json) and stop.")
 @click.pass_context
 @catch_errors
@@ -333,6 +338,8 @@ def plan_command(
     store_kinds: tuple[str, ...] = (),
     streams_settings: tuple[str, ...] = (),
     store_kind_values: Mapping[str, Any] | None = None,
+    topology_optimization: str | None = None,
+    source_topic_changelogs: Mapping[str, str] | None = None,
 ) -> RunPlan:
     """Resolve the offset ranges and tasks of a run (the reset tool's scenarios) into a RunPlan."""
     from streamproc.kafka.planner import plan_run
@@ -392,6 +399,8 @@ def plan_command(
         isolation_level=isolation_level,
         create_internal_topics=first_run,
         dry_run=dry_run,
+        source_topic_changelogs=source_topic_changelogs,
+        topology_optimization=topology_optimization,
     )
     if out is not None:
         run_plan.write(out)

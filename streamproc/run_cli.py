@@ -211,6 +211,7 @@ def _run_steps(
             streams_settings=streams_settings,
             store_kind_values=store_kinds_of(app_topology) if create_internal_topics else None,
             state_dir=state_dir,
+            source_topic_changelogs=app_topology.source_topic_changelogs,
         )
         run.planned(plan)
     if dry_run:

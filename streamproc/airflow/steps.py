@@ -182,6 +182,7 @@ def plan_step(
         topology=str(topology.describe()),
         processing_guarantee=run.processing_guarantee,
         state_dir=state_dir,
+        source_topic_changelogs=topology.source_topic_changelogs,
     )
     plan_id = plan_hash(plan)
     work = ref.work_dir()

@@ -311,6 +311,10 @@ class TableSourceNode(GraphNode):
                 if callable(disable):
                     disable()
             topology.add_state_store(store, self.node_name)
+            name = getattr(store, "name", None)
+            if self.reuse_source_topic_for_changelog and isinstance(name, str):
+                # TableSourceNode#writeToTopology: the store writes no changelog and restores from its source topic
+                topology.connect_source_store_and_topic(name, self.topic)
 
 
 class StreamStreamJoinNode(GraphNode):

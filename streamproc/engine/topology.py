@@ -172,6 +172,7 @@ class Topology:
         self._copartition_sources: list[set[str]] = []
         self._internal_topics: dict[str, int | None] = {}
         self._reprocess_on_restore: dict[str, bool] = {}
+        self._source_topic_changelogs: dict[str, str] = {}
 
     # ------------------------------------------------------------------------------------------------ validation
 
@@ -418,6 +419,21 @@ class Topology:
     def add_internal_topic(self, topic: str, number_of_partitions: int | None = None) -> None:
         """``InternalTopologyBuilder#addInternalTopic``: a repartition topic (prefixed with the application id)."""
         self._internal_topics[topic] = number_of_partitions
+
+    def connect_source_store_and_topic(self, store_name: str, topic: str) -> None:
+        """``InternalTopologyBuilder#connectSourceStoreAndTopic``: ``topology.optimization=all`` (or
+        ``reuse.ktable.source.topics``) makes a table's source ``topic`` its store's changelog. describe() does not
+        show it, yet it decides where the store restores from and what its ``.checkpoint`` names, so the topology
+        keeps it for the plan and the run."""
+        if store_name in self._source_topic_changelogs:
+            raise _invalid(f"Source store {store_name} is already added.")
+        self._source_topic_changelogs[store_name] = topic
+
+    @property
+    def source_topic_changelogs(self) -> dict[str, str]:
+        """Store -> the source topic (raw name) it uses as its changelog (``storeToChangelogTopic`` of a reused
+        table source); the store itself is unlogged: it writes no changelog."""
+        return dict(self._source_topic_changelogs)
 
     # ---------------------------------------------------------------------------------------------- inspection
 

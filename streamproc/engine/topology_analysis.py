@@ -50,13 +50,21 @@ def _java_map(counts: Mapping[str, int]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class StoreInfo:
-    """A state store of a sub-topology and the changelog Kafka Streams would create for it (logging enabled)."""
+    """A state store of a sub-topology and its changelog (``storeToChangelogTopic``).
+
+    ``changelog_topic`` is the topic the store restores from and its ``.checkpoint`` names: the changelog Kafka
+    Streams creates for it, or, when the table source store reuses its source topic (``reuses_source_topic``), that
+    user topic, which is never internal, never created, purged or written by the store.
+    """
 
     name: str
     changelog_topic: str
     changelog_partitions: int
     #: the source topic that would be the changelog with ``reuse.ktable.source.topics`` (``None``: not a table source)
     source_topic_changelog: str | None = None
+    #: the store uses its source topic as changelog (``changelog_topic`` is that topic): it restores from it up to the
+    #: group's committed offset and writes no changelog records
+    reuses_source_topic: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -547,6 +555,7 @@ def analyze(
     frozen_inputs: Collection[str] = (),
     allow_cycles: bool = False,
     require_internal_topics: bool = True,
+    source_topic_changelogs: Mapping[str, str] | None = None,
 ) -> TopologyAnalysis:
     """Derive topics, counts, copartition groups, tasks and stages as Kafka Streams 4.2 would (topology.md §3-§9).
 
@@ -559,6 +568,10 @@ def analyze(
     them (their sub-topologies then share a stage).
     With ``require_internal_topics`` a repartition topic missing from the cluster is refused (a batch never
     creates internal topics with a guessed count).
+    ``source_topic_changelogs`` (store -> raw source topic) are the table source stores that reuse their source
+    topic as changelog, as the program built them (``Topology.source_topic_changelogs``; describe() does not show
+    them); without it ``topology.optimization`` in ``config`` makes every table source store with one source topic
+    reuse it, as the DSL does.
     """
     config = config or {}
     explicit_raw = explicit_repartition_counts or {}
@@ -678,9 +691,9 @@ def analyze(
         for p in range(n):
             owned = tuple(sorted((t, p) for t in sources if p < all_counts[t]))
             tasks[TaskId(sub_id, p, description.topology_name)] = owned
-        stores = _stores_of(ctx, sub, n)
+        stores = _stores_of(ctx, sub, n, source_topic_changelogs, reuse)
         for store in stores:
-            if reuse and store.source_topic_changelog is not None:
+            if store.reuses_source_topic:
                 continue
             check_existing_internal_topic(store.changelog_topic, n, partition_counts)
             internal_topics[store.changelog_topic] = n
@@ -772,8 +785,14 @@ def _refuse_ambiguous_topic_set(sub: Subtopology, patterns: Mapping[str, str], c
             )
 
 
-def _stores_of(ctx: _Context, sub: Subtopology, partitions: int) -> tuple[StoreInfo, ...]:
-    """Stores of a sub-topology with their changelog; a table source's store may reuse its input (§6.3)."""
+def _stores_of(
+    ctx: _Context, sub: Subtopology, partitions: int, reused: Mapping[str, str] | None, reuse_all: bool
+) -> tuple[StoreInfo, ...]:
+    """Stores of a sub-topology with their changelog; a table source's store may reuse its input (§6.3).
+
+    ``reused`` (store -> raw topic) is what the program declared; ``None``: ``reuse_all`` decides for every table
+    source store from the describe() text.
+    """
     by_name = {n.name: n for n in sub.nodes}
     reuse_topic: dict[str, str] = {}
     names: set[str] = set()
@@ -787,12 +806,12 @@ def _stores_of(ctx: _Context, sub: Subtopology, partitions: int) -> tuple[StoreI
         if isinstance(parent, Source) and parent.pattern is None and len(parent.topics) == 1:
             for store in proc.stores:
                 reuse_topic[store] = ctx.full(parent.topics[0])
-    return tuple(
-        StoreInfo(
-            name,
-            store_changelog_topic(ctx.application_id, name, ctx.description.topology_name),
-            partitions,
-            reuse_topic.get(name),
-        )
-        for name in sorted(names)
-    )
+    infos = []
+    for name in sorted(names):
+        if reused is not None:
+            topic = ctx.full(reused[name]) if name in reused else None
+        else:
+            topic = reuse_topic.get(name) if reuse_all else None
+        default = store_changelog_topic(ctx.application_id, name, ctx.description.topology_name)
+        infos.append(StoreInfo(name, topic or default, partitions, reuse_topic.get(name), topic is not None))
+    return tuple(infos)

@@ -407,11 +407,15 @@ def _built(builders: Mapping[str, object]) -> dict[str, object]:
 
 
 def changelog_topics(topology: Topology, subtopology_id: int | None, application_id: str) -> dict[str, str]:
-    """``ProcessorTopology#storeToChangelogTopic``: store -> ``<prefix>-<store>-changelog`` for logged stores."""
+    """``ProcessorTopology#storeToChangelogTopic``: store -> ``<prefix>-<store>-changelog`` for logged stores, and
+    a table source store that reuses its source topic (``topology.optimization=all``) -> that topic."""
+    reused = topology.source_topic_changelogs
     return {
-        store: store_changelog_topic(application_id, store, topology.topology_name)
+        store: reused[store]
+        if store in reused
+        else store_changelog_topic(application_id, store, topology.topology_name)
         for store, builder in store_builders(topology, subtopology_id).items()
-        if _logging_enabled(builder)
+        if store in reused or _logging_enabled(builder)
     }
 
 
@@ -446,6 +450,7 @@ def analyze_topology(
         frozen_inputs=frozen_inputs,
         allow_cycles=allow_cycles,
         require_internal_topics=require_internal_topics,
+        source_topic_changelogs=topology.source_topic_changelogs,
     )
 
 

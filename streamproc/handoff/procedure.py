@@ -32,7 +32,7 @@ from streamproc.handoff.state_writer import (
 from streamproc.handoff.task_results import TaskResults, load_results
 from streamproc.kafka import clients as kafka_clients
 from streamproc.ledger import Ledger
-from streamproc.plan.run_plan import RunPlan
+from streamproc.plan.run_plan import PlannedTask, RunPlan
 from streamproc.state.state_directory import StateDirectory
 from streamproc.storage.object_store import ObjectStore
 
@@ -62,6 +62,21 @@ def _restored_last(plan: RunPlan) -> dict[tuple[str, TopicPartition], int]:
         for r in plan.restores
         if r.end > 0
     }
+
+
+def source_changelog_last(task: PlannedTask, committed: Mapping[str, Any]) -> dict[TopicPartition, int]:
+    """The checkpoint of a store whose changelog is one of the task's source partitions (a table source reusing its
+    topic): the offset of the last record the task consumed, committed offset − 1, as ``StreamTask``'s
+    ``checkpointableOffsets`` gives it (the consumed offsets of source partitions); the app's restore then starts at
+    the committed offset and ends there (``StoreChangelogReader`` stops a source changelog at the committed offset).
+    A partition this hand-off committed nothing for keeps the plan's restore end (the offset committed before)."""
+    sources = set(task.source_partitions)
+    out: dict[TopicPartition, int] = {}
+    for store in task.stores:
+        name = f"{store.changelog_topic}-{store.changelog_partition}"
+        if name in sources and name in committed:
+            out[TopicPartition(store.changelog_topic, store.changelog_partition)] = int(committed[name]) - 1
+    return out
 
 
 def _check_sink_topics(admin: Any, results: list[TaskResults]) -> None:
@@ -242,9 +257,11 @@ def handoff(
                 if s.name in persistent and s.changelog_topic
             }
             last = published[r.task_id].get("changelog_last", {})
+            published_last = {guard.parse_partition(name): int(offset) for name, offset in last.items()}
+            published_last.update(source_changelog_last(r.task, published[r.task_id].get("offsets", {})))
             offsets = checkpoint_offsets(
                 stores,
-                {guard.parse_partition(name): int(offset) for name, offset in last.items()},
+                published_last,
                 {tp: offset for (task, tp), offset in restored_last.items() if task == r.task_id},
             )
             detail: dict[str, Any] = {"offsets": {str(tp): o for tp, o in offsets.items()}}

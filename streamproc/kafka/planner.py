@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from streamproc.engine.task_id import TaskId
-from streamproc.engine.topology_analysis import TopologyAnalysis, analyze
+from streamproc.engine.topology_analysis import TOPOLOGY_OPTIMIZATION_CONFIG, TopologyAnalysis, analyze
 from streamproc.engine.topology_description import TopologyDescription, parse_description
 from streamproc.errors import PlanError
 from streamproc.kafka import clients
@@ -42,6 +42,8 @@ def plan_run(
     isolation_level: str | None = None,
     create_internal_topics: InternalTopicSettings | None = None,
     dry_run: bool = False,
+    source_topic_changelogs: Mapping[str, str] | None = None,
+    topology_optimization: str | None = None,
 ) -> RunPlan:
     """Resolve a full ``RunPlan``; with no topology, ``source_topics`` are planned as one sub-topology's inputs.
 
@@ -51,6 +53,9 @@ def plan_run(
     ``create_internal_topics`` (a new application's first run): the topology's missing repartition and changelog
     topics are created as Kafka Streams would create them, then planned like existing, empty ones; with
     ``dry_run`` nothing is created and the plan plans them as empty topics without ids (a preview).
+    ``source_topic_changelogs`` (store -> source topic, ``Topology.source_topic_changelogs``) are the table stores
+    that restore from their source topic (``topology.optimization=all``), which describe() does not show; with only
+    the text, ``topology_optimization`` (the app's ``topology.optimization``) says the same for every table source.
     """
     refuse_isolation_setting(client_config)
     isolation = isolation_for(processing_guarantee, isolation_level)
@@ -62,7 +67,19 @@ def plan_run(
     if topology is not None:
         description = parse_description(topology) if isinstance(topology, str) else topology
         first_run = create_internal_topics is not None
-        analysis = analyze(description, application_id, reader.partition_counts, require_internal_topics=not first_run)
+        config = {} if topology_optimization is None else {TOPOLOGY_OPTIMIZATION_CONFIG: topology_optimization}
+
+        def analyzed(counts: Mapping[str, int], require_internal_topics: bool = True) -> TopologyAnalysis:
+            return analyze(
+                description,
+                application_id,
+                counts,
+                config,
+                require_internal_topics=require_internal_topics,
+                source_topic_changelogs=source_topic_changelogs,
+            )
+
+        analysis = analyzed(reader.partition_counts, require_internal_topics=not first_run)
         if create_internal_topics is not None:
             to_create = internal_topics_to_create(analysis, reader.partition_counts, create_internal_topics)
             if to_create and not dry_run:
@@ -70,7 +87,7 @@ def plan_run(
                 check_group(read_group(clients.admin(client_config), application_id), application_id)
                 create_internal_topics_now(client_config, to_create)
                 reader = ClusterReader(client_config)  # the metadata with the new topics
-                analysis = analyze(description, application_id, reader.partition_counts)
+                analysis = analyzed(reader.partition_counts)
         app = application_spec(application_id, analysis, isolation_level=isolation, auto_offset_reset=auto_offset_reset)
     else:
         if create_internal_topics is not None:
@@ -109,6 +126,12 @@ def plan_run(
             f"changelog topic(s) {', '.join(missing)} do not exist: the hand-off will refuse to publish to them; if "
             "the application never ran, plan with --create-internal-topics (they are created as Kafka Streams would)"
         )
+        tables = sorted(s.name for s in stores if s.changelog_topic in missing and s.source_topic_changelog)
+        if tables:
+            warning += (
+                f"; if the application runs with topology.optimization=all, table store(s) {', '.join(tables)} "
+                "restore from their source topics instead: plan with --topology-optimization all"
+            )
         return replace(plan, warnings=(*plan.warnings, warning))
     return plan
 

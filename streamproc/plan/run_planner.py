@@ -81,7 +81,8 @@ def application_spec(
             sources.setdefault(topic, sub.id)
         internal.update(sub.repartition_source_topics)
         for store in sub.stores:
-            changelogs[store.changelog_topic] = sub.id
+            if not store.reuses_source_topic:  # a user topic: never internal, its count is the source's own
+                changelogs[store.changelog_topic] = sub.id
     return ApplicationSpec(
         application_id=application_id,
         source_topics=tuple(sorted(sources)),
@@ -165,7 +166,9 @@ def plan_restores(
 
     Stores are taken as persistent (``describe()`` does not say; an in-memory store restores its whole changelog
     on every start, which the plan then under-states). A changelog topic that does not exist yet (the application
-    never ran) restores nothing.
+    never ran) restores nothing. A table store that uses its source topic as changelog restores from it up to the
+    group's committed offset of that partition (``StoreChangelogReader``; nothing committed: nothing restored): the
+    records after it are the run's input, which the table source puts into the store as it processes them.
     """
     restores: list[PlannedRestore] = []
     for task_id, _sources in sorted(analysis.tasks.items()):
@@ -173,14 +176,23 @@ def plan_restores(
         if not stores:
             continue
         metadata = [
-            StateStoreMetadata(s.name, True, TopicPartition(s.changelog_topic, task_id.partition)) for s in stores
+            StateStoreMetadata(
+                s.name,
+                True,
+                TopicPartition(s.changelog_topic, task_id.partition),
+                source_topic_changelog=s.reuses_source_topic,
+            )
+            for s in stores
         ]
         changelogs = {}
         for m in metadata:
             assert m.changelog_partition is not None
             offsets = _log_offsets(snapshot, m.changelog_partition.topic)
             start, end = offsets.get(m.changelog_partition.partition, (0, 0))
-            changelogs[m.changelog_partition] = ChangelogState(start, end)
+            committed = snapshot.committed.get(m.changelog_partition) if m.source_topic_changelog else None
+            changelogs[m.changelog_partition] = ChangelogState(
+                start, end, group_committed_offset=None if committed is None else committed.offset
+            )
         on_disk = local.task(TaskId(task_id.subtopology, task_id.partition))
         checkpoint = None if on_disk.checkpoint is None else dict(on_disk.checkpoint)
         decision = plan_restore(
@@ -199,7 +211,8 @@ def plan_restores(
                     changelog_topic=restore.changelog_partition.topic,
                     changelog_partition=restore.changelog_partition.partition,
                     start=restore.start_offset,
-                    end=restore.restore_end_offset,
+                    # a source topic with nothing committed ends at 0 (StoreChangelogReader): empty, at its start
+                    end=max(restore.start_offset, restore.restore_end_offset),
                     checkpoint_offset=entry,
                     task_corrupted=decision.task_corrupted,
                     local_state_wiped=decision.local_state_wiped,

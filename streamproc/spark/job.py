@@ -70,6 +70,28 @@ def check_topology(plan: RunPlan, topology: Topology, reference: str) -> None:
             f"the plan has {want!r}{'; only the order of its nodes differs' if difference.same_structure else ''}; "
             "process with the topology the plan was made from"
         )
+    check_source_topic_changelogs(plan, topology, reference)
+
+
+def check_source_topic_changelogs(plan: RunPlan, topology: Topology, reference: str) -> None:
+    """Refuse a plan that restores a store from another topic than the topology's: a table source store that reuses
+    its source topic as changelog (``topology.optimization=all``) restores from that topic, which describe() does not
+    show, so a plan made from the text alone names a changelog topic the application never created."""
+    reused = topology.source_topic_changelogs
+    for task in plan.tasks:
+        for store in task.stores:
+            source = reused.get(store.name)
+            planned = store.changelog_topic
+            if source is not None and planned != source:
+                ours = f"restores it from its source topic {source} (topology.optimization=all)"
+            elif source is None and f"{planned}-{store.changelog_partition}" in task.source_partitions:
+                ours = "gives it its own changelog topic (no topology.optimization)"
+            else:
+                continue
+            raise ConfigError(
+                f"task [{task.task_id}] store {store.name}: the plan restores it from {planned} but {reference} "
+                f"{ours}; make the plan with the application's --topology-optimization (streamproc run does it)"
+            )
 
 
 def partition_counts(plan: RunPlan, extra: Mapping[str, int]) -> dict[str, int]:

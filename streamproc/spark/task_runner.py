@@ -195,7 +195,11 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
             (work_dir / sub).mkdir()
         state_directory = StateDirectory(work_dir / "state", work.application_id)
         changelog_collector = TaskChangelogCollector(task_id, work_dir / "changelogs")
-        definitions = store_definitions(store_builders(topology, work.subtopology))
+        reused = topology.source_topic_changelogs  # table stores restored from their source topic, unlogged
+        definitions = [
+            dataclasses.replace(d, changelog_topic=reused[d.name]) if d.name in reused else d
+            for d in store_definitions(store_builders(topology, work.subtopology))
+        ]
         state = ProcessorStateManager(
             task_id,
             definitions,
@@ -203,7 +207,13 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
             state_directory=state_directory,
             collector=changelog_collector,
         )
-        changelogs = {TopicPartition(r.topic, r.partition): ChangelogState(r.start, r.end) for r in work.restores}
+        # a source-topic changelog restores up to the committed offset, which the plan made the range's end
+        changelogs = {
+            TopicPartition(r.topic, r.partition): ChangelogState(
+                r.start, r.end, group_committed_offset=r.end if r.store in reused else None
+            )
+            for r in work.restores
+        }
         tasks = AssignedStreamsTasks(log_prefix=f"stream-thread [spark-{work.plan_id}] ")
         copied = work.state_dir is not None and copy_task_directory(work, task_id, state_directory)
         if work.state_dir is not None:

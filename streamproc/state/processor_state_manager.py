@@ -229,8 +229,10 @@ class ProcessorStateManager:
             )
         self.state_directory = state_directory
         self._stores: dict[str, StateStore] = {}
+        # A store restored from its source topic writes no changelog: the topic is the user's input.
         self._contexts: dict[str, StoreContext] = {
-            name: StoreContext(meta.changelog_partition, collector) for name, meta in self._metadata.items()
+            name: StoreContext(None if meta.source_topic_changelog else meta.changelog_partition, collector)
+            for name, meta in self._metadata.items()
         }
         #: Offset L of the last changelog record each logged store reflects (``StateStoreMetadata.offset``).
         self._offsets: dict[str, int | None] = dict.fromkeys(self._metadata)

@@ -58,7 +58,9 @@ class StoreSpec:
     """A store as the topology defines it.
 
     ``changelog_topic`` overrides the changelog (a KTable source topic reused as changelog under
-    ``topology.optimization``); ``None`` means ``<prefix>-[<topology>-]<store>-changelog``.
+    ``topology.optimization``); ``None`` means ``<prefix>-[<topology>-]<store>-changelog``. A store with a source
+    topic as changelog is registered as logged whatever ``logged`` says: its builder has logging disabled (it writes
+    no changelog), yet Kafka Streams' ``storeToChangelogTopic`` names the topic it restores from and checkpoints.
     """
 
     name: str
@@ -139,7 +141,7 @@ def register_stores(
         if spec.name in registered:
             raise DuplicateStore(task_id, spec.name)
         changelog: TopicPartition | None = None
-        if spec.logged:
+        if spec.logged or spec.changelog_topic is not None:
             topic = spec.changelog_topic or store_changelog_topic(prefix, spec.name, task_id.topology_name)
             changelog = TopicPartition(topic, task_id.partition)
         registered[spec.name] = StateStoreMetadata(

@@ -7,10 +7,12 @@ seeded records in three parts go to 3-partition input topics on the real broker.
 (``DslPrograms.java``, oracle mode ``dsl-app``: a real Kafka Streams 4.2.2 app) processes the first part and stops;
 ``streamproc run`` (plan, fetch, process on Spark local, hand-off into the app's state dir) processes the second
 with the Python twin (``streamproc_dev/conformance/dsl_programs.py``); the app resumes and processes the third. A
-second app processes everything alone. The resumed app restores nothing, its final stores (every store of the
+second app processes everything alone (for a re-key joined with a table: restarted after each part, as the hand-off
+path is, see :data:`RESTARTED_REFERENCE`). The resumed app restores nothing, its final stores (every store of the
 topology, by interactive query) equal the lone app's, and the output topics hold the same records per partition
 (last value per key, and the same multiset of records where that does not depend on timing: not for a KTable
-group_by, whose intermediate aggregates depend on the order the upstream tasks wrote in).
+group_by, whose intermediate aggregates depend on the order the upstream tasks wrote in). The input topics keep every
+record (none is purged or written by the hand-off, not even the one a table restores from).
 
 The programs' topics have fixed names (the describe() twins), so the programs run one after the other, each on
 freshly created topics deleted afterwards; both apps of a program write to the same output topics, the hand-off
@@ -90,13 +92,31 @@ def _parts(factory: str, seed: int) -> list[list[tuple[str, str, str, int]]]:
             topic = rng.choice(sorted(topics))
             keys, values = topics[topic]
             now += rng.randrange(200, 2_000)
-            timestamp = now - rng.randrange(1_000, 8_000) if rng.random() < 0.125 else now
+            late = rng.random() < 0.125 and factory not in TABLE_UPDATES_FIRST  # parts' times must not overlap
+            timestamp = now - rng.randrange(1_000, 8_000) if late else now
             records.append((topic, rng.choice(keys), f"{rng.choice(values)}", timestamp))
             if factory in ("two_aggregates_one_repartition_optimized", "table_group_by", "rekey_join_optimized"):
                 continue
             records[-1] = (topic, records[-1][1], f"{records[-1][2]}{part}.{i}", timestamp)
+        if factory in TABLE_UPDATES_FIRST:
+            records = _table_updates_first(records, TABLE_UPDATES_FIRST[factory])
         parts.append(records)
     return parts
+
+
+#: Programs that join a re-keyed stream with a table: per part, the table's updates come before the stream's records
+#: (in offsets and timestamps). A live app reads the table's records at once but the re-keyed ones only once its
+#: upstream sub-topology wrote them to the repartition topic, so which table value a record joins would otherwise
+#: depend on that timing (two real runs differed); in this order the timestamp order (a batch's, and the live app's
+#: with ``max.task.idle.ms``) and the arrival order agree.
+TABLE_UPDATES_FIRST = {"rekey_join_optimized": "users"}
+
+
+def _table_updates_first(records: list[tuple[str, str, str, int]], table: str) -> list[tuple[str, str, str, int]]:
+    """``records`` with the ``table`` topic's first, then the rest, each group in its order, timestamps rising."""
+    ordered = [r for r in records if r[0] == table] + [r for r in records if r[0] != table]
+    times = sorted(r[3] for r in records)
+    return [(topic, key, value, times[i]) for i, (topic, key, value, _t) in enumerate(ordered)]
 
 
 def _produce(bootstrap: str, records: list[tuple[str, str, str, int]]) -> None:
@@ -149,16 +169,21 @@ def _app(jar: Path, bootstrap: str, app_id: str, state_dir: Path, program: str) 
     return result
 
 
-def _ends(bootstrap: str, topics: list[str]) -> dict[tuple[str, int], int]:
+def _watermarks(bootstrap: str, topics: list[str]) -> dict[tuple[str, int], tuple[int, int]]:
+    """``(log start, log end)`` per partition."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "dsl-handoff-ends"})
     try:
         return {
-            (t, p): consumer.get_watermark_offsets(KafkaTopicPartition(t, p), timeout=10)[1]
+            (t, p): consumer.get_watermark_offsets(KafkaTopicPartition(t, p), timeout=10)
             for t in topics
             for p in range(PARTITIONS)
         }
     finally:
         consumer.close()
+
+
+def _ends(bootstrap: str, topics: list[str]) -> dict[tuple[str, int], int]:
+    return {tp: end for tp, (_start, end) in _watermarks(bootstrap, topics).items()}
 
 
 def _read(bootstrap: str, topics: list[str]) -> list[tuple[str, int, int, str | None, str | None]]:
@@ -214,15 +239,7 @@ def _summary(records: list[tuple[str, int, int, str | None, str | None]]) -> dic
 ORDER_DEPENDENT_INTERMEDIATES = frozenset({"table_group_by"})
 
 #: Where the hand-off fails: factory -> the exact failure.
-KNOWN_FAILURES = {
-    "rekey_join_optimized": (
-        "streamproc run cannot hand off a table whose store uses its source topic as changelog "
-        "(topology.optimization=all): the plan restores users-STATE-STORE-0000000000 from "
-        "<app>-users-STATE-STORE-0000000000-changelog (the describe() text does not show the optimisation; "
-        "kafka/planner.py analyzes without it), the task's store has logging disabled, and the run fails with "
-        "'store users-STATE-STORE-0000000000 is not logged: nothing to restore'"
-    ),
-}
+KNOWN_FAILURES: dict[str, str] = {}
 
 
 def _cases() -> list[Any]:
@@ -234,6 +251,33 @@ def _cases() -> list[Any]:
         )
         for factory in dsl_handoff_programs.NAMES
     ]
+
+
+#: Programs whose reference is a real app restarted where the hand-off path switches (after each part), not one run
+#: over everything: a re-key joined with a table. One continuous live run joins each re-keyed record with the table
+#: value current when it comes up, and the repartition topic holds the upstream tasks' records in the order they
+#: were produced (one task's later parts before another's first), so records of a later part meet the table before
+#: records of an earlier part do: its result depends on that interleaving, not on the input (FINDINGS.md). Per part,
+#: with the table's updates first (:data:`TABLE_UPDATES_FIRST`), a live app's result is the input's.
+RESTARTED_REFERENCE = frozenset({"rekey_join_optimized"})
+
+
+class _Outputs:
+    """Which run wrote which output records: each run's ``[before, after)`` offsets per output partition."""
+
+    def __init__(self, bootstrap: str, topics: list[str]) -> None:
+        self.bootstrap, self.topics = bootstrap, topics
+        self.spans: list[tuple[str, dict[tuple[str, int], int], dict[tuple[str, int], int]]] = []
+        self._last = {(t, p): 0 for t in topics for p in range(PARTITIONS)}  # created empty just before
+
+    def ran(self, owner: str) -> None:
+        now = _ends(self.bootstrap, self.topics)
+        self.spans.append((owner, self._last, now))
+        self._last = now
+
+    def of(self, owner: str, records: list[tuple[str, int, int, str | None, str | None]]) -> list[Any]:
+        spans = [(before, after) for o, before, after in self.spans if o == owner]
+        return [r for r in records if any(b[(r[0], r[1])] <= r[2] < a[(r[0], r[1])] for b, a in spans)]
 
 
 @pytest.mark.parametrize("factory", _cases())
@@ -250,10 +294,20 @@ def test_real_app_resumes_a_dsl_program_after_streamproc_run(
     _recreate(admin, inputs + outputs)
     parts = _parts(factory, seed=16)
     app_id, state_dir = unique("dsl-handoff"), tmp_path / "state"
+    alone_id, restarted = unique("dsl-alone"), factory in RESTARTED_REFERENCE
+    written = _Outputs(kafka_broker, outputs)
+
+    def reference() -> dict[str, Any]:
+        result = _app(oracle_jar, kafka_broker, alone_id, tmp_path / "alone", program)
+        written.ran("alone")
+        return result
 
     _produce(kafka_broker, parts[0])
     first = _app(oracle_jar, kafka_broker, app_id, state_dir, program)
     assert first["restored"] == 0
+    written.ran("handoff")
+    if restarted:
+        reference()
 
     _produce(kafka_broker, parts[1])
     out = run("run", "--bootstrap", kafka_broker, "--application-id", app_id,
@@ -261,23 +315,32 @@ def test_real_app_resumes_a_dsl_program_after_streamproc_run(
               "--store", str(tmp_path / "staging"), "--work-dir", str(tmp_path / "work"), "--master", "local[1]",
               "--state-dir", str(state_dir), "--yes")  # fmt: skip
     assert "published" in out.output, out.output
+    written.ran("handoff")
+    # the input topics are the user's, even the one a table uses as its changelog: nothing purged, nothing written
+    produced = Counter(topic for topic, *_ in parts[0] + parts[1])
+    watermarks = _watermarks(kafka_broker, inputs)
+    assert {t: sum(end for (topic, _), (_, end) in watermarks.items() if topic == t) for t in inputs} == produced
+    assert all(start == 0 for start, _ in watermarks.values()), f"an input topic was purged: {watermarks}"
+    if restarted:
+        reference()
 
     _produce(kafka_broker, parts[2])
     resumed = _app(oracle_jar, kafka_broker, app_id, state_dir, program)
     restores = [e for e in resumed["events"] if e["event"].startswith("restore")]
     assert resumed["restored"] == 0, f"the resumed app restored records after the hand-off: {restores}"
+    written.ran("handoff")
 
-    handed_off_end = _ends(kafka_broker, outputs)
-    alone = _app(oracle_jar, kafka_broker, unique("dsl-alone"), tmp_path / "alone", program)
-    written = _read(kafka_broker, outputs)
+    alone = reference()
+    records = _read(kafka_broker, outputs)
     _delete(admin, inputs + outputs)
 
     for store, contents in alone["store"].items():
         assert contents, f"{store} is empty after the whole input: the data tests nothing"
         assert "(no interactive query reads this store)" not in contents, store
         assert resumed["store"][store] == contents, f"store {store}: resumed after hand-off != alone"
-    handed_off = _summary([r for r in written if r[2] < handed_off_end[(r[0], r[1])]])
-    by_alone = _summary([r for r in written if r[2] >= handed_off_end[(r[0], r[1])]])
+    handed_off = _summary(written.of("handoff", records))
+    by_alone = _summary(written.of("alone", records))
+    assert len(written.of("handoff", records)) + len(written.of("alone", records)) == len(records)
     assert by_alone["records"], "the lone app wrote nothing"
     differing = {k: (v, by_alone["last"].get(k)) for k, v in handed_off["last"].items() if v != by_alone["last"].get(k)}
     assert handed_off["last"] == by_alone["last"], f"last value per key differs (hand-off, alone): {differing}"

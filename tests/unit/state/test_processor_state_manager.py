@@ -311,6 +311,30 @@ def test_missing_source_topic_changelog_is_fatal(tmp_path: Path) -> None:
         manager(tmp_path, definitions=[table]).initialize({})
 
 
+def test_a_source_topic_changelog_restores_up_to_the_committed_offset_and_logs_nothing(tmp_path: Path) -> None:
+    """A reused table source store (its builder unlogged, ``topology.optimization=all``): registered as logged with
+    the source partition as changelog, restored up to the group's committed offset, never written to the topic."""
+    source = TopicPartition("users", 1)
+    table = StoreDefinition(
+        "table", StoreType.TIMESTAMPED_KEY_VALUE, serde_for("String"), serde_for("String"), logged=False,
+        changelog_topic="users",
+    )  # fmt: skip
+    collector = ChangelogCollector(TASK)
+    state = manager(tmp_path, definitions=[table], collector=collector)
+    plan = state.initialize({source: ChangelogState(0, 5, group_committed_offset=3)})
+    assert state.registered.changelog_partitions == {"table": source}
+    assert state.restore_bounds("table") == (0, 3)
+    records = [ConsumerRecord.raw("users", 1, i, 100 + i, f"u{i % 2}".encode(), f"v{i}".encode()) for i in range(5)]
+    assert state.restore("table", records) == plan.total_records_restored == 3  # not the records after the commit
+    store = state.store("table")
+    assert isinstance(store, TimestampedKeyValueStore)
+    assert store.get("u0") == ValueAndTimestamp("v2", 102) and store.get("u1") == ValueAndTimestamp("v1", 101)
+    state.attach(FakeContext(ProcessorRecordContext(200, 5, 1, "users")))
+    store.put("u2", ValueAndTimestamp.make("v9", 200))  # what the table source does with the run's input
+    assert collector.records == []
+    assert state.checkpoint({source: 5}) == {source: 4}  # the committed offset after the hand-off, minus one
+
+
 def test_checkpoint_out_of_range_is_refused(tmp_path: Path) -> None:
     state = manager(tmp_path)
     state.initialize({CHANGELOG: ChangelogState(0, 5)})
