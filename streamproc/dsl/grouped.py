@@ -14,7 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from streamproc.dsl.builder import InternalStreamsBuilder
 from streamproc.dsl.graph import GraphNode, RepartitionNode, StatefulProcessorNode, TableRepartitionNode
-from streamproc.dsl.internals.kstream_aggregate import KStreamAggregate, KStreamReduce
+from streamproc.dsl.internals.kstream_aggregate import (
+    KStreamAggregate,
+    KStreamReduce,
+    count_initializer,
+    counting_aggregator,
+)
 from streamproc.dsl.internals.kstream_session_window_aggregate import KStreamSessionWindowAggregate
 from streamproc.dsl.internals.kstream_sliding_window_aggregate import KStreamSlidingWindowAggregate
 from streamproc.dsl.internals.kstream_window_aggregate import KStreamWindowAggregate
@@ -33,10 +38,6 @@ if TYPE_CHECKING:
 
 def _name(named: Named | None) -> str | None:
     return None if named is None else named.name
-
-
-def _count_aggregator(_key: Any, _value: Any, aggregate: int) -> int:
-    return aggregate + 1
 
 
 class _AggregateBuilder:
@@ -157,7 +158,7 @@ class KGroupedStream:
             named,
             materialized,
             SERDES["Long"](),
-            lambda store: KStreamAggregate(store, lambda: 0, _count_aggregator),
+            lambda store: KStreamAggregate(store, count_initializer, counting_aggregator),
         )
 
     def reduce(
@@ -263,7 +264,7 @@ class WindowedKStream:
         w = self.windows
         if operation == "count":
             initializer: Callable[[], Any] = lambda: 0  # noqa: E731
-            aggregator: Callable[[Any, Any, Any], Any] = _count_aggregator
+            aggregator: Callable[[Any, Any, Any], Any] = counting_aggregator
             merger: Callable[[Any, Any, Any], Any] | None = lambda _k, a, b: a + b  # noqa: E731
         elif operation == "reduce":
             (reducer,) = args

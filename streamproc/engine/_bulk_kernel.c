@@ -16,10 +16,12 @@
  * Two more per-record helpers live here, each the compiled twin of a Python definition that stays the reference
  * (and the fallback when this module is not built), checked equal by the tests: ``murmur2``/``partition_for_key``
  * (partitioner.py, the sink's default partitioner) and ``build_slotted`` (slotted_init.build_slotted: the raw
- * records of a segment batch built from its columns).
+ * records of a segment batch built from its columns) and ``SlottedInit`` (slotted_init.fast_frozen_init: the
+ * ``__init__`` of the frozen slotted values built per record, ``Record``, ``ValueAndTimestamp``, ``Change``, ...).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* "Unknown" timestamp of RecordQueue/PartitionGroup (Kafka Streams' RecordQueue.UNKNOWN). */
@@ -858,6 +860,177 @@ static PyObject *build_slotted(PyObject *module, PyObject *const *args, Py_ssize
     return result;
 }
 
+/*
+ * SlottedInit(descriptors, names, defaults): a compiled ``__init__`` for a frozen slotted dataclass whose generated
+ * ``__init__`` (slotted_init.fast_frozen_init) only stores its arguments through the slot descriptors, in field
+ * order: the same parameters (positional or by name), the same defaults (for the last ``len(defaults)`` fields), the
+ * same stores, the same TypeErrors for a missing, unexpected or repeated argument, without a Python frame per
+ * instance. It is a method descriptor (``Record.__init__`` binds like a function); its ``__dict__`` carries the
+ * Python ``__init__``'s ``__signature__``, ``__qualname__``, ``__doc__`` and ``__slot_fields__``.
+ */
+#define SLOTTED_MAX_FIELDS 16
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *descriptors; /* tuple of slot descriptors, in field order */
+    PyObject *names;       /* tuple of the field names (str), in field order */
+    PyObject *defaults;    /* tuple: the defaults of the last len(defaults) fields */
+    PyObject *dict;
+    vectorcallfunc vectorcall;
+} SlottedInit;
+
+static PyObject *slotted_init_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
+                                         PyObject *kwnames) {
+    SlottedInit *init = (SlottedInit *)callable;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    Py_ssize_t fields = PyTuple_GET_SIZE(init->descriptors);
+    Py_ssize_t required = fields - PyTuple_GET_SIZE(init->defaults);
+    PyObject *values[SLOTTED_MAX_FIELDS];
+    if (nargs < 1) {
+        PyErr_SetString(PyExc_TypeError, "__init__() needs the instance as its first argument");
+        return NULL;
+    }
+    PyObject *self = args[0];
+    if (nargs - 1 > fields) {
+        PyErr_Format(PyExc_TypeError, "%s.__init__() takes %zd positional arguments but %zd were given",
+                     Py_TYPE(self)->tp_name, fields + 1, nargs);
+        return NULL;
+    }
+    for (Py_ssize_t f = 0; f < fields; f++) {
+        values[f] = f < nargs - 1 ? args[f + 1] : NULL;
+    }
+    if (kwnames != NULL) {
+        Py_ssize_t given = PyTuple_GET_SIZE(kwnames);
+        for (Py_ssize_t k = 0; k < given; k++) {
+            PyObject *name = PyTuple_GET_ITEM(kwnames, k);
+            Py_ssize_t found = -1;
+            for (Py_ssize_t f = 0; f < fields && found < 0; f++) {
+                PyObject *field = PyTuple_GET_ITEM(init->names, f);
+                if (field == name) {
+                    found = f;
+                } else {
+                    int equal = PyObject_RichCompareBool(field, name, Py_EQ);
+                    if (equal < 0) {
+                        return NULL;
+                    }
+                    if (equal) {
+                        found = f;
+                    }
+                }
+            }
+            if (found < 0) {
+                PyErr_Format(PyExc_TypeError, "%s.__init__() got an unexpected keyword argument '%S'",
+                             Py_TYPE(self)->tp_name, name);
+                return NULL;
+            }
+            if (values[found] != NULL) {
+                PyErr_Format(PyExc_TypeError, "%s.__init__() got multiple values for argument '%S'",
+                             Py_TYPE(self)->tp_name, name);
+                return NULL;
+            }
+            values[found] = args[nargs + k];
+        }
+    }
+    for (Py_ssize_t f = 0; f < fields; f++) {
+        if (values[f] == NULL) {
+            if (f < required) {
+                PyErr_Format(PyExc_TypeError, "%s.__init__() missing a required positional argument: '%S'",
+                             Py_TYPE(self)->tp_name, PyTuple_GET_ITEM(init->names, f));
+                return NULL;
+            }
+            values[f] = PyTuple_GET_ITEM(init->defaults, f - required);
+        }
+    }
+    for (Py_ssize_t f = 0; f < fields; f++) {
+        PyObject *descriptor = PyTuple_GET_ITEM(init->descriptors, f);
+        if (Py_TYPE(descriptor)->tp_descr_set(descriptor, self, values[f]) < 0) {
+            return NULL;
+        }
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *slotted_init_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    PyObject *descriptors, *names, *defaults;
+    if (kwds != NULL && PyDict_GET_SIZE(kwds) > 0) {
+        PyErr_SetString(PyExc_TypeError, "SlottedInit(descriptors, names, defaults) takes no keyword arguments");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "O!O!O!:SlottedInit", &PyTuple_Type, &descriptors, &PyTuple_Type, &names,
+                          &PyTuple_Type, &defaults)) {
+        return NULL;
+    }
+    Py_ssize_t fields = PyTuple_GET_SIZE(descriptors);
+    if (fields > SLOTTED_MAX_FIELDS || PyTuple_GET_SIZE(names) != fields ||
+        PyTuple_GET_SIZE(defaults) > fields) {
+        PyErr_SetString(PyExc_ValueError, "SlottedInit: one name per descriptor (at most 16), no more defaults");
+        return NULL;
+    }
+    for (Py_ssize_t f = 0; f < fields; f++) {
+        if (Py_TYPE(PyTuple_GET_ITEM(descriptors, f))->tp_descr_set == NULL ||
+            !PyUnicode_Check(PyTuple_GET_ITEM(names, f))) {
+            PyErr_SetString(PyExc_TypeError, "SlottedInit: settable descriptors and str names");
+            return NULL;
+        }
+    }
+    SlottedInit *init = (SlottedInit *)type->tp_alloc(type, 0);
+    if (init == NULL) {
+        return NULL;
+    }
+    init->descriptors = Py_NewRef(descriptors);
+    init->names = Py_NewRef(names);
+    init->defaults = Py_NewRef(defaults);
+    init->dict = NULL;
+    init->vectorcall = slotted_init_vectorcall;
+    return (PyObject *)init;
+}
+
+static int slotted_init_traverse(SlottedInit *init, visitproc visit, void *arg) {
+    Py_VISIT(init->descriptors);
+    Py_VISIT(init->names);
+    Py_VISIT(init->defaults);
+    Py_VISIT(init->dict);
+    return 0;
+}
+
+static int slotted_init_clear(SlottedInit *init) {
+    Py_CLEAR(init->descriptors);
+    Py_CLEAR(init->names);
+    Py_CLEAR(init->defaults);
+    Py_CLEAR(init->dict);
+    return 0;
+}
+
+static void slotted_init_dealloc(SlottedInit *init) {
+    PyObject_GC_UnTrack(init);
+    slotted_init_clear(init);
+    Py_TYPE(init)->tp_free((PyObject *)init);
+}
+
+static PyObject *slotted_init_get(PyObject *init, PyObject *obj, PyObject *type) {
+    if (obj == NULL || obj == Py_None) {
+        return Py_NewRef(init);
+    }
+    return PyMethod_New(init, obj);
+}
+
+static PyTypeObject SlottedInitType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "streamproc.engine._bulk_kernel.SlottedInit",
+    .tp_basicsize = sizeof(SlottedInit),
+    .tp_dealloc = (destructor)slotted_init_dealloc,
+    .tp_vectorcall_offset = offsetof(SlottedInit, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_getattro = PyObject_GenericGetAttr,
+    .tp_setattro = PyObject_GenericSetAttr,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_doc = "A compiled __init__ storing its arguments through slot descriptors (slotted_init.fast_frozen_init).",
+    .tp_traverse = (traverseproc)slotted_init_traverse,
+    .tp_clear = (inquiry)slotted_init_clear,
+    .tp_descr_get = slotted_init_get,
+    .tp_dictoffset = offsetof(SlottedInit, dict),
+    .tp_new = slotted_init_new,
+};
+
 static PyMethodDef methods[] = {
     {"steps", (PyCFunction)(void (*)(void))steps, METH_FASTCALL,
      "Run the bulk replay loop (``_BulkLoop._steps_python``) from the given state; returns the step count."},
@@ -906,5 +1079,16 @@ PyMODINIT_FUNC PyInit__bulk_kernel(void) {
     INTERN(s_fail_processing, "_fail_processing");
     INTERN(s_run, "run");
     INTERN(s_failed, "failed");
-    return PyModule_Create(&module_def);
+    if (PyType_Ready(&SlottedInitType) < 0) {
+        return NULL;
+    }
+    PyObject *module = PyModule_Create(&module_def);
+    if (module == NULL) {
+        return NULL;
+    }
+    if (PyModule_AddObjectRef(module, "SlottedInit", (PyObject *)&SlottedInitType) < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
 }

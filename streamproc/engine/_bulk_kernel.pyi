@@ -33,3 +33,12 @@ def partition_for_key(key: bytes, num_partitions: int, /) -> int:
 
 def build_slotted(type_: type, descriptors: tuple[object, ...], columns: tuple[list[Any], ...], /) -> list[Any]:
     """One ``type_`` instance per row, each field stored through its slot descriptor (``fast_frozen_init``)."""
+
+class SlottedInit:
+    """A compiled ``__init__`` storing its arguments through slot descriptors (``fast_frozen_init``)."""
+
+    def __init__(
+        self, descriptors: tuple[object, ...], names: tuple[str, ...], defaults: tuple[object, ...], /
+    ) -> None: ...
+    def __call__(self, instance: object, /, *args: Any, **kwargs: Any) -> None: ...
+    def __get__(self, instance: object, owner: type | None = None, /) -> Any: ...

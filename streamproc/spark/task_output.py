@@ -230,8 +230,15 @@ class TaskOutputCollector(RecordCollector):
         partition = None if partitioner is None else partitioner(topic, key, value, count)
         if partition is None:
             partition = UNASSIGNED
-        row = (self.sent, topic, partition, timestamp, key, value, _headers(headers), processor_node_id)
-        self.files.append((topic, partition), row)
+        cell = _NO_HEADERS if not headers else _headers(headers)
+        row = (self.sent, topic, partition, timestamp, key, value, cell, processor_node_id)
+        # self.files.append inlined: once per output record
+        where = (topic, partition)
+        rows = self.files._rows.get(where)
+        if rows is None or len(rows) >= ROW_GROUP_ROWS - 1:
+            self.files.append(where, row)
+        else:
+            rows.append(row)
         self.sent += 1
 
     def send_dead_letter_queue_record(self, record: DeadLetterQueueRecord, processor_node_id: str) -> None:
@@ -272,17 +279,24 @@ class TaskChangelogCollector(ChangelogCollector):
     def send(self, store_name: str, partition: TopicPartition, record: ChangelogRecord) -> None:
         if partition.partition != self.task_id.partition:
             super().send(store_name, partition, record)  # raises the wiring error
+        topic = partition.topic
         row = (
             self.sent,
             store_name,
-            partition.topic,
+            topic,
             partition.partition,
             record.timestamp,
             record.key,
             record.value,
-            _headers(record.headers),
+            _NO_HEADERS if not record.headers else _headers(record.headers),
         )
-        self.files.append((partition.topic, partition.partition), row)
+        # self.files.append inlined: once per store write
+        where = (topic, partition.partition)
+        rows = self.files._rows.get(where)
+        if rows is None or len(rows) >= ROW_GROUP_ROWS - 1:
+            self.files.append(where, row)
+        else:
+            rows.append(row)
         self.sent += 1
 
     def counts(self) -> dict[TopicPartition, int]:

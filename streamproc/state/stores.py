@@ -51,7 +51,10 @@ V = TypeVar("V")
 NO_TIMESTAMP = -1
 #: Largest Java int: the upper seqnum of a window key range (``WindowKeySchema.upperRangeFixedSize``).
 _MAX_SEQNUM = 0x7FFFFFFF
-_LONG_MAX = (1 << 63) - 1
+_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
+#: ``ts ‖ value``'s 8-byte big-endian timestamp (``store_encoding``), bound once for the timestamped store's hot path.
+_pack_long = struct.Struct(">q").pack
+_unpack_long_from = struct.Struct(">q").unpack_from
 
 RawRecord = ConsumerRecord[bytes | None, bytes | None]
 
@@ -560,7 +563,16 @@ class KeyValueStore(_KeyValueBytesBacked[K, V]):
 
 
 class TimestampedKeyValueStore(_KeyValueBytesBacked[K, V]):
-    """``state.TimestampedKeyValueStore``: values are :class:`ValueAndTimestamp`; stored as ``ts ‖ value``."""
+    """``state.TimestampedKeyValueStore``: values are :class:`ValueAndTimestamp`; stored as ``ts ‖ value``.
+
+    ``get``/``get_for_update`` and ``put``/``put_serialized`` run once or twice per record of every count and
+    aggregation, so they are written out in one frame each: the key serde, the bytes store, the ``ts ‖ value``
+    encoding of :mod:`streamproc.state.store_encoding` and the changelog record of
+    :func:`~streamproc.state.changelog.timestamped_key_value_write`, inlined for the common case (a non-null value
+    with a timestamp in Java's long range). Everything else (a tombstone, a value that serializes to null, an
+    out-of-range timestamp, a value too short to hold a timestamp) goes through those definitions, which stay the
+    rules; ``tests/unit/state/test_stores.py`` checks both paths give the same store bytes and changelog records.
+    """
 
     store_type = StoreType.TIMESTAMPED_KEY_VALUE
 
@@ -572,30 +584,62 @@ class TimestampedKeyValueStore(_KeyValueBytesBacked[K, V]):
         return None if value is None else ValueAndTimestamp(value, timestamp)  # ValueAndTimestamp.make
 
     def _write(self, key: bytes, value: ValueAndTimestamp[V] | None) -> None:
-        # The record timestamp stamps only a tombstone's changelog record: read (a call per write) only then.
-        if value is None or (raw := self._value(value.value)) is None:
-            stored, record = _tkv_write(key, None, None, self.context.record_timestamp())
+        inner = None if value is None else value.value
+        raw = None if inner is None else self.value_serde.serializer.serialize(self.serde_topic, inner)
+        if raw is not None:
+            timestamp = value.timestamp  # type: ignore[union-attr]  # raw is None when value is
+            if type(timestamp) is int and _LONG_MIN <= timestamp <= _LONG_MAX:
+                # store_encoding.value_and_timestamp and timestamped_key_value_write, inlined (see the class)
+                self.bytes_store.put(key, _pack_long(timestamp) + raw)
+                context = self.context
+                context.written = True
+                sink = context.sink
+                if sink is not None and (partition := context.changelog_partition) is not None:
+                    sink.send(self.name, partition, ChangelogRecord(key, raw, timestamp))
+                return
+            stored, record = _tkv_write(key, raw, timestamp, timestamp)
         else:
-            stored, record = _tkv_write(key, raw, value.timestamp, value.timestamp)
+            # The record timestamp stamps only a tombstone's changelog record: read (a call per write) only then.
+            stored, record = _tkv_write(key, None, None, self.context.record_timestamp())
         self.bytes_store.put(key, stored)
         self._log_record(record)
 
+    #: ``put`` of a key serialized by :meth:`get_for_update` (the same bytes store write and changelog record).
+    put_serialized = _write
+
     def get(self, key: K) -> ValueAndTimestamp[V] | None:
-        return self._decode(self.bytes_store.get(self._key(key)))
+        # _key and _decode inlined (see the class)
+        raw_key = None if key is None else self.key_serde.serializer.serialize(self.serde_topic, key)
+        if raw_key is None:
+            raw_key = self._key(key)  # raises StateError: null key, or a key that serialized to null
+        stored = self.bytes_store.get(raw_key)
+        if stored is None:
+            return None
+        if len(stored) < store_encoding.TIMESTAMP_SIZE:
+            return self._decode(stored)  # raises StateError
+        value = self.value_serde.deserializer.deserialize(self.serde_topic, stored[8:])
+        return None if value is None else ValueAndTimestamp(value, _unpack_long_from(stored)[0])
 
     def put(self, key: K, value: ValueAndTimestamp[V] | None) -> None:
-        self._write(self._key(key), value)
+        raw_key = None if key is None else self.key_serde.serializer.serialize(self.serde_topic, key)
+        if raw_key is None:
+            raw_key = self._key(key)  # raises StateError
+        self._write(raw_key, value)
 
     def get_for_update(self, key: K) -> tuple[bytes, ValueAndTimestamp[V] | None]:
         """``get``, and the serialized key for the :meth:`put_serialized` that follows (a read-modify-write such as
         ``KStreamAggregate``'s, once per record): the key is serialized once instead of twice, which for Kafka's
         deterministic serdes gives the same bytes ``MeteredKeyValueStore`` serializes for its ``get`` and ``put``."""
-        raw_key = self._key(key)
-        return raw_key, self._decode(self.bytes_store.get(raw_key))
-
-    def put_serialized(self, raw_key: bytes, value: ValueAndTimestamp[V] | None) -> None:
-        """``put`` of a key serialized by :meth:`get_for_update` (same bytes store write and changelog record)."""
-        self._write(raw_key, value)
+        raw_key = None if key is None else self.key_serde.serializer.serialize(self.serde_topic, key)
+        if raw_key is None:
+            raw_key = self._key(key)  # raises StateError
+        stored = self.bytes_store.get(raw_key)
+        if stored is None:
+            return raw_key, None
+        if len(stored) < store_encoding.TIMESTAMP_SIZE:
+            return raw_key, self._decode(stored)  # raises StateError
+        value = self.value_serde.deserializer.deserialize(self.serde_topic, stored[8:])
+        return raw_key, None if value is None else ValueAndTimestamp(value, _unpack_long_from(stored)[0])
 
     def put_if_absent(self, key: K, value: ValueAndTimestamp[V] | None) -> ValueAndTimestamp[V] | None:
         raw_key = self._key(key)

@@ -130,6 +130,74 @@ def test_timestamped_key_value_bytes_and_changelog() -> None:
     assert ValueAndTimestamp.make(None, 5) is None
 
 
+class _NullForEmpty:
+    """A user serializer that serializes ``""`` to null (Kafka then logs and stores a tombstone)."""
+
+    def serialize(self, topic: str, data: str | None) -> bytes | None:
+        return None if not data else data.encode()
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        ValueAndTimestamp("v", 1_700_000_000_000),
+        ValueAndTimestamp("v", -5),
+        ValueAndTimestamp("v", (1 << 63) - 1),
+        ValueAndTimestamp("v", -(1 << 63)),
+        ValueAndTimestamp("", 7),
+        ValueAndTimestamp(None, 7),
+        None,
+    ],
+)
+def test_timestamped_store_hot_path_writes_what_the_changelog_rule_says(value: ValueAndTimestamp[str] | None) -> None:
+    """``put``/``put_serialized``/``get``/``get_for_update`` inline the store encoding and the changelog record for
+    the common case; every case must give the bytes and record of ``changelog.timestamped_key_value_put``."""
+    from streamproc.engine.serdes import Serde
+    from streamproc.state.changelog import timestamped_key_value_put
+
+    serde: Serde[str] = Serde(_NullForEmpty(), serde_for("String").deserializer)  # type: ignore[arg-type]
+    for write in ("put", "put_serialized"):
+        sink = Sink()
+        raw = InMemoryKeyValueBytesStore()
+        store: TimestampedKeyValueStore[str, str] = TimestampedKeyValueStore(
+            "s", raw, serde_for("String"), serde, context(sink)
+        )
+        if write == "put":
+            store.put("k", value)
+        else:
+            raw_key, old = store.get_for_update("k")
+            assert (raw_key, old) == (b"k", None)
+            store.put_serialized(raw_key, value)
+        inner = None if value is None or value.value is None else _NullForEmpty().serialize("", value.value)
+        expected = timestamped_key_value_put(b"k", inner, None if value is None else value.timestamp, CTX_TS)
+        assert expected.store_write is not None
+        assert raw.get(b"k") == expected.store_write.value
+        assert sink.records == [expected.changelog]
+        stored = None if inner is None else value
+        assert store.get("k") == stored
+        assert store.get_for_update("k") == (b"k", stored)
+
+
+def test_timestamped_store_refuses_what_kafka_refuses() -> None:
+    raw = InMemoryKeyValueBytesStore()
+    store: TimestampedKeyValueStore[str, str] = TimestampedKeyValueStore(
+        "s", raw, serde_for("String"), serde_for("String"), context(Sink())
+    )
+    with pytest.raises(StateError, match="key cannot be null"):
+        store.get(None)  # type: ignore[arg-type]
+    with pytest.raises(StateError, match="key cannot be null"):
+        store.get_for_update(None)  # type: ignore[arg-type]
+    with pytest.raises(StateError, match="key cannot be null"):
+        store.put(None, ValueAndTimestamp("v", 1))  # type: ignore[arg-type]
+    with pytest.raises(StateError, match="does not fit in a Java long"):
+        store.put("k", ValueAndTimestamp("v", 1 << 63))
+    raw.put(b"short", b"1234567")
+    with pytest.raises(StateError, match="has no 8-byte timestamp"):
+        store.get("short")
+    with pytest.raises(StateError, match="has no 8-byte timestamp"):
+        store.get_for_update("short")
+
+
 def test_timestamped_restore_prepends_record_timestamp() -> None:
     raw = InMemoryKeyValueBytesStore()
     store: TimestampedKeyValueStore[str, str] = TimestampedKeyValueStore(
