@@ -122,10 +122,10 @@ def test_verify_with_the_plan_finds_a_half_done_store_and_a_partition_deleted_wh
     fetch_range(client, load_store(uri), first)  # a fetch that stopped after its first range: half done
     fetch_range(client, load_store(uri), second)
 
-    code, out, _ = cli("verify", "--store", uri)
+    code, out, err = cli("verify", "--store", uri)
     half_code, half_out, _ = cli("verify", "--store", uri, "--plan", str(plan_file))
 
-    assert code == 0 and "2 of 2 segment(s) verified" in out  # without the plan, nothing contradicts it
+    assert code == 0 and "2 of 2 segment(s) verified" in out, (code, out, err)  # nothing contradicts it without a plan
     assert half_code == 1
     assert "2 of 2 segment(s) verified; 2 of 3 planned range(s) staged" in half_out
     assert f"{topic}-2 [0, 20): planned offsets [0, 20) are not staged" in half_out
