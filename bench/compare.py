@@ -396,6 +396,29 @@ def _opt(row: dict[str, Any], key: str) -> str:
     return f"{row[key]:,}" if key in row else ""
 
 
+def override(
+    plan: Plan,
+    *,
+    sizes: str | None = None,
+    partitions: str | None = None,
+    cores: str | None = None,
+    repeats: int | None = None,
+    apis: str | None = None,
+    ks_variants: str | None = None,
+) -> Plan:
+    """``plan`` narrowed or widened by the command line's comma-separated lists (``--sizes 10000000 --partitions
+    32 --cores 2 --ks-variants 1:off,2:off``): one point of a curve without the plan's other points."""
+
+    def numbers(text: str | None, default: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(int(n) for n in text.split(",")) if text else default
+
+    variants = plan.ks_variants
+    if ks_variants:
+        variants = tuple((int(t), c) for t, c in (v.split(":") for v in ks_variants.split(",")))
+    return Plan(numbers(sizes, plan.sizes), numbers(partitions, plan.partitions), repeats or plan.repeats,
+                numbers(cores, plan.cores), variants, tuple(apis.split(",")) if apis else plan.apis)  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--full", action="store_true", help="every size, partition count, core count (make bench)")
@@ -419,19 +442,16 @@ def main(argv: list[str] | None = None) -> int:
                         "run replacing a failed one of the same configuration")  # fmt: skip
     parser.add_argument("--repeats", type=int, default=None)
     parser.add_argument("--sizes", default=None, help="records per data set, comma-separated (overrides the plan)")
+    parser.add_argument("--partitions", default=None, help="partitions per data set, comma-separated (e.g. 32)")
+    parser.add_argument("--cores", default=None, help="cores per run, comma-separated (e.g. 2: no 1-core points)")
     args = parser.parse_args(argv)
     plan = FULL if args.full else SCALING if args.scaling else QUICK
     if args.scaling:
         args.workloads = "count" if args.workloads == ",".join(WORKLOADS) else args.workloads
         args.systems = "streamproc,kafka-streams" if args.systems == SYSTEMS else args.systems
         args.label = args.label or "scaling"
-    if args.repeats or args.sizes or args.apis or args.ks_variants:
-        sizes = tuple(int(n) for n in args.sizes.split(",")) if args.sizes else plan.sizes
-        apis = tuple(args.apis.split(",")) if args.apis else plan.apis
-        variants = plan.ks_variants
-        if args.ks_variants:
-            variants = tuple((int(t), c) for t, c in (v.split(":") for v in args.ks_variants.split(",")))
-        plan = Plan(sizes, plan.partitions, args.repeats or plan.repeats, plan.cores, variants, apis)
+    plan = override(plan, sizes=args.sizes, partitions=args.partitions, cores=args.cores, repeats=args.repeats,
+                    apis=args.apis, ks_variants=args.ks_variants)  # fmt: skip
     if "quix-streams" in args.systems and not QUIX_PYTHON.exists():
         print(f"Quix Streams' venv {QUIX_PYTHON.parent.parent} is missing: run `make bench-venv`", file=sys.stderr)
         return 2
