@@ -515,12 +515,18 @@ def _stamp(label: str) -> str:
 def merge(files: list[Path], stamp: str) -> int:
     """One results file from several invocations' (a run interrupted by a broker restart, completed by ``--only``):
     every successful run, and a failure only while no file has that configuration measured; each file's plan, load
-    and wall time in the notes, so that a figure can be traced to its invocation."""
+    and wall time in the notes, so that a figure can be traced to its invocation. A ``streamproc run`` measured
+    before :mod:`bench.measure` counted its CPU in a cgroup (no ``cpu_s_rusage``) is left out: its figure lacks
+    the Spark Python workers' CPU, which ``getrusage`` never sees."""
     runs: list[dict[str, Any]] = []
     merged: dict[str, Any] = {"date": stamp[:10], "plan": "merged", "data_sets": [], "notes": [], "runs": runs}
+    undercounted = 0
     for f in files:
         part = json.loads(f.read_text())
         for run in part["runs"]:
+            if run["system"] == "streamproc" and "error" not in run and "cpu_s_rusage" not in run:
+                undercounted += 1  # measured before bench.measure's cgroup: its Spark workers' CPU is missing
+                continue
             runs.append({**run, "from": f.name})
         for data in part["data_sets"]:
             if data["topic"] not in {d["topic"] for d in merged["data_sets"]}:
@@ -528,6 +534,9 @@ def merge(files: list[Path], stamp: str) -> int:
         merged["notes"].append(f"`{f.name}`: plan {part['plan']}, load average {part['load_average_start']} at the "
                                f"start, {part.get('load_average_end', part['machine']['load_average_1m'])} at the end, "
                                f"{part.get('total_wall_s', '?')} s in all")  # fmt: skip
+    if undercounted:
+        merged["notes"].append(f"{undercounted} `streamproc run` row(s) left out: measured with getrusage alone, "
+                               "which misses the CPU of Spark's Python workers (bench/measure.py)")  # fmt: skip
     measured = {tuple(r[k] for k in KEY) for r in runs if "error" not in r}
     merged["runs"] = [r for r in runs if "error" not in r or tuple(r[k] for k in KEY) not in measured]
     merged["load_average_start"] = json.loads(files[0].read_text())["load_average_start"]
