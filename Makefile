@@ -117,7 +117,7 @@ bench-scaling: services
 
 # The points the quick and scaling plans leave out (bench/README.md, "10 M records and 32 partitions"): count and
 # pass-through at 10 M records (streamproc run, the engine, Kafka Streams 1 thread; produces the 10 M data set once,
-# ~250 MB on the broker), Kafka Streams' count with 2 threads and the default cache at 10 M, and count at 1 M × 32
+# ~470 MB on the broker), Kafka Streams' count with 2 threads and the default cache at 10 M, and count at 1 M × 32
 # partitions; 2 cores. One broker for all (started once, attached to), results under -10m-*/-32p-compare.*
 .PHONY: bench-10m
 bench-10m: services
