@@ -55,6 +55,8 @@ def per_cpu_second(summary: list[dict[str, Any]], records: int, partitions: int,
 
 def scaling(summary: list[dict[str, Any]], path: Path) -> Path:
     fig, (by_n, by_cores) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for ax in (by_n, by_cores):
+        ax.set_prop_cycle(color=plt.get_cmap("tab20").colors)  # more than 10 curves: no colour twice
     series: dict[str, list[tuple[int, int]]] = {}
     cores_series: dict[str, list[tuple[int, int]]] = {}
     top = max((r["cores"] for r in summary), default=1)
