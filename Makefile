@@ -115,6 +115,23 @@ bench-quick: services bench-venv
 bench-scaling: services
 	$(WITH_TOOLS) $(BIN)/python -m bench.compare --scaling
 
+# The points the quick and scaling plans leave out (bench/README.md, "10 M records and 32 partitions"): count and
+# pass-through at 10 M records (streamproc run, the engine, Kafka Streams 1 thread; produces the 10 M data set once,
+# ~470 MB on the broker), Kafka Streams' count with 2 threads and the default cache at 10 M, and count at 1 M × 32
+# partitions; 2 cores. One broker for all (started once, attached to), results under -10m-*/-32p-compare.*
+.PHONY: bench-10m
+bench-10m: services
+	$(WITH_TOOLS) $(BIN)/python -m bench.generator start
+	$(WITH_TOOLS) $(BIN)/python -m bench.compare --attach --cores 2 --sizes 1000000 --partitions 32 \
+		--workloads count --systems streamproc,streamproc-engine,kafka-streams --ks-variants 1:off,1:default --label 32p
+	$(WITH_TOOLS) $(BIN)/python -m bench.compare --attach --cores 2 --sizes 10000000 --workloads count \
+		--systems streamproc,streamproc-engine,kafka-streams --ks-variants 1:off --label 10m-count
+	$(WITH_TOOLS) $(BIN)/python -m bench.compare --attach --cores 2 --sizes 10000000 --workloads pass_through \
+		--systems streamproc,streamproc-engine,kafka-streams --ks-variants 1:off --label 10m-pass
+	$(WITH_TOOLS) $(BIN)/python -m bench.compare --attach --cores 2 --sizes 10000000 --workloads count \
+		--systems kafka-streams --ks-variants 2:off,1:default --label 10m-ks
+	$(WITH_TOOLS) $(BIN)/python -m bench.generator stop
+
 # Re-resolve the pins after changing pyproject.toml; installs come only from requirements.lock.
 lock: install
 	$(BIN)/uv pip compile pyproject.toml --all-extras --python-version 3.11 --universal -o requirements.lock

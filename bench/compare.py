@@ -206,6 +206,7 @@ def _figures(m: Measured, records: int) -> dict[str, Any]:
     return {
         "wall_s": round(m.wall_s, 2),
         "cpu_s": round(m.cpu_s, 2),
+        "cpu_s_rusage": round(m.cpu_s_rusage, 2),  # without children of a parent ignoring SIGCHLD (bench.measure)
         "records_per_s": round(records / m.wall_s),
         "records_per_cpu_s": round(records / m.cpu_s),
         "peak_rss_mb_largest": round(m.peak_rss_mb_largest, 1),
@@ -396,6 +397,29 @@ def _opt(row: dict[str, Any], key: str) -> str:
     return f"{row[key]:,}" if key in row else ""
 
 
+def override(
+    plan: Plan,
+    *,
+    sizes: str | None = None,
+    partitions: str | None = None,
+    cores: str | None = None,
+    repeats: int | None = None,
+    apis: str | None = None,
+    ks_variants: str | None = None,
+) -> Plan:
+    """``plan`` narrowed or widened by the command line's comma-separated lists (``--sizes 10000000 --partitions
+    32 --cores 2 --ks-variants 1:off,2:off``): one point of a curve without the plan's other points."""
+
+    def numbers(text: str | None, default: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(int(n) for n in text.split(",")) if text else default
+
+    variants = plan.ks_variants
+    if ks_variants:
+        variants = tuple((int(t), c) for t, c in (v.split(":") for v in ks_variants.split(",")))
+    return Plan(numbers(sizes, plan.sizes), numbers(partitions, plan.partitions), repeats or plan.repeats,
+                numbers(cores, plan.cores), variants, tuple(apis.split(",")) if apis else plan.apis)  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--full", action="store_true", help="every size, partition count, core count (make bench)")
@@ -419,19 +443,16 @@ def main(argv: list[str] | None = None) -> int:
                         "run replacing a failed one of the same configuration")  # fmt: skip
     parser.add_argument("--repeats", type=int, default=None)
     parser.add_argument("--sizes", default=None, help="records per data set, comma-separated (overrides the plan)")
+    parser.add_argument("--partitions", default=None, help="partitions per data set, comma-separated (e.g. 32)")
+    parser.add_argument("--cores", default=None, help="cores per run, comma-separated (e.g. 2: no 1-core points)")
     args = parser.parse_args(argv)
     plan = FULL if args.full else SCALING if args.scaling else QUICK
     if args.scaling:
         args.workloads = "count" if args.workloads == ",".join(WORKLOADS) else args.workloads
         args.systems = "streamproc,kafka-streams" if args.systems == SYSTEMS else args.systems
         args.label = args.label or "scaling"
-    if args.repeats or args.sizes or args.apis or args.ks_variants:
-        sizes = tuple(int(n) for n in args.sizes.split(",")) if args.sizes else plan.sizes
-        apis = tuple(args.apis.split(",")) if args.apis else plan.apis
-        variants = plan.ks_variants
-        if args.ks_variants:
-            variants = tuple((int(t), c) for t, c in (v.split(":") for v in args.ks_variants.split(",")))
-        plan = Plan(sizes, plan.partitions, args.repeats or plan.repeats, plan.cores, variants, apis)
+    plan = override(plan, sizes=args.sizes, partitions=args.partitions, cores=args.cores, repeats=args.repeats,
+                    apis=args.apis, ks_variants=args.ks_variants)  # fmt: skip
     if "quix-streams" in args.systems and not QUIX_PYTHON.exists():
         print(f"Quix Streams' venv {QUIX_PYTHON.parent.parent} is missing: run `make bench-venv`", file=sys.stderr)
         return 2
@@ -494,12 +515,18 @@ def _stamp(label: str) -> str:
 def merge(files: list[Path], stamp: str) -> int:
     """One results file from several invocations' (a run interrupted by a broker restart, completed by ``--only``):
     every successful run, and a failure only while no file has that configuration measured; each file's plan, load
-    and wall time in the notes, so that a figure can be traced to its invocation."""
+    and wall time in the notes, so that a figure can be traced to its invocation. A ``streamproc run`` measured
+    before :mod:`bench.measure` counted its CPU in a cgroup (no ``cpu_s_rusage``) is left out: its figure lacks
+    the Spark Python workers' CPU, which ``getrusage`` never sees."""
     runs: list[dict[str, Any]] = []
     merged: dict[str, Any] = {"date": stamp[:10], "plan": "merged", "data_sets": [], "notes": [], "runs": runs}
+    undercounted = 0
     for f in files:
         part = json.loads(f.read_text())
         for run in part["runs"]:
+            if run["system"] == "streamproc" and "error" not in run and "cpu_s_rusage" not in run:
+                undercounted += 1  # measured before bench.measure's cgroup: its Spark workers' CPU is missing
+                continue
             runs.append({**run, "from": f.name})
         for data in part["data_sets"]:
             if data["topic"] not in {d["topic"] for d in merged["data_sets"]}:
@@ -507,6 +534,9 @@ def merge(files: list[Path], stamp: str) -> int:
         merged["notes"].append(f"`{f.name}`: plan {part['plan']}, load average {part['load_average_start']} at the "
                                f"start, {part.get('load_average_end', part['machine']['load_average_1m'])} at the end, "
                                f"{part.get('total_wall_s', '?')} s in all")  # fmt: skip
+    if undercounted:
+        merged["notes"].append(f"{undercounted} `streamproc run` row(s) left out: measured with getrusage alone, "
+                               "which misses the CPU of Spark's Python workers (bench/measure.py)")  # fmt: skip
     measured = {tuple(r[k] for k in KEY) for r in runs if "error" not in r}
     merged["runs"] = [r for r in runs if "error" not in r or tuple(r[k] for k in KEY) not in measured]
     merged["load_average_start"] = json.loads(files[0].read_text())["load_average_start"]

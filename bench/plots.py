@@ -55,13 +55,18 @@ def per_cpu_second(summary: list[dict[str, Any]], records: int, partitions: int,
 
 def scaling(summary: list[dict[str, Any]], path: Path) -> Path:
     fig, (by_n, by_cores) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for ax in (by_n, by_cores):
+        ax.set_prop_cycle(color=plt.get_cmap("tab20").colors)  # more than 10 curves: no colour twice
     series: dict[str, list[tuple[int, int]]] = {}
     cores_series: dict[str, list[tuple[int, int]]] = {}
     top = max((r["cores"] for r in summary), default=1)
     for r in summary:
         name = f"{r['system']} {r['variant']} {r['workload']} {r['partitions']}p"
-        if r["cores"] == top:
+        if r["cores"] == top or r["system"] == "streamproc-engine":  # the engine runs on one core at any N
             series.setdefault(name, []).append((r["records"], r["records_per_cpu_s"]))
+            if "records_per_stream_thread_cpu_s" in r:  # Kafka Streams' steady state, set against the engine
+                threads = series.setdefault(name + " (stream threads)", [])
+                threads.append((r["records"], r["records_per_stream_thread_cpu_s"]))
         if r["system"] != "streamproc-engine":  # Kafka Streams' 2 threads on 2 cores: a point of its own
             variant = r["variant"].replace(f"local[{r['cores']}]", "local[c]")
             cname = f"{r['system']} {variant} {r['workload']} {r['records']:,} {r['partitions']}p"
@@ -69,13 +74,18 @@ def scaling(summary: list[dict[str, Any]], path: Path) -> Path:
             # second core costs or saves in work is what stays comparable (the wall figures are in the table)
             cores_series.setdefault(cname, []).append((r["cores"], r["records_per_cpu_s"]))
     for name, points in sorted(series.items()):
+        if len({p[0] for p in points}) < 2 and len(series) > 1:  # a curve needs two sizes; single points clutter
+            continue
         points.sort()
-        by_n.plot([p[0] for p in points], [p[1] for p in points], "o-", label=name)
+        style = "o--" if name.endswith("(stream threads)") else "o-"
+        by_n.plot([p[0] for p in points], [p[1] for p in points], style, label=name)
     by_n.set_xscale("log")
     by_n.set_xlabel("records")
     by_n.set_ylabel("records per CPU-second")
     by_n.set_title(f"over N ({top} cores)")
     for name, points in sorted(cores_series.items()):
+        if len({p[0] for p in points}) < 2 and len(cores_series) > 1:
+            continue
         points.sort()
         by_cores.plot([p[0] for p in points], [p[1] for p in points], "o-", label=name)
     by_cores.set_xlabel("cores (taskset; Spark local[c])")
@@ -83,7 +93,10 @@ def scaling(summary: list[dict[str, Any]], path: Path) -> Path:
     by_cores.set_title("over cores")
     by_cores.set_xticks(sorted({r["cores"] for r in summary}))
     for ax in (by_n, by_cores):
-        ax.legend(fontsize=5, ncol=1)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=5, ncol=1)
+        else:
+            ax.text(0.5, 0.5, "no configuration measured at two points", ha="center", transform=ax.transAxes)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -42,6 +42,19 @@ def test_scaling_has_both_curves() -> None:
     assert {r["records"] for r in two_threads} == set(compare.SCALING.sizes)
 
 
+def test_the_command_line_narrows_a_plan_to_the_points_asked_for() -> None:
+    """``--sizes 10000000 --partitions 32 --cores 2 --ks-variants …``: the 10 M and 32-partition points alone."""
+    plan = compare.override(compare.QUICK, sizes="10000000", partitions="32", cores="2", ks_variants="1:off,2:off")
+    rows = _rows(plan, ("count",))
+    assert {(r["records"], r["partitions"]) for r in rows} == {(10_000_000, 32)}
+    assert {r["cores"] for r in rows if r["system"] != "streamproc-engine"} == {2}  # the engine runs on one core
+    assert {(r.get("threads"), r.get("cache")) for r in rows if r["system"] == "kafka-streams"} == {
+        (1, "off"),
+        (2, "off"),
+    }
+    assert compare.override(compare.SCALING) == compare.SCALING  # nothing asked: the plan as it is
+
+
 def test_a_second_user_of_the_cached_broker_attaches_and_the_last_one_stops_it() -> None:
     """Two invocations (here: this process and a child) never restart the broker under each other's runs."""
     import subprocess

@@ -3,9 +3,12 @@
 Runs ``streamproc run`` in this process on a bench data set (``bench/compare.py``'s broker and records) with the
 workload of ``bench/workloads.py``, as ``compare.py`` runs it, and prints per step (plan, fetch, process, hand-off)
 the wall seconds, this process's CPU seconds (the CLI: plan, fetch, Spark's driver side, hand-off) and its reaped
-children's (Spark's JVM and Python workers: this process is a child subreaper, so every descendant is counted when
-it ends). ``--profile DIR`` adds a cProfile of the driver per step (``DIR/driver-<step>.txt``) and Spark's Python
-worker profiles (``spark.python.profile``: ``DIR/workers.txt``)::
+children's (Spark's JVM; this process is a child subreaper, so a descendant is counted when it ends). **Not
+counted: Spark's Python workers** — PySpark's daemon ignores ``SIGCHLD``, so the kernel reaps its workers and their
+CPU reaches nobody's ``getrusage`` (``bench/measure.py``; ``bench.compare`` counts a run's CPU in a cgroup instead):
+the "process" step's CPU here is the JVM's alone, and the records/CPU-s line is too high. ``--profile DIR`` adds
+a cProfile of the driver per step (``DIR/driver-<step>.txt``) and Spark's Python worker profiles
+(``spark.python.profile``: ``DIR/workers.txt``)::
 
     python -m bench.profiles.run BOOTSTRAP pass_through --records 1000000 [--profile /tmp/prof]
 
@@ -169,7 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     cpu = own_total + ended_total + live_total
     print(f"{'total':<10} {total_wall:8.1f} {own_total:10.1f} {ended_total:12.1f}  still live at the end: "
           + ", ".join(f"{k} {v:.1f}" for k, v in sorted(before_exit.items())))  # fmt: skip
-    print(f"records/CPU-s {args.records / cpu:,.0f}; load average {os.getloadavg()[0]:.1f}", flush=True)
+    print(f"records/CPU-s {args.records / cpu:,.0f} without Spark's Python workers (module doc); load average "
+          f"{os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
     if args.profile is not None:
         dump = args.profile / "workers"
         if dump.is_dir():
