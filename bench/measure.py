@@ -12,10 +12,13 @@ separate process shared by every system: its CPU and disk bytes in the window ar
 ``getrusage(RUSAGE_CHILDREN)`` misses one kind of process: a child of a parent that ignores ``SIGCHLD`` is reaped by
 the kernel, and its CPU is added to nobody's children's total. PySpark's forking daemon does that
 (``signal(SIGCHLD, SIG_IGN)``), so every Python worker that exits before the daemon — all of a ``streamproc run``'s
-task processing, or part of it — was left out of the figure. Where the cgroup-v1 ``cpuacct`` controller is mounted
-(``/sys/fs/cgroup/cpuacct``), each run's commands therefore start in a cgroup of their own (:class:`_CpuAccount`),
-whose ``cpuacct.usage`` charges every process and thread of the run as it runs, reaped by anyone or not; that is
-the run's CPU. The ``getrusage`` figure is kept beside it (``cpu_s_rusage``) to show what it left out.
+task processing, or part of it — was left out of the figure. Each run's commands therefore start in a cgroup of
+their own (:class:`_CpuAccount`), which charges every process and thread of the run as it runs, reaped by anyone or
+not; that is the run's CPU: the cgroup-v1 ``cpuacct`` controller's ``cpuacct.usage`` where it is mounted
+(``/sys/fs/cgroup/cpuacct``), else a cgroup-v2 hierarchy's ``cpu.stat`` ``usage_usec`` (``/sys/fs/cgroup`` or a
+hybrid's ``/sys/fs/cgroup/unified``; v2 counts CPU in every cgroup). Where neither can be written the figure falls
+back to ``getrusage`` and a warning says that ``streamproc run``'s figures then miss its Python workers. The
+``getrusage`` figure is kept beside it (``cpu_s_rusage``) to show what it left out.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import ctypes
 import os
 import resource
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -33,6 +37,8 @@ from pathlib import Path
 from bench.resources import peak_rss_mb
 
 _CPUACCT = Path("/sys/fs/cgroup/cpuacct")
+#: cgroup-v2 hierarchies, in the order tried: a v2-only machine's root, a hybrid machine's unified mount.
+_CGROUP2 = (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/unified"))
 
 _TICKS = os.sysconf("SC_CLK_TCK")
 _PR_SET_CHILD_SUBREAPER = 36
@@ -114,22 +120,44 @@ class _PeakSampler:
 
 
 class _CpuAccount:
-    """A ``cpuacct`` cgroup for one run's processes (module doc): every command joins it before ``exec``; its
-    ``cpuacct.usage`` is the CPU of every process the run started. Absent (None figures) without cgroup v1."""
+    """A cgroup for one run's processes (module doc): every command joins it before ``exec``; its usage is the CPU
+    of every process the run started. Absent (None figures) where no cgroup can be made here."""
 
     @staticmethod
-    def available() -> bool:
-        return (_CPUACCT / "cpuacct.usage").exists() and os.access(_CPUACCT, os.W_OK)
+    def hierarchy() -> tuple[Path, str] | None:
+        """Where a run's cgroup goes and the file that holds its usage: v1 ``cpuacct`` first, then v2."""
+        if (_CPUACCT / "cpuacct.usage").exists() and os.access(_CPUACCT, os.W_OK):
+            return _CPUACCT, "cpuacct.usage"
+        for root in _CGROUP2:
+            if (root / "cgroup.controllers").exists() and os.access(root, os.W_OK):
+                return root, "cpu.stat"
+        return None
+
+    @classmethod
+    def available(cls) -> bool:
+        return cls.hierarchy() is not None
 
     def __init__(self) -> None:
         self.path: Path | None = None
-        if self.available():
-            path = _CPUACCT / f"streamproc-bench-{os.getpid()}-{time.monotonic_ns()}"
+        self._usage_file = ""
+        found = self.hierarchy()
+        if found is not None:
+            root, self._usage_file = found
+            path = root / f"streamproc-bench-{os.getpid()}-{time.monotonic_ns()}"
             try:
                 path.mkdir()
                 self.path = path
             except OSError:
                 self.path = None
+        if self.path is None and not _CpuAccount._warned:
+            _CpuAccount._warned = True
+            print(
+                "bench.measure: no writable cgroup (v1 cpuacct or v2) here: CPU figures are getrusage's, which miss "
+                "processes reaped by the kernel (streamproc run's Spark Python workers): its rec/CPU-s are too high",
+                file=sys.stderr,
+            )
+
+    _warned = False
 
     def wrap(self, command: Sequence[str]) -> list[str]:
         """``command`` started by a shell that joins the cgroup and then ``exec``s it: the command, and so all it
@@ -141,7 +169,11 @@ class _CpuAccount:
     def cpu_s(self) -> float | None:
         if self.path is None:
             return None
-        return int((self.path / "cpuacct.usage").read_text()) / 1e9
+        text = (self.path / self._usage_file).read_text()
+        if self._usage_file == "cpuacct.usage":
+            return int(text) / 1e9
+        usage = dict(line.split() for line in text.splitlines() if line.strip())
+        return int(usage["usage_usec"]) / 1e6
 
     def close(self) -> None:
         """Remove the cgroup (possible once its processes are gone: after :func:`_reap_orphans`)."""
