@@ -166,6 +166,16 @@ class _CpuAccount:
             return list(command)
         return ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(self.path), *command]
 
+    def join(self, pid: int) -> None:
+        """Move ``pid`` (and so whatever it starts from now on) into the cgroup."""
+        if self.path is not None:
+            (self.path / "cgroup.procs").write_text(str(pid))
+
+    def leave(self, pid: int) -> None:
+        """Move ``pid`` back to the hierarchy's root, so that the cgroup can be removed."""
+        if self.path is not None:
+            (self.path.parent / "cgroup.procs").write_text(str(pid))
+
     def cpu_s(self) -> float | None:
         if self.path is None:
             return None

@@ -3,10 +3,11 @@
 Runs ``streamproc run`` in this process on a bench data set (``bench/compare.py``'s broker and records) with the
 workload of ``bench/workloads.py``, as ``compare.py`` runs it, and prints per step (plan, fetch, process, hand-off)
 the wall seconds, this process's CPU seconds (the CLI: plan, fetch, Spark's driver side, hand-off) and its reaped
-children's (Spark's JVM; this process is a child subreaper, so a descendant is counted when it ends). **Not
-counted: Spark's Python workers** — PySpark's daemon ignores ``SIGCHLD``, so the kernel reaps its workers and their
-CPU reaches nobody's ``getrusage`` (``bench/measure.py``; ``bench.compare`` counts a run's CPU in a cgroup instead):
-the "process" step's CPU here is the JVM's alone, and the records/CPU-s line is too high. ``--profile DIR`` adds
+children's (Spark's JVM; this process is a child subreaper, so a descendant is counted when it ends), and the whole
+run's CPU per step from a cgroup this process joins first (``bench.measure._CpuAccount``): Spark's Python workers are
+reaped by the kernel (PySpark's daemon ignores ``SIGCHLD``), so their CPU reaches nobody's ``getrusage``; the
+``workers`` column is the cgroup's figure less everything else. Without a writable cgroup that column is empty and
+the records/CPU-s line leaves the workers out (it says so). ``--profile DIR`` adds
 a cProfile of the driver per step (``DIR/driver-<step>.txt``) and Spark's Python worker profiles
 (``spark.python.profile``: ``DIR/workers.txt``)::
 
@@ -35,7 +36,7 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from bench.measure import _process_table, become_subreaper
+from bench.measure import _CpuAccount, _process_table, become_subreaper
 
 
 def _cpu(who: int) -> float:
@@ -90,6 +91,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--conf", action="append", default=[], help="extra Spark KEY=VALUE")
     args = parser.parse_args(argv)
     become_subreaper()
+    account = _CpuAccount()
+    account.join(os.getpid())
+    try:
+        return _profile(args, account)
+    finally:
+        account.leave(os.getpid())
+        account.close()
+
+
+def _profile(args: argparse.Namespace, account: _CpuAccount) -> int:
     from streamproc import run_cli
     from streamproc.cli import main as cli_main
 
@@ -100,13 +111,13 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["STREAMPROC_BENCH_OUTPUT"] = output
     app = f"bench-prof-{uuid.uuid4().hex[:8]}"
     work = Path(tempfile.mkdtemp(prefix="streamproc-prof-"))
-    rows: list[tuple[str, float, float, float, dict[str, float]]] = []
+    rows: list[tuple[str, float, float, float, dict[str, float], float | None]] = []
     original = run_cli.StepTimes.step
 
     @contextlib.contextmanager
     def step(self: Any, name: str) -> Iterator[None]:
         wall, own, children = time.perf_counter(), _cpu(resource.RUSAGE_SELF), _cpu(resource.RUSAGE_CHILDREN)
-        live = _descendants_cpu()
+        live, run0 = _descendants_cpu(), account.cpu_s()
         profiler = cProfile.Profile() if args.profile else None
         try:
             with original(self, name):
@@ -123,7 +134,9 @@ def main(argv: list[str] | None = None) -> int:
             ended = _cpu(resource.RUSAGE_CHILDREN) - children
             # live descendants: what they used during the step (a process that ended is in `ended` whole)
             used = {k: v - live.get(k, 0.0) for k, v in now.items() if v - live.get(k, 0.0) > 0.05}
-            rows.append((name, time.perf_counter() - wall, _cpu(resource.RUSAGE_SELF) - own, ended, used))
+            run1 = account.cpu_s()
+            run_cpu = None if run0 is None or run1 is None else run1 - run0
+            rows.append((name, time.perf_counter() - wall, _cpu(resource.RUSAGE_SELF) - own, ended, used, run_cpu))
             if profiler is not None and args.profile is not None:
                 text = io.StringIO()
                 pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(60)
@@ -151,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
                "replication.factor=1", "--yes"]  # fmt: skip
     for c in conf:
         command += ["--conf", c]
-    started = time.perf_counter()
+    started, run_started = time.perf_counter(), account.cpu_s()
     try:
         cli_main.main(command, standalone_mode=False)
     finally:
@@ -163,17 +176,23 @@ def main(argv: list[str] | None = None) -> int:
     _reap()
     total_wall = time.perf_counter() - started
     before_exit = _descendants_cpu()  # Spark's gateway JVM lives until the CLI's process ends
-    print(f"{'step':<10} {'wall s':>8} {'CLI CPU s':>10} {'ended CPU s':>12}  live descendants' CPU s")
-    for name, wall, own, ended, used in rows:
+    run_total = None if run_started is None else (account.cpu_s() or 0.0) - run_started
+    print(f"{'step':<10} {'wall s':>8} {'CLI CPU s':>10} {'ended CPU s':>12} {'workers':>8}  live descendants' CPU s")
+    for name, wall, own, ended, used, run_cpu in rows:
         detail = ", ".join(f"{k} {v:.1f}" for k, v in sorted(used.items()))
-        print(f"{name:<10} {wall:8.1f} {own:10.1f} {ended:12.1f}  {detail}")
+        workers = "" if run_cpu is None else f"{run_cpu - own - ended - sum(used.values()):.1f}"
+        print(f"{name:<10} {wall:8.1f} {own:10.1f} {ended:12.1f} {workers:>8}  {detail}")
     own_total, ended_total = sum(r[2] for r in rows), sum(r[3] for r in rows)
     live_total = sum(before_exit.values())
-    cpu = own_total + ended_total + live_total
-    print(f"{'total':<10} {total_wall:8.1f} {own_total:10.1f} {ended_total:12.1f}  still live at the end: "
+    print(f"{'total':<10} {total_wall:8.1f} {own_total:10.1f} {ended_total:12.1f} {'':>8}  still live at the end: "
           + ", ".join(f"{k} {v:.1f}" for k, v in sorted(before_exit.items())))  # fmt: skip
-    print(f"records/CPU-s {args.records / cpu:,.0f} without Spark's Python workers (module doc); load average "
-          f"{os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
+    if run_total is None:
+        cpu = own_total + ended_total + live_total
+        print(f"records/CPU-s {args.records / cpu:,.0f} without Spark's Python workers (no writable cgroup here); "
+              f"load average {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
+    else:
+        print(f"records/CPU-s {args.records / run_total:,.0f} (every process of the run, {run_total:.1f} CPU s from "
+              f"its cgroup); load average {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
     if args.profile is not None:
         dump = args.profile / "workers"
         if dump.is_dir():
