@@ -25,6 +25,7 @@ from streamproc.plan.cluster_snapshot import TopicPartition
 from streamproc.plan.run_plan import PlannedTask, RunPlan
 from streamproc.spark.task_output import TaskObjects
 from streamproc.storage.object_store import ObjectStore
+from streamproc.storage.segments import ARROW_USE_THREADS
 
 #: Record headers as the producer takes them: (key, value) pairs; empty for nearly every record.
 Headers = tuple[tuple[str, bytes | None], ...]
@@ -149,7 +150,9 @@ _BATCH_ROWS = 64 * 1024
 def _rows(store: ObjectStore, name: str) -> Iterator[Row]:
     """The rows of one output or changelog object, in file order, a batch of columns at a time."""
     parquet = pq.ParquetFile(pa.BufferReader(store.get(name)))
-    for batch in parquet.iter_batches(batch_size=_BATCH_ROWS, columns=["timestamp", "key", "value", "headers"]):
+    for batch in parquet.iter_batches(
+        batch_size=_BATCH_ROWS, columns=["timestamp", "key", "value", "headers"], use_threads=ARROW_USE_THREADS
+    ):
         timestamps, keys, values = (batch.column(i).to_pylist() for i in range(3))
         yield from zip(timestamps, keys, values, _headers(batch.column(3)), strict=True)
 

@@ -434,6 +434,14 @@ class SegmentWriter:
 
 
 # ------------------------------------------------------------------------------------------------------ reading
+#: Parquet read in streamproc's own processes (the CLI, Airflow tasks) does not use Arrow's thread pool: a pool thread
+#: Arrow started is still alive when the interpreter exits, and its C++ destructor then calls ``std::terminate``
+#: ("terminate called without an active exception", SIGABRT, exit -6; apache/arrow#34314). It aborted
+#: ``streamproc verify`` once in 60 runs on a loaded machine, after its work was done. Spark's Python workers leave
+#: through ``os._exit`` and may use the pool.
+ARROW_USE_THREADS = False
+
+
 def decode_segment(data: bytes, name: str) -> pa.Table:
     """The table in ``data``, checked against :data:`SEGMENT_SCHEMA` and offset order; ``name`` is for messages.
 
@@ -441,7 +449,7 @@ def decode_segment(data: bytes, name: str) -> pa.Table:
     :class:`ManifestError` naming the object.
     """
     try:
-        table = pq.read_table(pa.BufferReader(data))
+        table = pq.ParquetFile(pa.BufferReader(data)).read(use_threads=ARROW_USE_THREADS)
     except (pa.ArrowException, OSError, ValueError) as e:
         raise ManifestError(
             f"object '{name}' is not a readable Parquet segment ({e}); delete it and fetch its range again"
@@ -487,8 +495,9 @@ def decode_segment(data: bytes, name: str) -> pa.Table:
 
 
 def records_from_table(table: pa.Table) -> Iterator[RawRecord]:
-    """The rows of a checked segment table as raw consumer records, in offset order (one batch in memory at a time)."""
-    for batch in table.to_batches():
+    """The rows of a checked segment table as raw consumer records, in offset order (one batch in memory at a time:
+    a table read in one chunk is cut, without copying, into batches of a row group's size)."""
+    for batch in table.to_batches(max_chunksize=ROW_GROUP_ROWS):
         yield from records_from_batch(batch)
 
 
