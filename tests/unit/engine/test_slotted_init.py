@@ -131,11 +131,11 @@ CALLS = [
 ]
 
 
-@pytest.mark.skipif(_bulk_kernel is None, reason="the kernel is not built")
 @pytest.mark.parametrize(("args", "kwargs"), CALLS)
 def test_the_compiled_init_builds_and_refuses_what_the_generated_one_does(args: Any, kwargs: Any) -> None:
     """The kernel's ``SlottedInit`` against the generated ``__init__`` it stands in for, called the same way: equal
     instances, or a ``TypeError`` for the same reason (missing, unexpected, repeated, too many arguments)."""
+    assert _bulk_kernel is not None, "the C kernel is not built: `make install` builds it"
     generated = _generated(Fast)
 
     def python_built() -> Fast:
