@@ -123,6 +123,9 @@ class _CpuAccount:
     """A cgroup for one run's processes (module doc): every command joins it before ``exec``; its usage is the CPU
     of every process the run started. Absent (None figures) where no cgroup can be made here."""
 
+    #: The fallback to getrusage is said once per process.
+    _warned = False
+
     @staticmethod
     def hierarchy() -> tuple[Path, str] | None:
         """Where a run's cgroup goes and the file that holds its usage: v1 ``cpuacct`` first, then v2."""
@@ -156,8 +159,6 @@ class _CpuAccount:
                 "processes reaped by the kernel (streamproc run's Spark Python workers): its rec/CPU-s are too high",
                 file=sys.stderr,
             )
-
-    _warned = False
 
     def wrap(self, command: Sequence[str]) -> list[str]:
         """``command`` started by a shell that joins the cgroup and then ``exec``s it: the command, and so all it

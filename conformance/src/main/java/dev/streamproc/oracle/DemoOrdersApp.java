@@ -268,7 +268,6 @@ public final class DemoOrdersApp {
                                        final String topic, final long total) throws Exception {
         final Properties adminProps = new Properties();
         adminProps.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        final long deadline = System.currentTimeMillis() + 300_000L;
         try (Admin admin = Admin.create(adminProps)) {
             final int partitions = admin.describeTopics(java.util.List.of(topic)).allTopicNames().get()
                 .get(topic).partitions().size();
@@ -277,37 +276,20 @@ public final class DemoOrdersApp {
                 latest.put(new TopicPartition(topic, p), OffsetSpec.latest());
             }
             final var ends = total < 0 ? admin.listOffsets(latest).all().get() : null;
-            while (true) {
-                final KafkaStreams.State state = streams.state();
-                if (state == KafkaStreams.State.ERROR || state == KafkaStreams.State.NOT_RUNNING
-                    || state == KafkaStreams.State.PENDING_ERROR) {
-                    StateResumeApp.emit(Map.of("event", "error", "message", "Kafka Streams state " + state));
-                    System.exit(3);
-                }
-                final Map<TopicPartition, OffsetAndMetadata> committed =
-                    admin.listConsumerGroupOffsets(applicationId).partitionsToOffsetAndMetadata().get();
-                boolean done = state == KafkaStreams.State.RUNNING;
-                long sum = 0;
-                for (final TopicPartition tp : latest.keySet()) {
-                    final OffsetAndMetadata offset = committed.get(tp);
-                    final long at = offset == null ? 0 : offset.offset();
-                    sum += at;
-                    if (ends != null) {
-                        done &= at >= ends.get(tp).offset();
+            StateResumeApp.awaitCommitted(streams, admin, applicationId, 300_000L, "the committed offsets of " + topic,
+                committed -> {
+                    boolean done = true;
+                    long sum = 0;
+                    for (final TopicPartition tp : latest.keySet()) {
+                        final OffsetAndMetadata offset = committed.get(tp);
+                        final long at = offset == null ? 0 : offset.offset();
+                        sum += at;
+                        if (ends != null) {
+                            done &= at >= ends.get(tp).offset();
+                        }
                     }
-                }
-                done &= ends != null || sum >= total;
-                if (done) {
-                    return;
-                }
-                if (System.currentTimeMillis() > deadline) {
-                    StateResumeApp.emit(Map.of("event", "error", "message",
-                        "timed out waiting for the committed offsets of " + topic + ": " + committed));
-                    streams.close(Duration.ofSeconds(30));
-                    System.exit(4);
-                }
-                Thread.sleep(100);
-            }
+                    return done && (ends != null || sum >= total);
+                });
         }
     }
 }

@@ -15,7 +15,6 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.TopicDescription;
-import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
@@ -97,8 +96,8 @@ final class DslAppRunner {
             final KafkaStreams streams = StateResumeApp.start(topology, props, restored);
             final Map<String, Object> contents = new TreeMap<>();
             try {
-                awaitCommitted(streams, admin, applicationId, inputEnds);
-                awaitCommitted(streams, admin, applicationId, ends(admin, repartitions));
+                StateResumeApp.awaitCommitted(streams, admin, applicationId, inputEnds);
+                StateResumeApp.awaitCommitted(streams, admin, applicationId, ends(admin, repartitions));
                 for (final String store : stores) {
                     contents.put(store, contents(streams, store));
                 }
@@ -146,36 +145,6 @@ final class DslAppRunner {
         final Map<TopicPartition, Long> ends = new HashMap<>();
         admin.listOffsets(latest).all().get().forEach((tp, info) -> ends.put(tp, info.offset()));
         return ends;
-    }
-
-    /** Returns once the app is RUNNING and the group has committed at least {@code ends} (an empty one: nothing). */
-    private static void awaitCommitted(final KafkaStreams streams, final Admin admin, final String applicationId,
-                                       final Map<TopicPartition, Long> ends) throws Exception {
-        final long deadline = System.currentTimeMillis() + 120_000L;
-        while (true) {
-            final KafkaStreams.State state = streams.state();
-            if (state == KafkaStreams.State.ERROR || state == KafkaStreams.State.NOT_RUNNING
-                || state == KafkaStreams.State.PENDING_ERROR) {
-                StateResumeApp.emit(Map.of("event", "error", "message", "Kafka Streams state " + state));
-                System.exit(3);
-            }
-            final Map<TopicPartition, OffsetAndMetadata> committed =
-                admin.listConsumerGroupOffsets(applicationId).partitionsToOffsetAndMetadata().get();
-            boolean done = state == KafkaStreams.State.RUNNING;
-            for (final Map.Entry<TopicPartition, Long> end : ends.entrySet()) {
-                final OffsetAndMetadata offset = committed.get(end.getKey());
-                done &= end.getValue() == 0 || offset != null && offset.offset() >= end.getValue();
-            }
-            if (done) {
-                return;
-            }
-            if (System.currentTimeMillis() > deadline) {
-                StateResumeApp.emit(Map.of("event", "error", "message",
-                    "timed out waiting for committed offsets " + ends + " (committed " + committed + ")"));
-                System.exit(4);
-            }
-            Thread.sleep(100);
-        }
     }
 
     /** A store's entries by interactive query, as the richest type that accepts it; sorted. */

@@ -5,6 +5,7 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Predicate;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
@@ -217,29 +218,55 @@ public final class StateResumeApp {
                                     final String input, final long inputEnd) throws Exception {
         final Properties adminProps = new Properties();
         adminProps.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        final TopicPartition inputPartition = new TopicPartition(input, 0);
-        final long deadline = System.currentTimeMillis() + 120_000L;
         try (Admin admin = Admin.create(adminProps)) {
-            while (true) {
-                if (streams.state() == KafkaStreams.State.ERROR || streams.state() == KafkaStreams.State.NOT_RUNNING
-                    || streams.state() == KafkaStreams.State.PENDING_ERROR) {
-                    emit(Map.of("event", "error", "message", "Kafka Streams state " + streams.state()));
-                    System.exit(3);
-                }
-                final Map<TopicPartition, OffsetAndMetadata> committed =
-                    admin.listConsumerGroupOffsets(applicationId).partitionsToOffsetAndMetadata().get();
-                final OffsetAndMetadata offset = committed.get(inputPartition);
-                if (streams.state() == KafkaStreams.State.RUNNING && offset != null && offset.offset() >= inputEnd) {
-                    return;
-                }
-                if (System.currentTimeMillis() > deadline) {
-                    emit(Map.of("event", "error", "message", "timed out waiting for committed offset " + inputEnd
-                        + " (now " + offset + ", state " + streams.state() + ")"));
-                    streams.close(Duration.ofSeconds(30));
-                    System.exit(4);
-                }
-                Thread.sleep(100);
+            awaitCommitted(streams, admin, applicationId, Map.of(new TopicPartition(input, 0), inputEnd));
+        }
+    }
+
+    /**
+     * Returns once the app is RUNNING and the group has committed at least {@code ends} (a partition whose end is 0
+     * needs no commit); emits an error and exits 3 when the app failed, 4 after 120 s.
+     */
+    static void awaitCommitted(final KafkaStreams streams, final Admin admin, final String applicationId,
+                               final Map<TopicPartition, Long> ends) throws Exception {
+        awaitCommitted(streams, admin, applicationId, 120_000L, "committed offsets " + ends, committed -> {
+            boolean done = true;
+            for (final Map.Entry<TopicPartition, Long> end : ends.entrySet()) {
+                final OffsetAndMetadata offset = committed.get(end.getKey());
+                done &= end.getValue() == 0 || offset != null && offset.offset() >= end.getValue();
             }
+            return done;
+        });
+    }
+
+    /**
+     * The one wait of the resume apps: returns once the app is RUNNING and {@code reached} holds for the group's
+     * committed offsets (read every 100 ms); emits an error and exits 3 when the app failed, or closes it and exits
+     * 4 when {@code timeoutMs} passed first ({@code waitingFor} says for what).
+     */
+    static void awaitCommitted(final KafkaStreams streams, final Admin admin, final String applicationId,
+                               final long timeoutMs, final String waitingFor,
+                               final Predicate<Map<TopicPartition, OffsetAndMetadata>> reached) throws Exception {
+        final long deadline = System.currentTimeMillis() + timeoutMs;
+        while (true) {
+            final KafkaStreams.State state = streams.state();
+            if (state == KafkaStreams.State.ERROR || state == KafkaStreams.State.NOT_RUNNING
+                || state == KafkaStreams.State.PENDING_ERROR) {
+                emit(Map.of("event", "error", "message", "Kafka Streams state " + state));
+                System.exit(3);
+            }
+            final Map<TopicPartition, OffsetAndMetadata> committed =
+                admin.listConsumerGroupOffsets(applicationId).partitionsToOffsetAndMetadata().get();
+            if (state == KafkaStreams.State.RUNNING && reached.test(committed)) {
+                return;
+            }
+            if (System.currentTimeMillis() > deadline) {
+                emit(Map.of("event", "error", "message", "timed out waiting for " + waitingFor + " (committed "
+                    + committed + ", state " + state + ")"));
+                streams.close(Duration.ofSeconds(30));
+                System.exit(4);
+            }
+            Thread.sleep(100);
         }
     }
 
