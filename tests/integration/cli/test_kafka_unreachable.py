@@ -56,6 +56,7 @@ def stopped_broker(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         for i in range(10):
             producer.produce("orders", key=str(i).encode(), value=b"v")
         assert producer.flush(30) == 0
+        del producer  # else alive while the broker is stopped (this generator's frame): librdkafka's errors
         plan = tmp_path / "plan.json"
         made = streamproc("plan", "--bootstrap", handle.address, "--application-id", "app", "--input-topic",
                           "orders", "--out", str(plan))  # fmt: skip

@@ -224,8 +224,7 @@ def test_a_broker_that_goes_away_mid_fetch_and_comes_back_costs_nothing(tmp_path
     workdir = tmp_path / "kafka"
     handle = broker.start(workdir)
     try:
-        admin = AdminClient({"bootstrap.servers": handle.address})
-        create_topic(admin, "bounced")
+        create_topic(AdminClient({"bootstrap.servers": handle.address}), "bounced")  # gone before the crash
         produce(handle.address, "bounced", 200_000)
         store = load_store(str(tmp_path / "staging"))
         limits = SegmentLimits(max_segment_records=5_000)
