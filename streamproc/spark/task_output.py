@@ -150,11 +150,43 @@ class _ParquetFiles:
         self._writers: dict[tuple[str, int], pq.ParquetWriter] = {}
         self._written: dict[tuple[str, int], int] = {}
         self._getters = [itemgetter(i) for i in range(len(schema))]
+        #: Rows appended as Arrow tables (the columnar count), not yet a whole row group.
+        self._tables: dict[tuple[str, int], list[pa.Table]] = {}
 
     @property
     def counts(self) -> dict[tuple[str, int], int]:
         """Rows appended per key (written or still buffered)."""
-        return {key: self._written.get(key, 0) + len(rows) for key, rows in self._rows.items()}
+        keys = {*self._rows, *self._tables}
+        return {
+            key: self._written.get(key, 0)
+            + len(self._rows.get(key, ()))
+            + sum(t.num_rows for t in self._tables.get(key, ()))
+            for key in keys
+        }
+
+    def append_table(self, key: tuple[str, int], table: pa.Table) -> None:
+        """Rows already in columns (``spark/columnar_count.py``), in this file's schema: written in row groups of
+        ``ROW_GROUP_ROWS`` rows as :meth:`append` would, so the file's bytes are the same. A file takes rows one
+        way only (a task runs either the per-record or the columnar path)."""
+        if self._rows.get(key):
+            raise AssertionError(f"file {key} already has rows appended one at a time")
+        pending = self._tables.setdefault(key, [])
+        pending.append(table)
+        total = sum(t.num_rows for t in pending)
+        if total < ROW_GROUP_ROWS:
+            return
+        joined = pa.concat_tables(pending)
+        whole = total - total % ROW_GROUP_ROWS
+        self._write(key, joined.slice(0, whole))
+        pending[:] = [joined.slice(whole)] if whole < total else []
+
+    def _write(self, key: tuple[str, int], table: pa.Table) -> None:
+        writer = self._writers.get(key)
+        if writer is None:
+            writer = self._writers[key] = pq.ParquetWriter(self._path(key), self._schema, **_WRITE_OPTIONS)
+        # one chunk per column: a chunked column could be paged differently from the per-record path's
+        writer.write_table(table.combine_chunks(), row_group_size=ROW_GROUP_ROWS)
+        self._written[key] = self._written.get(key, 0) + table.num_rows
 
     def append(self, key: tuple[str, int], row: tuple[Any, ...]) -> None:
         rows = self._rows.get(key)
@@ -182,6 +214,10 @@ class _ParquetFiles:
     def close(self) -> dict[tuple[str, int], Path]:
         for key in list(self._rows):
             self._flush(key)
+        for key, pending in self._tables.items():
+            if pending:
+                self._write(key, pa.concat_tables(pending))
+                pending.clear()
         for writer in self._writers.values():
             writer.close()
         return {key: self._path(key) for key in sorted(self._writers)}

@@ -46,6 +46,7 @@ from streamproc.engine.topology import Topology
 from streamproc.engine.topology_builder import build_processor_topology, store_builders
 from streamproc.engine.validation import ValidatingSourceNode, prevalidated
 from streamproc.errors import ConfigError, ProcessingError, StateError
+from streamproc.spark.columnar_count import CountPlan, columnar_count_plan, run_columnar_count
 from streamproc.spark.global_stores import GlobalRestoreRange, GlobalStores, bootstrap_global_stores
 from streamproc.spark.task_input import read_records, staged_range
 from streamproc.spark.task_output import (
@@ -238,30 +239,49 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
             collector = TaskOutputCollector(work.partition_counts, work_dir / "outputs", task_id)
             appended_counts: dict[str, int] = {}
             graph = build_processor_topology(topology, work.subtopology, application_id=work.application_id)
-            partitions = [TopicPartition(r.topic, r.partition) for r in work.inputs]
-            stores = dict(state.stores) if global_stores is None else {**state.stores, **global_stores.stores}
-            task = StreamTask(task_id, graph, partitions, config=config, stores=stores, collector=collector)
-            state.attach(task.context)
-            inputs = tuple(
-                PartitionInput(
-                    TopicPartition(r.topic, r.partition),
-                    _checked_ahead(
-                        graph.source(r.topic),
-                        itertools.chain(
-                            read_records(store, staged_inputs[(r.topic, r.partition)], task=work.task_id),
-                            upstream_records(store, r, appended_counts),
-                        ),
-                    ),
-                    r.partition_time,
-                )
-                for r in work.inputs
+            columnar = columnar_count_plan(
+                task=work.task_id,
+                graph=graph,
+                config=config,
+                inputs=tuple(
+                    (staged_inputs[(r.topic, r.partition)], r.partition_time, len(r.appended)) for r in work.inputs
+                ),
+                object_store=store,
+                stores=state.stores,
+                has_global_stores=global_stores is not None,
+                collector=collector,
+                changelog_collector=changelog_collector,
             )
-            tasks.add_new_task(task, TaskInputs(inputs, frozenset(changelogs)))
-            tasks.add_to_restoring(task_id)
-            tasks.update_restored(changelogs)
-            tasks.run_to_end()
-            result = tasks.close()[task_id]
-            state.flush()  # the task's commit: stores that log on flush (the suppress buffer) log now
+            if isinstance(columnar, CountPlan):
+                logger.info("task [%s] runs the columnar count (spark/columnar_count.py)", task_id)
+                result = run_columnar_count(columnar, store, collector, changelog_collector, task=work.task_id)
+                state.flush()  # the task's commit
+            else:
+                logger.debug("task [%s] runs per record, not the columnar count: %s", task_id, columnar)
+                partitions = [TopicPartition(r.topic, r.partition) for r in work.inputs]
+                stores = dict(state.stores) if global_stores is None else {**state.stores, **global_stores.stores}
+                task = StreamTask(task_id, graph, partitions, config=config, stores=stores, collector=collector)
+                state.attach(task.context)
+                inputs = tuple(
+                    PartitionInput(
+                        TopicPartition(r.topic, r.partition),
+                        _checked_ahead(
+                            graph.source(r.topic),
+                            itertools.chain(
+                                read_records(store, staged_inputs[(r.topic, r.partition)], task=work.task_id),
+                                upstream_records(store, r, appended_counts),
+                            ),
+                        ),
+                        r.partition_time,
+                    )
+                    for r in work.inputs
+                )
+                tasks.add_new_task(task, TaskInputs(inputs, frozenset(changelogs)))
+                tasks.add_to_restoring(task_id)
+                tasks.update_restored(changelogs)
+                tasks.run_to_end()
+                result = tasks.close()[task_id]
+                state.flush()  # the task's commit: stores that log on flush (the suppress buffer) log now
         except BaseException:
             tasks.close(clean=False)  # processors closed, nothing committed: no report, nothing counts as done
             raise

@@ -1,0 +1,438 @@
+"""The DSL's ``groupByKey().count()`` of one task run over columns: Arrow and numpy instead of one record at a time.
+
+A task whose sub-topology is exactly ``source → KSTREAM-AGGREGATE (count) → KTABLE-TOSTREAM → sink`` over one input
+partition gives, for every input record in offset order, one count update: the key's previous count + 1 and the
+timestamp ``max(stored timestamp, record timestamp)`` (``KStreamAggregateProcessor.process``; the record's own for
+a key the store does not hold). Nothing in that depends on another key, so the updates of a run of records are a
+grouped cumulative count and a grouped cumulative maximum, applied in offset order: Kafka Streams' order, since one
+partition's records are processed in offset order. :func:`run_columnar_count` computes them a chunk of records at a
+time (state per key carried between chunks) and writes what the per-record path writes: the sink's records (key
+bytes, the count as a ``Long``, the new timestamp, the input's headers, the default partitioner's partition), the
+store's changelog records (the count, stamped with the new timestamp, no headers), one store ``put`` per distinct
+key at the end, and the task's :class:`~streamproc.engine.replay.ReplayResult`.
+
+:func:`columnar_count_plan` decides, before anything is read or written, whether the task is plainly eligible; any
+doubt runs the whole task per record (the reason logged on one line): another topology shape or serde, handlers or
+a dead letter queue configured, upstream records or several inputs, a global store, a null key or value or a
+negative timestamp in the staged input (from the segments' Parquet statistics), a stored value that is not a
+timestamped ``Long``. Set ``STREAMPROC_PER_RECORD_COUNT`` to a true value to force the per-record path (tests and
+the bench's before/after). ``tests/unit/spark/test_columnar_count.py`` checks with hypothesis that both paths give
+the same output and changelog files (byte for byte), store contents and report.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from streamproc.dsl.internals.kstream_aggregate import KStreamAggregateProcessor, count_initializer
+from streamproc.dsl.internals.processors import KTableToStream
+from streamproc.engine.deserialization_handler import LogAndFailExceptionHandler
+from streamproc.engine.partitioner import partition_for_key
+from streamproc.engine.processing_handler import LogAndFailProcessingExceptionHandler
+from streamproc.engine.processor_topology import ProcessorNode, ProcessorTopology, SinkNode, SourceNode
+from streamproc.engine.record_queue import UNKNOWN
+from streamproc.engine.records import TopicPartition
+from streamproc.engine.replay import ReplayResult
+from streamproc.engine.serdes import ByteArrayDeserializer, ByteArraySerializer, LongDeserializer, LongSerializer
+from streamproc.engine.stream_task import CommittableOffset, TaskConfig
+from streamproc.engine.timestamp_extractor import ExtractRecordMetadataTimestamp, FailOnInvalidTimestamp
+from streamproc.engine.topology_builder import _default_partitioner
+from streamproc.errors import ManifestError
+from streamproc.spark.task_input import StagedRange, _first_misplaced, _open
+from streamproc.spark.task_output import (
+    _HEADERS,
+    CHANGELOG_SCHEMA,
+    OUTPUT_SCHEMA,
+    TaskChangelogCollector,
+    TaskOutputCollector,
+)
+from streamproc.state.stores import StateStore, TimestampedKeyValueStore
+from streamproc.storage.object_store import ObjectStore
+from streamproc.storage.segments import SEGMENT_SCHEMA_FINGERPRINT, schema_fingerprint
+
+logger = logging.getLogger(__name__)
+
+#: Set to a true value to run every task per record (the columnar count is then never chosen).
+PER_RECORD_ENV = "STREAMPROC_PER_RECORD_COUNT"
+
+#: Records computed at a time: large enough that numpy's per-call cost vanishes, small enough to stay a few MB.
+CHUNK_ROWS = 256 * 1024
+
+#: A stored count: 8 bytes of timestamp, then the ``Long`` (``ts ‖ value``, ``store_encoding``).
+_STORED_SIZE = 16
+
+_BIG_ENDIAN_LONG = np.dtype(">i8")
+
+
+@dataclass(frozen=True, slots=True)
+class CountPlan:
+    """What the columnar count needs, all checked eligible by :func:`columnar_count_plan`."""
+
+    input: StagedRange
+    partition_time: int
+    store: TimestampedKeyValueStore[bytes, int]
+    #: The store's changelog partition, ``None`` when it does not log.
+    changelog: TopicPartition | None
+    sink_topic: str
+    sink_name: str
+    sink_partitions: int
+    #: The store's contents after restore: raw key → (timestamp, count).
+    initial: Mapping[bytes, tuple[int, int]]
+
+
+def _is(function: object, cls: type) -> bool:
+    """``function`` is the ``serialize``/``deserialize`` of an instance of exactly ``cls`` (not a subclass)."""
+    return type(getattr(function, "__self__", None)) is cls
+
+
+def _shape(graph: ProcessorTopology, topic: str) -> tuple[SourceNode, KStreamAggregateProcessor, SinkNode] | str:
+    """The count's nodes, or why the sub-topology is not exactly source → count → to-stream → sink."""
+    nodes = graph.nodes
+    if len(nodes) != 4:
+        return f"{len(nodes)} processor nodes, not the 4 of source → count → toStream → sink"
+    source, aggregate, to_stream, sink = nodes
+    if type(source) is not SourceNode or source.topics != (topic,) or source.children != [aggregate]:
+        return "the first node is not a plain source of the input topic feeding the count"
+    if type(aggregate) is not ProcessorNode or type(aggregate.processor) is not KStreamAggregateProcessor:
+        return f"{aggregate.name} is not the DSL's KStreamAggregate"
+    processor = aggregate.processor
+    if not processor.counting or processor.initializer is not count_initializer:
+        return f"{aggregate.name} is an aggregate, not count()"
+    if aggregate.children != [to_stream]:
+        return f"{aggregate.name} does not feed only toStream"
+    if type(to_stream) is not ProcessorNode or type(to_stream.processor) is not KTableToStream:
+        return f"{to_stream.name} is not KTABLE-TOSTREAM"
+    if to_stream.children != [sink]:
+        return f"{to_stream.name} does not feed only the sink"
+    if type(sink) is not SinkNode or sink.partitioner is not _default_partitioner:
+        return f"{sink.name} is not a sink to a fixed topic with the default partitioner"
+    if not _is(source.key_deserializer, ByteArrayDeserializer) or not _is(
+        source.value_deserializer, ByteArrayDeserializer
+    ):
+        return "the source's serdes are not Bytes/ByteArray"
+    if not _is(sink.key_serializer, ByteArraySerializer) or not _is(sink.value_serializer, LongSerializer):
+        return "the sink's serdes are not Bytes/ByteArray and Long"
+    return source, processor, sink
+
+
+def _staged_clean(store: ObjectStore, staged: StagedRange, task: str) -> str | None:
+    """Why the staged input may hold a null key or value or a negative timestamp (from the row groups' Parquet
+    statistics, nothing decoded), or ``None`` when it cannot."""
+    for name in staged.segments:
+        parquet = _open(store, name)
+        if schema_fingerprint(parquet.schema_arrow) != SEGMENT_SCHEMA_FINGERPRINT:
+            raise ManifestError(
+                f"task [{task}] object '{name}' in {store.uri} does not have the segment schema; delete it and fetch "
+                "its range again"
+            )
+        metadata = parquet.metadata
+        names = parquet.schema_arrow.names
+        key, value, timestamp = (names.index(c) for c in ("key", "value", "timestamp"))
+        for group in range(metadata.num_row_groups):
+            row_group = metadata.row_group(group)
+            if row_group.num_rows == 0:
+                continue
+            for column, what in ((key, "key"), (value, "value")):
+                stats = row_group.column(column).statistics
+                if stats is None or not stats.has_null_count or stats.null_count != 0:
+                    return f"segment {name} may hold a null {what}"
+            stats = row_group.column(timestamp).statistics
+            if stats is None or not stats.has_min_max or stats.min < 0:
+                return f"segment {name} may hold a negative timestamp"
+    return None
+
+
+def _stored_counts(store: TimestampedKeyValueStore[bytes, int]) -> dict[bytes, tuple[int, int]] | str:
+    """The store's entries as (timestamp, count), or why one is not a timestamped ``Long``."""
+    initial: dict[bytes, tuple[int, int]] = {}
+    for key, stored in store.bytes_store.range(None, None):
+        if len(stored) != _STORED_SIZE:
+            return f"store {store.name} holds a value of {len(stored)} bytes, not a timestamp and a Long"
+        timestamp, count = np.frombuffer(stored, _BIG_ENDIAN_LONG).tolist()
+        initial[bytes(key)] = (timestamp, count)
+    return initial
+
+
+def columnar_count_plan(
+    *,
+    task: str,
+    graph: ProcessorTopology,
+    config: TaskConfig,
+    inputs: tuple[tuple[StagedRange, int, int], ...],
+    object_store: ObjectStore,
+    stores: Mapping[str, StateStore],
+    has_global_stores: bool,
+    collector: TaskOutputCollector,
+    changelog_collector: TaskChangelogCollector,
+) -> CountPlan | str:
+    """The task's :class:`CountPlan` when it is plainly a DSL count, else the reason it is not (one line).
+
+    ``inputs``: per input partition its staged range, its committed partition time and its number of upstream
+    (appended) objects.
+    """
+    if os.environ.get(PER_RECORD_ENV, "").strip().lower() not in ("", "0", "false", "no"):
+        return f"{PER_RECORD_ENV} is set"
+    if len(inputs) != 1:
+        return f"{len(inputs)} input partitions, not one"
+    staged, partition_time, appended = inputs[0]
+    if appended:
+        return "the partition has upstream (repartition) records"
+    if has_global_stores:
+        return "the task has global stores"
+    if config.dead_letter_queue_topic is not None:
+        return "a dead letter queue is configured"
+    if type(config.deserialization_exception_handler) is not LogAndFailExceptionHandler:
+        return "a deserialization exception handler is configured"
+    if type(config.processing_exception_handler) is not LogAndFailProcessingExceptionHandler:
+        return "a processing exception handler is configured"
+    shape = _shape(graph, staged.topic)
+    if isinstance(shape, str):
+        return shape
+    source, processor, sink = shape
+    extractor = source.timestamp_extractor or config.default_timestamp_extractor or FailOnInvalidTimestamp()
+    if getattr(type(extractor), "extract", None) is not ExtractRecordMetadataTimestamp.extract:
+        return "the timestamp extractor is not a record-metadata one"
+    store = stores.get(processor.store_name)
+    if type(store) is not TimestampedKeyValueStore or set(stores) != {processor.store_name}:
+        return f"the task's stores are not exactly the count's timestamped key-value store {processor.store_name}"
+    if not _is(store.key_serde.serializer.serialize, ByteArraySerializer) or not (
+        _is(store.value_serde.serializer.serialize, LongSerializer)
+        and _is(store.value_serde.deserializer.deserialize, LongDeserializer)
+    ):
+        return f"store {store.name}'s serdes are not Bytes/ByteArray and Long"
+    context = store.context
+    changelog = None if context is None else context.changelog_partition
+    if changelog is not None and (context is None or context.sink is not changelog_collector):
+        return f"store {store.name} logs somewhere other than the task's changelog files"
+    partitions = collector.partition_counts.get(sink.topic)
+    if partitions is None or partitions <= 0:
+        return f"the partition count of sink topic {sink.topic} is not known"
+    unclean = _staged_clean(object_store, staged, task)
+    if unclean is not None:
+        return unclean
+    initial = _stored_counts(store)
+    if isinstance(initial, str):
+        return initial
+    return CountPlan(staged, partition_time, store, changelog, sink.topic, sink.name, partitions, initial)
+
+
+def _batches(store: ObjectStore, staged: StagedRange, task: str) -> Iterator[pa.RecordBatch]:
+    """The range's offset, timestamp, key and headers columns, ``CHUNK_ROWS`` at a time, offsets checked as
+    ``task_input.read_records`` checks them."""
+    for name in staged.segments:
+        parquet: pq.ParquetFile = _open(store, name)
+        last = -1
+        for batch in parquet.iter_batches(
+            batch_size=CHUNK_ROWS, columns=["offset", "timestamp", "key", "headers"], use_threads=False
+        ):
+            if batch.num_rows == 0:
+                continue
+            bad = _first_misplaced(batch.column("offset"), last, staged)
+            if bad is not None:
+                raise ManifestError(
+                    f"task [{task}] object '{name}' in {store.uri}: offset {bad} is out of order or "
+                    f"outside [{staged.start}, {staged.end}); delete it and fetch its range again"
+                )
+            last = batch.column("offset")[-1].as_py()
+            yield batch
+
+
+def _same_strings(text: str, n: int) -> pa.Array:
+    """``n`` times ``text`` as a string column, built from buffers (no Python object per row)."""
+    data = text.encode()
+    offsets = np.arange(n + 1, dtype=np.int32) * len(data)
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data * n)])
+
+
+def _longs(values: np.ndarray) -> pa.Array:
+    """Each value serialized as ``LongSerializer`` does (8 bytes, big-endian), as a binary column."""
+    n = len(values)
+    offsets = np.arange(n + 1, dtype=np.int32) * 8
+    data = values.astype(_BIG_ENDIAN_LONG).tobytes()
+    return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def _no_headers(n: int) -> pa.Array:
+    offsets = pa.array(np.zeros(n + 1, dtype=np.int32))
+    return pa.ListArray.from_arrays(offsets, pa.array([], _HEADERS.value_type), type=_HEADERS)
+
+
+def _grouped_running_max(groups: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Per position, the maximum of ``values`` so far among the positions of the same group (in position order)."""
+    order = np.argsort(groups, kind="stable")
+    sorted_groups = groups[order]
+    distinct, ranks = np.unique(values[order], return_inverse=True)
+    width = np.int64(len(distinct))
+    # group-major composite: a running maximum never carries over from one group to the next
+    composite = sorted_groups.astype(np.int64) * width + ranks
+    running = np.maximum.accumulate(composite) - sorted_groups.astype(np.int64) * width
+    out = np.empty_like(values)
+    out[order] = distinct[running]
+    return out
+
+
+def _grouped_running_count(groups: np.ndarray) -> np.ndarray:
+    """Per position, how many positions of the same group there are up to and including it."""
+    n = len(groups)
+    order = np.argsort(groups, kind="stable")
+    sorted_groups = groups[order]
+    starts = np.flatnonzero(np.r_[True, sorted_groups[1:] != sorted_groups[:-1]])
+    lengths = np.diff(np.r_[starts, n])
+    within = np.arange(n, dtype=np.int64) - np.repeat(starts, lengths) + 1
+    out = np.empty(n, dtype=np.int64)
+    out[order] = within
+    return out
+
+
+class _KeyState:
+    """Per distinct key of the task (an id in order of first appearance): count, timestamp, sink partition."""
+
+    def __init__(self, initial: Mapping[bytes, tuple[int, int]], partitions: int) -> None:
+        self.initial = initial
+        self.partitions = partitions
+        self.keys = pa.array([], pa.binary())
+        self.count = np.zeros(0, dtype=np.int64)
+        #: The stored timestamp; ``LONG_MIN`` for a key the store does not hold (the record's own then wins).
+        self.timestamp = np.zeros(0, dtype=np.int64)
+        self.partition = np.zeros(0, dtype=np.int32)
+
+    def ids(self, keys: pa.Array) -> np.ndarray:
+        """The ids of a chunk's keys, new keys added (their stored count and partition looked up once)."""
+        known = pc.index_in(keys, value_set=self.keys)
+        if known.null_count:
+            new = pc.unique(pc.filter(keys, pc.is_null(known)))
+            raw = new.to_pylist()
+            stored = [self.initial.get(k) for k in raw]
+            low = np.iinfo(np.int64).min
+            self.count = np.concatenate([self.count, np.array([0 if s is None else s[1] for s in stored], np.int64)])
+            self.timestamp = np.concatenate(
+                [self.timestamp, np.array([low if s is None else s[0] for s in stored], np.int64)]
+            )
+            self.partition = np.concatenate(
+                [self.partition, np.array([partition_for_key(k, self.partitions) for k in raw], np.int32)]
+            )
+            self.keys = pa.concat_arrays([self.keys, new])
+            known = pc.index_in(keys, value_set=self.keys)
+        ids: np.ndarray = known.to_numpy(zero_copy_only=False).astype(np.int64)
+        return ids
+
+
+def run_columnar_count(
+    plan: CountPlan,
+    object_store: ObjectStore,
+    collector: TaskOutputCollector,
+    changelog_collector: TaskChangelogCollector,
+    *,
+    task: str,
+) -> ReplayResult:
+    """Run the planned count over its staged input (see the module docstring) and return the task's result."""
+    state = _KeyState(plan.initial, plan.sink_partitions)
+    touched = np.zeros(0, dtype=bool)
+    processed = 0
+    last_offset = -1
+    max_timestamp = UNKNOWN
+    for batch in _batches(object_store, plan.input, task):
+        n = batch.num_rows
+        keys = batch.column("key")
+        ids = state.ids(keys)
+        record_ts = batch.column("timestamp").to_numpy()
+        counts = state.count[ids] + _grouped_running_count(ids)
+        timestamps = np.maximum(_grouped_running_max(ids, record_ts), state.timestamp[ids])
+        # each key's state after its last record of the chunk
+        distinct, last_from_end = np.unique(ids[::-1], return_index=True)
+        last = n - 1 - last_from_end
+        state.count[distinct] = counts[last]
+        state.timestamp[distinct] = timestamps[last]
+        if len(touched) < len(state.count):
+            touched = np.concatenate([touched, np.zeros(len(state.count) - len(touched), dtype=bool)])
+        touched[ids] = True
+        values = _longs(counts)
+        stamps = pa.array(timestamps, pa.int64())
+        sequence = pa.array(np.arange(processed, processed + n, dtype=np.int64))
+        _send(plan, collector, batch, state.partition[ids], sequence, stamps, keys, values)
+        if plan.changelog is not None:
+            changelog = pa.Table.from_arrays(
+                [
+                    sequence,
+                    _same_strings(plan.store.name, n),
+                    _same_strings(plan.changelog.topic, n),
+                    pa.array(np.full(n, plan.changelog.partition, dtype=np.int32)),
+                    stamps,
+                    keys,
+                    values,
+                    _no_headers(n),
+                ],
+                schema=CHANGELOG_SCHEMA,
+            )
+            changelog_collector.files.append_table((plan.changelog.topic, plan.changelog.partition), changelog)
+            changelog_collector.sent += n
+        processed += n
+        last_offset = int(batch.column("offset")[-1].as_py())
+        max_timestamp = max(max_timestamp, int(record_ts.max()))
+    written = np.flatnonzero(touched)
+    if len(written):
+        stored = np.empty((len(written), 2), dtype=_BIG_ENDIAN_LONG)
+        stored[:, 0] = state.timestamp[written]
+        stored[:, 1] = state.count[written]
+        raw = stored.tobytes()
+        keys = state.keys.take(pa.array(written)).to_pylist()
+        plan.store.bytes_store.write_all(
+            [(key, raw[i * _STORED_SIZE : (i + 1) * _STORED_SIZE]) for i, key in enumerate(keys)]
+        )
+        if plan.store.context is not None:
+            plan.store.context.written = True
+    partition_time = max(plan.partition_time, max_timestamp)
+    tp = TopicPartition(plan.input.topic, plan.input.partition)
+    return ReplayResult(
+        records_processed=processed,
+        steps=processed,
+        stream_time=partition_time,
+        skip_steps=(),
+        dropped_counts={},
+        dropped=(),
+        committable_offsets={} if processed == 0 else {tp: CommittableOffset(last_offset + 1, partition_time)},
+        punctuations=0,
+    )
+
+
+def _send(
+    plan: CountPlan,
+    collector: TaskOutputCollector,
+    batch: pa.RecordBatch,
+    partitions: np.ndarray,
+    sequence: pa.Array,
+    stamps: pa.Array,
+    keys: pa.Array,
+    values: pa.Array,
+) -> None:
+    """The chunk's sink records into their partitions' files, each partition's in production order."""
+    n = batch.num_rows
+    table = pa.Table.from_arrays(
+        [
+            sequence,
+            _same_strings(plan.sink_topic, n),
+            pa.array(partitions, pa.int32()),
+            stamps,
+            keys,
+            values,
+            batch.column("headers").cast(_HEADERS),
+            _same_strings(plan.sink_name, n),
+        ],
+        schema=OUTPUT_SCHEMA,
+    )
+    order = np.argsort(partitions, kind="stable")
+    ordered = table.take(pa.array(order))
+    bounds = np.searchsorted(partitions[order], np.arange(plan.sink_partitions + 1))
+    for partition in range(plan.sink_partitions):
+        start, end = int(bounds[partition]), int(bounds[partition + 1])
+        if end > start:
+            collector.files.append_table((plan.sink_topic, partition), ordered.slice(start, end - start))
+    collector.sent += n

@@ -1,0 +1,304 @@
+"""The columnar count (``spark/columnar_count.py``) against the per-record path: same files, store and report.
+
+Each example stages one input partition (and, for an initial store, the store's changelog) in a local object store
+and runs :func:`~streamproc.spark.task_runner.run_task` twice over it: once as it chooses (the columnar count) and
+once with ``STREAMPROC_PER_RECORD_COUNT`` set. The output and changelog objects must be equal byte for byte, the
+final stores equal entry by entry, and the reports equal but for plan id and seconds. Every ineligible task must
+run per record and say why.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import tarfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from streamproc import Stores
+from streamproc.dsl import Consumed, Materialized, Produced, StreamsBuilder
+from streamproc.engine.records import ConsumerRecord, RawRecord
+from streamproc.engine.serdes import serde_for
+from streamproc.engine.stream_task import TaskConfig
+from streamproc.engine.task_id import TaskId
+from streamproc.engine.topology import Topology
+from streamproc.errors import StreamprocError
+from streamproc.intervals import to_intervals
+from streamproc.spark import columnar_count
+from streamproc.spark.columnar_count import PER_RECORD_ENV
+from streamproc.spark.task_output import TaskObjects
+from streamproc.spark.task_runner import InputRange, RestoreRange, TaskWork, run_task
+from streamproc.state.rocksdb_store import RocksDBKeyValueBytesStore
+from streamproc.state.store_type import StoreType
+from streamproc.storage import LocalObjectStore
+from streamproc.storage.manifest import SegmentProof
+from streamproc.storage.staging import SegmentLimits, stage_range
+
+APP = "columnar-app"
+SOURCE, SINK = "clicks", "click-counts"
+CHANGELOG = f"{APP}-counts-changelog"
+SINK_PARTITIONS = 3
+_BYTES, _LONG, _STRING = serde_for("ByteArray"), serde_for("Long"), serde_for("String")
+_MODULE = "tests.unit.spark.test_columnar_count"
+#: Plan ids (16 hex digits) of the two runs of an example and of a single run.
+COLUMNAR, PER_RECORD, ONE = "00000000000000c0", "00000000000000e0", "00000000000000a0"
+
+
+def _count(*, logged: bool = True, key_serde: Any = _BYTES, value_serde: Any = _BYTES, sink_value: Any = _LONG) -> Any:
+    b = StreamsBuilder()
+    materialized = Materialized.as_(Stores.persistent_timestamped_key_value_store("counts"))
+    if not logged:
+        materialized = materialized.with_logging_disabled()
+    stream = b.stream(SOURCE, Consumed.with_(key_serde, value_serde))
+    table = stream.group_by_key().count(materialized=materialized.with_key_serde(_BYTES).with_value_serde(_LONG))
+    table.to_stream().to(SINK, Produced.with_(_BYTES, sink_value))
+    return b
+
+
+def count_logged() -> Topology:
+    return _count().build()
+
+
+def count_unlogged() -> Topology:
+    return _count(logged=False).build()
+
+
+def count_string_values() -> Topology:
+    """A ``String`` value serde: its deserializer runs per record (and may fail), so the task runs per record."""
+    return _count(value_serde=_STRING).build()
+
+
+def count_then_filter() -> Topology:
+    b = StreamsBuilder()
+    materialized = Materialized.as_(Stores.persistent_timestamped_key_value_store("counts"))
+    table = b.stream(SOURCE, Consumed.with_(_BYTES, _BYTES)).group_by_key().count(materialized=materialized)
+    table.to_stream().filter(lambda k, v: v > 1).to(SINK, Produced.with_(_BYTES, _LONG))
+    return b.build()
+
+
+def count_with_a_handler() -> tuple[Topology, TaskConfig]:
+    from streamproc.engine.processing_handler import LogAndContinueProcessingExceptionHandler
+
+    return count_logged(), TaskConfig(processing_exception_handler=LogAndContinueProcessingExceptionHandler())
+
+
+def _proof(offsets: list[int], start: int, end: int) -> SegmentProof:
+    gaps = sorted(set(range(start, end)) - set(offsets))
+    return SegmentProof(to_intervals(offsets), {"control": to_intervals(gaps)} if gaps else {})
+
+
+Record = tuple[bytes | None, bytes | None, int, tuple[tuple[str, bytes | None], ...]]
+
+
+def _stage(
+    store: LocalObjectStore, topic: str, rows: list[Record], start: int, *, gap: int = 1, segment_records: int = 40
+) -> tuple[int, int]:
+    """Stage ``rows`` at offsets ``start, start + gap, ...`` in a few segments; returns the range."""
+    offsets = [start + i * gap for i in range(len(rows))]
+    end = offsets[-1] + 1 if offsets else start
+    records: list[RawRecord] = [
+        ConsumerRecord.raw(topic, 0, o, ts, k, v, headers=h) for o, (k, v, ts, h) in zip(offsets, rows, strict=True)
+    ]
+    stage_range(
+        store,
+        topic,
+        0,
+        start,
+        end,
+        records,
+        _proof(offsets, start, end),
+        SegmentLimits(max_segment_records=segment_records),
+    )
+    return start, end
+
+
+def _work(
+    root: Path, plan: str, topology: str, inputs: tuple[int, int, int], restore: tuple[int, int] | None
+) -> TaskWork:
+    start, end, partition_time = inputs
+    restores = () if restore is None else (RestoreRange("counts", CHANGELOG, 0, restore[0], restore[1]),)
+    return TaskWork(
+        plan_id=plan,
+        application_id=APP,
+        task_id="0_0",
+        subtopology=0,
+        topology=f"{_MODULE}:{topology}",
+        store_uri=str(root),
+        inputs=(InputRange(SOURCE, 0, start, end, partition_time),),
+        restores=restores,
+        partition_counts={SINK: SINK_PARTITIONS},
+        local_dir=str(root.parent),
+    )
+
+
+def _store_entries(root: Path, plan: str, scratch: Path) -> list[tuple[bytes, bytes]]:
+    bundle = (root / TaskObjects(plan, TaskId.parse("0_0")).stores).read_bytes()
+    target = scratch / f"bundle-{plan}"
+    with tarfile.open(fileobj=io.BytesIO(bundle)) as tar:
+        tar.extractall(target, filter="data")
+    db = RocksDBKeyValueBytesStore("counts", target / "rocksdb" / "counts", StoreType.TIMESTAMPED_KEY_VALUE)
+    try:
+        return list(db.range(None, None))
+    finally:
+        db.close()
+
+
+def _objects(root: Path, plan: str) -> dict[str, bytes]:
+    prefix = root / TaskObjects(plan, TaskId.parse("0_0")).prefix
+    return {
+        str(p.relative_to(prefix)): p.read_bytes()
+        for p in sorted(prefix.rglob("*.parquet"))
+        if p.parent.name in ("outputs", "changelogs")
+    }
+
+
+def _comparable(report: dict[str, Any]) -> dict[str, Any]:
+    """The report without what differs by run: plan id (also in the object names), seconds, and the store bundle's
+    size (RocksDB's files differ between any two runs: ids, its LOG; the stores are compared entry by entry)."""
+    plan = report["plan_id"]
+    objects = {name.replace(plan, "PLAN"): size for name, size in report["objects"].items()}
+    bundle = objects.pop("process/PLAN/tasks/0_0/stores.tar")
+    fixed = {k: v for k, v in report.items() if k not in ("plan_id", "seconds", "objects", "bytes_written")}
+    return fixed | {"objects": objects, "bytes_written": report["bytes_written"] - bundle}
+
+
+@pytest.fixture
+def per_record(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv(PER_RECORD_ENV, "1")
+    yield
+
+
+def _both(
+    root: Path, topology: str, inputs: tuple[int, int, int], restore: tuple[int, int] | None, caplog: Any
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run the task columnar (asserting it was) and per record; returns both reports."""
+    import os
+
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="streamproc.spark.task_runner"):
+        columnar = run_task(_work(root, COLUMNAR, topology, inputs, restore))
+    assert "runs the columnar count" in caplog.text
+    os.environ[PER_RECORD_ENV] = "1"
+    try:
+        per_record = run_task(_work(root, PER_RECORD, topology, inputs, restore))
+    finally:
+        del os.environ[PER_RECORD_ENV]
+    return columnar, per_record
+
+
+def _assert_same(root: Path, scratch: Path, columnar: dict[str, Any], per_record: dict[str, Any]) -> None:
+    assert _comparable(columnar) == _comparable(per_record)
+    assert _objects(root, COLUMNAR) == _objects(root, PER_RECORD)
+    assert _store_entries(root, COLUMNAR, scratch) == _store_entries(root, PER_RECORD, scratch)
+
+
+_KEYS = st.sampled_from([b"a", b"b", b"user-000017", b"", b"\x00\xff", b"k" * 40])
+_HEADERS = st.lists(st.tuples(st.sampled_from(["h", "trace", "\u00e9"]), st.none() | st.binary(max_size=4)), max_size=2)
+_ROWS = st.lists(
+    st.tuples(_KEYS, st.binary(max_size=6), st.integers(0, 50), _HEADERS.map(tuple)),
+    max_size=120,
+)
+_STORED = st.dictionaries(_KEYS, st.tuples(st.integers(0, 2**40), st.integers(-(2**62), 60)), max_size=4)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    rows=_ROWS,
+    stored=_STORED,
+    partition_time=st.sampled_from([-1, 0, 25, 10_000]),
+    chunk=st.sampled_from([1, 7, 256]),
+    gap=st.sampled_from([1, 3]),
+    logged=st.booleans(),
+)
+def test_the_columnar_count_equals_the_per_record_path(
+    tmp_path_factory: pytest.TempPathFactory,
+    caplog: pytest.LogCaptureFixture,
+    rows: list[Record],
+    stored: dict[bytes, tuple[int, int]],
+    partition_time: int,
+    chunk: int,
+    gap: int,
+    logged: bool,
+) -> None:
+    scratch = tmp_path_factory.mktemp("columnar")
+    root = scratch / "store"
+    store = LocalObjectStore(root)
+    start, end = _stage(store, SOURCE, [(k, v, ts, tuple(h)) for k, v, ts, h in rows], 5, gap=gap)
+    restore = None
+    if stored and logged:  # an unlogged store starts empty
+        changelog_rows: list[Record] = [
+            (k, count.to_bytes(8, "big", signed=True), ts, ()) for k, (ts, count) in stored.items()
+        ]
+        restore = _stage(store, CHANGELOG, changelog_rows, 0)
+    before = columnar_count.CHUNK_ROWS
+    columnar_count.CHUNK_ROWS = chunk
+    try:
+        columnar, per_record = _both(
+            root, "count_logged" if logged else "count_unlogged", (start, end, partition_time), restore, caplog
+        )
+    finally:
+        columnar_count.CHUNK_ROWS = before
+    _assert_same(root, scratch, columnar, per_record)
+    assert columnar["records_processed"] == len(rows)
+
+
+def test_row_groups_and_many_keys_give_the_same_bytes(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """More records than a row group (16 Ki) per output file, several chunks, many distinct keys."""
+    store = LocalObjectStore(tmp_path / "store")
+    rows: list[Record] = [(b"user-%05d" % (i * 7919 % 3001), b"v", (i * 37) % 1000, ()) for i in range(60_000)]
+    start, end = _stage(store, SOURCE, rows, 0, segment_records=25_000)
+    columnar, per_record = _both(tmp_path / "store", "count_logged", (start, end, -1), None, caplog)
+    _assert_same(tmp_path / "store", tmp_path, columnar, per_record)
+    groups = pq.ParquetFile(tmp_path / "store" / TaskObjects(COLUMNAR, TaskId.parse("0_0")).changelog(CHANGELOG, 0))
+    assert groups.metadata.num_row_groups == 4
+
+
+@pytest.mark.parametrize(
+    ("topology", "rows", "reason"),
+    [
+        ("count_logged", [(b"a", None, 1, ())], "may hold a null value"),
+        ("count_logged", [(None, b"v", 1, ())], "may hold a null key"),
+        ("count_logged", [(b"a", b"v", -1, ())], "may hold a negative timestamp"),
+        ("count_string_values", [(b"a", b"v", 1, ())], "the source's serdes are not Bytes/ByteArray"),
+        ("count_then_filter", [(b"a", b"v", 1, ())], "processor nodes, not the 4"),
+        ("count_with_a_handler", [(b"a", b"v", 1, ())], "a processing exception handler is configured"),
+    ],
+)
+def test_an_ineligible_task_runs_per_record_and_says_why(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, topology: str, rows: list[Record], reason: str
+) -> None:
+    store = LocalObjectStore(tmp_path / "store")
+    start, end = _stage(store, SOURCE, [*rows, (b"b", b"w", 2, ())], 0)
+    with caplog.at_level(logging.DEBUG, logger="streamproc.spark.task_runner"):
+        try:
+            run_task(_work(tmp_path / "store", ONE, topology, (start, end, -1), None))
+        except StreamprocError as exc:  # a negative timestamp fails the task (FailOnInvalidTimestamp), per record
+            assert "timestamp" in str(exc)
+    assert "runs the columnar count" not in caplog.text
+    assert "runs per record, not the columnar count: " in caplog.text and reason in caplog.text
+
+
+def test_a_stored_value_that_is_not_a_count_runs_per_record(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    store = LocalObjectStore(tmp_path / "store")
+    start, end = _stage(store, SOURCE, [(b"a", b"v", 1, ())], 0)
+    restore = _stage(store, CHANGELOG, [(b"z", b"\x01\x02", 1, ())], 0)
+    with caplog.at_level(logging.DEBUG, logger="streamproc.spark.task_runner"):
+        report = run_task(_work(tmp_path / "store", ONE, "count_logged", (start, end, -1), restore))
+    assert "holds a value of 10 bytes, not a timestamp and a Long" in caplog.text
+    assert report["records_processed"] == 1
+
+
+def test_the_environment_variable_forces_the_per_record_path(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, per_record: None
+) -> None:
+    store = LocalObjectStore(tmp_path / "store")
+    start, end = _stage(store, SOURCE, [(b"a", b"v", 1, ())], 0)
+    with caplog.at_level(logging.DEBUG, logger="streamproc.spark.task_runner"):
+        run_task(_work(tmp_path / "store", ONE, "count_logged", (start, end, -1), None))
+    assert f"{PER_RECORD_ENV} is set" in caplog.text
