@@ -254,7 +254,7 @@ def _run_the_dag(
     try:
         with engine.connect() as db:
             query = sqlalchemy.text("SELECT run_id, run_type FROM dag_run WHERE dag_id = :d")
-            rows = {run_id: kind for run_id, kind in db.execute(query, {"d": DAG})}
+            rows = dict(db.execute(query, {"d": DAG}).all())  # each row a (run_id, run_type) pair
     finally:
         engine.dispose()
     sampled = {r["dag_run_id"] for r in runs}
