@@ -274,6 +274,20 @@ def grouped_aggregate() -> Topology:
     return _build(b)
 
 
+def bytes_count() -> Topology:
+    """Bytes keys and values, a ``Long`` count: the shape ``spark/columnar_count.py`` runs over columns."""
+    b = StreamsBuilder()
+    bytes_serde = SERDES["Bytes"]
+    (
+        b.stream("in", Consumed.with_(bytes_serde(), bytes_serde()))
+        .group_by_key()
+        .count(materialized=Materialized.as_("counts").with_key_serde(bytes_serde()).with_value_serde(LONG()))
+        .to_stream()
+        .to("counts", Produced.with_(bytes_serde(), LONG()))
+    )
+    return _build(b)
+
+
 def two_aggregates(optimized: bool) -> Topology:
     b = StreamsBuilder()
     grouped = b.stream("in", strings()).select_key(lambda k, v: v).group_by_key()
@@ -609,3 +623,4 @@ def named_rekey_joins() -> Topology:
 
 
 PROGRAMS.update({"named-sources-and-joins": named_sources_and_joins, "named-rekey-joins": named_rekey_joins})
+PROGRAMS["bytes-count"] = bytes_count

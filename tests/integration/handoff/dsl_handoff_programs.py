@@ -15,6 +15,7 @@ NAMES = {
     "stream_table_left_join_named": "stream-table-left-join-named",
     "table_group_by": "table-group-by",
     "rekey_join_optimized": "rekey-join-optimized",
+    "bytes_count": "bytes-count",
 }
 
 
@@ -40,3 +41,7 @@ def table_group_by() -> Topology:
 
 def rekey_join_optimized() -> Topology:
     return PROGRAMS[NAMES["rekey_join_optimized"]]()
+
+
+def bytes_count() -> Topology:
+    return PROGRAMS[NAMES["bytes_count"]]()

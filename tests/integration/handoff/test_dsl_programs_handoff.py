@@ -57,7 +57,11 @@ DATA: dict[str, dict[str, tuple[list[str], list[str]]]] = {
     "stream_table_left_join_named": {"customers": (KEYS, ["ann", "bob", "cy"]), "orders": (KEYS, list("pq"))},
     "table_group_by": {"in": (KEYS, ["red", "green", "blue"])},
     "rekey_join_optimized": {"users": (USERS, ["ann", "bob", "cy"]), "clicks": (KEYS, USERS)},
+    "bytes_count": {"in": (KEYS, ["apple", "pear"])},
 }
+
+#: Programs whose every task streamproc runs over columns (``spark/columnar_count.py``), not one record at a time.
+COLUMNAR = frozenset({"bytes_count"})
 
 
 @pytest.fixture(scope="module")
@@ -315,6 +319,8 @@ def test_real_app_resumes_a_dsl_program_after_streamproc_run(
               "--store", str(tmp_path / "staging"), "--work-dir", str(tmp_path / "work"), "--master", "local[1]",
               "--state-dir", str(state_dir), "--yes")  # fmt: skip
     assert "published" in out.output, out.output
+    executions = {json.loads(report.read_text())["execution"] for report in (tmp_path / "staging").rglob("report.json")}
+    assert executions == {"columnar count" if factory in COLUMNAR else "per record"}
     written.ran("handoff")
     # the input topics are the user's, even the one a table uses as its changelog: nothing purged, nothing written
     produced = Counter(topic for topic, *_ in parts[0] + parts[1])

@@ -93,6 +93,7 @@ final class DslPrograms {
         p.put("grouped-named-optimized", DslPrograms::groupedNamedOptimized);
         p.put("named-sources-and-joins", DslPrograms::namedSourcesAndJoins);
         p.put("named-rekey-joins", DslPrograms::namedRekeyJoins);
+        p.put("bytes-count", DslPrograms::bytesCount);
         return p;
     }
 
@@ -289,6 +290,19 @@ final class DslPrograms {
             .aggregate(() -> "", (k, v, agg) -> agg + v, Materialized.with(Serdes.String(), Serdes.String()))
             .toStream()
             .to("out");
+        return b.build();
+    }
+
+    /** Bytes keys and values, a Long count: the shape streamproc runs over columns (spark/columnar_count.py). */
+    static Topology bytesCount() {
+        final StreamsBuilder b = new StreamsBuilder();
+        b.stream("in", Consumed.with(Serdes.Bytes(), Serdes.Bytes()))
+            .groupByKey()
+            .count(Materialized.<Bytes, Long, KeyValueStore<Bytes, byte[]>>as("counts")
+                .withKeySerde(Serdes.Bytes())
+                .withValueSerde(Serdes.Long()))
+            .toStream()
+            .to("counts", Produced.with(Serdes.Bytes(), Serdes.Long()));
         return b.build();
     }
 
