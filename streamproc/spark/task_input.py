@@ -79,6 +79,20 @@ def _open(store: ObjectStore, name: str) -> pq.ParquetFile:
 
 def read_records(store: ObjectStore, staged: StagedRange, *, task: str) -> Iterator[RawRecord]:
     """The records of the range in offset order, decoded ``BATCH_ROWS`` at a time, segment after segment."""
+    for batch in checked_batches(store, staged, task=task):
+        yield from records_from_batch(batch)
+
+
+def checked_batches(
+    store: ObjectStore,
+    staged: StagedRange,
+    *,
+    task: str,
+    columns: list[str] | None = None,
+    batch_size: int = BATCH_ROWS,
+) -> Iterator[pa.RecordBatch]:
+    """The range's record batches (``columns`` of them, all by default) in offset order, segment after segment: each
+    segment's schema and each batch's offsets checked (in order, inside the range) before it is handed out."""
     for name in staged.segments:
         parquet = _open(store, name)
         if schema_fingerprint(parquet.schema_arrow) != SEGMENT_SCHEMA_FINGERPRINT:
@@ -87,7 +101,7 @@ def read_records(store: ObjectStore, staged: StagedRange, *, task: str) -> Itera
                 "its range again"
             )
         last = -1
-        for batch in parquet.iter_batches(batch_size=BATCH_ROWS):
+        for batch in parquet.iter_batches(batch_size=batch_size, columns=columns, use_threads=False):
             if batch.num_rows == 0:
                 continue
             bad = _first_misplaced(batch.column("offset"), last, staged)
@@ -97,7 +111,7 @@ def read_records(store: ObjectStore, staged: StagedRange, *, task: str) -> Itera
                     f"outside [{staged.start}, {staged.end}); delete it and fetch its range again"
                 )
             last = batch.column("offset")[-1].as_py()
-            yield from records_from_batch(batch)
+            yield batch
 
 
 def _first_misplaced(offsets: pa.Array, last: int, staged: StagedRange) -> int | None:

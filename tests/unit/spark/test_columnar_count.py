@@ -159,12 +159,14 @@ def _objects(root: Path, plan: str) -> dict[str, bytes]:
 
 
 def _comparable(report: dict[str, Any]) -> dict[str, Any]:
-    """The report without what differs by run: plan id (also in the object names), seconds, and the store bundle's
-    size (RocksDB's files differ between any two runs: ids, its LOG; the stores are compared entry by entry)."""
+    """The report without what differs by run: plan id (also in the object names), seconds, which way the task ran,
+    and the store bundle's size (RocksDB's files differ between any two runs: ids, its LOG; the stores are compared
+    entry by entry)."""
     plan = report["plan_id"]
     objects = {name.replace(plan, "PLAN"): size for name, size in report["objects"].items()}
     bundle = objects.pop("process/PLAN/tasks/0_0/stores.tar")
-    fixed = {k: v for k, v in report.items() if k not in ("plan_id", "seconds", "objects", "bytes_written")}
+    differ = ("plan_id", "seconds", "objects", "bytes_written", "execution")
+    fixed = {k: v for k, v in report.items() if k not in differ}
     return fixed | {"objects": objects, "bytes_written": report["bytes_written"] - bundle}
 
 
@@ -189,6 +191,7 @@ def _both(
         per_record = run_task(_work(root, PER_RECORD, topology, inputs, restore))
     finally:
         del os.environ[PER_RECORD_ENV]
+    assert (columnar["execution"], per_record["execution"]) == ("columnar count", "per record")
     return columnar, per_record
 
 
