@@ -129,6 +129,12 @@ def chain_flat_map_values() -> Topology:
     return b.build()
 
 
+def chain_flat_map() -> Topology:
+    b = StreamsBuilder()
+    _chained(b).flat_map(lambda k, v: [(k, v)]).to(SINK, Produced.with_(_BYTES, _BYTES))
+    return b.build()
+
+
 def chain_select_key() -> Topology:
     b = StreamsBuilder()
     _chained(b).select_key(lambda k, v: k).to(SINK, Produced.with_(_BYTES, _BYTES))
@@ -271,6 +277,7 @@ def test_a_value_the_sink_rejects_fails_the_task_as_per_record(
     [
         ("chain_peek", "KSTREAM-PEEK-0000000002 is not a DSL filter/filterNot/mapValues"),
         ("chain_flat_map_values", "KSTREAM-FLATMAPVALUES-0000000002 is not a DSL filter/filterNot/mapValues"),
+        ("chain_flat_map", "KSTREAM-FLATMAP-0000000002 is not a DSL filter/filterNot/mapValues"),
         ("chain_select_key", "KSTREAM-KEY-SELECT-0000000002 is not a DSL filter/filterNot/mapValues"),
     ],
 )
