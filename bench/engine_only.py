@@ -42,7 +42,7 @@ def main(bootstrap: str, app: str, workload: str, api: str, work_dir: str, recor
     source, sink = os.environ["STREAMPROC_BENCH_INPUT"], os.environ["STREAMPROC_BENCH_OUTPUT"]
     admin = AdminClient({"bootstrap.servers": bootstrap})
     partitions = len(admin.list_topics(source, timeout=30).topics[source].partitions)
-    if workload == "count":
+    if workload in ("count", "filter_count"):  # the "counts" store's changelog
         changelog = f"{app}-counts-changelog"
         new = NewTopic(changelog, num_partitions=partitions, replication_factor=1)
         admin.create_topics([new])[changelog].result(60)

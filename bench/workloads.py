@@ -144,6 +144,20 @@ def dsl_count() -> Topology:
     return b.build()
 
 
+def dsl_filter_count() -> Topology:
+    """Issue #16's ``filter → map_values → group_by_key → count``: pass_through's two lambdas, then count's store.
+
+    DSL only (no Processor API twin): ``BenchApps.dsl``'s ``filter_count`` is the Java program.
+    """
+    source, sink = _topics()
+    b = StreamsBuilder()
+    store = Materialized.as_(Stores.persistent_timestamped_key_value_store("counts"))
+    stream = _dsl_stream(b, source).filter(lambda k, v: v[11] != 48).map_values(lambda v: v[:12])
+    table = stream.group_by_key().count(materialized=store.with_key_serde(_BYTES).with_value_serde(_LONG))
+    table.to_stream().to(sink, Produced.with_(_BYTES, _LONG))
+    return b.build()
+
+
 def dsl_window() -> Topology:
     """``selectKey(item).repartition("rekeyed").groupByKey().windowedBy(60 s tumbling).aggregate(sum)``.
 
@@ -173,4 +187,5 @@ DSL_WORKLOADS: dict[str, Callable[[], Topology]] = {
     "pass_through": dsl_pass_through,
     "count": dsl_count,
     "window": dsl_window,
+    "filter_count": dsl_filter_count,
 }

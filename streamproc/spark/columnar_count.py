@@ -1,4 +1,4 @@
-"""The DSL's ``groupByKey().count()`` of one task run over columns: Arrow and numpy instead of one record at a time.
+"""The DSL's ``groupByKey().count()`` (and stateless chains) of one task run over columns, not one record at a time.
 
 A task whose sub-topology is exactly ``source → KSTREAM-AGGREGATE (count) → KTABLE-TOSTREAM → sink`` over one input
 partition gives, for every input record in offset order, one count update: the key's previous count + 1 and the
@@ -10,6 +10,13 @@ time (state per key carried between chunks) and writes what the per-record path 
 bytes, the count as a ``Long``, the new timestamp, the input's headers, the default partitioner's partition), the
 store's changelog records (the count, stamped with the new timestamp, no headers), one store ``put`` per distinct
 key at the end, and the task's :class:`~streamproc.engine.replay.ReplayResult`.
+
+The source may feed a stateless chain of the DSL's ``filter``/``filterNot``/``mapValues`` first
+(``columnar_chain.py``: the user's functions once per record, a loop per node over the chunk's keys and values as
+Python lists), which then feeds either the count (a mapped null value is dropped as ``KStreamAggregateProcessor``
+drops it: its warning and a ``null_key_or_value`` drop) or directly a sink with Bytes serdes and the default
+partitioner (``to(topic)``: key, mapped value, the record's timestamp and headers). A user function that raises, or
+a mapped value the sink's serializer rejects, fails the task with the per-record path's error.
 
 :func:`columnar_count_plan` decides, before anything is read or written, whether the task is plainly eligible; any
 doubt runs the whole task per record (the reason logged on one line): another topology shape or serde, handlers or
@@ -26,15 +33,19 @@ import logging
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from streamproc.dsl.internals.kstream_aggregate import _NULL_KEY_OR_VALUE as NULL_KEY_OR_VALUE_MESSAGE
 from streamproc.dsl.internals.kstream_aggregate import KStreamAggregateProcessor, count_initializer
+from streamproc.dsl.internals.processor_support import LOG as record_dropped_log
 from streamproc.dsl.internals.processors import KTableToStream
 from streamproc.engine.deserialization_handler import LogAndFailExceptionHandler
+from streamproc.engine.dropped_records import REASON_NULL_KEY_OR_VALUE, DroppedRecord
 from streamproc.engine.partitioner import partition_for_key
 from streamproc.engine.processing_handler import LogAndFailProcessingExceptionHandler
 from streamproc.engine.processor_topology import ProcessorNode, ProcessorTopology, SinkNode, SourceNode
@@ -46,6 +57,7 @@ from streamproc.engine.stream_task import CommittableOffset, TaskConfig
 from streamproc.engine.timestamp_extractor import ExtractRecordMetadataTimestamp, FailOnInvalidTimestamp
 from streamproc.engine.topology_builder import _default_partitioner
 from streamproc.errors import ManifestError
+from streamproc.spark.columnar_chain import Failure, StatelessStep, processing_failure, run_chain, stateless_step
 from streamproc.spark.task_input import StagedRange, _first_misplaced, _open
 from streamproc.spark.task_output import (
     _HEADERS,
@@ -78,7 +90,8 @@ class CountPlan:
 
     input: StagedRange
     partition_time: int
-    store: TimestampedKeyValueStore[bytes, int]
+    #: The count's store; ``None`` when the chain feeds the sink directly (no count).
+    store: TimestampedKeyValueStore[bytes, int] | None
     #: The store's changelog partition, ``None`` when it does not log.
     changelog: TopicPartition | None
     sink_topic: str
@@ -86,6 +99,8 @@ class CountPlan:
     sink_partitions: int
     #: The store's contents after restore: raw key → (timestamp, count).
     initial: Mapping[bytes, tuple[int, int]]
+    #: The stateless nodes between the source and the count or sink, in order.
+    steps: tuple[StatelessStep, ...] = ()
 
 
 def _is(function: object, cls: type) -> bool:
@@ -93,34 +108,61 @@ def _is(function: object, cls: type) -> bool:
     return type(getattr(function, "__self__", None)) is cls
 
 
-def _shape(graph: ProcessorTopology, topic: str) -> tuple[SourceNode, KStreamAggregateProcessor, SinkNode] | str:
-    """The count's nodes, or why the sub-topology is not exactly source → count → to-stream → sink."""
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """The nodes the columnar path runs: the source, its stateless chain, the count (``None``: the chain feeds
+    the sink directly) and the sink."""
+
+    source: SourceNode
+    steps: tuple[StatelessStep, ...]
+    count: KStreamAggregateProcessor | None
+    sink: SinkNode
+
+
+def _shape(graph: ProcessorTopology, topic: str) -> _Shape | str:
+    """The task's nodes, or why the sub-topology is not exactly source → [filter | filterNot | mapValues]* → either
+    count → toStream → sink or a sink."""
     nodes = graph.nodes
-    if len(nodes) != 4:
-        return f"{len(nodes)} processor nodes, not the 4 of source → count → toStream → sink"
-    source, aggregate, to_stream, sink = nodes
-    if type(source) is not SourceNode or source.topics != (topic,) or source.children != [aggregate]:
-        return "the first node is not a plain source of the input topic feeding the count"
-    if type(aggregate) is not ProcessorNode or type(aggregate.processor) is not KStreamAggregateProcessor:
-        return f"{aggregate.name} is not the DSL's KStreamAggregate"
-    processor = aggregate.processor
-    if not processor.counting or processor.initializer is not count_initializer:
-        return f"{aggregate.name} is an aggregate, not count()"
-    if aggregate.children != [to_stream]:
-        return f"{aggregate.name} does not feed only toStream"
-    if type(to_stream) is not ProcessorNode or type(to_stream.processor) is not KTableToStream:
-        return f"{to_stream.name} is not KTABLE-TOSTREAM"
-    if to_stream.children != [sink]:
-        return f"{to_stream.name} does not feed only the sink"
+    source = nodes[0] if nodes else None
+    if type(source) is not SourceNode or source.topics != (topic,) or len(source.children) != 1:
+        return "the first node is not a plain source of the input topic with one child"
+    steps: list[StatelessStep] = []
+    node = source.children[0]
+    while (step := stateless_step(node)) is not None:
+        if len(node.children) != 1:
+            return f"{node.name} does not feed exactly one node"
+        steps.append(step)
+        node = node.children[0]
+    count: KStreamAggregateProcessor | None = None
+    if type(node) is not SinkNode:
+        aggregate = node
+        if type(aggregate) is not ProcessorNode or type(aggregate.processor) is not KStreamAggregateProcessor:
+            return f"{aggregate.name} is not a DSL filter/filterNot/mapValues, the DSL's KStreamAggregate or a sink"
+        count = aggregate.processor
+        if not count.counting or count.initializer is not count_initializer:
+            return f"{aggregate.name} is an aggregate, not count()"
+        if len(aggregate.children) != 1:
+            return f"{aggregate.name} does not feed only toStream"
+        to_stream = aggregate.children[0]
+        if type(to_stream) is not ProcessorNode or type(to_stream.processor) is not KTableToStream:
+            return f"{to_stream.name} is not KTABLE-TOSTREAM"
+        if len(to_stream.children) != 1:
+            return f"{to_stream.name} does not feed only the sink"
+        node = to_stream.children[0]
+    sink = node
+    expected = 2 + len(steps) + (0 if count is None else 2)
+    if len(nodes) != expected:
+        return f"{len(nodes)} processor nodes, not the {expected} of source → stateless chain → count/sink"
     if type(sink) is not SinkNode or sink.partitioner is not _default_partitioner:
         return f"{sink.name} is not a sink to a fixed topic with the default partitioner"
     if not _is(source.key_deserializer, ByteArrayDeserializer) or not _is(
         source.value_deserializer, ByteArrayDeserializer
     ):
         return "the source's serdes are not Bytes/ByteArray"
-    if not _is(sink.key_serializer, ByteArraySerializer) or not _is(sink.value_serializer, LongSerializer):
-        return "the sink's serdes are not Bytes/ByteArray and Long"
-    return source, processor, sink
+    value_serializer = LongSerializer if count is not None else ByteArraySerializer
+    if not _is(sink.key_serializer, ByteArraySerializer) or not _is(sink.value_serializer, value_serializer):
+        return f"the sink's serdes are not Bytes/ByteArray and {'Long' if count is not None else 'Bytes/ByteArray'}"
+    return _Shape(source, tuple(steps), count, sink)
 
 
 def _staged_clean(store: ObjectStore, staged: StagedRange, task: str) -> str | None:
@@ -196,13 +238,24 @@ def columnar_count_plan(
     shape = _shape(graph, staged.topic)
     if isinstance(shape, str):
         return shape
-    source, processor, sink = shape
+    source, steps, sink = shape.source, shape.steps, shape.sink
     extractor = source.timestamp_extractor or config.default_timestamp_extractor or FailOnInvalidTimestamp()
     if getattr(type(extractor), "extract", None) is not ExtractRecordMetadataTimestamp.extract:
         return "the timestamp extractor is not a record-metadata one"
-    store = stores.get(processor.store_name)
-    if type(store) is not TimestampedKeyValueStore or set(stores) != {processor.store_name}:
-        return f"the task's stores are not exactly the count's timestamped key-value store {processor.store_name}"
+    partitions = collector.partition_counts.get(sink.topic)
+    if partitions is None or partitions <= 0:
+        return f"the partition count of sink topic {sink.topic} is not known"
+    if shape.count is None:
+        if stores:
+            return f"the task has stores ({', '.join(sorted(stores))}) but no count"
+        unclean = _staged_clean(object_store, staged, task)
+        if unclean is not None:
+            return unclean
+        return CountPlan(staged, partition_time, None, None, sink.topic, sink.name, partitions, {}, steps)
+    store_name = shape.count.store_name
+    store = stores.get(store_name)
+    if type(store) is not TimestampedKeyValueStore or set(stores) != {store_name}:
+        return f"the task's stores are not exactly the count's timestamped key-value store {store_name}"
     if not _is(store.key_serde.serializer.serialize, ByteArraySerializer) or not (
         _is(store.value_serde.serializer.serialize, LongSerializer)
         and _is(store.value_serde.deserializer.deserialize, LongDeserializer)
@@ -212,27 +265,23 @@ def columnar_count_plan(
     changelog = None if context is None else context.changelog_partition
     if changelog is not None and (context is None or context.sink is not changelog_collector):
         return f"store {store.name} logs somewhere other than the task's changelog files"
-    partitions = collector.partition_counts.get(sink.topic)
-    if partitions is None or partitions <= 0:
-        return f"the partition count of sink topic {sink.topic} is not known"
     unclean = _staged_clean(object_store, staged, task)
     if unclean is not None:
         return unclean
     initial = _stored_counts(store)
     if isinstance(initial, str):
         return initial
-    return CountPlan(staged, partition_time, store, changelog, sink.topic, sink.name, partitions, initial)
+    return CountPlan(staged, partition_time, store, changelog, sink.topic, sink.name, partitions, initial, steps)
 
 
-def _batches(store: ObjectStore, staged: StagedRange, task: str) -> Iterator[pa.RecordBatch]:
-    """The range's offset, timestamp, key and headers columns, ``CHUNK_ROWS`` at a time, offsets checked as
-    ``task_input.read_records`` checks them."""
+def _batches(store: ObjectStore, staged: StagedRange, task: str, *, with_values: bool) -> Iterator[pa.RecordBatch]:
+    """The range's offset, timestamp, key and headers columns (and values if asked), ``CHUNK_ROWS`` at a time,
+    offsets checked as ``task_input.read_records`` checks them."""
+    columns = ["offset", "timestamp", "key", "headers", *(["value"] if with_values else [])]
     for name in staged.segments:
         parquet: pq.ParquetFile = _open(store, name)
         last = -1
-        for batch in parquet.iter_batches(
-            batch_size=CHUNK_ROWS, columns=["offset", "timestamp", "key", "headers"], use_threads=False
-        ):
+        for batch in parquet.iter_batches(batch_size=CHUNK_ROWS, columns=columns, use_threads=False):
             if batch.num_rows == 0:
                 continue
             bad = _first_misplaced(batch.column("offset"), last, staged)
@@ -333,74 +382,190 @@ def run_columnar_count(
     *,
     task: str,
 ) -> ReplayResult:
-    """Run the planned count over its staged input (see the module docstring) and return the task's result."""
+    """Run the planned task over its staged input (see the module docstring) and return the task's result."""
     state = _KeyState(plan.initial, plan.sink_partitions)
     touched = np.zeros(0, dtype=bool)
     processed = 0
     last_offset = -1
     max_timestamp = UNKNOWN
-    for batch in _batches(object_store, plan.input, task):
+    drops: list[DroppedRecord] = []
+    with_values = bool(plan.steps) or plan.store is None
+    for batch in _batches(object_store, plan.input, task, with_values=with_values):
         n = batch.num_rows
-        keys = batch.column("key")
-        ids = state.ids(keys)
         record_ts = batch.column("timestamp").to_numpy()
-        counts = state.count[ids] + _grouped_running_count(ids)
-        timestamps = np.maximum(_grouped_running_max(ids, record_ts), state.timestamp[ids])
-        # each key's state after its last record of the chunk
-        distinct, last_from_end = np.unique(ids[::-1], return_index=True)
-        last = n - 1 - last_from_end
-        state.count[distinct] = counts[last]
-        state.timestamp[distinct] = timestamps[last]
-        if len(touched) < len(state.count):
-            touched = np.concatenate([touched, np.zeros(len(state.count) - len(touched), dtype=bool)])
-        touched[ids] = True
-        values = _longs(counts)
-        stamps = pa.array(timestamps, pa.int64())
-        sequence = pa.array(np.arange(processed, processed + n, dtype=np.int64))
-        _send(plan, collector, batch, state.partition[ids], sequence, stamps, keys, values)
-        if plan.changelog is not None:
-            changelog = pa.Table.from_arrays(
-                [
-                    sequence,
-                    _same_strings(plan.store.name, n),
-                    _same_strings(plan.changelog.topic, n),
-                    pa.array(np.full(n, plan.changelog.partition, dtype=np.int32)),
-                    stamps,
-                    keys,
-                    values,
-                    _no_headers(n),
-                ],
-                schema=CHANGELOG_SCHEMA,
-            )
-            changelog_collector.files.append_table((plan.changelog.topic, plan.changelog.partition), changelog)
-            changelog_collector.sent += n
+        if plan.steps:
+            chain = run_chain(plan.steps, batch.column("key").to_pylist(), batch.column("value").to_pylist())
+            positions, values, failure = chain.positions, chain.values, chain.failure
+        else:
+            positions, values, failure = list(range(n)), batch.column("value").to_pylist() if with_values else [], None
+        if plan.store is not None:
+            if plan.steps:
+                positions = _drop_null_values(plan, batch, positions, values, processed, drops)
+            if failure is not None:
+                raise _failure(plan, batch, failure, task)
+            rows = batch if len(positions) == n else batch.take(pa.array(positions, pa.int64()))
+            if rows.num_rows:
+                touched = _count(plan, rows, state, touched, collector, changelog_collector)
+        else:
+            serialized, failure = _serialized(plan, positions, values, failure)
+            if failure is not None:
+                raise _failure(plan, batch, failure, task)
+            rows = batch if len(positions) == n else batch.take(pa.array(positions, pa.int64()))
+            if rows.num_rows:
+                _sink(plan, rows, serialized, state, collector)
         processed += n
         last_offset = int(batch.column("offset")[-1].as_py())
         max_timestamp = max(max_timestamp, int(record_ts.max()))
-    written = np.flatnonzero(touched)
-    if len(written):
-        stored = np.empty((len(written), 2), dtype=_BIG_ENDIAN_LONG)
-        stored[:, 0] = state.timestamp[written]
-        stored[:, 1] = state.count[written]
-        raw = stored.tobytes()
-        keys = state.keys.take(pa.array(written)).to_pylist()
-        plan.store.bytes_store.write_all(
-            [(key, raw[i * _STORED_SIZE : (i + 1) * _STORED_SIZE]) for i, key in enumerate(keys)]
-        )
-        if plan.store.context is not None:
-            plan.store.context.written = True
+    if plan.store is not None:
+        _write_store(plan.store, state, touched)
     partition_time = max(plan.partition_time, max_timestamp)
     tp = TopicPartition(plan.input.topic, plan.input.partition)
+    counts: dict[str, int] = {}
+    for drop in drops:
+        counts[drop.reason] = counts.get(drop.reason, 0) + 1
     return ReplayResult(
         records_processed=processed,
         steps=processed,
         stream_time=partition_time,
         skip_steps=(),
-        dropped_counts={},
-        dropped=(),
+        dropped_counts=counts,
+        dropped=tuple(drops),
         committable_offsets={} if processed == 0 else {tp: CommittableOffset(last_offset + 1, partition_time)},
         punctuations=0,
     )
+
+
+def _drop_null_values(
+    plan: CountPlan,
+    batch: pa.RecordBatch,
+    positions: list[int],
+    values: list[object],
+    processed: int,
+    drops: list[DroppedRecord],
+) -> list[int]:
+    """The positions whose mapped value is not null; each null one dropped as ``KStreamAggregateProcessor`` drops it
+    (its warning, a ``null_key_or_value`` drop at the record's offset and step)."""
+    if all(v is not None for v in values):
+        return positions
+    offsets = batch.column("offset")
+    topic, partition = plan.input.topic, plan.input.partition
+    kept: list[int] = []
+    for position, value in zip(positions, values, strict=True):
+        if value is not None:
+            kept.append(position)
+            continue
+        offset = offsets[position].as_py()
+        record_dropped_log.warning(
+            "%s topic=[%s] partition=[%s] offset=[%s]", NULL_KEY_OR_VALUE_MESSAGE, topic, partition, offset
+        )
+        drops.append(DroppedRecord(topic, partition, offset, REASON_NULL_KEY_OR_VALUE, processed + position))
+    return kept
+
+
+def _serialized(
+    plan: CountPlan, positions: list[int], values: list[Any], failure: Failure | None
+) -> tuple[list[bytes | None], Failure | None]:
+    """The sink's values serialized as its ``ByteArraySerializer`` serializes them (bytes and null as they are);
+    a value it rejects (only a mapped one can be rejected) is the first failure when it comes before the chain's."""
+    if all(type(v) is bytes or v is None for v in values):
+        return values, failure
+    serialize = ByteArraySerializer().serialize
+    out: list[bytes | None] = []
+    for position, value in zip(positions, values, strict=True):
+        try:
+            out.append(value if type(value) is bytes or value is None else serialize(plan.sink_topic, value))
+        except Exception as exc:
+            return out, Failure(position, plan.steps[-1].name, exc)  # the sink's parent handles it
+    return out, failure
+
+
+def _failure(plan: CountPlan, batch: pa.RecordBatch, failure: Failure, task: str) -> Exception:
+    offset = batch.column("offset")[failure.position].as_py()
+    return processing_failure(
+        task,
+        failure.node,
+        plan.input.topic,
+        plan.input.partition,
+        offset,
+        failure.error,
+    )
+
+
+def _count(
+    plan: CountPlan,
+    batch: pa.RecordBatch,
+    state: _KeyState,
+    touched: np.ndarray,
+    collector: TaskOutputCollector,
+    changelog_collector: TaskChangelogCollector,
+) -> np.ndarray:
+    """One chunk's count updates: sent to the sink and the changelog; returns which keys the task has touched."""
+    store = plan.store
+    assert store is not None
+    n = batch.num_rows
+    keys = batch.column("key")
+    ids = state.ids(keys)
+    record_ts = batch.column("timestamp").to_numpy()
+    counts = state.count[ids] + _grouped_running_count(ids)
+    timestamps = np.maximum(_grouped_running_max(ids, record_ts), state.timestamp[ids])
+    # each key's state after its last record of the chunk
+    distinct, last_from_end = np.unique(ids[::-1], return_index=True)
+    last = n - 1 - last_from_end
+    state.count[distinct] = counts[last]
+    state.timestamp[distinct] = timestamps[last]
+    if len(touched) < len(state.count):
+        touched = np.concatenate([touched, np.zeros(len(state.count) - len(touched), dtype=bool)])
+    touched[ids] = True
+    values = _longs(counts)
+    stamps = pa.array(timestamps, pa.int64())
+    sequence = pa.array(np.arange(collector.sent, collector.sent + n, dtype=np.int64))
+    _send(plan, collector, batch, state.partition[ids], sequence, stamps, keys, values)
+    if plan.changelog is not None:
+        logged = pa.array(np.arange(changelog_collector.sent, changelog_collector.sent + n, dtype=np.int64))
+        changelog = pa.Table.from_arrays(
+            [
+                logged,
+                _same_strings(store.name, n),
+                _same_strings(plan.changelog.topic, n),
+                pa.array(np.full(n, plan.changelog.partition, dtype=np.int32)),
+                stamps,
+                keys,
+                values,
+                _no_headers(n),
+            ],
+            schema=CHANGELOG_SCHEMA,
+        )
+        changelog_collector.files.append_table((plan.changelog.topic, plan.changelog.partition), changelog)
+        changelog_collector.sent += n
+    return touched
+
+
+def _sink(
+    plan: CountPlan, batch: pa.RecordBatch, values: list[bytes | None], state: _KeyState, collector: TaskOutputCollector
+) -> None:
+    """One chunk's records straight to the sink: key, mapped value, the record's timestamp and headers."""
+    n = batch.num_rows
+    keys = batch.column("key")
+    sequence = pa.array(np.arange(collector.sent, collector.sent + n, dtype=np.int64))
+    stamps = batch.column("timestamp")
+    ids = state.ids(keys)  # before reading state.partition: this adds the chunk's new keys
+    partitions = state.partition[ids]
+    _send(plan, collector, batch, partitions, sequence, stamps, keys, pa.array(values, pa.binary()))
+
+
+def _write_store(store: TimestampedKeyValueStore[bytes, int], state: _KeyState, touched: np.ndarray) -> None:
+    """One ``put`` per key the task counted: its final timestamp and count."""
+    written = np.flatnonzero(touched)
+    if not len(written):
+        return
+    stored = np.empty((len(written), 2), dtype=_BIG_ENDIAN_LONG)
+    stored[:, 0] = state.timestamp[written]
+    stored[:, 1] = state.count[written]
+    raw = stored.tobytes()
+    keys = state.keys.take(pa.array(written)).to_pylist()
+    store.bytes_store.write_all([(key, raw[i * _STORED_SIZE : (i + 1) * _STORED_SIZE]) for i, key in enumerate(keys)])
+    if store.context is not None:
+        store.context.written = True
 
 
 def _send(

@@ -1,0 +1,294 @@
+"""Stateless DSL chains in the columnar path (``spark/columnar_chain.py``) against the per-record path.
+
+Random chains of ``filter``/``filterNot``/``mapValues`` (pure functions picked by hypothesis, some returning null,
+some dropping everything) before (a) ``groupByKey().count()`` and (b) a sink run through
+:func:`~streamproc.spark.task_runner.run_task` twice, columnar and with ``STREAMPROC_PER_RECORD_COUNT`` set: the same
+output and changelog files byte for byte, drops file, store and report, and each user function called as many times.
+A function that raises and a value the sink's serializer rejects fail the task with the same error on both paths;
+every other node type runs the task per record.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from streamproc import Stores
+from streamproc.dsl import Consumed, Materialized, Produced, StreamsBuilder
+from streamproc.dsl.kstream import KStream
+from streamproc.engine.task_id import TaskId
+from streamproc.engine.topology import Topology
+from streamproc.errors import StreamprocError, StreamsError
+from streamproc.spark import columnar_count
+from streamproc.spark.columnar_count import PER_RECORD_ENV
+from streamproc.spark.task_output import TaskObjects
+from streamproc.spark.task_runner import TaskWork, run_task
+from streamproc.storage import LocalObjectStore
+from tests.unit.spark.test_columnar_count import (
+    _BYTES,
+    _LONG,
+    _ROWS,
+    COLUMNAR,
+    ONE,
+    PER_RECORD,
+    SINK,
+    SOURCE,
+    Record,
+    _objects,
+    _stage,
+    _store_entries,
+    _work,
+)
+
+_MODULE = "tests.unit.spark.test_columnar_chain"
+
+#: How many times each user function ran (by its name), reset per run.
+CALLS: Counter[str] = Counter()
+
+
+def _counted(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    def call(*args: Any) -> Any:
+        CALLS[name] += 1
+        return function(*args)
+
+    return call
+
+
+def _head(v: Any) -> Any:
+    return None if v is None else v[:2]
+
+
+#: (operator, name, function): predicates of (key, value), mappers of (key, value) or of the value alone.
+STEPS: list[tuple[str, str, Callable[..., Any]]] = [
+    ("filter", "even length", lambda k, v: v is not None and len(v) % 2 == 0),
+    ("filter", "keep all", lambda k, v: True),
+    ("filter", "drop all", lambda k, v: False),
+    ("filter", "key a", lambda k, v: k == b"a"),
+    ("filter", "truthy length", lambda k, v: 0 if v is None else len(v)),
+    ("filter_not", "starts with 0", lambda k, v: v is not None and v[:1] == b"0"),
+    ("filter_not", "key b", lambda k, v: k == b"b"),
+    ("map_values_with_key", "append key", lambda k, v: None if v is None else bytes(v) + k),
+    ("map_values_with_key", "null every third", lambda k, v: None if v is None or len(v) % 3 == 0 else v),
+    ("map_values_with_key", "all null", lambda k, v: None),
+    ("map_values", "head", _head),
+    ("map_values", "bytearray", lambda v: None if v is None else bytearray(v)),
+    ("map_values", "reverse", lambda v: None if v is None else bytes(v[::-1])),
+]
+
+#: The chain the topology factories below build (set by each example before it runs).
+CHAIN: list[tuple[str, str, Callable[..., Any]]] = []
+
+
+def _chained(b: StreamsBuilder) -> KStream[Any, Any]:
+    stream: KStream[Any, Any] = b.stream(SOURCE, Consumed.with_(_BYTES, _BYTES))
+    for operator, name, function in CHAIN:
+        counted = _counted(name, function)
+        if operator == "filter":
+            stream = stream.filter(counted)
+        elif operator == "filter_not":
+            stream = stream.filter_not(counted)
+        elif operator == "map_values_with_key":
+            stream = stream.map_values(counted, with_key=True)
+        else:
+            stream = stream.map_values(counted)  # a one-argument ValueMapper
+    return stream
+
+
+def chain_count() -> Topology:
+    b = StreamsBuilder()
+    materialized = Materialized.as_(Stores.persistent_timestamped_key_value_store("counts"))
+    table = _chained(b).group_by_key().count(materialized=materialized.with_key_serde(_BYTES).with_value_serde(_LONG))
+    table.to_stream().to(SINK, Produced.with_(_BYTES, _LONG))
+    return b.build()
+
+
+def chain_to_sink() -> Topology:
+    b = StreamsBuilder()
+    _chained(b).to(SINK, Produced.with_(_BYTES, _BYTES))
+    return b.build()
+
+
+def chain_peek() -> Topology:
+    b = StreamsBuilder()
+    _chained(b).peek(lambda k, v: None).to(SINK, Produced.with_(_BYTES, _BYTES))
+    return b.build()
+
+
+def chain_flat_map_values() -> Topology:
+    b = StreamsBuilder()
+    _chained(b).flat_map_values(lambda v: [v]).to(SINK, Produced.with_(_BYTES, _BYTES))
+    return b.build()
+
+
+def chain_flat_map() -> Topology:
+    b = StreamsBuilder()
+    _chained(b).flat_map(lambda k, v: [(k, v)]).to(SINK, Produced.with_(_BYTES, _BYTES))
+    return b.build()
+
+
+def chain_select_key() -> Topology:
+    b = StreamsBuilder()
+    _chained(b).select_key(lambda k, v: k).to(SINK, Produced.with_(_BYTES, _BYTES))
+    return b.build()
+
+
+def _chain_work(root: Path, plan: str, topology: str, inputs: tuple[int, int, int]) -> TaskWork:
+    return dataclasses.replace(_work(root, plan, "count_logged", inputs, None), topology=f"{_MODULE}:{topology}")
+
+
+def _run(root: Path, plan: str, topology: str, inputs: tuple[int, int, int], *, per_record: bool) -> Any:
+    """One run: its report, or the error it failed with; and the calls of each user function."""
+    CALLS.clear()
+    if per_record:
+        os.environ[PER_RECORD_ENV] = "1"
+    try:
+        outcome: Any = run_task(_chain_work(root, plan, topology, inputs))
+    except StreamprocError as exc:
+        outcome = exc
+    finally:
+        os.environ.pop(PER_RECORD_ENV, None)
+    return outcome, dict(CALLS)
+
+
+def _comparable(report: dict[str, Any]) -> dict[str, Any]:
+    plan = report["plan_id"]
+    objects = {name.replace(plan, "PLAN"): size for name, size in report["objects"].items()}
+    bundle = objects.pop("process/PLAN/tasks/0_0/stores.tar", 0)
+    fixed = {k: v for k, v in report.items() if k not in ("plan_id", "seconds", "objects", "bytes_written")}
+    return fixed | {"objects": objects, "bytes_written": report["bytes_written"] - bundle}
+
+
+def _drops(root: Path, plan: str) -> bytes:
+    return (root / TaskObjects(plan, TaskId.parse("0_0")).drops).read_bytes()
+
+
+def _both(
+    root: Path, scratch: Path, topology: str, inputs: tuple[int, int, int], caplog: pytest.LogCaptureFixture
+) -> tuple[Any, Any]:
+    """Run columnar (asserting it was) and per record; assert the same outcome; return both outcomes."""
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="streamproc.spark.task_runner"):
+        columnar, columnar_calls = _run(root, COLUMNAR, topology, inputs, per_record=False)
+    assert "runs the columnar count" in caplog.text
+    per_record, per_record_calls = _run(root, PER_RECORD, topology, inputs, per_record=True)
+    if isinstance(per_record, Exception):
+        # node by node: a node before the failing one may have run on the chunk's later records too (never twice)
+        assert all(columnar_calls.get(name, 0) >= calls for name, calls in per_record_calls.items())
+        assert all(calls <= inputs[1] - inputs[0] for calls in columnar_calls.values())
+        assert type(columnar) is type(per_record)
+        assert str(columnar) == str(per_record)
+        assert type(columnar.__cause__) is type(per_record.__cause__)
+        assert str(columnar.__cause__) == str(per_record.__cause__)
+        return columnar, per_record
+    assert isinstance(columnar, dict), columnar
+    assert columnar_calls == per_record_calls
+    assert _comparable(columnar) == _comparable(per_record)
+    assert _objects(root, COLUMNAR) == _objects(root, PER_RECORD)
+    assert _drops(root, COLUMNAR) == _drops(root, PER_RECORD)
+    if topology == "chain_count":
+        assert _store_entries(root, COLUMNAR, scratch) == _store_entries(root, PER_RECORD, scratch)
+    return columnar, per_record
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    rows=_ROWS,
+    chain=st.lists(st.sampled_from(STEPS), max_size=5),
+    topology=st.sampled_from(["chain_count", "chain_to_sink"]),
+    chunk=st.sampled_from([1, 7, 256]),
+)
+def test_a_stateless_chain_equals_the_per_record_path(
+    tmp_path_factory: pytest.TempPathFactory,
+    caplog: pytest.LogCaptureFixture,
+    rows: list[Record],
+    chain: list[tuple[str, str, Callable[..., Any]]],
+    topology: str,
+    chunk: int,
+) -> None:
+    scratch = tmp_path_factory.mktemp("chain")
+    root = scratch / "store"
+    start, end = _stage(LocalObjectStore(root), SOURCE, [(k, v, ts, tuple(h)) for k, v, ts, h in rows], 5)
+    CHAIN[:] = chain
+    before = columnar_count.CHUNK_ROWS
+    columnar_count.CHUNK_ROWS = chunk
+    try:
+        columnar, _ = _both(root, scratch, topology, (start, end, -1), caplog)
+    finally:
+        columnar_count.CHUNK_ROWS = before
+    assert isinstance(columnar, dict) and columnar["records_processed"] == len(rows)
+
+
+def _boom(k: Any, v: Any) -> bytes:
+    if v[:1] == b"x":
+        raise ValueError(f"no x please: {v!r}")
+    return bytes(v)
+
+
+_FAILING_ROWS: list[Record] = [(b"a", b"v1", 1, ()), (b"b", b"x2", 2, ()), (b"a", b"x3", 3, ()), (b"c", b"v", 4, ())]
+
+
+@pytest.mark.parametrize("topology", ["chain_count", "chain_to_sink"])
+@pytest.mark.parametrize(
+    "chain",
+    [
+        [("map_values_with_key", "boom", _boom)],
+        [("filter", "keep all", lambda k, v: True), ("map_values_with_key", "boom", _boom)],
+        # the later node fails at an earlier record than the first: the earlier record's failure wins
+        [("map_values", "head", lambda v: v[:1]), ("map_values_with_key", "boom", _boom)],
+        [("filter", "raises on a", lambda k, v: 1 / 0 if k == b"c" else True), ("map_values_with_key", "boom", _boom)],
+    ],
+    ids=["one", "after a filter", "in the second node", "the earlier record wins"],
+)
+def test_a_raising_function_fails_the_task_as_per_record(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, topology: str, chain: list[tuple[str, str, Any]]
+) -> None:
+    root = tmp_path / "store"
+    start, end = _stage(LocalObjectStore(root), SOURCE, _FAILING_ROWS, 0)
+    CHAIN[:] = chain
+    columnar, _ = _both(root, tmp_path, topology, (start, end, -1), caplog)
+    assert isinstance(columnar, StreamsError)
+    assert "Exception caught in process. taskId=0_0, processor=KSTREAM-MAPVALUES-" in str(columnar)
+    assert "offset=1" in str(columnar)
+
+
+def test_a_value_the_sink_rejects_fails_the_task_as_per_record(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = tmp_path / "store"
+    start, end = _stage(LocalObjectStore(root), SOURCE, _FAILING_ROWS, 0)
+    CHAIN[:] = [("map_values", "text", lambda v: v.decode() if v[:1] == b"x" else v)]
+    columnar, _ = _both(root, tmp_path, "chain_to_sink", (start, end, -1), caplog)
+    assert isinstance(columnar, StreamsError)
+    # the sink lets its serializer's error through to its parent's handler: the parent is named, as per record
+    assert "processor=KSTREAM-MAPVALUES-0000000001" in str(columnar) and "offset=1" in str(columnar)
+
+
+@pytest.mark.parametrize(
+    ("topology", "reason"),
+    [
+        ("chain_peek", "KSTREAM-PEEK-0000000002 is not a DSL filter/filterNot/mapValues"),
+        ("chain_flat_map_values", "KSTREAM-FLATMAPVALUES-0000000002 is not a DSL filter/filterNot/mapValues"),
+        ("chain_flat_map", "KSTREAM-FLATMAP-0000000002 is not a DSL filter/filterNot/mapValues"),
+        ("chain_select_key", "KSTREAM-KEY-SELECT-0000000002 is not a DSL filter/filterNot/mapValues"),
+    ],
+)
+def test_another_node_runs_per_record_and_says_why(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, topology: str, reason: str
+) -> None:
+    root = tmp_path / "store"
+    start, end = _stage(LocalObjectStore(root), SOURCE, [(b"a", b"v", 1, ()), (b"b", b"w", 2, ())], 0)
+    CHAIN[:] = [("filter", "keep all", lambda k, v: True)]
+    with caplog.at_level(logging.DEBUG, logger="streamproc.spark.task_runner"):
+        report, calls = _run(root, ONE, topology, (start, end, -1), per_record=False)
+    assert "runs the columnar count" not in caplog.text
+    assert f"runs per record, not the columnar count: {reason}" in caplog.text
+    assert report["records_processed"] == 2 and calls == {"keep all": 2}
