@@ -38,7 +38,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from streamproc.dsl.internals.kstream_aggregate import _NULL_KEY_OR_VALUE as NULL_KEY_OR_VALUE_MESSAGE
 from streamproc.dsl.internals.kstream_aggregate import KStreamAggregateProcessor, count_initializer
@@ -58,7 +57,7 @@ from streamproc.engine.timestamp_extractor import ExtractRecordMetadataTimestamp
 from streamproc.engine.topology_builder import _default_partitioner
 from streamproc.errors import ManifestError
 from streamproc.spark.columnar_chain import Failure, StatelessStep, processing_failure, run_chain, stateless_step
-from streamproc.spark.task_input import StagedRange, _first_misplaced, _open
+from streamproc.spark.task_input import StagedRange, _open, checked_batches
 from streamproc.spark.task_output import (
     _HEADERS,
     CHANGELOG_SCHEMA,
@@ -275,23 +274,10 @@ def columnar_count_plan(
 
 
 def _batches(store: ObjectStore, staged: StagedRange, task: str, *, with_values: bool) -> Iterator[pa.RecordBatch]:
-    """The range's offset, timestamp, key and headers columns (and values if asked), ``CHUNK_ROWS`` at a time,
-    offsets checked as ``task_input.read_records`` checks them."""
+    """The range's offset, timestamp, key and headers columns (and values if asked), ``CHUNK_ROWS`` at a time, checked
+    as the per-record path's records are (``task_input.checked_batches``)."""
     columns = ["offset", "timestamp", "key", "headers", *(["value"] if with_values else [])]
-    for name in staged.segments:
-        parquet: pq.ParquetFile = _open(store, name)
-        last = -1
-        for batch in parquet.iter_batches(batch_size=CHUNK_ROWS, columns=columns, use_threads=False):
-            if batch.num_rows == 0:
-                continue
-            bad = _first_misplaced(batch.column("offset"), last, staged)
-            if bad is not None:
-                raise ManifestError(
-                    f"task [{task}] object '{name}' in {store.uri}: offset {bad} is out of order or "
-                    f"outside [{staged.start}, {staged.end}); delete it and fetch its range again"
-                )
-            last = batch.column("offset")[-1].as_py()
-            yield batch
+    return checked_batches(store, staged, task=task, columns=columns, batch_size=CHUNK_ROWS)
 
 
 def _same_strings(text: str, n: int) -> pa.Array:

@@ -339,7 +339,7 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
             "global_restored": {} if global_stores is None else dict(sorted(global_stores.restored.items())),
             "restored_from_state_dir": copied,
             # which way the records ran: over columns (spark/columnar_count.py) or one record at a time
-            "execution": "columnar count" if isinstance(columnar, CountPlan) else "per record",
+            "execution": "columnar" if isinstance(columnar, CountPlan) else "per record",
             "appended": dict(sorted(appended_counts.items())),
             "outputs": {f"{t}+{p}": n for (t, p), n in sorted(collector.files.counts.items())},
             "dead_letter_queue": dict(sorted(collector.dead_letter_counts.items())),

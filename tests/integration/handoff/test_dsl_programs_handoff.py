@@ -320,7 +320,7 @@ def test_real_app_resumes_a_dsl_program_after_streamproc_run(
               "--state-dir", str(state_dir), "--yes")  # fmt: skip
     assert "published" in out.output, out.output
     executions = {json.loads(report.read_text())["execution"] for report in (tmp_path / "staging").rglob("report.json")}
-    assert executions == {"columnar count" if factory in COLUMNAR else "per record"}
+    assert executions == {"columnar" if factory in COLUMNAR else "per record"}
     written.ran("handoff")
     # the input topics are the user's, even the one a table uses as its changelog: nothing purged, nothing written
     produced = Counter(topic for topic, *_ in parts[0] + parts[1])

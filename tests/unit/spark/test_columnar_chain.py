@@ -43,6 +43,7 @@ from tests.unit.spark.test_columnar_count import (
     SINK,
     SOURCE,
     Record,
+    _comparable,
     _objects,
     _stage,
     _store_entries,
@@ -159,14 +160,6 @@ def _run(root: Path, plan: str, topology: str, inputs: tuple[int, int, int], *, 
     return outcome, dict(CALLS)
 
 
-def _comparable(report: dict[str, Any]) -> dict[str, Any]:
-    plan = report["plan_id"]
-    objects = {name.replace(plan, "PLAN"): size for name, size in report["objects"].items()}
-    bundle = objects.pop("process/PLAN/tasks/0_0/stores.tar", 0)
-    fixed = {k: v for k, v in report.items() if k not in ("plan_id", "seconds", "objects", "bytes_written")}
-    return fixed | {"objects": objects, "bytes_written": report["bytes_written"] - bundle}
-
-
 def _drops(root: Path, plan: str) -> bytes:
     return (root / TaskObjects(plan, TaskId.parse("0_0")).drops).read_bytes()
 
@@ -190,6 +183,7 @@ def _both(
         assert str(columnar.__cause__) == str(per_record.__cause__)
         return columnar, per_record
     assert isinstance(columnar, dict), columnar
+    assert (columnar["execution"], per_record["execution"]) == ("columnar", "per record")
     assert columnar_calls == per_record_calls
     assert _comparable(columnar) == _comparable(per_record)
     assert _objects(root, COLUMNAR) == _objects(root, PER_RECORD)
