@@ -55,9 +55,8 @@ from streamproc.engine.serdes import ByteArrayDeserializer, ByteArraySerializer,
 from streamproc.engine.stream_task import CommittableOffset, TaskConfig
 from streamproc.engine.timestamp_extractor import ExtractRecordMetadataTimestamp, FailOnInvalidTimestamp
 from streamproc.engine.topology_builder import _default_partitioner
-from streamproc.errors import ManifestError
 from streamproc.spark.columnar_chain import Failure, StatelessStep, processing_failure, run_chain, stateless_step
-from streamproc.spark.task_input import StagedRange, _open, checked_batches
+from streamproc.spark.task_input import StagedRange, checked_batches, open_segment
 from streamproc.spark.task_output import (
     _HEADERS,
     CHANGELOG_SCHEMA,
@@ -67,7 +66,6 @@ from streamproc.spark.task_output import (
 )
 from streamproc.state.stores import StateStore, TimestampedKeyValueStore
 from streamproc.storage.object_store import ObjectStore
-from streamproc.storage.segments import SEGMENT_SCHEMA_FINGERPRINT, schema_fingerprint
 
 logger = logging.getLogger(__name__)
 
@@ -168,12 +166,7 @@ def _staged_clean(store: ObjectStore, staged: StagedRange, task: str) -> str | N
     """Why the staged input may hold a null key or value or a negative timestamp (from the row groups' Parquet
     statistics, nothing decoded), or ``None`` when it cannot."""
     for name in staged.segments:
-        parquet = _open(store, name)
-        if schema_fingerprint(parquet.schema_arrow) != SEGMENT_SCHEMA_FINGERPRINT:
-            raise ManifestError(
-                f"task [{task}] object '{name}' in {store.uri} does not have the segment schema; delete it and fetch "
-                "its range again"
-            )
+        parquet = open_segment(store, name, task=task)
         metadata = parquet.metadata
         names = parquet.schema_arrow.names
         key, value, timestamp = (names.index(c) for c in ("key", "value", "timestamp"))

@@ -77,6 +77,17 @@ def _open(store: ObjectStore, name: str) -> pq.ParquetFile:
         ) from exc
 
 
+def open_segment(store: ObjectStore, name: str, *, task: str) -> pq.ParquetFile:
+    """A staged segment, opened and checked to have the segment schema (else the error says to fetch it again)."""
+    parquet = _open(store, name)
+    if schema_fingerprint(parquet.schema_arrow) != SEGMENT_SCHEMA_FINGERPRINT:
+        raise ManifestError(
+            f"task [{task}] object '{name}' in {store.uri} does not have the segment schema; delete it and fetch "
+            "its range again"
+        )
+    return parquet
+
+
 def read_records(store: ObjectStore, staged: StagedRange, *, task: str) -> Iterator[RawRecord]:
     """The records of the range in offset order, decoded ``BATCH_ROWS`` at a time, segment after segment."""
     for batch in checked_batches(store, staged, task=task):
@@ -94,12 +105,7 @@ def checked_batches(
     """The range's record batches (``columns`` of them, all by default) in offset order, segment after segment: each
     segment's schema and each batch's offsets checked (in order, inside the range) before it is handed out."""
     for name in staged.segments:
-        parquet = _open(store, name)
-        if schema_fingerprint(parquet.schema_arrow) != SEGMENT_SCHEMA_FINGERPRINT:
-            raise ManifestError(
-                f"task [{task}] object '{name}' in {store.uri} does not have the segment schema; delete it and fetch "
-                "its range again"
-            )
+        parquet = open_segment(store, name, task=task)
         last = -1
         for batch in parquet.iter_batches(batch_size=batch_size, columns=columns, use_threads=False):
             if batch.num_rows == 0:

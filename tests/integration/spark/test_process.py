@@ -105,7 +105,11 @@ def outputs_of(store_dir: Path, plan: RunPlan, report: dict[str, Any]) -> dict[s
 def store_entries(store_dir: Path, plan: RunPlan, task_id: str, tmp_path: Path) -> list[tuple[bytes, bytes]]:
     """The final store from the task's bundle, opened as the RocksDB store it is (Kafka Streams' layout)."""
     bundle = (store_dir / TaskObjects(plan_id(plan), TaskId.parse(task_id)).stores).read_bytes()
-    target = tmp_path / f"bundle-{task_id}"
+    return bundle_counts(bundle, tmp_path / f"bundle-{task_id}")
+
+
+def bundle_counts(bundle: bytes, target: Path) -> list[tuple[bytes, bytes]]:
+    """The raw entries of the ``counts`` store (a timestamped key-value RocksDB store) in a task's store bundle."""
     with tarfile.open(fileobj=io.BytesIO(bundle)) as tar:
         tar.extractall(target, filter="data")
     db = RocksDBKeyValueBytesStore("counts", target / "rocksdb" / "counts", StoreType.TIMESTAMPED_KEY_VALUE)

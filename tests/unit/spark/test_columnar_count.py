@@ -9,9 +9,7 @@ run per record and say why.
 
 from __future__ import annotations
 
-import io
 import logging
-import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,11 +32,10 @@ from streamproc.spark import columnar_count
 from streamproc.spark.columnar_count import PER_RECORD_ENV
 from streamproc.spark.task_output import TaskObjects
 from streamproc.spark.task_runner import InputRange, RestoreRange, TaskWork, run_task
-from streamproc.state.rocksdb_store import RocksDBKeyValueBytesStore
-from streamproc.state.store_type import StoreType
 from streamproc.storage import LocalObjectStore
 from streamproc.storage.manifest import SegmentProof
 from streamproc.storage.staging import SegmentLimits, stage_range
+from tests.integration.spark.test_process import bundle_counts
 
 APP = "columnar-app"
 SOURCE, SINK = "clicks", "click-counts"
@@ -138,15 +135,9 @@ def _work(
 
 
 def _store_entries(root: Path, plan: str, scratch: Path) -> list[tuple[bytes, bytes]]:
-    bundle = (root / TaskObjects(plan, TaskId.parse("0_0")).stores).read_bytes()
-    target = scratch / f"bundle-{plan}"
-    with tarfile.open(fileobj=io.BytesIO(bundle)) as tar:
-        tar.extractall(target, filter="data")
-    db = RocksDBKeyValueBytesStore("counts", target / "rocksdb" / "counts", StoreType.TIMESTAMPED_KEY_VALUE)
-    try:
-        return list(db.range(None, None))
-    finally:
-        db.close()
+    return bundle_counts(
+        (root / TaskObjects(plan, TaskId.parse("0_0")).stores).read_bytes(), scratch / f"bundle-{plan}"
+    )
 
 
 def _objects(root: Path, plan: str) -> dict[str, bytes]:
