@@ -1,6 +1,5 @@
 package dev.streamproc.oracle;
 
-import java.util.HashMap;
 import java.util.Map;
 import java.util.Properties;
 import java.util.TreeMap;
@@ -8,9 +7,6 @@ import java.util.concurrent.atomic.AtomicLong;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
-import org.apache.kafka.clients.admin.OffsetSpec;
-import org.apache.kafka.clients.consumer.OffsetAndMetadata;
-import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.KeyValue;
@@ -86,42 +82,8 @@ public final class RekeyResumeApp {
                                       final String topic, final int partitions, final long total) throws Exception {
         final Properties adminProps = new Properties();
         adminProps.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        final long deadline = System.currentTimeMillis() + 120_000L;
         try (Admin admin = Admin.create(adminProps)) {
-            final Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
-            for (int p = 0; p < partitions; p++) {
-                latest.put(new TopicPartition(topic, p), OffsetSpec.latest());
-            }
-            final var ends = total < 0 ? admin.listOffsets(latest).all().get() : null;
-            while (true) {
-                if (streams.state() == KafkaStreams.State.ERROR || streams.state() == KafkaStreams.State.NOT_RUNNING
-                    || streams.state() == KafkaStreams.State.PENDING_ERROR) {
-                    StateResumeApp.emit(Map.of("event", "error", "message", "Kafka Streams state " + streams.state()));
-                    System.exit(3);
-                }
-                final Map<TopicPartition, OffsetAndMetadata> committed =
-                    admin.listConsumerGroupOffsets(applicationId).partitionsToOffsetAndMetadata().get();
-                boolean done = streams.state() == KafkaStreams.State.RUNNING;
-                long sum = 0;
-                for (final TopicPartition tp : latest.keySet()) {
-                    final OffsetAndMetadata offset = committed.get(tp);
-                    final long at = offset == null ? 0 : offset.offset();
-                    sum += at;
-                    if (ends != null) {
-                        done &= at >= ends.get(tp).offset();
-                    }
-                }
-                done &= ends != null || sum >= total;
-                if (done) {
-                    return;
-                }
-                if (System.currentTimeMillis() > deadline) {
-                    StateResumeApp.emit(Map.of("event", "error", "message",
-                        "timed out waiting for the committed offsets of " + topic + ": " + committed));
-                    System.exit(4);
-                }
-                Thread.sleep(100);
-            }
+            StateResumeApp.awaitTopicCommitted(streams, admin, applicationId, topic, partitions, total, 120_000L);
         }
     }
 }

@@ -4,7 +4,6 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneOffset;
-import java.util.HashMap;
 import java.util.Map;
 import java.util.Properties;
 import java.util.TreeMap;
@@ -15,11 +14,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
-import org.apache.kafka.clients.admin.OffsetSpec;
-import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.Metric;
 import org.apache.kafka.common.MetricName;
-import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.SerializationException;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.kafka.common.serialization.Serde;
@@ -271,25 +267,7 @@ public final class DemoOrdersApp {
         try (Admin admin = Admin.create(adminProps)) {
             final int partitions = admin.describeTopics(java.util.List.of(topic)).allTopicNames().get()
                 .get(topic).partitions().size();
-            final Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
-            for (int p = 0; p < partitions; p++) {
-                latest.put(new TopicPartition(topic, p), OffsetSpec.latest());
-            }
-            final var ends = total < 0 ? admin.listOffsets(latest).all().get() : null;
-            StateResumeApp.awaitCommitted(streams, admin, applicationId, 300_000L, "the committed offsets of " + topic,
-                committed -> {
-                    boolean done = true;
-                    long sum = 0;
-                    for (final TopicPartition tp : latest.keySet()) {
-                        final OffsetAndMetadata offset = committed.get(tp);
-                        final long at = offset == null ? 0 : offset.offset();
-                        sum += at;
-                        if (ends != null) {
-                            done &= at >= ends.get(tp).offset();
-                        }
-                    }
-                    return done && (ends != null || sum >= total);
-                });
+            StateResumeApp.awaitTopicCommitted(streams, admin, applicationId, topic, partitions, total, 300_000L);
         }
     }
 }

@@ -1,6 +1,7 @@
 package dev.streamproc.oracle;
 
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.Properties;
 import java.util.TreeMap;
@@ -9,6 +10,7 @@ import java.util.function.Predicate;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.Serdes;
@@ -236,6 +238,34 @@ public final class StateResumeApp {
                 done &= end.getValue() == 0 || offset != null && offset.offset() >= end.getValue();
             }
             return done;
+        });
+    }
+
+    /**
+     * Waits (see below) until the group's committed offsets of {@code topic}'s partitions sum to {@code total} (the
+     * input), or, for {@code total} -1 (a repartition topic, whose records are all written once the input is
+     * committed), reach each partition's log end as it is now.
+     */
+    static void awaitTopicCommitted(final KafkaStreams streams, final Admin admin, final String applicationId,
+                                    final String topic, final int partitions, final long total,
+                                    final long timeoutMs) throws Exception {
+        final Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+        for (int p = 0; p < partitions; p++) {
+            latest.put(new TopicPartition(topic, p), OffsetSpec.latest());
+        }
+        final var ends = total < 0 ? admin.listOffsets(latest).all().get() : null;
+        awaitCommitted(streams, admin, applicationId, timeoutMs, "the committed offsets of " + topic, committed -> {
+            boolean done = true;
+            long sum = 0;
+            for (final TopicPartition tp : latest.keySet()) {
+                final OffsetAndMetadata offset = committed.get(tp);
+                final long at = offset == null ? 0 : offset.offset();
+                sum += at;
+                if (ends != null) {
+                    done &= at >= ends.get(tp).offset();
+                }
+            }
+            return done && (ends != null || sum >= total);
         });
     }
 
