@@ -60,9 +60,17 @@ class ProcessingExceptionHandler(Protocol):
     ) -> ProcessingExceptionResponse: ...
 
 
-_MESSAGE = (
+#: What a processing exception handler logs (Kafka's ``LogAndContinue``/``LogAndFail``), %-style arguments: node,
+#: task, source topic, partition, offset.
+PROCESSING_ERROR_MESSAGE = (
     "Exception caught during message processing, processor node: %s, taskId: %s, source topic: %s, "
     "source partition: %s, source offset: %s"
+)
+
+#: What the node (or task, for a punctuator) logs when the handler said FAIL; the argument is the config's name.
+FAIL_ON_PROCESSING_ERROR_MESSAGE = (
+    "Processing exception handler is set to fail upon a processing error. If you would rather have the "
+    "streaming pipeline continue after a processing error, please set the %s appropriately."
 )
 
 
@@ -80,7 +88,7 @@ class LogAndContinueProcessingExceptionHandler:
         self, context: ErrorHandlerContext, record: Record[Any, Any] | None, exception: Exception
     ) -> ProcessingExceptionResponse:
         logger.warning(
-            _MESSAGE,
+            PROCESSING_ERROR_MESSAGE,
             context.processor_node_id,
             context.task_id,
             context.topic,
@@ -109,7 +117,7 @@ class LogAndFailProcessingExceptionHandler:
         self, context: ErrorHandlerContext, record: Record[Any, Any] | None, exception: Exception
     ) -> ProcessingExceptionResponse:
         logger.error(
-            _MESSAGE,
+            PROCESSING_ERROR_MESSAGE,
             context.processor_node_id,
             context.task_id,
             context.topic,

@@ -18,6 +18,7 @@ from streamproc.engine.dead_letter_queue import DeadLetterQueueRecord
 from streamproc.engine.dropped_records import REASON_PROCESSING_EXCEPTION, DroppedRecordsSensor
 from streamproc.engine.error_handler_context import ErrorHandlerContext
 from streamproc.engine.processing_handler import (
+    FAIL_ON_PROCESSING_ERROR_MESSAGE,
     PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG,
     ProcessingExceptionHandler,
     ProcessingHandlerResult,
@@ -187,11 +188,7 @@ class ProcessorNode:
         for dead_letter in response.dead_letter_queue_records:  # sent before a FAIL ends the task, as in 4.2
             self._context.collector.send_dead_letter_queue_record(dead_letter, self.name)
         if response.result is ProcessingHandlerResult.FAIL:
-            logger.error(
-                "Processing exception handler is set to fail upon a processing error. If you would rather have the "
-                "streaming pipeline continue after a processing error, please set the %s appropriately.",
-                PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG,
-            )
+            logger.error(FAIL_ON_PROCESSING_ERROR_MESSAGE, PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG)
             raise FailedProcessingException(None, self.name, processing_exception) from processing_exception
         self._context.log.warning(
             "Skipping record due to processing error. topic=[%s] partition=[%s] offset=[%s] processor=[%s]",

@@ -26,6 +26,7 @@ from streamproc.engine.dropped_records import (
 from streamproc.engine.error_handler_context import ErrorHandlerContext
 from streamproc.engine.partition_group import LagProvider, PartitionGroup, RecordInfo
 from streamproc.engine.processing_handler import (
+    FAIL_ON_PROCESSING_ERROR_MESSAGE,
     PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG,
     LogAndFailProcessingExceptionHandler,
     ProcessingExceptionHandler,
@@ -320,10 +321,7 @@ class StreamTask:
         return error
 
     def _process_failure_message(self, node: str, topic: str, partition: int, offset: int) -> str:
-        return (
-            f"Exception caught in process. taskId={self.id}, processor={node}, topic={topic}, "
-            f"partition={partition}, offset={offset}"
-        )
+        return process_failure_message(str(self.id), node, topic, partition, offset)
 
     def _with_task_id(self, exc: StreamsError) -> StreamsError:
         """``TaskExecutor``: a ``StreamsException`` without a task id gets this task's."""
@@ -453,11 +451,7 @@ class StreamTask:
                 node_name, "Fatal user code error in processing error callback"
             ) from fatal_user_exception
         if response.result is ProcessingHandlerResult.FAIL:
-            self.log.error(
-                "Processing exception handler is set to fail upon a processing error. If you would rather have the "
-                "streaming pipeline continue after a processing error, please set the %s appropriately.",
-                PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG,
-            )
+            self.log.error(FAIL_ON_PROCESSING_ERROR_MESSAGE, PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG)
             raise self._punctuation_error(node_name) from exc
         self.log.warning(
             "Skipping punctuation due to processing error. processor=[%s] timestamp=[%s]",
@@ -485,3 +479,11 @@ class StreamTask:
                 self.context.current_node = None
         self.stream_time_punctuation_queue.close()
         self.system_time_punctuation_queue.close()
+
+
+def process_failure_message(task_id: str, node: str, topic: str, partition: int, offset: int) -> str:
+    """Kafka's ``StreamsException`` message for a record whose processing failed the task."""
+    return (
+        f"Exception caught in process. taskId={task_id}, processor={node}, topic={topic}, "
+        f"partition={partition}, offset={offset}"
+    )

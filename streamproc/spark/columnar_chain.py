@@ -28,9 +28,14 @@ from typing import Any
 
 from streamproc.dsl.internals.processors import KStreamFilter, KStreamMapValues
 from streamproc.engine.dropped_records import REASON_PROCESSING_EXCEPTION
-from streamproc.engine.processing_handler import PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG
+from streamproc.engine.processing_handler import (
+    FAIL_ON_PROCESSING_ERROR_MESSAGE,
+    PROCESSING_ERROR_MESSAGE,
+    PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG,
+)
 from streamproc.engine.processor import ClassCastError
 from streamproc.engine.processor_topology import ProcessorNode
+from streamproc.engine.stream_task import process_failure_message
 from streamproc.errors import ProcessingError, StreamsError
 
 logger = logging.getLogger(__name__)
@@ -131,8 +136,7 @@ def processing_failure(task: str, node: str, topic: str, partition: int, offset:
             task_id=task,
         )
     _HANDLER_LOG.error(
-        "Exception caught during message processing, processor node: %s, taskId: %s, source topic: %s, "
-        "source partition: %s, source offset: %s",
+        PROCESSING_ERROR_MESSAGE,
         node,
         task,
         topic,
@@ -140,14 +144,9 @@ def processing_failure(task: str, node: str, topic: str, partition: int, offset:
         offset,
         exc_info=error,
     )
-    _NODE_LOG.error(
-        "Processing exception handler is set to fail upon a processing error. If you would rather have the "
-        "streaming pipeline continue after a processing error, please set the %s appropriately.",
-        PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG,
-    )
+    _NODE_LOG.error(FAIL_ON_PROCESSING_ERROR_MESSAGE, PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG)
     failure = StreamsError(
-        f"Exception caught in process. taskId={task}, processor={node}, topic={topic}, partition={partition}, "
-        f"offset={offset}",
+        process_failure_message(task, node, topic, partition, offset),
         reason=REASON_PROCESSING_EXCEPTION,
         topic=topic,
         partition=partition,

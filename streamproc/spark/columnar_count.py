@@ -39,8 +39,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from streamproc.dsl.internals.kstream_aggregate import _NULL_KEY_OR_VALUE as NULL_KEY_OR_VALUE_MESSAGE
-from streamproc.dsl.internals.kstream_aggregate import KStreamAggregateProcessor, count_initializer
+from streamproc.dsl.internals.kstream_aggregate import (
+    NULL_KEY_OR_VALUE_MESSAGE,
+    KStreamAggregateProcessor,
+    count_initializer,
+)
 from streamproc.dsl.internals.processor_support import LOG as record_dropped_log
 from streamproc.dsl.internals.processors import KTableToStream
 from streamproc.engine.deserialization_handler import LogAndFailExceptionHandler
@@ -64,6 +67,7 @@ from streamproc.spark.task_output import (
     TaskChangelogCollector,
     TaskOutputCollector,
 )
+from streamproc.state.store_encoding import split_value_and_timestamp
 from streamproc.state.stores import StateStore, TimestampedKeyValueStore
 from streamproc.storage.object_store import ObjectStore
 
@@ -190,8 +194,8 @@ def _stored_counts(store: TimestampedKeyValueStore[bytes, int]) -> dict[bytes, t
     for key, stored in store.bytes_store.range(None, None):
         if len(stored) != _STORED_SIZE:
             return f"store {store.name} holds a value of {len(stored)} bytes, not a timestamp and a Long"
-        timestamp, count = np.frombuffer(stored, _BIG_ENDIAN_LONG).tolist()
-        initial[bytes(key)] = (timestamp, count)
+        timestamp, count = split_value_and_timestamp(bytes(stored))
+        initial[bytes(key)] = (timestamp, int.from_bytes(count, "big", signed=True))
     return initial
 
 
@@ -237,30 +241,30 @@ def columnar_count_plan(
     partitions = collector.partition_counts.get(sink.topic)
     if partitions is None or partitions <= 0:
         return f"the partition count of sink topic {sink.topic} is not known"
+    store: TimestampedKeyValueStore[bytes, int] | None = None
+    changelog: TopicPartition | None = None
     if shape.count is None:
         if stores:
             return f"the task has stores ({', '.join(sorted(stores))}) but no count"
-        unclean = _staged_clean(object_store, staged, task)
-        if unclean is not None:
-            return unclean
-        return CountPlan(staged, partition_time, None, None, sink.topic, sink.name, partitions, {}, steps)
-    store_name = shape.count.store_name
-    store = stores.get(store_name)
-    if type(store) is not TimestampedKeyValueStore or set(stores) != {store_name}:
-        return f"the task's stores are not exactly the count's timestamped key-value store {store_name}"
-    if not _is(store.key_serde.serializer.serialize, ByteArraySerializer) or not (
-        _is(store.value_serde.serializer.serialize, LongSerializer)
-        and _is(store.value_serde.deserializer.deserialize, LongDeserializer)
-    ):
-        return f"store {store.name}'s serdes are not Bytes/ByteArray and Long"
-    context = store.context
-    changelog = None if context is None else context.changelog_partition
-    if changelog is not None and (context is None or context.sink is not changelog_collector):
-        return f"store {store.name} logs somewhere other than the task's changelog files"
+    else:
+        store_name = shape.count.store_name
+        found = stores.get(store_name)
+        if type(found) is not TimestampedKeyValueStore or set(stores) != {store_name}:
+            return f"the task's stores are not exactly the count's timestamped key-value store {store_name}"
+        store = found
+        if not _is(store.key_serde.serializer.serialize, ByteArraySerializer) or not (
+            _is(store.value_serde.serializer.serialize, LongSerializer)
+            and _is(store.value_serde.deserializer.deserialize, LongDeserializer)
+        ):
+            return f"store {store.name}'s serdes are not Bytes/ByteArray and Long"
+        context = store.context
+        changelog = None if context is None else context.changelog_partition
+        if changelog is not None and (context is None or context.sink is not changelog_collector):
+            return f"store {store.name} logs somewhere other than the task's changelog files"
     unclean = _staged_clean(object_store, staged, task)
     if unclean is not None:
         return unclean
-    initial = _stored_counts(store)
+    initial = {} if store is None else _stored_counts(store)
     if isinstance(initial, str):
         return initial
     return CountPlan(staged, partition_time, store, changelog, sink.topic, sink.name, partitions, initial, steps)

@@ -24,7 +24,7 @@ from streamproc.engine.processor import ProcessorContext
 from streamproc.engine.records import Record
 from streamproc.state.stores import TimestampedKeyValueStore, ValueAndTimestamp
 
-_NULL_KEY_OR_VALUE = "Skipping record due to null key or value."
+NULL_KEY_OR_VALUE_MESSAGE = "Skipping record due to null key or value."
 
 
 def counting_aggregator(key: Any, value: Any, aggregate: int) -> int:
@@ -52,7 +52,7 @@ class _StoreProcessor(ContextualProcessor):
 
     def _skip(self, record: Record[Any, Any]) -> bool:
         if record.key is None or record.value is None:
-            record_dropped(self, REASON_NULL_KEY_OR_VALUE, _NULL_KEY_OR_VALUE)
+            record_dropped(self, REASON_NULL_KEY_OR_VALUE, NULL_KEY_OR_VALUE_MESSAGE)
             return True
         return False
 
@@ -80,7 +80,7 @@ class KStreamAggregateProcessor(_StoreProcessor):
         # aggregate/count, and each frame less is measurable (bench/README.md, engine section)
         key, value = record.key, record.value
         if key is None or value is None:
-            record_dropped(self, REASON_NULL_KEY_OR_VALUE, _NULL_KEY_OR_VALUE)
+            record_dropped(self, REASON_NULL_KEY_OR_VALUE, NULL_KEY_OR_VALUE_MESSAGE)
             return
         store = self.store
         raw_key, old_and_ts = store.get_for_update(key)
