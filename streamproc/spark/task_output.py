@@ -181,6 +181,7 @@ class _ParquetFiles:
         pending[:] = [joined.slice(whole)] if whole < total else []
 
     def _write(self, key: tuple[str, int], table: pa.Table) -> None:
+        """``table``'s rows into the key's file (opened on first use), in row groups of ``ROW_GROUP_ROWS``."""
         writer = self._writers.get(key)
         if writer is None:
             writer = self._writers[key] = pq.ParquetWriter(self._path(key), self._schema, **_WRITE_OPTIONS)
@@ -203,12 +204,8 @@ class _ParquetFiles:
         rows = self._rows[key]
         if not rows:
             return
-        writer = self._writers.get(key)
-        if writer is None:
-            writer = self._writers[key] = pq.ParquetWriter(self._path(key), self._schema, **_WRITE_OPTIONS)
         columns = [list(map(getter, rows)) for getter in self._getters]
-        writer.write_table(pa.table(columns, schema=self._schema), row_group_size=ROW_GROUP_ROWS)
-        self._written[key] = self._written.get(key, 0) + len(rows)
+        self._write(key, pa.table(columns, schema=self._schema))
         rows.clear()
 
     def close(self) -> dict[tuple[str, int], Path]:
