@@ -47,6 +47,7 @@ from streamproc.engine.topology_builder import build_processor_topology, store_b
 from streamproc.engine.validation import ValidatingSourceNode, prevalidated
 from streamproc.errors import ConfigError, ProcessingError, StateError
 from streamproc.spark.columnar_count import CountPlan, columnar_count_plan, run_columnar_count
+from streamproc.spark.columnar_window import WindowPlan, columnar_window_plan, run_columnar_window
 from streamproc.spark.global_stores import GlobalRestoreRange, GlobalStores, bootstrap_global_stores
 from streamproc.spark.task_input import read_records, staged_range
 from streamproc.spark.task_output import (
@@ -252,12 +253,36 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                 collector=collector,
                 changelog_collector=changelog_collector,
             )
+            window: WindowPlan | str = "not tried"
+            if not isinstance(columnar, CountPlan):
+                window = columnar_window_plan(
+                    task=work.task_id,
+                    graph=graph,
+                    config=config,
+                    inputs=tuple(
+                        (staged_inputs[(r.topic, r.partition)], r.partition_time, r.appended) for r in work.inputs
+                    ),
+                    object_store=store,
+                    stores=state.stores,
+                    has_global_stores=global_stores is not None,
+                    collector=collector,
+                    changelog_collector=changelog_collector,
+                )
             if isinstance(columnar, CountPlan):
                 logger.info("task [%s] runs the columnar count (spark/columnar_count.py)", task_id)
                 result = run_columnar_count(columnar, store, collector, changelog_collector, task=work.task_id)
                 state.flush()  # the task's commit
+            elif isinstance(window, WindowPlan):
+                logger.info("task [%s] runs the columnar windowed aggregate (spark/columnar_window.py)", task_id)
+                result = run_columnar_window(window, store, collector, changelog_collector, task=work.task_id)
+                state.flush()
             else:
-                logger.debug("task [%s] runs per record, not the columnar count: %s", task_id, columnar)
+                logger.debug(
+                    "task [%s] runs per record, not the columnar count: %s; not the columnar windowed aggregate: %s",
+                    task_id,
+                    columnar,
+                    window,
+                )
                 partitions = [TopicPartition(r.topic, r.partition) for r in work.inputs]
                 stores = dict(state.stores) if global_stores is None else {**state.stores, **global_stores.stores}
                 task = StreamTask(task_id, graph, partitions, config=config, stores=stores, collector=collector)
@@ -339,7 +364,9 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
             "global_restored": {} if global_stores is None else dict(sorted(global_stores.restored.items())),
             "restored_from_state_dir": copied,
             # which way the records ran: over columns (spark/columnar_count.py) or one record at a time
-            "execution": "columnar" if isinstance(columnar, CountPlan) else "per record",
+            "execution": "columnar"
+            if isinstance(columnar, CountPlan) or isinstance(window, WindowPlan)
+            else "per record",
             "appended": dict(sorted(appended_counts.items())),
             "outputs": {f"{t}+{p}": n for (t, p), n in sorted(collector.files.counts.items())},
             "dead_letter_queue": dict(sorted(collector.dead_letter_counts.items())),

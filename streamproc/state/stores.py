@@ -94,6 +94,10 @@ class Windowed(Generic[K]):
     window: TimeWindow
 
 
+fast_frozen_init(TimeWindow)  # built per windowed update (a windowed aggregation's every record)
+fast_frozen_init(Windowed)
+
+
 # -- changelog plumbing ----------------------------------------------------------------------------------------------
 
 
@@ -337,6 +341,43 @@ class SegmentedBytesStore:
         for seg, batch in batches.items():
             if seg in self._segments:
                 stores[seg].write_all(batch)
+
+    def write_final(
+        self, put_timestamps: Sequence[int] | Any, entries: Sequence[tuple[bytes, bytes | None, int]]
+    ) -> None:
+        """The store after puts at ``put_timestamps`` (in order) whose last values are ``entries`` (store key, value
+        or ``None``, timestamp), without writing each put: the same ``observedStreamTime``, the same segments
+        created and destroyed in the same order (a segment is created at its first put, with the stream time of
+        that put), each entry written into its segment if that still lives (a columnar task's store,
+        ``spark/columnar_window.py``). The caller guarantees that no put falls in an expired segment (it would be
+        dropped one by one); one that would raises :class:`StateError`."""
+        import numpy as np
+
+        stamps = np.asarray(put_timestamps, dtype=np.int64)
+        if len(stamps):
+            times = np.maximum.accumulate(np.maximum(stamps, self.observed_stream_time))
+            interval = self.segment_interval_ms
+            segments = np.floor_divide(stamps, interval)
+            oldest = times - self.retention_ms
+            live = np.floor_divide(oldest, interval) + ((oldest < 0) & (oldest % interval != 0))  # Java division
+            refused = segments < live
+            if self._window_expiry:
+                refused |= stamps <= oldest
+            if refused.any():
+                at = int(stamps[int(np.argmax(refused))])
+                raise StateError(f"store {self.name}: a put at {at} falls in an expired segment")
+            _, first = np.unique(segments, return_index=True)
+            for index in np.sort(first).tolist():
+                self.observed_stream_time = int(times[index])
+                self._live_segment(int(stamps[index]))
+            self.observed_stream_time = int(times[-1])
+        batches: dict[int, list[tuple[bytes, bytes | None]]] = {}
+        for key, value, timestamp in entries:
+            batches.setdefault(segment_id(timestamp, self.segment_interval_ms), []).append((key, value))
+        for seg, batch in batches.items():
+            store = self._segments.get(seg)
+            if store is not None:
+                store.write_all(batch)
 
     def remove(self, store_key: bytes, timestamp: int) -> None:
         """``AbstractRocksDBSegmentedBytesStore#remove``: advance the stream time, delete from the key's segment if

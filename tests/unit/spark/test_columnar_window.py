@@ -1,0 +1,310 @@
+"""The columnar windowed aggregate (``spark/columnar_window.py``) against the per-record path: same files, store and
+report.
+
+As in ``test_columnar_count.py``: each example stages one input partition (and, for a restored store, the window
+store's changelog) and runs :func:`~streamproc.spark.task_runner.run_task` twice over it, over columns and with
+``STREAMPROC_PER_RECORD_COUNT`` set; the output and changelog objects must be equal byte for byte, the drops and
+the reports equal, the final window stores equal entry by entry.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import struct
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from streamproc.dsl import Consumed, Materialized, Produced, StreamsBuilder, TimeWindows
+from streamproc.engine.serdes import serde_for
+from streamproc.engine.task_id import TaskId
+from streamproc.engine.topology import Topology
+from streamproc.errors import StreamprocError
+from streamproc.spark.columnar_count import PER_RECORD_ENV
+from streamproc.spark.task_output import TaskObjects
+from streamproc.spark.task_runner import InputRange, RestoreRange, TaskWork, run_task
+from streamproc.state.rocksdb_store import RocksDBKeyValueBytesStore
+from streamproc.state.store_type import StoreType
+from streamproc.storage import LocalObjectStore
+from tests.unit.spark.test_columnar_count import _comparable, _objects, _stage
+
+APP = "columnar-window-app"
+SOURCE, SINK = "clicks", "click-sums"
+STORE = "sums"
+CHANGELOG = f"{APP}-{STORE}-changelog"
+SINK_PARTITIONS = 3
+_BYTES, _LONG, _STRING = serde_for("ByteArray"), serde_for("Long"), serde_for("String")
+_MODULE = "tests.unit.spark.test_columnar_window"
+COLUMNAR, PER_RECORD, ONE = "00000000000000c1", "00000000000000e1", "00000000000000a1"
+
+#: (size, advance, grace) of the example being built (hypothesis sets it before each run; Spark is not involved)
+WINDOWS = {"size": 10, "advance": 10, "grace": 0}
+
+
+def _windows() -> TimeWindows:
+    w = TimeWindows.of_size_and_grace(WINDOWS["size"], WINDOWS["grace"])
+    return w if WINDOWS["advance"] == WINDOWS["size"] else w.advance_by(WINDOWS["advance"])
+
+
+def _aggregate(
+    *, logged: bool = True, aggregator: Any = None, after: str = "select_key", value_serde: Any = _BYTES
+) -> Topology:
+    b = StreamsBuilder()
+    materialized = Materialized.as_(STORE).with_key_serde(_BYTES).with_value_serde(_LONG)
+    if not logged:
+        materialized = materialized.with_logging_disabled()
+    sums = (
+        b.stream(SOURCE, Consumed.with_(_BYTES, value_serde))
+        .group_by_key()
+        .windowed_by(_windows())
+        .aggregate(lambda: 0, aggregator or (lambda k, v, total: total + len(v) + 1), materialized=materialized)
+    )
+    stream = sums.to_stream()
+    if after == "select_key":
+        stream.select_key(lambda w, total: w.key).to(SINK, Produced.with_(_BYTES, _LONG))
+    elif after == "map":
+        stream.map(lambda w, total: (w.key + b"@%d" % w.window.start, b"%d" % total)).filter(
+            lambda k, v: not v.endswith(b"3")
+        ).to(SINK, Produced.with_(_BYTES, _BYTES))
+    else:
+        stream.to(SINK, Produced.with_(_BYTES, _LONG))
+    return b.build()
+
+
+def window_sum() -> Topology:
+    return _aggregate()
+
+
+def window_sum_unlogged() -> Topology:
+    return _aggregate(logged=False)
+
+
+def window_sum_mapped() -> Topology:
+    """``map`` to a Bytes key and value after ``toStream``, then a filter: the chain after the aggregate."""
+    return _aggregate(after="map")
+
+
+def window_sum_windowed_key() -> Topology:
+    return _aggregate(after="none")
+
+
+def window_sum_string_values() -> Topology:
+    return _aggregate(value_serde=_STRING)
+
+
+def window_sum_failing() -> Topology:
+    """The aggregator raises on a value starting with ``!``."""
+
+    def aggregator(key: bytes, value: bytes, total: int) -> int:
+        if value.startswith(b"!"):
+            raise ValueError(f"bad value {value!r}")
+        return total + len(value)
+
+    return _aggregate(aggregator=aggregator)
+
+
+def window_sum_not_a_long() -> Topology:
+    """The aggregator returns a string for a value starting with ``s``: the store's Long serializer rejects it."""
+    return _aggregate(aggregator=lambda k, v, total: "x" if v.startswith(b"s") else total + 1)
+
+
+def window_sum_tombstones() -> Topology:
+    """The aggregator returns ``None`` (a tombstone) for a value starting with ``n``: the window starts over."""
+    return _aggregate(aggregator=lambda k, v, total: None if v.startswith(b"n") else total + len(v))
+
+
+def _work(
+    root: Path, plan: str, topology: str, inputs: tuple[int, int, int], restore: tuple[int, int] | None
+) -> TaskWork:
+    start, end, partition_time = inputs
+    restores = () if restore is None else (RestoreRange(STORE, CHANGELOG, 0, restore[0], restore[1]),)
+    return TaskWork(
+        plan_id=plan,
+        application_id=APP,
+        task_id="0_0",
+        subtopology=0,
+        topology=f"{_MODULE}:{topology}",
+        store_uri=str(root),
+        inputs=(InputRange(SOURCE, 0, start, end, partition_time),),
+        restores=restores,
+        partition_counts={SINK: SINK_PARTITIONS},
+        local_dir=str(root.parent),
+    )
+
+
+def _store_entries(root: Path, plan: str, scratch: Path) -> dict[str, list[tuple[bytes, bytes]]]:
+    """Every segment's raw entries of the window store in the task's store bundle, by segment directory."""
+    target = scratch / f"bundle-{plan}"
+    bundle = root / TaskObjects(plan, TaskId.parse("0_0")).stores
+    if not bundle.exists():
+        return {}
+    with tarfile.open(fileobj=io.BytesIO(bundle.read_bytes())) as tar:
+        tar.extractall(target, filter="data")
+    out = {}
+    for current in sorted(target.rglob("CURRENT")):  # each segment is a RocksDB directory
+        db = RocksDBKeyValueBytesStore(STORE, current.parent, StoreType.TIMESTAMPED_WINDOW)
+        try:
+            out[str(current.parent.relative_to(target))] = list(db.range(None, None))
+        finally:
+            db.close()
+    return out
+
+
+def _both(
+    root: Path, topology: str, inputs: tuple[int, int, int], restore: tuple[int, int] | None, caplog: Any
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="streamproc.spark.task_runner"):
+        columnar = run_task(_work(root, COLUMNAR, topology, inputs, restore))
+    assert "runs the columnar windowed aggregate" in caplog.text, caplog.text
+    os.environ[PER_RECORD_ENV] = "1"
+    try:
+        per_record = run_task(_work(root, PER_RECORD, topology, inputs, restore))
+    finally:
+        del os.environ[PER_RECORD_ENV]
+    assert (columnar["execution"], per_record["execution"]) == ("columnar", "per record")
+    return columnar, per_record
+
+
+def _drops(root: Path, plan: str) -> bytes:
+    path = root / TaskObjects(plan, TaskId.parse("0_0")).prefix / "drops.parquet"
+    return path.read_bytes() if path.exists() else b""
+
+
+def _assert_same(root: Path, scratch: Path, columnar: dict[str, Any], per_record: dict[str, Any]) -> None:
+    assert _comparable(columnar) == _comparable(per_record)
+    assert _objects(root, COLUMNAR) == _objects(root, PER_RECORD)
+    assert _drops(root, COLUMNAR) == _drops(root, PER_RECORD)
+    assert _store_entries(root, COLUMNAR, scratch) == _store_entries(root, PER_RECORD, scratch)
+
+
+_KEYS = st.sampled_from([b"a", b"b", b"user-000017", b"", b"\x00\xff"])
+_VALUES = st.sampled_from([b"", b"v", b"vvvv", b"abc3", b"n", b"nope"])
+_ROWS = st.lists(
+    st.tuples(_KEYS, _VALUES, st.integers(0, 120), st.sampled_from([(), (("h", b"1"),)])),
+    max_size=80,
+)
+_SHAPES = st.sampled_from([(10, 10, 0), (10, 10, 15), (20, 5, 0), (20, 5, 30), (30, 7, 4), (1, 1, 1000)])
+
+
+def _window_key(key: bytes, start: int) -> bytes:
+    return key + struct.pack(">qi", start, 0)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    rows=_ROWS,
+    shape=_SHAPES,
+    stored=st.lists(st.tuples(_KEYS, st.integers(0, 3), st.integers(0, 50), st.integers(-5, 5)), max_size=4),
+    topology=st.sampled_from(["window_sum", "window_sum_unlogged", "window_sum_mapped", "window_sum_tombstones"]),
+    partition_time=st.sampled_from([-1, 0, 500]),
+    chunk=st.sampled_from([1, 7, 256]),
+)
+def test_the_columnar_window_aggregate_equals_the_per_record_path(
+    tmp_path_factory: pytest.TempPathFactory,
+    caplog: pytest.LogCaptureFixture,
+    rows: list[Any],
+    shape: tuple[int, int, int],
+    stored: list[tuple[bytes, int, int, int]],
+    topology: str,
+    partition_time: int,
+    chunk: int,
+) -> None:
+    from streamproc.spark import columnar_count
+
+    WINDOWS.update(size=shape[0], advance=shape[1], grace=shape[2])
+    scratch = tmp_path_factory.mktemp("window")
+    root = scratch / "store"
+    store = LocalObjectStore(root)
+    start, end = _stage(store, SOURCE, rows, 5)
+    restore = None
+    earliest = min((ts for _, _, ts, _ in rows), default=0)
+    windows = [(k, n * shape[1], ts, total) for k, n, ts, total in stored if n * shape[1] <= earliest]
+    if windows and topology != "window_sum_unlogged":  # an unlogged store starts empty
+        changelog_rows = [
+            (_window_key(k, s), total.to_bytes(8, "big", signed=True), ts, ()) for k, s, ts, total in windows
+        ]
+        restore = _stage(store, CHANGELOG, changelog_rows, 0)
+    before = columnar_count.CHUNK_ROWS
+    columnar_count.CHUNK_ROWS = chunk
+    try:
+        columnar, per_record = _both(root, topology, (start, end, partition_time), restore, caplog)
+    finally:
+        columnar_count.CHUNK_ROWS = before
+    _assert_same(root, scratch, columnar, per_record)
+    assert columnar["records_processed"] == len(rows)
+
+
+def test_many_records_and_windows_give_the_same_bytes(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """More updates than a row group, several chunks, windows expiring and segments destroyed along the way."""
+    WINDOWS.update(size=60_000, advance=60_000, grace=0)
+    store = LocalObjectStore(tmp_path / "store")
+    rows = [(b"%05d" % (i * 7919 % 301), b"v" * (i % 5), i * 1_000 + (i * 37) % 90_000, ()) for i in range(40_000)]
+    start, end = _stage(store, SOURCE, rows, 0, segment_records=15_000)
+    columnar, per_record = _both(tmp_path / "store", "window_sum", (start, end, -1), None, caplog)
+    _assert_same(tmp_path / "store", tmp_path, columnar, per_record)
+    assert columnar["dropped"]
+
+
+@pytest.mark.parametrize(
+    ("topology", "value"),
+    [("window_sum_failing", b"!boom"), ("window_sum_not_a_long", b"s")],
+)
+def test_a_failing_aggregate_fails_as_per_record(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, topology: str, value: bytes
+) -> None:
+    WINDOWS.update(size=10, advance=5, grace=0)
+    store = LocalObjectStore(tmp_path / "store")
+    start, end = _stage(store, SOURCE, [(b"a", b"v", 1, ()), (b"b", b"vv", 12, ()), (b"a", value, 13, ())], 0)
+    errors = []
+    for plan, env in ((COLUMNAR, None), (PER_RECORD, "1")):
+        if env:
+            os.environ[PER_RECORD_ENV] = env
+        try:
+            with pytest.raises(StreamprocError) as caught:
+                run_task(_work(tmp_path / "store", plan, topology, (start, end, -1), None))
+        finally:
+            os.environ.pop(PER_RECORD_ENV, None)
+        errors.append(
+            (type(caught.value), str(caught.value), type(caught.value.__cause__), str(caught.value.__cause__))
+        )
+    assert errors[0] == errors[1]
+
+
+@pytest.mark.parametrize(
+    ("topology", "reason"),
+    [
+        ("window_sum_windowed_key", "toStream feeds the sink directly"),
+        ("window_sum_string_values", "the source's serdes are not Bytes/ByteArray"),
+    ],
+)
+def test_an_ineligible_window_task_runs_per_record_and_says_why(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, topology: str, reason: str
+) -> None:
+    WINDOWS.update(size=10, advance=10, grace=0)
+    store = LocalObjectStore(tmp_path / "store")
+    start, end = _stage(store, SOURCE, [(b"a", b"v", 1, ())], 0)
+    with caplog.at_level(logging.DEBUG, logger="streamproc.spark.task_runner"):
+        try:
+            run_task(_work(tmp_path / "store", ONE, topology, (start, end, -1), None))
+        except StreamprocError:
+            pass  # a Windowed key to a Bytes sink fails per record
+    assert "runs the columnar windowed aggregate" not in caplog.text
+    assert reason in caplog.text
+
+
+def test_a_restored_store_ahead_of_the_input_runs_per_record(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    WINDOWS.update(size=10, advance=10, grace=0)
+    store = LocalObjectStore(tmp_path / "store")
+    start, end = _stage(store, SOURCE, [(b"a", b"v", 5, ())], 0)
+    restore = _stage(store, CHANGELOG, [(_window_key(b"a", 40), (3).to_bytes(8, "big"), 41, ())], 0)
+    with caplog.at_level(logging.DEBUG, logger="streamproc.spark.task_runner"):
+        report = run_task(_work(tmp_path / "store", ONE, "window_sum", (start, end, -1), restore))
+    assert "stream time 40 is after the input's earliest timestamp 5" in caplog.text
+    assert report["execution"] == "per record"
