@@ -126,7 +126,7 @@ def _shape(graph: ProcessorTopology, topic: str) -> _Shape | str:
     before, aggregate, why = _chain(source.children[0])
     if why is not None:
         return why
-    if any(step.rekey for step in before):
+    if any(getattr(step, "rekey", False) for step in before):  # h-rekey adds the field
         return "a key-changing node comes before the aggregate"
     if type(aggregate) is not ProcessorNode or type(aggregate.processor) is not KStreamWindowAggregateProcessor:
         return f"{aggregate.name} is not the DSL's windowed aggregate"
