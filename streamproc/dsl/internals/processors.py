@@ -42,6 +42,10 @@ class KStreamFilter(_Forwarding):
             self.context.forward(record)
 
 
+#: ``KStreamMap``'s error for a mapper that returned null (Java's ``NullPointerException`` text).
+NULL_KEY_VALUE_MAPPER_MESSAGE = "The provided KeyValueMapper returned null which is not allowed."
+
+
 class KStreamMap(_Forwarding):
     """``KStreamMap``: ``mapper(key, value)`` returns the new ``(key, value)`` pair (``KeyValue``)."""
 
@@ -51,7 +55,7 @@ class KStreamMap(_Forwarding):
     def process(self, record: Record[Any, Any]) -> None:
         pair = self.mapper(record.key, record.value)
         if pair is None:
-            raise TopologyError("The provided KeyValueMapper returned null which is not allowed.")
+            raise TopologyError(NULL_KEY_VALUE_MAPPER_MESSAGE)
         key, value = pair
         self.context.forward(Record(key, value, record.timestamp, record.headers))
 
