@@ -11,18 +11,25 @@ bytes, the count as a ``Long``, the new timestamp, the input's headers, the defa
 store's changelog records (the count, stamped with the new timestamp, no headers), one store ``put`` per distinct
 key at the end, and the task's :class:`~streamproc.engine.replay.ReplayResult`.
 
-The source may feed a stateless chain of the DSL's ``filter``/``filterNot``/``mapValues`` first
-(``columnar_chain.py``: the user's functions once per record, a loop per node over the chunk's keys and values as
-Python lists), which then feeds either the count (a mapped null value is dropped as ``KStreamAggregateProcessor``
-drops it: its warning and a ``null_key_or_value`` drop) or directly a sink with Bytes serdes and the default
-partitioner (``to(topic)``: key, mapped value, the record's timestamp and headers). A user function that raises, or
-a mapped value the sink's serializer rejects, fails the task with the per-record path's error.
+The source may feed a stateless chain of the DSL's ``filter``/``filterNot``/``mapValues``/``selectKey``/``map``
+first (``columnar_chain.py``: the user's functions once per record, a loop per node over the chunk's keys and values
+as Python lists), which then feeds either the count (a mapped null value is dropped as ``KStreamAggregateProcessor``
+drops it: its warning and a ``null_key_or_value`` drop; no key-changing step, which the DSL follows with a
+repartition) or directly a sink with Bytes serdes and the default partitioner (``to(topic)`` or a repartition
+topic's sink: the chain's key, mapped value, the record's timestamp and headers; the partition from the serialized
+key, a null key's unassigned as the per-record collector leaves it). A user function that raises, a mapper that
+returns null or no pair, or a key or value the sink's serializer rejects, fails the task with the per-record path's
+error.
+
+The input is the partition's staged range, then the records upstream tasks of the run wrote to it (a later stage's
+repartition partition), in ``task_runner.upstream_records``' order and offsets (``task_input.task_batches``).
 
 :func:`columnar_count_plan` decides, before anything is read or written, whether the task is plainly eligible; any
 doubt runs the whole task per record (the reason logged on one line): another topology shape or serde, handlers or
-a dead letter queue configured, upstream records or several inputs, a global store, a null key or value or a
-negative timestamp in the staged input (from the segments' Parquet statistics), a stored value that is not a
-timestamped ``Long``. Set ``STREAMPROC_PER_RECORD_COUNT`` to a true value to force the per-record path (tests and
+a dead letter queue configured, several inputs, a global store, a null key or value or a negative timestamp in the
+staged or upstream input (from the Parquet statistics of the segments and upstream objects), a stored value that is
+not a timestamped ``Long``. The checks that do not depend on the shape are :func:`common_eligibility` and
+:func:`input_eligibility`, shared with other columnar paths. Set ``STREAMPROC_PER_RECORD_COUNT`` to a true value to force the per-record path (tests and
 the bench's before/after). ``tests/unit/spark/test_columnar_count.py`` checks with hypothesis that both paths give
 the same output and changelog files (byte for byte), store contents and report.
 """
