@@ -29,9 +29,10 @@ doubt runs the whole task per record (the reason logged on one line): another to
 a dead letter queue configured, several inputs, a global store, a null key or value or a negative timestamp in the
 staged or upstream input (from the Parquet statistics of the segments and upstream objects), a stored value that is
 not a timestamped ``Long``. The checks that do not depend on the shape are :func:`common_eligibility` and
-:func:`input_eligibility`, shared with other columnar paths. Set ``STREAMPROC_PER_RECORD_COUNT`` to a true value to force the per-record path (tests and
-the bench's before/after). ``tests/unit/spark/test_columnar_count.py`` checks with hypothesis that both paths give
-the same output and changelog files (byte for byte), store contents and report.
+:func:`input_eligibility`, shared with other columnar paths. Set ``STREAMPROC_PER_RECORD_COUNT`` to a true value
+to force the per-record path (tests and the bench's before/after). ``tests/unit/spark/test_columnar_count.py``,
+``test_columnar_chain.py`` and ``test_columnar_rekey.py`` check with hypothesis that both paths give the same output
+and changelog files (byte for byte), store contents and report.
 """
 
 from __future__ import annotations
