@@ -528,16 +528,17 @@ def _drop_null_values(
     return kept
 
 
+#: The types a ``ByteArraySerializer`` passes through as they are (``map(type, ...)`` checked in C, not per item).
+_PLAIN = frozenset({bytes, type(None)})
+
+
 def _serialized(
     plan: CountPlan, positions: list[int], keys: list[Any] | None, values: list[Any], failure: Failure | None
 ) -> tuple[list[bytes | None] | None, list[bytes | None], Failure | None]:
     """The sink's keys (``None``: the input's, unchanged) and values serialized as its ``ByteArraySerializer``s
     serialize them (bytes and null as they are), the key first as ``SinkNode.process`` does; a key or value it
     rejects (only a mapped one can be rejected) is the first failure when it comes before the chain's."""
-    plain = (keys is None or all(type(k) is bytes or k is None for k in keys)) and all(
-        type(v) is bytes or v is None for v in values
-    )
-    if plain:
+    if (keys is None or _PLAIN.issuperset(map(type, keys))) and _PLAIN.issuperset(map(type, values)):
         return keys, values, failure
     serialize = ByteArraySerializer().serialize
     out_keys: list[bytes | None] = []
