@@ -64,6 +64,13 @@ class StatelessStep:
     keep: bool | None
     with_key: bool
     rekey: bool = False
+    #: With ``rekey``: ``function`` is ``selectKey``'s selector (returns the key only; the value stays).
+    selects_key: bool = False
+
+    @property
+    def changes_values(self) -> bool:
+        """The step may forward another value than it got (``mapValues``, ``map``)."""
+        return self.keep is None and not self.selects_key
 
 
 def stateless_step(node: ProcessorNode) -> StatelessStep | None:
@@ -77,6 +84,8 @@ def stateless_step(node: ProcessorNode) -> StatelessStep | None:
     if type(processor) is KStreamMapValues:
         return StatelessStep(node.name, processor.mapper, None, processor.with_key)
     if type(processor) is KStreamMap:
+        if processor.key_selector is not None:  # selectKey: the value stays; the selector is called alone
+            return StatelessStep(node.name, processor.key_selector, None, True, rekey=True, selects_key=True)
         return StatelessStep(node.name, processor.mapper, None, True, rekey=True)
     return None
 
@@ -111,7 +120,10 @@ def run_chain(steps: Sequence[StatelessStep], keys: list[Any], values: list[Any]
         append = out.append
         new_keys: list[Any] = []
         try:
-            if step.rekey:
+            if step.selects_key:
+                for k, v in zip(keys, values, strict=True):
+                    append(function(k, v))
+            elif step.rekey:
                 add_key = new_keys.append
                 for k, v in zip(keys, values, strict=True):
                     pair = function(k, v)
@@ -135,7 +147,9 @@ def run_chain(steps: Sequence[StatelessStep], keys: list[Any], values: list[Any]
             failure = Failure(positions[done], step.name, exc)
             positions, keys, values = positions[:done], keys[:done], values[:done]
             del new_keys[done:]  # a key whose value did not come out with it
-        if step.rekey:
+        if step.selects_key:
+            keys = out
+        elif step.rekey:
             keys, values = new_keys, out
         elif step.keep is None:
             values = out

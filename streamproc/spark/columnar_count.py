@@ -121,6 +121,12 @@ class CountPlan:
         """A step changes the key (``selectKey``/``map``): the sink writes and partitions by the chain's keys."""
         return any(step.rekey for step in self.steps)
 
+    @property
+    def changes_values(self) -> bool:
+        """A step may forward another value (``mapValues``/``map``): the sink writes the chain's values, else the
+        input's column as it is."""
+        return any(step.changes_values for step in self.steps)
+
 
 def _is(function: object, cls: type) -> bool:
     """``function`` is the ``serialize``/``deserialize`` of an instance of exactly ``cls`` (not a subclass)."""
@@ -473,7 +479,8 @@ def run_columnar_count(
             if rows.num_rows:
                 touched = _count(plan, rows, state, touched, collector, changelog_collector)
         else:
-            serialized_keys, serialized, failure = _serialized(plan, positions, keys, values, failure)
+            mapped = values if plan.changes_values else None
+            serialized_keys, serialized, failure = _serialized(plan, positions, keys, mapped, failure)
             if failure is not None:
                 raise _failure(plan, batch, failure, task)
             rows = batch if len(positions) == n else batch.take(pa.array(positions, pa.int64()))
@@ -533,13 +540,20 @@ _PLAIN = frozenset({bytes, type(None)})
 
 
 def _serialized(
-    plan: CountPlan, positions: list[int], keys: list[Any] | None, values: list[Any], failure: Failure | None
-) -> tuple[list[bytes | None] | None, list[bytes | None], Failure | None]:
-    """The sink's keys (``None``: the input's, unchanged) and values serialized as its ``ByteArraySerializer``s
+    plan: CountPlan, positions: list[int], keys: list[Any] | None, values: list[Any] | None, failure: Failure | None
+) -> tuple[list[bytes | None] | None, list[bytes | None] | None, Failure | None]:
+    """The sink's keys and values (``None``: the input's, unchanged bytes) serialized as its ``ByteArraySerializer``s
     serialize them (bytes and null as they are), the key first as ``SinkNode.process`` does; a key or value it
     rejects (only a mapped one can be rejected) is the first failure when it comes before the chain's."""
-    if (keys is None or _PLAIN.issuperset(map(type, keys))) and _PLAIN.issuperset(map(type, values)):
+    if (keys is None or _PLAIN.issuperset(map(type, keys))) and (
+        values is None or _PLAIN.issuperset(map(type, values))
+    ):
         return keys, values, failure
+    if values is None:  # only keys to serialize
+        values = [None] * len(positions)
+        unchanged = True
+    else:
+        unchanged = False
     serialize = ByteArraySerializer().serialize
     out_keys: list[bytes | None] = []
     out: list[bytes | None] = []
@@ -552,8 +566,9 @@ def _serialized(
             out.append(value if type(value) is bytes or value is None else serialize(topic, value))
         except Exception as exc:
             del out_keys[len(out) :]
-            return (None if keys is None else out_keys), out, Failure(position, plan.steps[-1].name, exc)
-    return (None if keys is None else out_keys), out, failure
+            failed = Failure(position, plan.steps[-1].name, exc)
+            return (None if keys is None else out_keys), (None if unchanged else out), failed
+    return (None if keys is None else out_keys), (None if unchanged else out), failure
 
 
 def _failure(plan: CountPlan, batch: pa.RecordBatch, failure: Failure, task: str) -> Exception:
@@ -621,7 +636,7 @@ def _sink(
     plan: CountPlan,
     batch: pa.RecordBatch,
     mapped_keys: list[bytes | None] | None,
-    values: list[bytes | None],
+    values: list[bytes | None] | None,
     state: _KeyState,
     collector: TaskOutputCollector,
 ) -> None:
@@ -640,7 +655,8 @@ def _sink(
     else:
         ids = state.ids(keys)  # before reading state.partition: this adds the chunk's new keys
         partitions = state.partition[ids]
-    _send(plan, collector, batch, partitions, sequence, stamps, keys, pa.array(values, pa.binary()))
+    value_column = batch.column("value") if values is None else pa.array(values, pa.binary())
+    _send(plan, collector, batch, partitions, sequence, stamps, keys, value_column)
 
 
 def _write_store(store: TimestampedKeyValueStore[bytes, int], state: _KeyState, touched: np.ndarray) -> None:

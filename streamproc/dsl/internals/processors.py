@@ -51,6 +51,16 @@ class KStreamMap(_Forwarding):
 
     def __init__(self, mapper: Callable[[Any, Any], tuple[Any, Any]]) -> None:
         self.mapper = mapper
+        #: ``selectKey``'s and ``groupBy``'s selector when the mapper is ``(selector(k, v), v)`` (Java's
+        #: ``KStreamImpl#internalSelectKey`` wraps it so), which the columnar chain calls directly.
+        self.key_selector: Callable[[Any, Any], Any] | None = None
+
+    @classmethod
+    def selecting_key(cls, selector: Callable[[Any, Any], Any]) -> KStreamMap:
+        """The map ``selectKey(selector)`` builds: the new key ``selector(key, value)``, the value unchanged."""
+        node = cls(lambda k, v: (selector(k, v), v))
+        node.key_selector = selector
+        return node
 
     def process(self, record: Record[Any, Any]) -> None:
         pair = self.mapper(record.key, record.value)

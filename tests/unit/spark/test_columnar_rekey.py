@@ -26,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from streamproc.dsl import Consumed, Produced, Repartitioned, StreamsBuilder
+from streamproc.dsl import Consumed, Grouped, Materialized, Produced, Repartitioned, StreamsBuilder
 from streamproc.dsl.kstream import KStream
 from streamproc.engine.topology import Topology
 from streamproc.errors import StreamprocError
@@ -40,6 +40,7 @@ from tests.unit.spark.test_columnar_count import (
     _BYTES,
     _HEADERS,
     _KEYS,
+    _LONG,
     _ROWS,
     APP,
     COLUMNAR,
@@ -58,6 +59,7 @@ from tests.unit.spark.test_columnar_count import (
 
 _MODULE = "tests.unit.spark.test_columnar_rekey"
 REPARTITION = f"{APP}-rekeyed-repartition"
+GROUPED = f"{APP}-grouped-repartition"
 
 CALLS: Counter[str] = Counter()
 
@@ -130,7 +132,7 @@ def _rekey_work(root: Path, plan: str, topology: str, inputs: tuple[int, int, in
     return dataclasses.replace(
         work,
         topology=f"{_MODULE}:{topology}",
-        partition_counts={SINK: SINK_PARTITIONS, REPARTITION: SINK_PARTITIONS},
+        partition_counts={SINK: SINK_PARTITIONS, REPARTITION: SINK_PARTITIONS, GROUPED: SINK_PARTITIONS},
     )
 
 
@@ -229,6 +231,31 @@ def test_a_failing_key_change_fails_the_task_as_per_record(
     # the repartition's null-key filter is the sink's parent: a serializer error is its
     expected = "rekeyed-repartition-filter" if step is FAILING[0] else "KSTREAM-"
     assert f"processor={expected}" in str(columnar) and "offset=" in str(columnar)
+
+
+def group_by_count() -> Topology:
+    """``groupBy(selector).count()``: its first sub-topology is the selector into the grouping's repartition sink."""
+    b = StreamsBuilder()
+    grouped = _chained(b).group_by(
+        lambda k, v: None if v is None else v[:1], Grouped.with_(_BYTES, _BYTES).with_name("grouped")
+    )
+    grouped.count(materialized=Materialized.with_(_BYTES, _LONG)).to_stream().to(SINK, Produced.with_(_BYTES, _LONG))
+    return b.build()
+
+
+@pytest.mark.parametrize(
+    "chain", [[], [STEPS[9]], [STEPS[10]], [STEPS[6]]], ids=["alone", "filter", "map_values", "map"]
+)
+def test_group_by_runs_its_first_stage_over_columns(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, chain: list[Any]
+) -> None:
+    root = tmp_path / "store"
+    rows: list[Record] = [(b"k%d" % (i % 5), bytes([i % 7]) * (i % 4), i % 9, ()) for i in range(60)]
+    start, end = _stage(LocalObjectStore(root), SOURCE, rows, 0)
+    CHAIN[:] = chain
+    columnar, _ = _both(root, lambda plan: _rekey_work(root, plan, "group_by_count", (start, end, -1)), caplog)
+    assert isinstance(columnar, dict) and columnar["records_processed"] == len(rows)
+    assert any(GROUPED in name for name in columnar["outputs"])
 
 
 def rekey_then_peek() -> Topology:
