@@ -68,7 +68,7 @@ from streamproc.engine.stream_task import CommittableOffset, TaskConfig
 from streamproc.engine.timestamp_extractor import ExtractRecordMetadataTimestamp, FailOnInvalidTimestamp
 from streamproc.engine.topology_builder import _default_partitioner
 from streamproc.spark.columnar_chain import Failure, StatelessStep, processing_failure, run_chain, stateless_step
-from streamproc.spark.task_input import StagedRange, open_segment, task_batches
+from streamproc.spark.task_input import StagedRange, open_segment, open_upstream, task_batches
 from streamproc.spark.task_output import (
     _HEADERS,
     CHANGELOG_SCHEMA,
@@ -207,7 +207,7 @@ def _input_clean(store: ObjectStore, staged: StagedRange, appended: tuple[str, .
             return unclean
     for name in appended:
         try:
-            parquet = pq.ParquetFile(pa.BufferReader(store.get(name)))
+            parquet = open_upstream(store, name)
         except (pa.ArrowException, OSError, ValueError) as exc:
             return f"upstream object {name} is not readable Parquet ({exc})"
         if schema_fingerprint(parquet.schema_arrow) != _OUTPUT_FINGERPRINT:
