@@ -367,7 +367,8 @@ def markdown(results: dict[str, Any]) -> str:
         "wrote through the block layer (the broker's own writes apart).",
         "",
         "| records | part. | workload | system | variant | cores | wall s | rec/s | CPU s | rec/CPU-s "
-        "| rec/CPU-s no JIT/GC | rec/CPU-s stream thr. | peak RSS MiB | disk r/w MiB | broker CPU s | steps s |",
+        "| rec/CPU-s no JIT/GC | rec/CPU-s stream thr. | peak RSS MiB | disk r/w MiB | broker CPU s "
+        "| steps s; engine stages |",
         "|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     order = {s: i for i, s in enumerate(("streamproc", "streamproc-engine", "kafka-streams", "quix-streams"))}

@@ -4,7 +4,8 @@ Not a timing: a small data set of the benchmark's shape on the session's real br
 ``engine_only.main`` (what ``compare.py`` runs in a subprocess) for the DSL and Processor API windows. It checks the
 figure's bookkeeping (both stages measured apart, every input record processed by stage 1, every re-keyed record
 by stage 2) and that stage 2 really aggregated the handed-over records: the largest sum sent per item and window is
-the sum of the input's amounts in that window (sums only grow; grace is longer than the data spans).
+the sum of the input's amounts in that window (sums only grow; grace is longer than the data spans). The DSL
+count is the one-stage control: one stage, nothing handed over.
 """
 
 from __future__ import annotations
@@ -25,6 +26,22 @@ pytestmark = pytest.mark.bench
 RECORDS, PARTITIONS = 3_000, 4
 
 
+def _run(
+    workload: str, api: str, bootstrap: str, admin: AdminClient, work: Path, monkeypatch: pytest.MonkeyPatch
+) -> str:
+    """``engine_only.main`` on the small data set (produced once per session broker); returns the output topic."""
+    data = generator.DataSet(RECORDS, PARTITIONS)
+    if data.topic not in admin.list_topics(timeout=30).topics:
+        create_topic(admin, data.topic, partitions=PARTITIONS)
+        generator.produce(bootstrap, data)
+    output = create_topic(admin, f"bench-out-{uuid.uuid4().hex[:8]}", partitions=PARTITIONS)
+    monkeypatch.setenv("STREAMPROC_BENCH_INPUT", data.topic)
+    monkeypatch.setenv("STREAMPROC_BENCH_OUTPUT", output)
+    app = f"bench-eng-{workload.replace('_', '-')}-{api}-{uuid.uuid4().hex[:8]}"
+    engine_only.main(bootstrap, app, workload, api, str(work / "run"), RECORDS, str(work / "staging"))
+    return output
+
+
 @pytest.mark.parametrize("api", ["dsl", "papi"])
 def test_window_runs_both_stages_and_stage_two_sums_every_record(
     api: str,
@@ -34,17 +51,8 @@ def test_window_runs_both_stages_and_stage_two_sums_every_record(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    data = generator.DataSet(RECORDS, PARTITIONS)
-    if data.topic not in admin.list_topics(timeout=30).topics:  # one data set for both parametrisations
-        create_topic(admin, data.topic, partitions=PARTITIONS)
-        generator.produce(kafka_broker, data)
-    output = create_topic(admin, f"bench-out-{uuid.uuid4().hex[:8]}", partitions=PARTITIONS)
-    monkeypatch.setenv("STREAMPROC_BENCH_INPUT", data.topic)
-    monkeypatch.setenv("STREAMPROC_BENCH_OUTPUT", output)
-    app = f"bench-eng-window-{api}-{uuid.uuid4().hex[:8]}"
+    output = _run("window", api, kafka_broker, admin, tmp_path, monkeypatch)
     staging = tmp_path / "staging"
-
-    engine_only.main(kafka_broker, app, "window", api, str(tmp_path / "run"), RECORDS, str(staging))
 
     figures = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     stages = figures["stages"]
@@ -65,3 +73,17 @@ def test_window_runs_both_stages_and_stage_two_sums_every_record(
         window = (row["key"], row["timestamp"] // workloads.WINDOW_MS)
         sent[window] = max(sent[window], int.from_bytes(row["value"], "big", signed=True))
     assert sent == expected
+
+
+def test_a_single_stage_workload_is_one_stage_with_nothing_handed_over(
+    kafka_broker: str,
+    admin: AdminClient,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The count (its changelog created by the first-run plan, as for the window): one stage, every record."""
+    _run("count", "dsl", kafka_broker, admin, tmp_path, monkeypatch)
+    figures = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert [(s["tasks"], s["records"]) for s in figures["stages"]] == [(PARTITIONS, RECORDS)]
+    assert figures["handed_over"] == 0 and figures["cpu_s"] == figures["stages"][0]["cpu_s"]
