@@ -7,8 +7,8 @@ the way its users do it today, each in processes of its own that this one measur
 - **streamproc**: ``streamproc run`` end to end (plan + fetch + process on Spark ``local[c]`` + hand-off), a new
   application id and empty state, at_least_once; the per-step wall seconds are the line it prints;
 - **streamproc engine**: the same plan's tasks run one after the other in one Python process, staged segments →
-  engine → output files, no Spark (:mod:`bench.engine_only`): the engine's own cost, set against Kafka Streams'
-  stream threads (its steady state);
+  engine → output files, no Spark (:mod:`bench.engine_only`; the window's two stages joined by ``streamproc run``'s
+  own hand-over): the engine's own cost, set against Kafka Streams' stream threads (its steady state);
 - **Kafka Streams 4.2.2** (``conformance/…/BenchApps.java``): the reset tool (``StreamsResetter --to-earliest``,
   its own JVM), then the app: wipe state (``cleanUp``), start, run until its last stage has seen every record, stop;
   1 and 2 stream threads, the record cache at its default (10 MiB) and off;
