@@ -255,7 +255,7 @@ class Stage:
     number: int  # from 1
     count: int  # stages in the run
     tasks_before: int  # tasks of the earlier stages (for progress over the whole run)
-    tasks: list[TaskWork]
+    tasks: tuple[TaskWork, ...]
 
 
 def run_stages(
@@ -269,7 +269,7 @@ def run_stages(
     upstream: dict[tuple[str, int], list[str]] = {}
     staged = stages(plan, work)
     for number, tasks in enumerate(staged, start=1):
-        stage = Stage(number, len(staged), len(reports), [with_upstream(item, upstream) for item in tasks])
+        stage = Stage(number, len(staged), len(reports), tuple(with_upstream(item, upstream) for item in tasks))
         stage_reports = run_stage(stage)
         record_upstream(stage_reports, upstream, read)
         reports.extend(stage_reports)
