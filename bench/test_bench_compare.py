@@ -25,11 +25,26 @@ def test_quick_runs_every_system_on_every_workload_and_feeds_every_goal() -> Non
     for workload in compare.WORKLOADS:
         for system in ("streamproc", "kafka-streams", "quix-streams"):
             assert (system, workload) in systems
-    assert {w for s, w in systems if s == "streamproc-engine"} == {"pass_through", "count"}  # single-stage only
+    assert {w for s, w in systems if s == "streamproc-engine"} == set(compare.WORKLOADS)  # the window's 2 stages too
     goals = compare.goals(rows, 1_000_000, 8, 2)
     # engine: pass-through (cache off), count (cache off, default); run: each workload against KS and Quix
     assert len(goals) == 3 + 2 * len(compare.WORKLOADS)
     assert len({(r["system"], r["variant"], r["workload"], r["cores"]) for r in rows}) == len(rows)  # no repeats
+
+
+def test_the_dsl_window_has_an_engine_row_and_goals_against_both_cache_settings() -> None:
+    """Issue #16's window goal: the engine (both stages) against Kafka Streams' DSL stream thread, with its default
+    settings (what the issue names) and with the cache off, as for the other DSL workloads."""
+    plan = compare.override(compare.QUICK, apis="dsl", ks_variants="1:default,1:off")
+    rows = _rows(plan, ("window",))
+    assert {(r["system"], r["variant"]) for r in rows if r["system"] == "streamproc-engine"} == {
+        ("streamproc-engine", "engine dsl")
+    }
+    window = [g["goal"] for g in compare.goals(rows, 1_000_000, 8, 2) if "engine window" in g["goal"]]
+    assert window == [
+        "DSL engine window ≥ 1.0× KS DSL stream thread, cache off",
+        "DSL engine window ≥ 1.0× KS DSL stream thread, default cache",
+    ]
 
 
 def test_scaling_has_both_curves() -> None:

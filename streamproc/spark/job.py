@@ -21,6 +21,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -247,6 +248,34 @@ def record_upstream(
             upstream.setdefault((topic, partition), []).append(objects.output(topic, partition))
 
 
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """One stage's tasks, ready to run: their inputs carry what earlier stages wrote to them (``appended``)."""
+
+    number: int  # from 1
+    count: int  # stages in the run
+    tasks_before: int  # tasks of the earlier stages (for progress over the whole run)
+    tasks: tuple[TaskWork, ...]
+
+
+def run_stages(
+    plan: RunPlan, work: Sequence[TaskWork], run_stage: Callable[[Stage], list[dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """The stage hand-over: run ``work``'s stages in order with ``run_stage`` (Spark here; one process in
+    ``bench/engine_only.py``), each stage's tasks given the output objects earlier stages' reports name for their
+    input partitions (:func:`with_upstream`, :func:`record_upstream`). Returns every report, in stage order."""
+    read = {r.topic for r in plan.ranges}
+    reports: list[dict[str, Any]] = []
+    upstream: dict[tuple[str, int], list[str]] = {}
+    staged = stages(plan, work)
+    for number, tasks in enumerate(staged, start=1):
+        stage = Stage(number, len(staged), len(reports), tuple(with_upstream(item, upstream) for item in tasks))
+        stage_reports = run_stage(stage)
+        record_upstream(stage_reports, upstream, read)
+        reports.extend(stage_reports)
+    return reports
+
+
 def _run_partition(items: Iterable[TaskWork]) -> Iterator[dict[str, Any]]:
     """The Spark task: run each (in practice: the one) task of this partition; return its report or its error."""
     from pyspark import TaskContext
@@ -424,28 +453,21 @@ def process(
         state_dir=state_dir,
     )
     root = _module_root(topology)
-    read = {r.topic for r in plan.ranges}
     sc = spark_context(master, settings, python_path=[root] if root else [])
-    reports: list[dict[str, Any]] = []
-    upstream: dict[tuple[str, int], list[str]] = {}
+
+    def run_stage(stage: Stage) -> list[dict[str, Any]]:
+        logger.info(
+            "Processing stage %d of %d: %d task(s) of plan %s on %s",
+            stage.number,
+            stage.count,
+            len(stage.tasks),
+            plan_id(plan),
+            sc.master,
+        )
+        return run_tasks(sc, stage.tasks, progress=_offset(progress, stage.tasks_before, len(work)))
+
     try:
-        staged = stages(plan, work)
-        for number, stage in enumerate(staged, start=1):
-            logger.info(
-                "Processing stage %d of %d: %d task(s) of plan %s on %s",
-                number,
-                len(staged),
-                len(stage),
-                plan_id(plan),
-                sc.master,
-            )
-            stage_reports = run_tasks(
-                sc,
-                [with_upstream(item, upstream) for item in stage],
-                progress=_offset(progress, len(reports), len(work)),
-            )
-            record_upstream(stage_reports, upstream, read)
-            reports.extend(stage_reports)
+        reports = run_stages(plan, work, run_stage)
     finally:
         sc.stop()
     reports.sort(key=lambda r: TaskId.parse(r["task_id"]))

@@ -8,10 +8,12 @@ from streamproc import Topology, serde_for
 from streamproc.errors import ConfigError, ProcessingError
 from streamproc.plan.run_plan import PlannedRange, PlannedRestore, PlannedTask, RunPlan
 from streamproc.spark.job import (
+    Stage,
     check_sink_counts,
     check_topology,
     partition_counts,
     record_upstream,
+    run_stages,
     stages,
     task_work,
     with_upstream,
@@ -95,6 +97,30 @@ def test_stages_and_upstream_outputs() -> None:
     assert with_upstream(downstream, upstream).inputs[0].appended == ("process/p/tasks/0_0/outputs/app-r+0.parquet",)
     with pytest.raises(ProcessingError, match=r"task \[0_0\] sent records with a null key to app-r"):
         record_upstream([{"plan_id": "p", "task_id": "0_0", "outputs": {"app-r+-1": 1}}], {}, {"app-r"})
+
+
+def test_run_stages_hands_each_stage_the_outputs_of_the_earlier_ones() -> None:
+    """The one stage hand-over (``streamproc run`` on Spark, ``bench/engine_only.py`` in one process): stage 2's
+    tasks get stage 1's output objects for their partition, in stage order, whatever runs the tasks."""
+    two = plan(
+        ranges=(PlannedRange("in", 0, 0, 3, False, False, None, -1), PlannedRange("app-r", 0, 4, 4, True, False, 4, 9)),
+        tasks=(PlannedTask("1_0", 1, 0, ("app-r-0",)), PlannedTask("0_0", 0, 0, ("in-0",))),
+        stages=((0,), (1,)),
+    )
+    seen: list[Stage] = []
+
+    def run_stage(stage: Stage) -> list[dict[str, object]]:
+        seen.append(stage)
+        return [{"plan_id": "p", "task_id": w.task_id, "outputs": {"app-r+0": 3}} for w in stage.tasks]
+
+    reports = run_stages(two, task_work(two, topology="m:f", store_uri="/s", counts={}), run_stage)
+    assert [r["task_id"] for r in reports] == ["0_0", "1_0"]
+    assert [(s.number, s.count, s.tasks_before, [w.task_id for w in s.tasks]) for s in seen] == [
+        (1, 2, 0, ["0_0"]),
+        (2, 2, 1, ["1_0"]),
+    ]
+    assert seen[0].tasks[0].inputs[0].appended == ()
+    assert seen[1].tasks[0].inputs[0].appended == ("process/p/tasks/0_0/outputs/app-r+0.parquet",)
 
 
 def test_output_topics_without_a_partition_count_are_refused_before_anything_runs() -> None:
