@@ -75,6 +75,11 @@ class AssignedStreamsTasks:
     def _log(self, level: int, message: str, *args: object, exc: BaseException | None = None) -> None:
         logger.log(level, self._log_prefix + message, *args, exc_info=exc)
 
+    def log_task_failure(self, task_id: TaskId | str, exc: BaseException) -> None:
+        """``TaskExecutor``'s line for a task that failed processing (also for a task run over columns, which
+        ``spark/task_runner.py`` runs outside this loop)."""
+        self._log(logging.ERROR, "Failed to process stream task %s due to the following error:", task_id, exc=exc)
+
     def add_new_task(self, task: StreamTask, inputs: TaskInputs) -> None:
         """A task assigned to this worker, not initialised yet (``created``)."""
         if task.id in self._inputs:
@@ -161,9 +166,7 @@ class AssignedStreamsTasks:
                     task.maybe_punctuate_stream_time()
                     task.maybe_punctuate_system_time()
             except Exception as exc:
-                self._log(
-                    logging.ERROR, "Failed to process stream task %s due to the following error:", task_id, exc=exc
-                )
+                self.log_task_failure(task_id, exc)
                 _rethrow(exc, task)
             finally:
                 self._steps[task_id] += done
@@ -178,9 +181,7 @@ class AssignedStreamsTasks:
             try:
                 steps = drain(task)
             except Exception as exc:
-                self._log(
-                    logging.ERROR, "Failed to process stream task %s due to the following error:", task_id, exc=exc
-                )
+                self.log_task_failure(task_id, exc)
                 _rethrow(exc, task)
             self._steps[task_id] += steps
             total += steps

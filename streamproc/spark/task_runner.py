@@ -270,15 +270,33 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                 )
             if isinstance(columnar, CountPlan):
                 logger.info("task [%s] runs the columnar count (spark/columnar_count.py)", task_id)
-                result = run_columnar_count(
-                    columnar, store, collector, changelog_collector, task=work.task_id, appended_counts=appended_counts
-                )
+                try:
+                    result = run_columnar_count(
+                        columnar,
+                        store,
+                        collector,
+                        changelog_collector,
+                        task=work.task_id,
+                        appended_counts=appended_counts,
+                    )
+                except Exception as exc:
+                    tasks.log_task_failure(task_id, exc)
+                    raise
                 state.flush()  # the task's commit
             elif isinstance(window, WindowPlan):
                 logger.info("task [%s] runs the columnar windowed aggregate (spark/columnar_window.py)", task_id)
-                result = run_columnar_window(
-                    window, store, collector, changelog_collector, task=work.task_id, appended_counts=appended_counts
-                )
+                try:
+                    result = run_columnar_window(
+                        window,
+                        store,
+                        collector,
+                        changelog_collector,
+                        task=work.task_id,
+                        appended_counts=appended_counts,
+                    )
+                except Exception as exc:
+                    tasks.log_task_failure(task_id, exc)
+                    raise
                 state.flush()
             else:
                 logger.debug(

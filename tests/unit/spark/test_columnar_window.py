@@ -268,15 +268,17 @@ def test_a_failing_aggregate_fails_as_per_record(
     for plan, env in ((COLUMNAR, None), (PER_RECORD, "1")):
         if env:
             os.environ[PER_RECORD_ENV] = env
+        caplog.clear()
         try:
-            with pytest.raises(StreamprocError) as caught:
+            with pytest.raises(StreamprocError) as caught, caplog.at_level(logging.ERROR):
                 run_task(_work(tmp_path / "store", plan, topology, (start, end, -1), None))
         finally:
             os.environ.pop(PER_RECORD_ENV, None)
-        errors.append(
-            (type(caught.value), str(caught.value), type(caught.value.__cause__), str(caught.value.__cause__))
-        )
+        logged = "Failed to process stream task 0_0 due to the following error:" in caplog.text
+        error = caught.value
+        errors.append((type(error), str(error), type(error.__cause__), str(error.__cause__), logged))
     assert errors[0] == errors[1]
+    assert errors[0][-1]  # TaskExecutor's line, over columns too
 
 
 @pytest.mark.parametrize(
