@@ -486,6 +486,7 @@ def main(argv: list[str] | None = None) -> int:
     handle = generator.attach_broker() if args.attach else generator.start_broker()
     began = time.perf_counter()
     work = Path(tempfile.mkdtemp(prefix="streamproc-bench-"))
+    bench: Bench | None = None
     try:
         bench = Bench(handle.address, handle.pid, work, log)
         for records in plan.sizes:
@@ -511,6 +512,7 @@ def main(argv: list[str] | None = None) -> int:
                         write(results, stamp)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        del bench  # its admin client must not outlive the broker (librdkafka would log every reconnect)
         if not args.attach:
             generator.stop_broker()
     results["total_wall_s"] = round(time.perf_counter() - began, 1)
