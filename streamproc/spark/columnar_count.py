@@ -53,7 +53,6 @@ from streamproc.dsl.internals.kstream_aggregate import (
     count_initializer,
 )
 from streamproc.dsl.internals.processor_support import LOG as record_dropped_log
-from streamproc.dsl.internals.processors import KTableToStream
 from streamproc.engine.deserialization_handler import LogAndFailExceptionHandler
 from streamproc.engine.dropped_records import REASON_NULL_KEY_OR_VALUE, DroppedRecord
 from streamproc.engine.processing_handler import LogAndFailProcessingExceptionHandler
@@ -61,15 +60,15 @@ from streamproc.engine.processor_topology import ProcessorNode, ProcessorTopolog
 from streamproc.engine.record_queue import UNKNOWN
 from streamproc.engine.records import TopicPartition
 from streamproc.engine.replay import ReplayResult
-from streamproc.engine.serdes import ByteArrayDeserializer, ByteArraySerializer, LongDeserializer, LongSerializer
+from streamproc.engine.serdes import ByteArraySerializer, LongDeserializer, LongSerializer
 from streamproc.engine.stream_task import CommittableOffset, TaskConfig
 from streamproc.engine.timestamp_extractor import ExtractRecordMetadataTimestamp, FailOnInvalidTimestamp
-from streamproc.engine.topology_builder import _default_partitioner
-from streamproc.spark.columnar_chain import Failure, StatelessStep, processing_failure, run_chain, stateless_step
-from streamproc.spark.columnar_output import TaskKeys, longs, no_headers, same_strings, send
+from streamproc.spark.columnar_chain import Failure, StatelessStep, processing_failure, run_chain
+from streamproc.spark.columnar_output import TaskKeys, longs, send, send_changes
+from streamproc.spark.columnar_shape import after_to_stream, bytes_source, plain_sink, stateless_chain
+from streamproc.spark.columnar_shape import serde_is as _is
 from streamproc.spark.task_input import StagedRange, open_segment, open_upstream, task_batches
 from streamproc.spark.task_output import (
-    CHANGELOG_SCHEMA,
     OUTPUT_SCHEMA,
     TaskChangelogCollector,
     TaskOutputCollector,
@@ -125,11 +124,6 @@ class CountPlan:
         return any(step.changes_values for step in self.steps)
 
 
-def _is(function: object, cls: type) -> bool:
-    """``function`` is the ``serialize``/``deserialize`` of an instance of exactly ``cls`` (not a subclass)."""
-    return type(getattr(function, "__self__", None)) is cls
-
-
 @dataclass(frozen=True, slots=True)
 class _Shape:
     """The nodes the columnar path runs: the source, its stateless chain, the count (``None``: the chain feeds
@@ -145,18 +139,14 @@ def _shape(graph: ProcessorTopology, topic: str) -> _Shape | str:
     """The task's nodes, or why the sub-topology is not exactly source → [filter | filterNot | mapValues]* → either
     count → toStream → sink or a sink."""
     nodes = graph.nodes
-    source = nodes[0] if nodes else None
-    if type(source) is not SourceNode or source.topics != (topic,) or len(source.children) != 1:
-        return "the first node is not a plain source of the input topic with one child"
-    steps: list[StatelessStep] = []
-    node = source.children[0]
-    rekeyed: str | None = None
-    while (step := stateless_step(node)) is not None:
-        if len(node.children) != 1:
-            return f"{node.name} does not feed exactly one node"
-        steps.append(step)
-        rekeyed = node.name if step.rekey else rekeyed
-        node = node.children[0]
+    source = bytes_source(graph, topic)
+    if isinstance(source, str):
+        return source
+    chain = stateless_chain(source.children[0])
+    if isinstance(chain, str):
+        return chain
+    steps, node = chain
+    rekeyed = next((s.name for s in reversed(steps) if s.rekey), None)
     count: KStreamAggregateProcessor | None = None
     if type(node) is not SinkNode and rekeyed is not None:
         return f"{rekeyed} changes the key and {node.name} is not a sink"
@@ -170,24 +160,16 @@ def _shape(graph: ProcessorTopology, topic: str) -> _Shape | str:
         count = aggregate.processor
         if not count.counting or count.initializer is not count_initializer:
             return f"{aggregate.name} is an aggregate, not count()"
-        if len(aggregate.children) != 1:
-            return f"{aggregate.name} does not feed only toStream"
-        to_stream = aggregate.children[0]
-        if type(to_stream) is not ProcessorNode or type(to_stream.processor) is not KTableToStream:
-            return f"{to_stream.name} is not KTABLE-TOSTREAM"
-        if len(to_stream.children) != 1:
-            return f"{to_stream.name} does not feed only the sink"
-        node = to_stream.children[0]
-    sink = node
+        after = after_to_stream(aggregate)
+        if isinstance(after, str):
+            return after
+        node = after
     expected = 2 + len(steps) + (0 if count is None else 2)
     if len(nodes) != expected:
         return f"{len(nodes)} processor nodes, not the {expected} of source → stateless chain → count/sink"
-    if type(sink) is not SinkNode or sink.partitioner is not _default_partitioner:
-        return f"{sink.name} is not a sink to a fixed topic with the default partitioner"
-    if not _is(source.key_deserializer, ByteArrayDeserializer) or not _is(
-        source.value_deserializer, ByteArrayDeserializer
-    ):
-        return "the source's serdes are not Bytes/ByteArray"
+    sink = plain_sink(node)
+    if isinstance(sink, str):
+        return sink
     value_serializer = LongSerializer if count is not None else ByteArraySerializer
     if not _is(sink.key_serializer, ByteArraySerializer) or not _is(sink.value_serializer, value_serializer):
         return f"the sink's serdes are not Bytes/ByteArray and {'Long' if count is not None else 'Bytes/ByteArray'}"
@@ -577,22 +559,7 @@ def _count(
     sequence = pa.array(np.arange(collector.sent, collector.sent + n, dtype=np.int64))
     send(plan, collector, batch, state.partition[ids], sequence, stamps, keys, values)
     if plan.changelog is not None:
-        logged = pa.array(np.arange(changelog_collector.sent, changelog_collector.sent + n, dtype=np.int64))
-        changelog = pa.Table.from_arrays(
-            [
-                logged,
-                same_strings(store.name, n),
-                same_strings(plan.changelog.topic, n),
-                pa.array(np.full(n, plan.changelog.partition, dtype=np.int32)),
-                stamps,
-                keys,
-                values,
-                no_headers(n),
-            ],
-            schema=CHANGELOG_SCHEMA,
-        )
-        changelog_collector.files.append_table((plan.changelog.topic, plan.changelog.partition), changelog)
-        changelog_collector.sent += n
+        send_changes(changelog_collector, store.name, plan.changelog, stamps, keys, values)
     return touched
 
 

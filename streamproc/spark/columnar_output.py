@@ -12,7 +12,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from streamproc.engine.partitioner import partition_for_key
-from streamproc.spark.task_output import _HEADERS, OUTPUT_SCHEMA, UNASSIGNED, TaskOutputCollector
+from streamproc.engine.records import TopicPartition
+from streamproc.spark.task_output import (
+    _HEADERS,
+    CHANGELOG_SCHEMA,
+    OUTPUT_SCHEMA,
+    UNASSIGNED,
+    TaskChangelogCollector,
+    TaskOutputCollector,
+)
 
 _BIG_ENDIAN_LONG = np.dtype(">i8")
 
@@ -127,4 +135,33 @@ def send(
         start, end = int(bounds[index]), int(bounds[index + 1])
         if end > start:
             collector.files.append_table((plan.sink_topic, partition), ordered.slice(start, end - start))
+    collector.sent += n
+
+
+def send_changes(
+    collector: TaskChangelogCollector,
+    store_name: str,
+    changelog: TopicPartition,
+    stamps: pa.Array,
+    keys: pa.Array,
+    values: pa.Array,
+) -> None:
+    """A chunk's changelog records of one store, in write order, into the changelog partition's file: as
+    ``TaskChangelogCollector.send`` writes each (no headers: a store write logs none)."""
+    n = len(keys)
+    logged = pa.array(np.arange(collector.sent, collector.sent + n, dtype=np.int64))
+    table = pa.Table.from_arrays(
+        [
+            logged,
+            same_strings(store_name, n),
+            same_strings(changelog.topic, n),
+            pa.array(np.full(n, changelog.partition, dtype=np.int32)),
+            stamps,
+            keys,
+            values,
+            no_headers(n),
+        ],
+        schema=CHANGELOG_SCHEMA,
+    )
+    collector.files.append_table((changelog.topic, changelog.partition), table)
     collector.sent += n

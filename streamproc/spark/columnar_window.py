@@ -42,27 +42,27 @@ import pyarrow.compute as pc
 
 from streamproc.dsl.internals.kstream_window_aggregate import KStreamWindowAggregateProcessor
 from streamproc.dsl.internals.processor_support import LOG as record_dropped_log
-from streamproc.dsl.internals.processors import KTableToStream
 from streamproc.dsl.internals.windows import TimeWindows
 from streamproc.engine.dropped_records import REASON_EXPIRED_WINDOW, DroppedRecord
 from streamproc.engine.processor_topology import ProcessorNode, ProcessorTopology, SinkNode, SourceNode
 from streamproc.engine.record_queue import UNKNOWN
 from streamproc.engine.records import TopicPartition
 from streamproc.engine.replay import ReplayResult
-from streamproc.engine.serdes import ByteArrayDeserializer, ByteArraySerializer, LongDeserializer, LongSerializer
+from streamproc.engine.serdes import ByteArraySerializer, LongDeserializer, LongSerializer
 from streamproc.engine.stream_task import CommittableOffset, TaskConfig
-from streamproc.engine.topology_builder import _default_partitioner
 from streamproc.spark import columnar_count
-from streamproc.spark.columnar_chain import Failure, StatelessStep, processing_failure, run_chain, stateless_step
+from streamproc.spark.columnar_chain import Failure, StatelessStep, processing_failure, run_chain
 from streamproc.spark.columnar_count import (
     TaskInputs,
     common_eligibility,
     input_earliest_timestamp,
     input_eligibility,
 )
-from streamproc.spark.columnar_output import TaskKeys, longs, no_headers, same_strings, send
+from streamproc.spark.columnar_output import TaskKeys, longs, send, send_changes
+from streamproc.spark.columnar_shape import after_to_stream, bytes_source, plain_sink, stateless_chain
+from streamproc.spark.columnar_shape import serde_is as _is
 from streamproc.spark.task_input import StagedRange, task_batches
-from streamproc.spark.task_output import CHANGELOG_SCHEMA, TaskChangelogCollector, TaskOutputCollector
+from streamproc.spark.task_output import TaskChangelogCollector, TaskOutputCollector
 from streamproc.state.stores import StateStore, TimestampedWindowStore, TimeWindow, Windowed
 from streamproc.storage.object_store import ObjectStore
 
@@ -97,21 +97,6 @@ class WindowPlan:
     restored: bool = False
 
 
-def _is(function: object, cls: type) -> bool:
-    return type(getattr(function, "__self__", None)) is cls
-
-
-def _chain(node: Any) -> tuple[list[StatelessStep], Any, str | None]:
-    """The stateless steps from ``node`` on, the first node that is not one, or why the chain is not a line."""
-    steps: list[StatelessStep] = []
-    while (step := stateless_step(node)) is not None:
-        if len(node.children) != 1:
-            return steps, node, f"{node.name} does not feed exactly one node"
-        steps.append(step)
-        node = node.children[0]
-    return steps, node, None
-
-
 @dataclass(frozen=True, slots=True)
 class _Shape:
     source: SourceNode
@@ -125,37 +110,32 @@ def _shape(graph: ProcessorTopology, topic: str) -> _Shape | str:
     """The task's nodes, or why the sub-topology is not exactly source → chain → windowed aggregate → toStream →
     chain → sink."""
     nodes = graph.nodes
-    source = nodes[0] if nodes else None
-    if type(source) is not SourceNode or source.topics != (topic,) or len(source.children) != 1:
-        return "the first node is not a plain source of the input topic with one child"
-    before, aggregate, why = _chain(source.children[0])
-    if why is not None:
-        return why
+    source = bytes_source(graph, topic)
+    if isinstance(source, str):
+        return source
+    chain = stateless_chain(source.children[0])
+    if isinstance(chain, str):
+        return chain
+    before, aggregate = chain
     if any(step.rekey for step in before):
         return "a key-changing node comes before the aggregate"
     if type(aggregate) is not ProcessorNode or type(aggregate.processor) is not KStreamWindowAggregateProcessor:
         return f"{aggregate.name} is not the DSL's windowed aggregate"
-    if len(aggregate.children) != 1:
-        return f"{aggregate.name} does not feed only toStream"
-    to_stream = aggregate.children[0]
-    if type(to_stream) is not ProcessorNode or type(to_stream.processor) is not KTableToStream:
-        return f"{to_stream.name} is not KTABLE-TOSTREAM"
-    if len(to_stream.children) != 1:
-        return f"{to_stream.name} does not feed only one node"
-    after, sink, why = _chain(to_stream.children[0])
-    if why is not None:
-        return why
+    next_node = after_to_stream(aggregate)
+    if isinstance(next_node, str):
+        return next_node
+    chain = stateless_chain(next_node)
+    if isinstance(chain, str):
+        return chain
+    after, last = chain
     if not after:
         return "toStream feeds the sink directly (a Windowed key to a Bytes sink)"
     expected = 4 + len(before) + len(after)
     if len(nodes) != expected:
         return f"{len(nodes)} processor nodes, not the {expected} of source → chain → windowed aggregate → chain → sink"
-    if type(sink) is not SinkNode or sink.partitioner is not _default_partitioner:
-        return f"{sink.name} is not a sink to a fixed topic with the default partitioner"
-    if not _is(source.key_deserializer, ByteArrayDeserializer) or not _is(
-        source.value_deserializer, ByteArrayDeserializer
-    ):
-        return "the source's serdes are not Bytes/ByteArray"
+    sink = plain_sink(last)
+    if isinstance(sink, str):
+        return sink
     if not _is(sink.key_serializer, ByteArraySerializer) or not (
         _is(sink.value_serializer, LongSerializer) or _is(sink.value_serializer, ByteArraySerializer)
     ):
@@ -519,22 +499,7 @@ def _log_changes(
         stamps = np.where(tombstones, batch.column("timestamp").to_numpy()[rows], stamps)
         serialize = LongSerializer().serialize
         values = pa.array([serialize(plan.store.name, v) for v in updates.values], pa.binary())
-    logged = pa.array(np.arange(changelog_collector.sent, changelog_collector.sent + n, dtype=np.int64))
-    table = pa.Table.from_arrays(
-        [
-            logged,
-            same_strings(plan.store.name, n),
-            same_strings(plan.changelog.topic, n),
-            pa.array(np.full(n, plan.changelog.partition, dtype=np.int32)),
-            pa.array(stamps, pa.int64()),
-            keys,
-            values,
-            no_headers(n),
-        ],
-        schema=CHANGELOG_SCHEMA,
-    )
-    changelog_collector.files.append_table((plan.changelog.topic, plan.changelog.partition), table)
-    changelog_collector.sent += n
+    send_changes(changelog_collector, plan.store.name, plan.changelog, pa.array(stamps, pa.int64()), keys, values)
 
 
 def _write_store(plan: WindowPlan, fold: _Fold) -> None:

@@ -240,64 +240,47 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
             collector = TaskOutputCollector(work.partition_counts, work_dir / "outputs", task_id)
             appended_counts: dict[str, int] = {}
             graph = build_processor_topology(topology, work.subtopology, application_id=work.application_id)
-            columnar = columnar_count_plan(
-                task=work.task_id,
-                graph=graph,
-                config=config,
-                inputs=tuple(
+            # the same facts for each columnar path; the first that takes the task runs it, else per record
+            facts: dict[str, Any] = {
+                "task": work.task_id,
+                "graph": graph,
+                "config": config,
+                "inputs": tuple(
                     (staged_inputs[(r.topic, r.partition)], r.partition_time, r.appended) for r in work.inputs
                 ),
-                object_store=store,
-                stores=state.stores,
-                has_global_stores=global_stores is not None,
-                collector=collector,
-                changelog_collector=changelog_collector,
-            )
+                "object_store": store,
+                "stores": state.stores,
+                "has_global_stores": global_stores is not None,
+                "collector": collector,
+                "changelog_collector": changelog_collector,
+            }
+            columnar = columnar_count_plan(**facts)
             window: WindowPlan | str = "not tried"
             if not isinstance(columnar, CountPlan):
-                window = columnar_window_plan(
-                    task=work.task_id,
-                    graph=graph,
-                    config=config,
-                    inputs=tuple(
-                        (staged_inputs[(r.topic, r.partition)], r.partition_time, r.appended) for r in work.inputs
-                    ),
-                    object_store=store,
-                    stores=state.stores,
-                    has_global_stores=global_stores is not None,
-                    collector=collector,
-                    changelog_collector=changelog_collector,
+                window = columnar_window_plan(**facts)
+            if isinstance(columnar, CountPlan) or isinstance(window, WindowPlan):
+                what = (
+                    "count (spark/columnar_count.py)"
+                    if isinstance(columnar, CountPlan)
+                    else "windowed aggregate (spark/columnar_window.py)"
                 )
-            if isinstance(columnar, CountPlan):
-                logger.info("task [%s] runs the columnar count (spark/columnar_count.py)", task_id)
+                logger.info("task [%s] runs the columnar %s", task_id, what)
                 try:
-                    result = run_columnar_count(
-                        columnar,
-                        store,
-                        collector,
-                        changelog_collector,
-                        task=work.task_id,
-                        appended_counts=appended_counts,
-                    )
+                    if isinstance(columnar, CountPlan):
+                        result = run_columnar_count(
+                            columnar, store, collector, changelog_collector, task=work.task_id,
+                            appended_counts=appended_counts,
+                        )  # fmt: skip
+                    else:
+                        assert isinstance(window, WindowPlan)
+                        result = run_columnar_window(
+                            window, store, collector, changelog_collector, task=work.task_id,
+                            appended_counts=appended_counts,
+                        )  # fmt: skip
                 except Exception as exc:
-                    tasks.log_task_failure(task_id, exc)
+                    tasks.log_task_failure(task_id, exc)  # as the per-record loop logs a task's failure
                     raise
                 state.flush()  # the task's commit
-            elif isinstance(window, WindowPlan):
-                logger.info("task [%s] runs the columnar windowed aggregate (spark/columnar_window.py)", task_id)
-                try:
-                    result = run_columnar_window(
-                        window,
-                        store,
-                        collector,
-                        changelog_collector,
-                        task=work.task_id,
-                        appended_counts=appended_counts,
-                    )
-                except Exception as exc:
-                    tasks.log_task_failure(task_id, exc)
-                    raise
-                state.flush()
             else:
                 logger.debug(
                     "task [%s] runs per record, not the columnar count: %s; not the columnar windowed aggregate: %s",
