@@ -164,7 +164,7 @@ class KStream:
         stream = self._then(
             "KSTREAM-KEY-SELECT-",
             named,
-            lambda: p.KStreamMap(lambda k, v: (mapper(k, v), v)),
+            lambda: p.KStreamMap.selecting_key(mapper),
             key_changing=True,
         )
         stream._value_serde = self._value_serde  # the values are untouched: Java keeps their serde (not the key's)
@@ -304,7 +304,7 @@ class KStream:
 
         g = grouped or Grouped()
         name = self._builder.or_else_generate(g.name, "KSTREAM-KEY-SELECT-")
-        node = ProcessorGraphNode(name, lambda: p.KStreamMap(lambda k, v: (selector(k, v), v)))
+        node = ProcessorGraphNode(name, lambda: p.KStreamMap.selecting_key(selector))
         node.key_changing = True
         self._builder.add_graph_node(self._node, node)
         return KGroupedStream(self._builder, name, node, self._source_nodes, g, True, self)

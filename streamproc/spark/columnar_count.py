@@ -11,20 +11,28 @@ bytes, the count as a ``Long``, the new timestamp, the input's headers, the defa
 store's changelog records (the count, stamped with the new timestamp, no headers), one store ``put`` per distinct
 key at the end, and the task's :class:`~streamproc.engine.replay.ReplayResult`.
 
-The source may feed a stateless chain of the DSL's ``filter``/``filterNot``/``mapValues`` first
-(``columnar_chain.py``: the user's functions once per record, a loop per node over the chunk's keys and values as
-Python lists), which then feeds either the count (a mapped null value is dropped as ``KStreamAggregateProcessor``
-drops it: its warning and a ``null_key_or_value`` drop) or directly a sink with Bytes serdes and the default
-partitioner (``to(topic)``: key, mapped value, the record's timestamp and headers). A user function that raises, or
-a mapped value the sink's serializer rejects, fails the task with the per-record path's error.
+The source may feed a stateless chain of the DSL's ``filter``/``filterNot``/``mapValues``/``selectKey``/``map``
+first (``columnar_chain.py``: the user's functions once per record, a loop per node over the chunk's keys and values
+as Python lists), which then feeds either the count (a mapped null value is dropped as ``KStreamAggregateProcessor``
+drops it: its warning and a ``null_key_or_value`` drop; no key-changing step, which the DSL follows with a
+repartition) or directly a sink with Bytes serdes and the default partitioner (``to(topic)`` or a repartition
+topic's sink: the chain's key, mapped value, the record's timestamp and headers; the partition from the serialized
+key, a null key's unassigned as the per-record collector leaves it). A user function that raises, a mapper that
+returns null or no pair, or a key or value the sink's serializer rejects, fails the task with the per-record path's
+error.
+
+The input is the partition's staged range, then the records upstream tasks of the run wrote to it (a later stage's
+repartition partition), in ``task_runner.upstream_records``' order and offsets (``task_input.task_batches``).
 
 :func:`columnar_count_plan` decides, before anything is read or written, whether the task is plainly eligible; any
 doubt runs the whole task per record (the reason logged on one line): another topology shape or serde, handlers or
-a dead letter queue configured, upstream records or several inputs, a global store, a null key or value or a
-negative timestamp in the staged input (from the segments' Parquet statistics), a stored value that is not a
-timestamped ``Long``. Set ``STREAMPROC_PER_RECORD_COUNT`` to a true value to force the per-record path (tests and
-the bench's before/after). ``tests/unit/spark/test_columnar_count.py`` checks with hypothesis that both paths give
-the same output and changelog files (byte for byte), store contents and report.
+a dead letter queue configured, several inputs, a global store, a null key or value or a negative timestamp in the
+staged or upstream input (from the Parquet statistics of the segments and upstream objects), a stored value that is
+not a timestamped ``Long``. The checks that do not depend on the shape are :func:`common_eligibility` and
+:func:`input_eligibility`, shared with other columnar paths. Set ``STREAMPROC_PER_RECORD_COUNT`` to a true value
+to force the per-record path (tests and the bench's before/after). ``tests/unit/spark/test_columnar_count.py``,
+``test_columnar_chain.py`` and ``test_columnar_rekey.py`` check with hypothesis that both paths give the same output
+and changelog files (byte for byte), store contents and report.
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from streamproc.dsl.internals.kstream_aggregate import (
     NULL_KEY_OR_VALUE_MESSAGE,
@@ -59,17 +68,19 @@ from streamproc.engine.stream_task import CommittableOffset, TaskConfig
 from streamproc.engine.timestamp_extractor import ExtractRecordMetadataTimestamp, FailOnInvalidTimestamp
 from streamproc.engine.topology_builder import _default_partitioner
 from streamproc.spark.columnar_chain import Failure, StatelessStep, processing_failure, run_chain, stateless_step
-from streamproc.spark.task_input import StagedRange, checked_batches, open_segment
+from streamproc.spark.task_input import StagedRange, open_segment, task_batches
 from streamproc.spark.task_output import (
     _HEADERS,
     CHANGELOG_SCHEMA,
     OUTPUT_SCHEMA,
+    UNASSIGNED,
     TaskChangelogCollector,
     TaskOutputCollector,
 )
 from streamproc.state.store_encoding import split_value_and_timestamp
 from streamproc.state.stores import StateStore, TimestampedKeyValueStore
 from streamproc.storage.object_store import ObjectStore
+from streamproc.storage.segments import schema_fingerprint
 
 logger = logging.getLogger(__name__)
 
@@ -102,6 +113,19 @@ class CountPlan:
     initial: Mapping[bytes, tuple[int, int]]
     #: The stateless nodes between the source and the count or sink, in order.
     steps: tuple[StatelessStep, ...] = ()
+    #: Upstream output objects whose records follow the staged ones (``task_input.task_batches``).
+    appended: tuple[str, ...] = ()
+
+    @property
+    def rekeys(self) -> bool:
+        """A step changes the key (``selectKey``/``map``): the sink writes and partitions by the chain's keys."""
+        return any(step.rekey for step in self.steps)
+
+    @property
+    def changes_values(self) -> bool:
+        """A step may forward another value (``mapValues``/``map``): the sink writes the chain's values, else the
+        input's column as it is."""
+        return any(step.changes_values for step in self.steps)
 
 
 def _is(function: object, cls: type) -> bool:
@@ -129,16 +153,23 @@ def _shape(graph: ProcessorTopology, topic: str) -> _Shape | str:
         return "the first node is not a plain source of the input topic with one child"
     steps: list[StatelessStep] = []
     node = source.children[0]
+    rekeyed: str | None = None
     while (step := stateless_step(node)) is not None:
         if len(node.children) != 1:
             return f"{node.name} does not feed exactly one node"
         steps.append(step)
+        rekeyed = node.name if step.rekey else rekeyed
         node = node.children[0]
     count: KStreamAggregateProcessor | None = None
+    if type(node) is not SinkNode and rekeyed is not None:
+        return f"{rekeyed} changes the key and {node.name} is not a sink"
     if type(node) is not SinkNode:
         aggregate = node
         if type(aggregate) is not ProcessorNode or type(aggregate.processor) is not KStreamAggregateProcessor:
-            return f"{aggregate.name} is not a DSL filter/filterNot/mapValues, the DSL's KStreamAggregate or a sink"
+            return (
+                f"{aggregate.name} is not a DSL filter/filterNot/mapValues/selectKey/map, the DSL's "
+                "KStreamAggregate or a sink"
+            )
         count = aggregate.processor
         if not count.counting or count.initializer is not count_initializer:
             return f"{aggregate.name} is an aggregate, not count()"
@@ -166,25 +197,46 @@ def _shape(graph: ProcessorTopology, topic: str) -> _Shape | str:
     return _Shape(source, tuple(steps), count, sink)
 
 
-def _staged_clean(store: ObjectStore, staged: StagedRange, task: str) -> str | None:
-    """Why the staged input may hold a null key or value or a negative timestamp (from the row groups' Parquet
-    statistics, nothing decoded), or ``None`` when it cannot."""
+def _input_clean(store: ObjectStore, staged: StagedRange, appended: tuple[str, ...], task: str) -> str | None:
+    """Why the task's input (staged segments, then upstream output objects) may hold a null key or value or a
+    negative timestamp (from the row groups' Parquet statistics, nothing decoded), or ``None`` when it cannot. An
+    upstream object without the task output schema also runs the task per record (which reports it as it does)."""
     for name in staged.segments:
-        parquet = open_segment(store, name, task=task)
-        metadata = parquet.metadata
-        names = parquet.schema_arrow.names
-        key, value, timestamp = (names.index(c) for c in ("key", "value", "timestamp"))
-        for group in range(metadata.num_row_groups):
-            row_group = metadata.row_group(group)
-            if row_group.num_rows == 0:
-                continue
-            for column, what in ((key, "key"), (value, "value")):
-                stats = row_group.column(column).statistics
-                if stats is None or not stats.has_null_count or stats.null_count != 0:
-                    return f"segment {name} may hold a null {what}"
-            stats = row_group.column(timestamp).statistics
-            if stats is None or not stats.has_min_max or stats.min < 0:
-                return f"segment {name} may hold a negative timestamp"
+        unclean = _row_groups_clean(open_segment(store, name, task=task), f"segment {name}")
+        if unclean is not None:
+            return unclean
+    for name in appended:
+        try:
+            parquet = pq.ParquetFile(pa.BufferReader(store.get(name)))
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            return f"upstream object {name} is not readable Parquet ({exc})"
+        if schema_fingerprint(parquet.schema_arrow) != _OUTPUT_FINGERPRINT:
+            return f"upstream object {name} does not have the task output schema"
+        unclean = _row_groups_clean(parquet, f"upstream object {name}")
+        if unclean is not None:
+            return unclean
+    return None
+
+
+_OUTPUT_FINGERPRINT = schema_fingerprint(OUTPUT_SCHEMA)
+
+
+def _row_groups_clean(parquet: pq.ParquetFile, what_file: str) -> str | None:
+    """Why a file's row groups may hold a null key or value or a negative timestamp, or ``None``."""
+    metadata = parquet.metadata
+    names = parquet.schema_arrow.names
+    key, value, timestamp = (names.index(c) for c in ("key", "value", "timestamp"))
+    for group in range(metadata.num_row_groups):
+        row_group = metadata.row_group(group)
+        if row_group.num_rows == 0:
+            continue
+        for column, what in ((key, "key"), (value, "value")):
+            stats = row_group.column(column).statistics
+            if stats is None or not stats.has_null_count or stats.null_count != 0:
+                return f"{what_file} may hold a null {what}"
+        stats = row_group.column(timestamp).statistics
+        if stats is None or not stats.has_min_max or stats.min < 0:
+            return f"{what_file} may hold a negative timestamp"
     return None
 
 
@@ -199,30 +251,25 @@ def _stored_counts(store: TimestampedKeyValueStore[bytes, int]) -> dict[bytes, t
     return initial
 
 
-def columnar_count_plan(
+#: Per input partition of a task: its staged range, its committed partition time and its upstream output objects
+#: (``InputRange.appended``).
+TaskInputs = tuple[tuple[StagedRange, int, tuple[str, ...]], ...]
+
+
+def common_eligibility(
     *,
     task: str,
-    graph: ProcessorTopology,
     config: TaskConfig,
-    inputs: tuple[tuple[StagedRange, int, int], ...],
-    object_store: ObjectStore,
-    stores: Mapping[str, StateStore],
+    inputs: TaskInputs,
     has_global_stores: bool,
-    collector: TaskOutputCollector,
-    changelog_collector: TaskChangelogCollector,
-) -> CountPlan | str:
-    """The task's :class:`CountPlan` when it is plainly a DSL count, else the reason it is not (one line).
-
-    ``inputs``: per input partition its staged range, its committed partition time and its number of upstream
-    (appended) objects.
-    """
+) -> str | None:
+    """Why a task cannot run over columns whatever its nodes, or ``None``: the checks every columnar path shares
+    before it looks at the sub-topology (cheap: nothing read). Then the path checks its shape and calls
+    :func:`input_eligibility` with the shape's source."""
     if os.environ.get(PER_RECORD_ENV, "").strip().lower() not in ("", "0", "false", "no"):
         return f"{PER_RECORD_ENV} is set"
     if len(inputs) != 1:
         return f"{len(inputs)} input partitions, not one"
-    staged, partition_time, appended = inputs[0]
-    if appended:
-        return "the partition has upstream (repartition) records"
     if has_global_stores:
         return "the task has global stores"
     if config.dead_letter_queue_topic is not None:
@@ -231,13 +278,45 @@ def columnar_count_plan(
         return "a deserialization exception handler is configured"
     if type(config.processing_exception_handler) is not LogAndFailProcessingExceptionHandler:
         return "a processing exception handler is configured"
+    return None
+
+
+def input_eligibility(
+    *, task: str, config: TaskConfig, source: SourceNode, inputs: TaskInputs, object_store: ObjectStore
+) -> str | None:
+    """Why the (one) input partition's records cannot be read over columns for ``source``, or ``None``: the source's
+    timestamp extractor must be the record-metadata one, and the staged segments and upstream objects must hold no
+    null key or value and no negative timestamp (their Parquet statistics, read here; so call it last)."""
+    extractor = source.timestamp_extractor or config.default_timestamp_extractor or FailOnInvalidTimestamp()
+    if getattr(type(extractor), "extract", None) is not ExtractRecordMetadataTimestamp.extract:
+        return "the timestamp extractor is not a record-metadata one"
+    staged, _, appended = inputs[0]
+    return _input_clean(object_store, staged, appended, task)
+
+
+def columnar_count_plan(
+    *,
+    task: str,
+    graph: ProcessorTopology,
+    config: TaskConfig,
+    inputs: TaskInputs,
+    object_store: ObjectStore,
+    stores: Mapping[str, StateStore],
+    has_global_stores: bool,
+    collector: TaskOutputCollector,
+    changelog_collector: TaskChangelogCollector,
+) -> CountPlan | str:
+    """The task's :class:`CountPlan` when it is plainly a DSL count or chain to a sink, else the reason it is not (one
+    line): :func:`common_eligibility`, the shape (``_shape``), the sink and store, then :func:`input_eligibility`.
+    """
+    common = common_eligibility(task=task, config=config, inputs=inputs, has_global_stores=has_global_stores)
+    if common is not None:
+        return common
+    staged, partition_time, appended = inputs[0]
     shape = _shape(graph, staged.topic)
     if isinstance(shape, str):
         return shape
     source, steps, sink = shape.source, shape.steps, shape.sink
-    extractor = source.timestamp_extractor or config.default_timestamp_extractor or FailOnInvalidTimestamp()
-    if getattr(type(extractor), "extract", None) is not ExtractRecordMetadataTimestamp.extract:
-        return "the timestamp extractor is not a record-metadata one"
     partitions = collector.partition_counts.get(sink.topic)
     if partitions is None or partitions <= 0:
         return f"the partition count of sink topic {sink.topic} is not known"
@@ -261,20 +340,26 @@ def columnar_count_plan(
         changelog = None if context is None else context.changelog_partition
         if changelog is not None and (context is None or context.sink is not changelog_collector):
             return f"store {store.name} logs somewhere other than the task's changelog files"
-    unclean = _staged_clean(object_store, staged, task)
+    unclean = input_eligibility(task=task, config=config, source=source, inputs=inputs, object_store=object_store)
     if unclean is not None:
         return unclean
     initial = {} if store is None else _stored_counts(store)
     if isinstance(initial, str):
         return initial
-    return CountPlan(staged, partition_time, store, changelog, sink.topic, sink.name, partitions, initial, steps)
+    return CountPlan(
+        staged, partition_time, store, changelog, sink.topic, sink.name, partitions, initial, steps, appended
+    )
 
 
-def _batches(store: ObjectStore, staged: StagedRange, task: str, *, with_values: bool) -> Iterator[pa.RecordBatch]:
-    """The range's offset, timestamp, key and headers columns (and values if asked), ``CHUNK_ROWS`` at a time, checked
-    as the per-record path's records are (``task_input.checked_batches``)."""
-    columns = ["offset", "timestamp", "key", "headers", *(["value"] if with_values else [])]
-    return checked_batches(store, staged, task=task, columns=columns, batch_size=CHUNK_ROWS)
+def _batches(plan: CountPlan, store: ObjectStore, task: str, counts: dict[str, int] | None) -> Iterator[pa.RecordBatch]:
+    """The input's offset, timestamp, key and headers columns (and values when the chain or sink needs them),
+    ``CHUNK_ROWS`` at a time, staged then upstream records, in the per-record path's order and offsets
+    (``task_input.task_batches``)."""
+    with_values = bool(plan.steps) or plan.store is None
+    columns = ("offset", "timestamp", "key", "headers", *(("value",) if with_values else ()))
+    return task_batches(
+        store, plan.input, plan.appended, task=task, columns=columns, batch_size=CHUNK_ROWS, counts=counts
+    )
 
 
 def _same_strings(text: str, n: int) -> pa.Array:
@@ -364,8 +449,10 @@ def run_columnar_count(
     changelog_collector: TaskChangelogCollector,
     *,
     task: str,
+    appended_counts: dict[str, int] | None = None,
 ) -> ReplayResult:
-    """Run the planned task over its staged input (see the module docstring) and return the task's result."""
+    """Run the planned task over its input (see the module docstring) and return the task's result;
+    ``appended_counts`` gets the upstream records read, as ``task_runner.upstream_records`` counts them."""
     state = _KeyState(plan.initial, plan.sink_partitions)
     touched = np.zeros(0, dtype=bool)
     processed = 0
@@ -373,12 +460,14 @@ def run_columnar_count(
     max_timestamp = UNKNOWN
     drops: list[DroppedRecord] = []
     with_values = bool(plan.steps) or plan.store is None
-    for batch in _batches(object_store, plan.input, task, with_values=with_values):
+    for batch in _batches(plan, object_store, task, appended_counts):
         n = batch.num_rows
         record_ts = batch.column("timestamp").to_numpy()
+        keys: list[Any] | None = None
         if plan.steps:
             chain = run_chain(plan.steps, batch.column("key").to_pylist(), batch.column("value").to_pylist())
             positions, values, failure = chain.positions, chain.values, chain.failure
+            keys = chain.keys if plan.rekeys else None
         else:
             positions, values, failure = list(range(n)), batch.column("value").to_pylist() if with_values else [], None
         if plan.store is not None:
@@ -390,12 +479,13 @@ def run_columnar_count(
             if rows.num_rows:
                 touched = _count(plan, rows, state, touched, collector, changelog_collector)
         else:
-            serialized, failure = _serialized(plan, positions, values, failure)
+            mapped = values if plan.changes_values else None
+            serialized_keys, serialized, failure = _serialized(plan, positions, keys, mapped, failure)
             if failure is not None:
                 raise _failure(plan, batch, failure, task)
             rows = batch if len(positions) == n else batch.take(pa.array(positions, pa.int64()))
             if rows.num_rows:
-                _sink(plan, rows, serialized, state, collector)
+                _sink(plan, rows, serialized_keys, serialized, state, collector)
         processed += n
         last_offset = int(batch.column("offset")[-1].as_py())
         max_timestamp = max(max_timestamp, int(record_ts.max()))
@@ -445,21 +535,40 @@ def _drop_null_values(
     return kept
 
 
+#: The types a ``ByteArraySerializer`` passes through as they are (``map(type, ...)`` checked in C, not per item).
+_PLAIN = frozenset({bytes, type(None)})
+
+
 def _serialized(
-    plan: CountPlan, positions: list[int], values: list[Any], failure: Failure | None
-) -> tuple[list[bytes | None], Failure | None]:
-    """The sink's values serialized as its ``ByteArraySerializer`` serializes them (bytes and null as they are);
-    a value it rejects (only a mapped one can be rejected) is the first failure when it comes before the chain's."""
-    if all(type(v) is bytes or v is None for v in values):
-        return values, failure
+    plan: CountPlan, positions: list[int], keys: list[Any] | None, values: list[Any] | None, failure: Failure | None
+) -> tuple[list[bytes | None] | None, list[bytes | None] | None, Failure | None]:
+    """The sink's keys and values (``None``: the input's, unchanged bytes) serialized as its ``ByteArraySerializer``s
+    serialize them (bytes and null as they are), the key first as ``SinkNode.process`` does; a key or value it
+    rejects (only a mapped one can be rejected) is the first failure when it comes before the chain's."""
+    if (keys is None or _PLAIN.issuperset(map(type, keys))) and (
+        values is None or _PLAIN.issuperset(map(type, values))
+    ):
+        return keys, values, failure
+    if values is None:  # only keys to serialize
+        values = [None] * len(positions)
+        unchanged = True
+    else:
+        unchanged = False
     serialize = ByteArraySerializer().serialize
+    out_keys: list[bytes | None] = []
     out: list[bytes | None] = []
-    for position, value in zip(positions, values, strict=True):
+    topic = plan.sink_topic
+    for i, (position, value) in enumerate(zip(positions, values, strict=True)):
         try:
-            out.append(value if type(value) is bytes or value is None else serialize(plan.sink_topic, value))
+            if keys is not None:
+                key = keys[i]
+                out_keys.append(key if type(key) is bytes or key is None else serialize(topic, key))
+            out.append(value if type(value) is bytes or value is None else serialize(topic, value))
         except Exception as exc:
-            return out, Failure(position, plan.steps[-1].name, exc)  # the sink's parent handles it
-    return out, failure
+            del out_keys[len(out) :]
+            failed = Failure(position, plan.steps[-1].name, exc)
+            return (None if keys is None else out_keys), (None if unchanged else out), failed
+    return (None if keys is None else out_keys), (None if unchanged else out), failure
 
 
 def _failure(plan: CountPlan, batch: pa.RecordBatch, failure: Failure, task: str) -> Exception:
@@ -524,16 +633,30 @@ def _count(
 
 
 def _sink(
-    plan: CountPlan, batch: pa.RecordBatch, values: list[bytes | None], state: _KeyState, collector: TaskOutputCollector
+    plan: CountPlan,
+    batch: pa.RecordBatch,
+    mapped_keys: list[bytes | None] | None,
+    values: list[bytes | None] | None,
+    state: _KeyState,
+    collector: TaskOutputCollector,
 ) -> None:
-    """One chunk's records straight to the sink: key, mapped value, the record's timestamp and headers."""
+    """One chunk's records straight to the sink: key (the input's or the chain's), mapped value, the record's
+    timestamp and headers; the partition from the serialized key (a null key: unassigned, as
+    ``TaskOutputCollector.send`` leaves it when the default partitioner has none)."""
     n = batch.num_rows
-    keys = batch.column("key")
+    keys = batch.column("key") if mapped_keys is None else pa.array(mapped_keys, pa.binary())
     sequence = pa.array(np.arange(collector.sent, collector.sent + n, dtype=np.int64))
     stamps = batch.column("timestamp")
-    ids = state.ids(keys)  # before reading state.partition: this adds the chunk's new keys
-    partitions = state.partition[ids]
-    _send(plan, collector, batch, partitions, sequence, stamps, keys, pa.array(values, pa.binary()))
+    if keys.null_count:
+        present = np.flatnonzero(keys.is_valid().to_numpy(zero_copy_only=False))
+        partitions = np.full(n, UNASSIGNED, dtype=np.int32)
+        ids = state.ids(keys.take(pa.array(present)))
+        partitions[present] = state.partition[ids]
+    else:
+        ids = state.ids(keys)  # before reading state.partition: this adds the chunk's new keys
+        partitions = state.partition[ids]
+    value_column = batch.column("value") if values is None else pa.array(values, pa.binary())
+    _send(plan, collector, batch, partitions, sequence, stamps, keys, value_column)
 
 
 def _write_store(store: TimestampedKeyValueStore[bytes, int], state: _KeyState, touched: np.ndarray) -> None:
@@ -578,9 +701,10 @@ def _send(
     )
     order = np.argsort(partitions, kind="stable")
     ordered = table.take(pa.array(order))
-    bounds = np.searchsorted(partitions[order], np.arange(plan.sink_partitions + 1))
-    for partition in range(plan.sink_partitions):
-        start, end = int(bounds[partition]), int(bounds[partition + 1])
+    # UNASSIGNED (-1) first: a null key's records, which the default partitioner leaves to the producer
+    bounds = np.searchsorted(partitions[order], np.arange(UNASSIGNED, plan.sink_partitions + 1))
+    for index, partition in enumerate(range(UNASSIGNED, plan.sink_partitions)):
+        start, end = int(bounds[index]), int(bounds[index + 1])
         if end > start:
             collector.files.append_table((plan.sink_topic, partition), ordered.slice(start, end - start))
     collector.sent += n

@@ -15,12 +15,14 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from streamproc.engine.records import RawRecord
 from streamproc.errors import ManifestError
+from streamproc.spark.task_output import OUTPUT_SCHEMA
 from streamproc.storage.object_store import LocalObjectStore, ObjectStore
 from streamproc.storage.segments import SEGMENT_SCHEMA_FINGERPRINT, records_from_batch, schema_fingerprint
 from streamproc.storage.staging import range_status
@@ -133,3 +135,130 @@ def _first_misplaced(offsets: pa.Array, last: int, staged: StagedRange) -> int |
         return None
     first: int = offsets[index].as_py()
     return first
+
+
+#: The columns of :func:`task_batches`' batches; ``headers`` has the task outputs' header type (a header key may be
+#: null there), which the staged segments' type casts to.
+TASK_BATCH_COLUMNS = ("offset", "timestamp", "key", "value", "headers")
+_TASK_TYPES = {
+    "offset": pa.int64(),
+    "timestamp": pa.int64(),
+    "key": pa.binary(),
+    "value": pa.binary(),
+    "headers": OUTPUT_SCHEMA.field("headers").type,
+}
+
+
+def task_batches(
+    store: ObjectStore,
+    staged: StagedRange,
+    appended: tuple[str, ...],
+    *,
+    task: str,
+    columns: tuple[str, ...] = TASK_BATCH_COLUMNS,
+    batch_size: int = BATCH_ROWS,
+    counts: dict[str, int] | None = None,
+) -> Iterator[pa.RecordBatch]:
+    """A task's input partition as the per-record path processes it, in record batches of at most ``batch_size``
+    rows with ``columns`` (``offset`` always first): the staged range (:func:`checked_batches`), then the records of
+    the upstream output objects ``appended`` (in upstream ``TaskId`` order) at offsets ``staged.end``,
+    ``staged.end + 1``, ... in the order of ``task_runner.upstream_records`` (:func:`merged_upstream`). Read as
+    Arrow, one batch of each upstream object at a time. ``counts`` gets the number of upstream records under
+    ``topic-partition`` as ``upstream_records`` counts them (no entry when there are none)."""
+    wanted = ["offset", *(c for c in columns if c != "offset")]
+    unknown = set(wanted) - set(_TASK_TYPES)
+    if unknown:
+        raise ValueError(f"task_batches: unknown columns {sorted(unknown)}; choose from {TASK_BATCH_COLUMNS}")
+    schema = pa.schema([pa.field(c, _TASK_TYPES[c]) for c in wanted])
+    for batch in checked_batches(store, staged, task=task, columns=wanted, batch_size=batch_size):
+        yield _conformed(batch, schema)
+    if not appended:
+        return
+    offset = staged.end
+    name = f"{staged.topic}-{staged.partition}"
+    read = [c for c in wanted if c != "offset"]
+    for table in merged_upstream(store, appended, columns=read, batch_size=batch_size):
+        for chunk in table.to_batches(max_chunksize=batch_size):
+            n = chunk.num_rows
+            if n == 0:
+                continue
+            offsets = pa.array(np.arange(offset, offset + n, dtype=np.int64))
+            arrays = [offsets, *(chunk.column(c) for c in read)]
+            yield _conformed(pa.RecordBatch.from_arrays(arrays, names=wanted), schema)
+            offset += n
+            if counts is not None:
+                counts[name] = counts.get(name, 0) + n
+
+
+def _conformed(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """``batch`` with exactly ``schema``'s (nullable) types: staged and upstream batches alike."""
+    if batch.schema.equals(schema):
+        return batch
+    return pa.RecordBatch.from_arrays([batch.column(f.name).cast(f.type) for f in schema], schema=schema)
+
+
+def merged_upstream(
+    store: ObjectStore, names: tuple[str, ...], *, columns: list[str], batch_size: int = BATCH_ROWS
+) -> Iterator[pa.Table]:
+    """The rows (``columns``, plus ``timestamp`` to order them) of the upstream output objects ``names``, in
+    ``task_runner.upstream_records``' order, as tables of consecutive rows.
+
+    ``upstream_records`` merges greedily: the head with the smallest timestamp next, ties to the earlier object.
+    An object's rows need not be sorted by timestamp; taking a head ``x`` means every other head is at least ``x``
+    (or equal and of a later object), so the rows after ``x`` that are smaller than it follow it at once, as if they
+    had its timestamp. The greedy merge is therefore a stable sort by (the object's running maximum timestamp up to
+    the row, the object's index, the row's position): a merge of sequences each sorted by that key, done here a
+    batch at a time. A buffered row can be emitted once no unread row of any object can sort before it: each
+    unread row of object ``j`` has a key of at least (``last_j``, ``j``), ``last_j`` being the running maximum at
+    the last row read from ``j``. The object with the smallest (``last_j``, ``j``) has all its buffered rows
+    emittable, so every round empties at least one buffer (then read again); at most a batch per object is held.
+    ``tests/unit/spark/test_task_batches.py`` checks the order against ``upstream_records`` with hypothesis.
+    """
+    read = list(dict.fromkeys(["timestamp", *columns]))
+    readers = [_upstream_batches(store, name, read, batch_size) for name in names]
+    buffers: list[pa.Table | None] = [None] * len(names)
+    keys: list[np.ndarray] = [np.zeros(0, dtype=np.int64)] * len(names)
+    running = [np.iinfo(np.int64).min] * len(names)
+    live = [True] * len(names)
+    while True:
+        for i, reader in enumerate(readers):
+            while live[i] and (buffers[i] is None or buffers[i].num_rows == 0):  # type: ignore[union-attr]
+                batch = next(reader, None)
+                if batch is None:
+                    live[i] = False
+                    break
+                if batch.num_rows == 0:
+                    continue
+                stamps = batch.column("timestamp").to_numpy(zero_copy_only=False).astype(np.int64)
+                key = np.maximum.accumulate(np.maximum(stamps, running[i]))
+                running[i] = int(key[-1])
+                buffers[i], keys[i] = pa.Table.from_batches([batch]), key
+        pending = [i for i in range(len(names)) if buffers[i] is not None and buffers[i].num_rows]  # type: ignore[union-attr]
+        if not pending:
+            return
+        # the smallest key any unread row can have, per object still being read
+        bounds = [(running[j], j) for j in range(len(names)) if live[j]]
+        parts: list[pa.Table] = []
+        part_keys: list[np.ndarray] = []
+        for i in pending:
+            buffer, key = buffers[i], keys[i]
+            assert buffer is not None
+            # rows of i sorting before every (bound, j): key < bound, or key == bound and i <= j
+            cut = len(key)
+            for bound, j in bounds:
+                cut = min(cut, int(np.searchsorted(key, bound, side="right" if i <= j else "left")))
+            if cut:
+                parts.append(buffer.slice(0, cut))
+                part_keys.append(key[:cut])
+                buffers[i], keys[i] = buffer.slice(cut), key[cut:]
+        merged = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+        order = np.argsort(np.concatenate(part_keys), kind="stable")  # parts are in object order: ties keep it
+        if len(parts) > 1:
+            merged = merged.take(pa.array(order))
+        yield merged.select(columns)
+
+
+def _upstream_batches(store: ObjectStore, name: str, columns: list[str], batch_size: int) -> Iterator[pa.RecordBatch]:
+    """One upstream output object's ``columns``, in production order, ``batch_size`` rows at a time."""
+    parquet = pq.ParquetFile(pa.BufferReader(store.get(name)))
+    yield from parquet.iter_batches(batch_size=batch_size, columns=columns, use_threads=False)

@@ -245,7 +245,7 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                 graph=graph,
                 config=config,
                 inputs=tuple(
-                    (staged_inputs[(r.topic, r.partition)], r.partition_time, len(r.appended)) for r in work.inputs
+                    (staged_inputs[(r.topic, r.partition)], r.partition_time, r.appended) for r in work.inputs
                 ),
                 object_store=store,
                 stores=state.stores,
@@ -270,7 +270,9 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                 )
             if isinstance(columnar, CountPlan):
                 logger.info("task [%s] runs the columnar count (spark/columnar_count.py)", task_id)
-                result = run_columnar_count(columnar, store, collector, changelog_collector, task=work.task_id)
+                result = run_columnar_count(
+                    columnar, store, collector, changelog_collector, task=work.task_id, appended_counts=appended_counts
+                )
                 state.flush()  # the task's commit
             elif isinstance(window, WindowPlan):
                 logger.info("task [%s] runs the columnar windowed aggregate (spark/columnar_window.py)", task_id)

@@ -42,16 +42,30 @@ class KStreamFilter(_Forwarding):
             self.context.forward(record)
 
 
+#: ``KStreamMap``'s error for a mapper that returned null (Java's ``NullPointerException`` text).
+NULL_KEY_VALUE_MAPPER_MESSAGE = "The provided KeyValueMapper returned null which is not allowed."
+
+
 class KStreamMap(_Forwarding):
     """``KStreamMap``: ``mapper(key, value)`` returns the new ``(key, value)`` pair (``KeyValue``)."""
 
     def __init__(self, mapper: Callable[[Any, Any], tuple[Any, Any]]) -> None:
         self.mapper = mapper
+        #: ``selectKey``'s and ``groupBy``'s selector when the mapper is ``(selector(k, v), v)`` (Java's
+        #: ``KStreamImpl#internalSelectKey`` wraps it so), which the columnar chain calls directly.
+        self.key_selector: Callable[[Any, Any], Any] | None = None
+
+    @classmethod
+    def selecting_key(cls, selector: Callable[[Any, Any], Any]) -> KStreamMap:
+        """The map ``selectKey(selector)`` builds: the new key ``selector(key, value)``, the value unchanged."""
+        node = cls(lambda k, v: (selector(k, v), v))
+        node.key_selector = selector
+        return node
 
     def process(self, record: Record[Any, Any]) -> None:
         pair = self.mapper(record.key, record.value)
         if pair is None:
-            raise TopologyError("The provided KeyValueMapper returned null which is not allowed.")
+            raise TopologyError(NULL_KEY_VALUE_MAPPER_MESSAGE)
         key, value = pair
         self.context.forward(Record(key, value, record.timestamp, record.headers))
 

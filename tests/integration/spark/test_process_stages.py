@@ -32,6 +32,7 @@ PARTITIONS = 4
 RECORDS = 3_000
 TOPOLOGY = "tests.integration.spark.topologies:rekey_count"
 APP = "spark-rekey-app"
+DSL_APP = "spark-rekey-dsl-app"
 
 
 @pytest.fixture(scope="module")
@@ -64,11 +65,40 @@ def staged(kafka_broker: str, admin: AdminClient, tmp_path_factory: pytest.TempP
 def test_the_downstream_stage_consumes_what_the_upstream_stage_repartitioned(
     staged: dict[str, Any], tmp_path: Path
 ) -> None:
+    _check_two_stages(staged, tmp_path, APP, TOPOLOGY)
+
+
+@pytest.fixture(scope="module")
+def staged_dsl(
+    kafka_broker: str, admin: AdminClient, staged: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
+    """The same input planned for the DSL program (``topologies.rekey_count_dsl``) under its own application id."""
+    create_topic(admin, f"{DSL_APP}-{topologies.REKEYED}", partitions=PARTITIONS)
+    create_topic(admin, f"{DSL_APP}-counts-changelog", partitions=PARTITIONS, config={"cleanup.policy": "compact"})
+    wait_for_leaders(admin, f"{DSL_APP}-{topologies.REKEYED}", f"{DSL_APP}-counts-changelog")
+    work = tmp_path_factory.mktemp("spark-rekey-dsl")
+    describe = work / "topology.txt"
+    describe.write_text(str(topologies.rekey_count_dsl().describe()))
+    plan_file, store = work / "plan.json", work / "staging"
+    run("plan", "--bootstrap", kafka_broker, "--application-id", DSL_APP, "--topology", str(describe),
+        "--out", str(plan_file))  # fmt: skip
+    run("fetch", "--bootstrap", kafka_broker, "--plan", str(plan_file), "--store", str(store))
+    return {"plan": RunPlan.read(plan_file), "store": store, "sent": staged["sent"]}
+
+
+def test_a_dsl_program_runs_both_stages_over_columns(staged_dsl: dict[str, Any], tmp_path: Path) -> None:
+    """Stage 1 (``selectKey`` → repartition sink) and stage 2 (count over the upstream tasks' records) run
+    columnar, with what the Processor API program gives."""
+    reports = _check_two_stages(staged_dsl, tmp_path, DSL_APP, "tests.integration.spark.topologies:rekey_count_dsl")
+    assert {r["task_id"]: r["execution"] for r in reports} == {r["task_id"]: "columnar" for r in reports}
+
+
+def _check_two_stages(staged: dict[str, Any], tmp_path: Path, app: str, topology: str) -> list[dict[str, Any]]:
     plan: RunPlan = staged["plan"]
     assert [list(s) for s in plan.stages] == [[0], [1]]
     store_dir = tmp_path / "store"
     shutil.copytree(staged["store"], store_dir)
-    options: dict[str, Any] = {"topology": TOPOLOGY, "partitions": {topologies.REKEY_OUTPUT: PARTITIONS}}
+    options: dict[str, Any] = {"topology": topology, "partitions": {topologies.REKEY_OUTPUT: PARTITIONS}}
     reports = process(plan, store_uri=str(store_dir), master="local[2]", **options)
     by_task = {r["task_id"]: r for r in reports}
     assert sorted(by_task) == ["0_0", "0_1", "0_2", "0_3", "1_0", "1_1", "1_2", "1_3"]
@@ -81,7 +111,7 @@ def test_the_downstream_stage_consumes_what_the_upstream_stage_repartitioned(
     latest: dict[str, int] = {}
     for customer, timestamp in sent:
         latest[customer] = max(latest.get(customer, 0), timestamp)
-    repartition = f"{APP}-{topologies.REKEYED}"
+    repartition = f"{app}-{topologies.REKEYED}"
     for p in range(PARTITIONS):
         report = by_task[f"1_{p}"]
         assert report["appended"] == {f"{repartition}-{p}": per_partition[p]}
@@ -107,3 +137,4 @@ def test_the_downstream_stage_consumes_what_the_upstream_stage_repartitioned(
     shutil.copytree(staged["store"], again_dir)
     process(plan, store_uri=str(again_dir), master="local[2]", **options)
     assert output_bytes(again_dir, plan) == output_bytes(store_dir, plan)
+    return reports

@@ -13,6 +13,7 @@ COUNT_INPUT = "spark-count-words"
 COUNT_OUTPUT = "spark-count-totals"
 STRING = serde_for("String")
 LONG = serde_for("Long")
+BYTES = serde_for("ByteArray")
 
 
 class CountPerKey(Processor):
@@ -97,6 +98,20 @@ def rekey_count_topology(input_topic: str, output_topic: str) -> Topology:
 def rekey_count() -> Topology:
     """Re-key → repartition → count (two stages) on the Spark tests' topics."""
     return rekey_count_topology(REKEY_INPUT, REKEY_OUTPUT)
+
+
+def rekey_count_dsl() -> Topology:
+    """The same two stages with the DSL and Bytes serdes, which the columnar path runs: stage 1 ``selectKey`` into
+    the repartition topic's sink, stage 2 ``groupByKey().count()`` over the upstream tasks' records."""
+    from streamproc.dsl import Consumed, Materialized, Produced, Repartitioned, StreamsBuilder
+
+    b = StreamsBuilder()
+    rekeyed = b.stream(REKEY_INPUT, Consumed.with_(BYTES, BYTES)).select_key(lambda k, v: v)
+    rekeyed = rekeyed.repartition(Repartitioned.with_(BYTES, BYTES).with_name("rekeyed"))
+    materialized = Materialized.as_(Stores.persistent_timestamped_key_value_store("counts"))
+    counts = rekeyed.group_by_key().count(materialized=materialized.with_key_serde(BYTES).with_value_serde(LONG))
+    counts.to_stream().to(REKEY_OUTPUT, Produced.with_(BYTES, LONG))
+    return b.build()
 
 
 class CountFailingOnK7(CountPerKey):

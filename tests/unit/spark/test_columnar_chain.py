@@ -136,9 +136,9 @@ def chain_flat_map() -> Topology:
     return b.build()
 
 
-def chain_select_key() -> Topology:
+def chain_select_key_peek() -> Topology:
     b = StreamsBuilder()
-    _chained(b).select_key(lambda k, v: k).to(SINK, Produced.with_(_BYTES, _BYTES))
+    _chained(b).select_key(lambda k, v: k).peek(lambda k, v: None).to(SINK, Produced.with_(_BYTES, _BYTES))
     return b.build()
 
 
@@ -272,7 +272,7 @@ def test_a_value_the_sink_rejects_fails_the_task_as_per_record(
         ("chain_peek", "KSTREAM-PEEK-0000000002 is not a DSL filter/filterNot/mapValues"),
         ("chain_flat_map_values", "KSTREAM-FLATMAPVALUES-0000000002 is not a DSL filter/filterNot/mapValues"),
         ("chain_flat_map", "KSTREAM-FLATMAP-0000000002 is not a DSL filter/filterNot/mapValues"),
-        ("chain_select_key", "KSTREAM-KEY-SELECT-0000000002 is not a DSL filter/filterNot/mapValues"),
+        ("chain_select_key_peek", "KSTREAM-KEY-SELECT-0000000002 changes the key and KSTREAM-PEEK-0000000003 is not"),
     ],
 )
 def test_another_node_runs_per_record_and_says_why(
