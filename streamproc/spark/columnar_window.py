@@ -245,9 +245,9 @@ def columnar_window_plan(
     changelog = None if context is None else context.changelog_partition
     if changelog is not None and (context is None or context.sink is not changelog_collector):
         return f"store {store.name} logs somewhere other than the task's changelog files"
-    from streamproc.spark.columnar_count import _staged_clean
+    from streamproc.spark.columnar_count import _input_clean
 
-    clean = _staged_clean(object_store, staged, task)
+    clean = _input_clean(object_store, staged, (), task)
     if clean is not None:
         return clean
     restored = bool(segments.segment_ids())
@@ -443,9 +443,11 @@ def run_columnar_window(
 
 
 def _input_batches(object_store: ObjectStore, plan: WindowPlan, task: str) -> Any:
-    from streamproc.spark.columnar_count import _batches
+    from streamproc.spark import columnar_count
+    from streamproc.spark.task_input import checked_batches
 
-    return _batches(object_store, plan.input, task, with_values=True)
+    columns = ["offset", "timestamp", "key", "headers", "value"]
+    return checked_batches(object_store, plan.input, task=task, columns=columns, batch_size=columnar_count.CHUNK_ROWS)
 
 
 #: the sent updates: rows in the chunk, serialized keys and values, timestamps
