@@ -45,7 +45,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from streamproc.dsl.internals.kstream_aggregate import (
@@ -57,7 +56,6 @@ from streamproc.dsl.internals.processor_support import LOG as record_dropped_log
 from streamproc.dsl.internals.processors import KTableToStream
 from streamproc.engine.deserialization_handler import LogAndFailExceptionHandler
 from streamproc.engine.dropped_records import REASON_NULL_KEY_OR_VALUE, DroppedRecord
-from streamproc.engine.partitioner import partition_for_key
 from streamproc.engine.processing_handler import LogAndFailProcessingExceptionHandler
 from streamproc.engine.processor_topology import ProcessorNode, ProcessorTopology, SinkNode, SourceNode
 from streamproc.engine.record_queue import UNKNOWN
@@ -68,12 +66,11 @@ from streamproc.engine.stream_task import CommittableOffset, TaskConfig
 from streamproc.engine.timestamp_extractor import ExtractRecordMetadataTimestamp, FailOnInvalidTimestamp
 from streamproc.engine.topology_builder import _default_partitioner
 from streamproc.spark.columnar_chain import Failure, StatelessStep, processing_failure, run_chain, stateless_step
-from streamproc.spark.task_input import StagedRange, open_segment, task_batches
+from streamproc.spark.columnar_output import TaskKeys, longs, no_headers, same_strings, send
+from streamproc.spark.task_input import StagedRange, open_segment, open_upstream, task_batches
 from streamproc.spark.task_output import (
-    _HEADERS,
     CHANGELOG_SCHEMA,
     OUTPUT_SCHEMA,
-    UNASSIGNED,
     TaskChangelogCollector,
     TaskOutputCollector,
 )
@@ -207,7 +204,7 @@ def _input_clean(store: ObjectStore, staged: StagedRange, appended: tuple[str, .
             return unclean
     for name in appended:
         try:
-            parquet = pq.ParquetFile(pa.BufferReader(store.get(name)))
+            parquet = open_upstream(store, name)
         except (pa.ArrowException, OSError, ValueError) as exc:
             return f"upstream object {name} is not readable Parquet ({exc})"
         if schema_fingerprint(parquet.schema_arrow) != _OUTPUT_FINGERPRINT:
@@ -219,6 +216,26 @@ def _input_clean(store: ObjectStore, staged: StagedRange, appended: tuple[str, .
 
 
 _OUTPUT_FINGERPRINT = schema_fingerprint(OUTPUT_SCHEMA)
+
+
+def input_earliest_timestamp(
+    store: ObjectStore, staged: StagedRange, appended: tuple[str, ...], task: str
+) -> int | None:
+    """The smallest record timestamp of the task's input (staged segments and upstream objects), from the row
+    groups' Parquet statistics; ``None`` for no records. Call it after :func:`input_eligibility` (every file then
+    readable, every row group with timestamp statistics)."""
+    files = [open_segment(store, name, task=task) for name in staged.segments]
+    files += [open_upstream(store, name) for name in appended]
+    earliest: int | None = None
+    for parquet in files:
+        column = parquet.schema_arrow.names.index("timestamp")
+        metadata = parquet.metadata
+        for group in range(metadata.num_row_groups):
+            row_group = metadata.row_group(group)
+            if row_group.num_rows:
+                low = int(row_group.column(column).statistics.min)
+                earliest = low if earliest is None else min(earliest, low)
+    return earliest
 
 
 def _row_groups_clean(parquet: pq.ParquetFile, what_file: str) -> str | None:
@@ -362,26 +379,6 @@ def _batches(plan: CountPlan, store: ObjectStore, task: str, counts: dict[str, i
     )
 
 
-def _same_strings(text: str, n: int) -> pa.Array:
-    """``n`` times ``text`` as a string column, built from buffers (no Python object per row)."""
-    data = text.encode()
-    offsets = np.arange(n + 1, dtype=np.int32) * len(data)
-    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data * n)])
-
-
-def _longs(values: np.ndarray) -> pa.Array:
-    """Each value serialized as ``LongSerializer`` does (8 bytes, big-endian), as a binary column."""
-    n = len(values)
-    offsets = np.arange(n + 1, dtype=np.int32) * 8
-    data = values.astype(_BIG_ENDIAN_LONG).tobytes()
-    return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
-
-
-def _no_headers(n: int) -> pa.Array:
-    offsets = pa.array(np.zeros(n + 1, dtype=np.int32))
-    return pa.ListArray.from_arrays(offsets, pa.array([], _HEADERS.value_type), type=_HEADERS)
-
-
 def _grouped_running_max(groups: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Per position, the maximum of ``values`` so far among the positions of the same group (in position order)."""
     order = np.argsort(groups, kind="stable")
@@ -409,39 +406,6 @@ def _grouped_running_count(groups: np.ndarray) -> np.ndarray:
     return out
 
 
-class _KeyState:
-    """Per distinct key of the task (an id in order of first appearance): count, timestamp, sink partition."""
-
-    def __init__(self, initial: Mapping[bytes, tuple[int, int]], partitions: int) -> None:
-        self.initial = initial
-        self.partitions = partitions
-        self.keys = pa.array([], pa.binary())
-        self.count = np.zeros(0, dtype=np.int64)
-        #: The stored timestamp; ``LONG_MIN`` for a key the store does not hold (the record's own then wins).
-        self.timestamp = np.zeros(0, dtype=np.int64)
-        self.partition = np.zeros(0, dtype=np.int32)
-
-    def ids(self, keys: pa.Array) -> np.ndarray:
-        """The ids of a chunk's keys, new keys added (their stored count and partition looked up once)."""
-        known = pc.index_in(keys, value_set=self.keys)
-        if known.null_count:
-            new = pc.unique(pc.filter(keys, pc.is_null(known)))
-            raw = new.to_pylist()
-            stored = [self.initial.get(k) for k in raw]
-            low = np.iinfo(np.int64).min
-            self.count = np.concatenate([self.count, np.array([0 if s is None else s[1] for s in stored], np.int64)])
-            self.timestamp = np.concatenate(
-                [self.timestamp, np.array([low if s is None else s[0] for s in stored], np.int64)]
-            )
-            self.partition = np.concatenate(
-                [self.partition, np.array([partition_for_key(k, self.partitions) for k in raw], np.int32)]
-            )
-            self.keys = pa.concat_arrays([self.keys, new])
-            known = pc.index_in(keys, value_set=self.keys)
-        ids: np.ndarray = known.to_numpy(zero_copy_only=False).astype(np.int64)
-        return ids
-
-
 def run_columnar_count(
     plan: CountPlan,
     object_store: ObjectStore,
@@ -453,7 +417,7 @@ def run_columnar_count(
 ) -> ReplayResult:
     """Run the planned task over its input (see the module docstring) and return the task's result;
     ``appended_counts`` gets the upstream records read, as ``task_runner.upstream_records`` counts them."""
-    state = _KeyState(plan.initial, plan.sink_partitions)
+    state = TaskKeys(plan.initial, plan.sink_partitions)
     touched = np.zeros(0, dtype=bool)
     processed = 0
     last_offset = -1
@@ -586,7 +550,7 @@ def _failure(plan: CountPlan, batch: pa.RecordBatch, failure: Failure, task: str
 def _count(
     plan: CountPlan,
     batch: pa.RecordBatch,
-    state: _KeyState,
+    state: TaskKeys,
     touched: np.ndarray,
     collector: TaskOutputCollector,
     changelog_collector: TaskChangelogCollector,
@@ -608,22 +572,22 @@ def _count(
     if len(touched) < len(state.count):
         touched = np.concatenate([touched, np.zeros(len(state.count) - len(touched), dtype=bool)])
     touched[ids] = True
-    values = _longs(counts)
+    values = longs(counts)
     stamps = pa.array(timestamps, pa.int64())
     sequence = pa.array(np.arange(collector.sent, collector.sent + n, dtype=np.int64))
-    _send(plan, collector, batch, state.partition[ids], sequence, stamps, keys, values)
+    send(plan, collector, batch, state.partition[ids], sequence, stamps, keys, values)
     if plan.changelog is not None:
         logged = pa.array(np.arange(changelog_collector.sent, changelog_collector.sent + n, dtype=np.int64))
         changelog = pa.Table.from_arrays(
             [
                 logged,
-                _same_strings(store.name, n),
-                _same_strings(plan.changelog.topic, n),
+                same_strings(store.name, n),
+                same_strings(plan.changelog.topic, n),
                 pa.array(np.full(n, plan.changelog.partition, dtype=np.int32)),
                 stamps,
                 keys,
                 values,
-                _no_headers(n),
+                no_headers(n),
             ],
             schema=CHANGELOG_SCHEMA,
         )
@@ -637,7 +601,7 @@ def _sink(
     batch: pa.RecordBatch,
     mapped_keys: list[bytes | None] | None,
     values: list[bytes | None] | None,
-    state: _KeyState,
+    state: TaskKeys,
     collector: TaskOutputCollector,
 ) -> None:
     """One chunk's records straight to the sink: key (the input's or the chain's), mapped value, the record's
@@ -647,19 +611,12 @@ def _sink(
     keys = batch.column("key") if mapped_keys is None else pa.array(mapped_keys, pa.binary())
     sequence = pa.array(np.arange(collector.sent, collector.sent + n, dtype=np.int64))
     stamps = batch.column("timestamp")
-    if keys.null_count:
-        present = np.flatnonzero(keys.is_valid().to_numpy(zero_copy_only=False))
-        partitions = np.full(n, UNASSIGNED, dtype=np.int32)
-        ids = state.ids(keys.take(pa.array(present)))
-        partitions[present] = state.partition[ids]
-    else:
-        ids = state.ids(keys)  # before reading state.partition: this adds the chunk's new keys
-        partitions = state.partition[ids]
+    partitions = state.partitions_of(keys)
     value_column = batch.column("value") if values is None else pa.array(values, pa.binary())
-    _send(plan, collector, batch, partitions, sequence, stamps, keys, value_column)
+    send(plan, collector, batch, partitions, sequence, stamps, keys, value_column)
 
 
-def _write_store(store: TimestampedKeyValueStore[bytes, int], state: _KeyState, touched: np.ndarray) -> None:
+def _write_store(store: TimestampedKeyValueStore[bytes, int], state: TaskKeys, touched: np.ndarray) -> None:
     """One ``put`` per key the task counted: its final timestamp and count."""
     written = np.flatnonzero(touched)
     if not len(written):
@@ -672,39 +629,3 @@ def _write_store(store: TimestampedKeyValueStore[bytes, int], state: _KeyState, 
     store.bytes_store.write_all([(key, raw[i * _STORED_SIZE : (i + 1) * _STORED_SIZE]) for i, key in enumerate(keys)])
     if store.context is not None:
         store.context.written = True
-
-
-def _send(
-    plan: CountPlan,
-    collector: TaskOutputCollector,
-    batch: pa.RecordBatch,
-    partitions: np.ndarray,
-    sequence: pa.Array,
-    stamps: pa.Array,
-    keys: pa.Array,
-    values: pa.Array,
-) -> None:
-    """The chunk's sink records into their partitions' files, each partition's in production order."""
-    n = batch.num_rows
-    table = pa.Table.from_arrays(
-        [
-            sequence,
-            _same_strings(plan.sink_topic, n),
-            pa.array(partitions, pa.int32()),
-            stamps,
-            keys,
-            values,
-            batch.column("headers").cast(_HEADERS),
-            _same_strings(plan.sink_name, n),
-        ],
-        schema=OUTPUT_SCHEMA,
-    )
-    order = np.argsort(partitions, kind="stable")
-    ordered = table.take(pa.array(order))
-    # UNASSIGNED (-1) first: a null key's records, which the default partitioner leaves to the producer
-    bounds = np.searchsorted(partitions[order], np.arange(UNASSIGNED, plan.sink_partitions + 1))
-    for index, partition in enumerate(range(UNASSIGNED, plan.sink_partitions)):
-        start, end = int(bounds[index]), int(bounds[index + 1])
-        if end > start:
-            collector.files.append_table((plan.sink_topic, partition), ordered.slice(start, end - start))
-    collector.sent += n

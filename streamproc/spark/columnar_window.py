@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,12 +52,16 @@ from streamproc.engine.replay import ReplayResult
 from streamproc.engine.serdes import ByteArrayDeserializer, ByteArraySerializer, LongDeserializer, LongSerializer
 from streamproc.engine.stream_task import CommittableOffset, TaskConfig
 from streamproc.engine.topology_builder import _default_partitioner
+from streamproc.spark import columnar_count
 from streamproc.spark.columnar_chain import Failure, StatelessStep, processing_failure, run_chain, stateless_step
-from streamproc.spark.columnar_count import _KeyState as TaskKeys
-from streamproc.spark.columnar_count import _longs as longs
-from streamproc.spark.columnar_count import _no_headers, _same_strings
-from streamproc.spark.columnar_count import _send as send
-from streamproc.spark.task_input import StagedRange
+from streamproc.spark.columnar_count import (
+    TaskInputs,
+    common_eligibility,
+    input_earliest_timestamp,
+    input_eligibility,
+)
+from streamproc.spark.columnar_output import TaskKeys, longs, no_headers, same_strings, send
+from streamproc.spark.task_input import StagedRange, task_batches
 from streamproc.spark.task_output import CHANGELOG_SCHEMA, TaskChangelogCollector, TaskOutputCollector
 from streamproc.state.stores import StateStore, TimestampedWindowStore, TimeWindow, Windowed
 from streamproc.storage.object_store import ObjectStore
@@ -126,7 +131,7 @@ def _shape(graph: ProcessorTopology, topic: str) -> _Shape | str:
     before, aggregate, why = _chain(source.children[0])
     if why is not None:
         return why
-    if any(getattr(step, "rekey", False) for step in before):  # h-rekey adds the field
+    if any(step.rekey for step in before):
         return "a key-changing node comes before the aggregate"
     if type(aggregate) is not ProcessorNode or type(aggregate.processor) is not KStreamWindowAggregateProcessor:
         return f"{aggregate.name} is not the DSL's windowed aggregate"
@@ -158,51 +163,12 @@ def _shape(graph: ProcessorTopology, topic: str) -> _Shape | str:
     return _Shape(source, tuple(before), aggregate, tuple(after), sink)
 
 
-def _common(*, config: TaskConfig, inputs: Any, has_global_stores: bool) -> str | None:
-    import os
-
-    from streamproc.engine.deserialization_handler import LogAndFailExceptionHandler
-    from streamproc.engine.processing_handler import LogAndFailProcessingExceptionHandler
-    from streamproc.spark.columnar_count import PER_RECORD_ENV
-
-    if os.environ.get(PER_RECORD_ENV, "").strip().lower() not in ("", "0", "false", "no"):
-        return f"{PER_RECORD_ENV} is set"
-    if len(inputs) != 1:
-        return f"{len(inputs)} input partitions, not one"
-    if inputs[0][2]:
-        return "the partition has upstream (repartition) records"
-    if has_global_stores:
-        return "the task has global stores"
-    if config.dead_letter_queue_topic is not None:
-        return "a dead letter queue is configured"
-    if type(config.deserialization_exception_handler) is not LogAndFailExceptionHandler:
-        return "a deserialization exception handler is configured"
-    if type(config.processing_exception_handler) is not LogAndFailProcessingExceptionHandler:
-        return "a processing exception handler is configured"
-    return None
-
-
-def _min_timestamp(store: ObjectStore, staged: StagedRange, task: str) -> int:
-    from streamproc.spark.task_input import open_segment
-
-    low = 1 << 62
-    for name in staged.segments:
-        metadata = open_segment(store, name, task=task).metadata
-        names = open_segment(store, name, task=task).schema_arrow.names
-        column = names.index("timestamp")
-        for group in range(metadata.num_row_groups):
-            stats = metadata.row_group(group).column(column).statistics
-            if stats is not None and stats.has_min_max:
-                low = min(low, stats.min)
-    return low
-
-
 def columnar_window_plan(
     *,
     task: str,
     graph: ProcessorTopology,
     config: TaskConfig,
-    inputs: tuple[tuple[StagedRange, int, tuple[str, ...]], ...],
+    inputs: TaskInputs,
     object_store: ObjectStore,
     stores: dict[str, StateStore] | Any,
     has_global_stores: bool,
@@ -212,7 +178,7 @@ def columnar_window_plan(
     """The task's :class:`WindowPlan` when it is plainly a DSL windowed aggregation, else why not (one line).
 
     ``inputs``: per input partition its staged range, its committed partition time and its upstream objects."""
-    common = _common(config=config, inputs=inputs, has_global_stores=has_global_stores)
+    common = common_eligibility(task=task, config=config, inputs=inputs, has_global_stores=has_global_stores)
     if common is not None:
         return common
     staged, partition_time, appended = inputs[0]
@@ -245,14 +211,12 @@ def columnar_window_plan(
     changelog = None if context is None else context.changelog_partition
     if changelog is not None and (context is None or context.sink is not changelog_collector):
         return f"store {store.name} logs somewhere other than the task's changelog files"
-    from streamproc.spark.columnar_count import _input_clean
-
-    clean = _input_clean(object_store, staged, (), task)
-    if clean is not None:
-        return clean
+    unclean = input_eligibility(task=task, config=config, source=shape.source, inputs=inputs, object_store=object_store)
+    if unclean is not None:
+        return unclean
     restored = bool(segments.segment_ids())
-    earliest = _min_timestamp(object_store, staged, task)
-    if restored and segments.observed_stream_time > earliest:
+    earliest = input_earliest_timestamp(object_store, staged, appended, task)
+    if restored and earliest is not None and segments.observed_stream_time > earliest:
         return (
             f"store {store.name}'s stream time {segments.observed_stream_time} is after the input's earliest "
             f"timestamp {earliest} (a put could fall in an expired segment)"
@@ -386,15 +350,17 @@ def run_columnar_window(
     changelog_collector: TaskChangelogCollector,
     *,
     task: str,
+    appended_counts: dict[str, int],
 ) -> ReplayResult:
-    """Run the planned task over its input (see the module docstring) and return the task's result."""
+    """Run the planned task over its input (see the module docstring) and return the task's result;
+    ``appended_counts`` gets the upstream records read, as the per-record path counts them."""
     topic, partition = plan.input.topic, plan.input.partition
     fold = _Fold(plan)
     sink_keys = TaskKeys({}, plan.sink_partitions)
     processed = 0
     last_offset = -1
     max_timestamp = UNKNOWN
-    for batch in _input_batches(object_store, plan, task):
+    for batch in _input_batches(object_store, plan, task, appended_counts):
         n = batch.num_rows
         offsets = batch.column("offset")
         keys = batch.column("key").to_pylist()
@@ -442,12 +408,19 @@ def run_columnar_window(
     )
 
 
-def _input_batches(object_store: ObjectStore, plan: WindowPlan, task: str) -> Any:
-    from streamproc.spark import columnar_count
-    from streamproc.spark.task_input import checked_batches
-
-    columns = ["offset", "timestamp", "key", "headers", "value"]
-    return checked_batches(object_store, plan.input, task=task, columns=columns, batch_size=columnar_count.CHUNK_ROWS)
+def _input_batches(
+    object_store: ObjectStore, plan: WindowPlan, task: str, counts: dict[str, int]
+) -> Iterator[pa.RecordBatch]:
+    """The input's records, staged then upstream, ``CHUNK_ROWS`` at a time, in the per-record path's order and
+    offsets (``task_input.task_batches``)."""
+    return task_batches(
+        object_store,
+        plan.input,
+        plan.appended,
+        task=task,
+        batch_size=columnar_count.CHUNK_ROWS,
+        counts=counts,
+    )
 
 
 #: the sent updates: rows in the chunk, serialized keys and values, timestamps
@@ -519,10 +492,9 @@ def _send_updates(
     n = len(rows)
     if not n:
         return
-    ids = sink_keys.ids(keys)
     headers = pa.RecordBatch.from_arrays([batch.column("headers").take(pa.array(rows))], names=["headers"])
     sequence = pa.array(np.arange(collector.sent, collector.sent + n, dtype=np.int64))
-    send(plan, collector, headers, sink_keys.partition[ids], sequence, pa.array(stamps, pa.int64()), keys, values)  # type: ignore[arg-type]
+    send(plan, collector, headers, sink_keys.partitions_of(keys), sequence, pa.array(stamps, pa.int64()), keys, values)
 
 
 def _log_changes(
@@ -551,13 +523,13 @@ def _log_changes(
     table = pa.Table.from_arrays(
         [
             logged,
-            _same_strings(plan.store.name, n),
-            _same_strings(plan.changelog.topic, n),
+            same_strings(plan.store.name, n),
+            same_strings(plan.changelog.topic, n),
             pa.array(np.full(n, plan.changelog.partition, dtype=np.int32)),
             pa.array(stamps, pa.int64()),
             keys,
             values,
-            _no_headers(n),
+            no_headers(n),
         ],
         schema=CHANGELOG_SCHEMA,
     )

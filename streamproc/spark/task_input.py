@@ -258,7 +258,15 @@ def merged_upstream(
         yield merged.select(columns)
 
 
+def open_upstream(store: ObjectStore, name: str) -> pq.ParquetFile:
+    """An upstream task's output object: a local one read in place (row group by row group), a remote one fetched
+    whole (the object store has no ranged read)."""
+    if isinstance(store, LocalObjectStore):
+        return pq.ParquetFile(store.root.joinpath(*name.split("/")))
+    return pq.ParquetFile(pa.BufferReader(store.get(name)))
+
+
 def _upstream_batches(store: ObjectStore, name: str, columns: list[str], batch_size: int) -> Iterator[pa.RecordBatch]:
     """One upstream output object's ``columns``, in production order, ``batch_size`` rows at a time."""
-    parquet = pq.ParquetFile(pa.BufferReader(store.get(name)))
+    parquet = open_upstream(store, name)
     yield from parquet.iter_batches(batch_size=batch_size, columns=columns, use_threads=False)

@@ -276,7 +276,9 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                 state.flush()  # the task's commit
             elif isinstance(window, WindowPlan):
                 logger.info("task [%s] runs the columnar windowed aggregate (spark/columnar_window.py)", task_id)
-                result = run_columnar_window(window, store, collector, changelog_collector, task=work.task_id)
+                result = run_columnar_window(
+                    window, store, collector, changelog_collector, task=work.task_id, appended_counts=appended_counts
+                )
                 state.flush()
             else:
                 logger.debug(

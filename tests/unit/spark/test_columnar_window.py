@@ -9,6 +9,7 @@ the reports equal, the final window stores equal entry by entry.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import logging
 import os
@@ -33,6 +34,7 @@ from streamproc.state.rocksdb_store import RocksDBKeyValueBytesStore
 from streamproc.state.store_type import StoreType
 from streamproc.storage import LocalObjectStore
 from tests.unit.spark.test_columnar_count import _comparable, _objects, _stage
+from tests.unit.spark.test_columnar_rekey import _stage_with_upstream
 
 APP = "columnar-window-app"
 SOURCE, SINK = "clicks", "click-sums"
@@ -308,3 +310,50 @@ def test_a_restored_store_ahead_of_the_input_runs_per_record(tmp_path: Path, cap
         report = run_task(_work(tmp_path / "store", ONE, "window_sum", (start, end, -1), restore))
     assert "stream time 40 is after the input's earliest timestamp 5" in caplog.text
     assert report["execution"] == "per record"
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    staged_rows=_ROWS,
+    upstream=st.lists(_ROWS, min_size=1, max_size=4),
+    shape=_SHAPES,
+    chunk=st.sampled_from([1, 5, 256]),
+)
+def test_a_window_task_over_upstream_input_equals_the_per_record_path(
+    tmp_path_factory: pytest.TempPathFactory,
+    caplog: pytest.LogCaptureFixture,
+    staged_rows: list[Any],
+    upstream: list[list[Any]],
+    shape: tuple[int, int, int],
+    chunk: int,
+) -> None:
+    """Stage 2 of a re-key: the staged repartition records, then the upstream tasks' output objects, merged."""
+    from streamproc.spark import columnar_count
+
+    WINDOWS.update(size=shape[0], advance=shape[1], grace=shape[2])
+    scratch = tmp_path_factory.mktemp("window-upstream")
+    root = scratch / "store"
+    start, end, names = _stage_with_upstream(root, staged_rows, upstream)
+
+    def work(plan: str) -> TaskWork:
+        base = _work(root, plan, "window_sum", (start, end, -1), None)
+        return dataclasses.replace(base, inputs=(InputRange(SOURCE, 0, start, end, -1, appended=names),))
+
+    before = columnar_count.CHUNK_ROWS
+    columnar_count.CHUNK_ROWS = chunk
+    try:
+        caplog.clear()
+        with caplog.at_level(logging.DEBUG, logger="streamproc.spark.task_runner"):
+            columnar = run_task(work(COLUMNAR))
+        assert "runs the columnar windowed aggregate" in caplog.text, caplog.text
+        os.environ[PER_RECORD_ENV] = "1"
+        try:
+            per_record = run_task(work(PER_RECORD))
+        finally:
+            del os.environ[PER_RECORD_ENV]
+    finally:
+        columnar_count.CHUNK_ROWS = before
+    _assert_same(root, scratch, columnar, per_record)
+    appended = sum(len(rows) for rows in upstream)
+    assert columnar["records_processed"] == len(staged_rows) + appended
+    assert columnar["appended"] == ({f"{SOURCE}-0": appended} if appended else {})

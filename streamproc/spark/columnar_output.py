@@ -1,0 +1,130 @@
+"""The Arrow columns the columnar paths write (``columnar_count.py``, ``columnar_window.py``): sink and changelog
+rows built from buffers, byte for byte the rows the per-record collectors write, and the task's keys with their
+sink partitions looked up once per distinct key."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from streamproc.engine.partitioner import partition_for_key
+from streamproc.spark.task_output import _HEADERS, OUTPUT_SCHEMA, UNASSIGNED, TaskOutputCollector
+
+_BIG_ENDIAN_LONG = np.dtype(">i8")
+
+
+class SinkPlan(Protocol):
+    """Where a columnar task's sink writes: its topic, node name and the topic's partition count."""
+
+    @property
+    def sink_topic(self) -> str: ...
+
+    @property
+    def sink_name(self) -> str: ...
+
+    @property
+    def sink_partitions(self) -> int: ...
+
+
+def same_strings(text: str, n: int) -> pa.Array:
+    """``n`` times ``text`` as a string column, built from buffers (no Python object per row)."""
+    data = text.encode()
+    offsets = np.arange(n + 1, dtype=np.int32) * len(data)
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data * n)])
+
+
+def longs(values: np.ndarray) -> pa.Array:
+    """Each value serialized as ``LongSerializer`` does (8 bytes, big-endian), as a binary column."""
+    n = len(values)
+    offsets = np.arange(n + 1, dtype=np.int32) * 8
+    data = values.astype(_BIG_ENDIAN_LONG).tobytes()
+    return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def no_headers(n: int) -> pa.Array:
+    offsets = pa.array(np.zeros(n + 1, dtype=np.int32))
+    return pa.ListArray.from_arrays(offsets, pa.array([], _HEADERS.value_type), type=_HEADERS)
+
+
+class TaskKeys:
+    """Per distinct key of the task (an id in order of first appearance): count, timestamp, sink partition."""
+
+    def __init__(self, initial: Mapping[bytes, tuple[int, int]], partitions: int) -> None:
+        self.initial = initial
+        self.partitions = partitions
+        self.keys = pa.array([], pa.binary())
+        self.count = np.zeros(0, dtype=np.int64)
+        #: The stored timestamp; ``LONG_MIN`` for a key the store does not hold (the record's own then wins).
+        self.timestamp = np.zeros(0, dtype=np.int64)
+        self.partition = np.zeros(0, dtype=np.int32)
+
+    def ids(self, keys: pa.Array) -> np.ndarray:
+        """The ids of a chunk's keys, new keys added (their stored count and partition looked up once)."""
+        known = pc.index_in(keys, value_set=self.keys)
+        if known.null_count:
+            new = pc.unique(pc.filter(keys, pc.is_null(known)))
+            raw = new.to_pylist()
+            stored = [self.initial.get(k) for k in raw]
+            low = np.iinfo(np.int64).min
+            self.count = np.concatenate([self.count, np.array([0 if s is None else s[1] for s in stored], np.int64)])
+            self.timestamp = np.concatenate(
+                [self.timestamp, np.array([low if s is None else s[0] for s in stored], np.int64)]
+            )
+            self.partition = np.concatenate(
+                [self.partition, np.array([partition_for_key(k, self.partitions) for k in raw], np.int32)]
+            )
+            self.keys = pa.concat_arrays([self.keys, new])
+            known = pc.index_in(keys, value_set=self.keys)
+        ids: np.ndarray = known.to_numpy(zero_copy_only=False).astype(np.int64)
+        return ids
+
+    def partitions_of(self, keys: pa.Array) -> np.ndarray:
+        """The default partitioner's partition of each key (a null key: ``UNASSIGNED``, as
+        ``TaskOutputCollector.send`` leaves it when the default partitioner has none)."""
+        if not keys.null_count:
+            ids = self.ids(keys)  # first: it adds the chunk's new keys
+            return np.asarray(self.partition[ids])
+        present = np.flatnonzero(keys.is_valid().to_numpy(zero_copy_only=False))
+        partitions = np.full(len(keys), UNASSIGNED, dtype=np.int32)
+        partitions[present] = self.partition[self.ids(keys.take(pa.array(present)))]
+        return partitions
+
+
+def send(
+    plan: SinkPlan,
+    collector: TaskOutputCollector,
+    batch: pa.RecordBatch,
+    partitions: np.ndarray,
+    sequence: pa.Array,
+    stamps: pa.Array,
+    keys: pa.Array,
+    values: pa.Array,
+) -> None:
+    """The chunk's sink records into their partitions' files, each partition's in production order."""
+    n = batch.num_rows
+    table = pa.Table.from_arrays(
+        [
+            sequence,
+            same_strings(plan.sink_topic, n),
+            pa.array(partitions, pa.int32()),
+            stamps,
+            keys,
+            values,
+            batch.column("headers").cast(_HEADERS),
+            same_strings(plan.sink_name, n),
+        ],
+        schema=OUTPUT_SCHEMA,
+    )
+    order = np.argsort(partitions, kind="stable")
+    ordered = table.take(pa.array(order))
+    # UNASSIGNED (-1) first: a null key's records, which the default partitioner leaves to the producer
+    bounds = np.searchsorted(partitions[order], np.arange(UNASSIGNED, plan.sink_partitions + 1))
+    for index, partition in enumerate(range(UNASSIGNED, plan.sink_partitions)):
+        start, end = int(bounds[index]), int(bounds[index + 1])
+        if end > start:
+            collector.files.append_table((plan.sink_topic, partition), ordered.slice(start, end - start))
+    collector.sent += n
