@@ -74,12 +74,11 @@ PLAIN_VALUES = frozenset({"two_aggregates_one_repartition_optimized", "table_gro
 NOT_BEFORE_PREVIOUS_PART = frozenset({"bytes_window_sum"})
 
 #: How streamproc runs each sub-topology's tasks (their reports' ``execution``) where not one record at a time: over
-#: columns (``spark/columnar_count.py``, which runs a re-key to a repartition sink too). ``bytes_window_sum``'s
-#: windowed aggregate (sub-topology 1) reads only what sub-topology 0 appended to the repartition topic in the same
-#: run, and ``spark/columnar_window.py`` does not take upstream (appended) input yet: it runs per record.
+#: columns (``spark/columnar_count.py``, a re-key to a repartition sink too; ``spark/columnar_window.py`` for the
+#: windowed aggregate, here over the re-keyed records sub-topology 0 appended to the repartition topic in the run).
 EXECUTION: dict[str, dict[int, str]] = {
     "bytes_count": {0: "columnar"},
-    "bytes_window_sum": {0: "columnar", 1: "per record"},
+    "bytes_window_sum": {0: "columnar", 1: "columnar"},
 }
 
 
@@ -267,7 +266,7 @@ ORDER_DEPENDENT_INTERMEDIATES = frozenset({"table_group_by"})
 
 #: Programs whose output key is a window's key (``toStream().selectKey(windowed.key())``) behind a repartition topic
 #: that several upstream tasks write: the last update per key is that of the window the last-written record fell in,
-#: which depends on which upstream task wrote last (a live app's timing; two real runs differ). The multiset of the
+#: which depends on which upstream task wrote last (a live app's timing, not the input). The multiset of the
 #: updates does not (each re-keyed value has one length, so a window's running sums do not depend on that order).
 LAST_UPDATE_ORDER_DEPENDENT = frozenset({"bytes_window_sum"})
 
