@@ -288,6 +288,32 @@ def bytes_count() -> Topology:
     return _build(b)
 
 
+def bytes_window_sum() -> Topology:
+    """The bench's window workload made small (``bench/workloads.py``'s ``dsl_window``), the shape
+    ``spark/columnar_window.py`` runs over columns: re-key by the value's first byte through the named repartition
+    topic ``rekeyed``, then the total value length per key in 10 s tumbling windows with 5 min grace (longer than a
+    hand-off test's data spans, shorter than the oracle's latest records: those are dropped), Bytes keys and a
+    ``Long`` sum. Java's ``toStream(mapper)`` is ``toStream().selectKey(mapper)``."""
+    b = StreamsBuilder()
+    bytes_serde = SERDES["Bytes"]
+    (
+        b.stream("in", Consumed.with_(bytes_serde(), bytes_serde()))
+        .select_key(lambda k, v: v[:1])
+        .repartition(Repartitioned.with_(bytes_serde(), bytes_serde()).with_name("rekeyed"))
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_and_grace(10 * SECOND, 5 * MINUTE))
+        .aggregate(
+            lambda: 0,
+            lambda k, v, total: total + len(v),
+            materialized=Materialized.as_("sums").with_key_serde(bytes_serde()).with_value_serde(LONG()),
+        )
+        .to_stream()
+        .select_key(lambda windowed, total: windowed.key)
+        .to("sums", Produced.with_(bytes_serde(), LONG()))
+    )
+    return _build(b)
+
+
 def two_aggregates(optimized: bool) -> Topology:
     b = StreamsBuilder()
     grouped = b.stream("in", strings()).select_key(lambda k, v: v).group_by_key()
@@ -624,3 +650,4 @@ def named_rekey_joins() -> Topology:
 
 PROGRAMS.update({"named-sources-and-joins": named_sources_and_joins, "named-rekey-joins": named_rekey_joins})
 PROGRAMS["bytes-count"] = bytes_count
+PROGRAMS["bytes-window-sum"] = bytes_window_sum

@@ -16,6 +16,7 @@ NAMES = {
     "table_group_by": "table-group-by",
     "rekey_join_optimized": "rekey-join-optimized",
     "bytes_count": "bytes-count",
+    "bytes_window_sum": "bytes-window-sum",
 }
 
 
@@ -45,3 +46,7 @@ def rekey_join_optimized() -> Topology:
 
 def bytes_count() -> Topology:
     return PROGRAMS[NAMES["bytes_count"]]()
+
+
+def bytes_window_sum() -> Topology:
+    return PROGRAMS[NAMES["bytes_window_sum"]]()

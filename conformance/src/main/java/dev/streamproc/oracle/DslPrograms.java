@@ -30,6 +30,7 @@ import org.apache.kafka.streams.processor.api.FixedKeyRecord;
 import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.Stores;
+import org.apache.kafka.streams.state.WindowStore;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -94,6 +95,7 @@ final class DslPrograms {
         p.put("named-sources-and-joins", DslPrograms::namedSourcesAndJoins);
         p.put("named-rekey-joins", DslPrograms::namedRekeyJoins);
         p.put("bytes-count", DslPrograms::bytesCount);
+        p.put("bytes-window-sum", DslPrograms::bytesWindowSum);
         return p;
     }
 
@@ -303,6 +305,29 @@ final class DslPrograms {
                 .withValueSerde(Serdes.Long()))
             .toStream()
             .to("counts", Produced.with(Serdes.Bytes(), Serdes.Long()));
+        return b.build();
+    }
+
+    /**
+     * The bench's window workload made small (bench/workloads.py {@code dsl_window}), the shape streamproc runs over
+     * columns (spark/columnar_window.py): re-key by the value's first byte through a named repartition topic, then
+     * the total value length per key in 10 s tumbling windows with 5 min grace (longer than a hand-off test's data
+     * spans, shorter than the oracle's latest records: those are dropped), Bytes keys and a Long sum in a timestamped
+     * window store; {@code toStream(mapper)} is {@code toStream().selectKey(mapper)}.
+     */
+    static Topology bytesWindowSum() {
+        final StreamsBuilder b = new StreamsBuilder();
+        b.stream("in", Consumed.with(Serdes.Bytes(), Serdes.Bytes()))
+            .selectKey((k, v) -> Bytes.wrap(new byte[] {v.get()[0]}))
+            .repartition(Repartitioned.with(Serdes.Bytes(), Serdes.Bytes()).withName("rekeyed"))
+            .groupByKey()
+            .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofMinutes(5)))
+            .aggregate(() -> 0L, (k, v, sum) -> sum + v.get().length,
+                Materialized.<Bytes, Long, WindowStore<Bytes, byte[]>>as("sums")
+                    .withKeySerde(Serdes.Bytes())
+                    .withValueSerde(Serdes.Long()))
+            .toStream((windowed, sum) -> windowed.key())
+            .to("sums", Produced.with(Serdes.Bytes(), Serdes.Long()));
         return b.build();
     }
 
