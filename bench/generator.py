@@ -61,14 +61,16 @@ _users: list[Any] = []  # this process's open lock file while it uses the broker
 
 
 def _lock_file() -> Any:
-    workdir().mkdir(parents=True, exist_ok=True)
-    return open(workdir() / "in-use.lock", "a")  # noqa: SIM115 - held open while the broker is in use
+    """Beside the work directory, not in it: a restart of another version's broker wipes that directory, and a lock
+    file wiped under its holder would let the next user take the lock and restart the broker under it."""
+    cache_dir().mkdir(parents=True, exist_ok=True)
+    return open(cache_dir() / "bench-broker.lock", "a")  # noqa: SIM115 - held open while the broker is in use
 
 
 def start_broker() -> ServiceHandle:
     """The cached broker, restarted from its work directory (wiped first when made by another version) — unless
     another process (another worktree's ``bench.compare``, a second invocation) is using it: then this one attaches
-    to it as it runs. Users hold a shared ``flock`` on ``in-use.lock``; restarting needs it exclusively, so one
+    to it as it runs. Users hold a shared ``flock`` on ``bench-broker.lock``; restarting needs it exclusively, so one
     invocation never restarts the broker under another's runs."""
     lock = _lock_file()
     try:

@@ -70,3 +70,24 @@ def test_dsl_filter_count_counts_the_kept_records_per_key() -> None:
             seen[key] = seen.get(key, 0) + 1
             expected.append((key, seen[key]))
     assert got == expected and 0 < len(got) < len(records)
+
+
+def test_dsl_window_count_counts_each_key_per_tumbling_window() -> None:
+    """``window_count`` (DSL only): per record, its key's running count in its 60 s window, stamped with the latest
+    timestamp the window has seen, keyed by the record's key (``toStream((windowed, count) -> windowed.key())``)."""
+    with TopologyTestDriver(workloads.dsl_window_count(), TaskConfig(application_id="bench-dsl")) as driver:
+        source = driver.create_input_topic(IN, BYTES, BYTES)
+        records = _records(400)
+        for key, value, timestamp in records:
+            source.pipe_input(key, value, timestamp)
+        out = driver.create_output_topic(OUT, BYTES, LONG)
+        got = [(r.key, r.value, r.timestamp) for r in out.read_records_to_list()]
+    windows: dict[tuple[bytes, int], tuple[int, int]] = {}
+    expected = []
+    for key, _, timestamp in records:
+        start = timestamp - timestamp % workloads.WINDOW_MS
+        count, latest = windows.get((key, start), (0, timestamp))
+        windows[(key, start)] = (count + 1, max(latest, timestamp))
+        expected.append((key, count + 1, max(latest, timestamp)))
+    assert got == expected
+    assert len(windows) < len(records)  # some windows counted more than one record
