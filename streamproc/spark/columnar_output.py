@@ -98,7 +98,8 @@ class TaskKeys:
             return np.asarray(self.partition[ids])
         present = np.flatnonzero(keys.is_valid().to_numpy(zero_copy_only=False))
         partitions = np.full(len(keys), UNASSIGNED, dtype=np.int32)
-        partitions[present] = self.partition[self.ids(keys.take(pa.array(present)))]
+        ids = self.ids(keys.take(pa.array(present)))  # first: ``self.partition`` is read after it grows
+        partitions[present] = self.partition[ids]
         return partitions
 
 
