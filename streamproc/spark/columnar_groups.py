@@ -13,13 +13,17 @@ import pyarrow.compute as pc
 def ids_with_new(values: pa.Array, seen: pa.Array) -> tuple[np.ndarray, pa.Array]:
     """Each value's index in ``seen`` extended by the values it lacks, in order of first appearance; returns the
     indices and the extended ``seen`` (the new values are its tail, from ``len(seen)`` on). First appearance order
-    makes a group's id order the order in which the task first touched the groups."""
-    known = pc.index_in(values, value_set=seen)
-    if known.null_count:
-        new = pc.unique(pc.filter(values, pc.is_null(known)))
-        seen = pa.concat_arrays([seen, new])
-        known = pc.index_in(values, value_set=seen)
-    ids: np.ndarray = known.to_numpy(zero_copy_only=False).astype(np.int64)
+    makes a group's id order the order in which the task first touched the groups. One hash pass over the values
+    (a dictionary encoding), then only their distinct ones are looked up in ``seen``."""
+    encoded = pc.dictionary_encode(values)
+    distinct = encoded.dictionary
+    found = pc.fill_null(pc.index_in(distinct, value_set=seen), -1).to_numpy(zero_copy_only=False)
+    ids_of_distinct = found.astype(np.int64)
+    new = ids_of_distinct < 0
+    if new.any():
+        ids_of_distinct[new] = len(seen) + np.arange(int(new.sum()), dtype=np.int64)
+        seen = pa.concat_arrays([seen, distinct.filter(pa.array(new))])
+    ids: np.ndarray = ids_of_distinct[encoded.indices.to_numpy(zero_copy_only=False)]
     return ids, seen
 
 
