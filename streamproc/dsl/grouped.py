@@ -263,7 +263,7 @@ class WindowedKStream:
         """``KStreamWindowAggregate`` / ``KStreamSessionWindowAggregate`` with Kafka's count and reduce adapters."""
         w = self.windows
         if operation == "count":
-            initializer: Callable[[], Any] = lambda: 0  # noqa: E731
+            initializer: Callable[[], Any] = count_initializer  # named: the columnar window recognises count()
             aggregator: Callable[[Any, Any, Any], Any] = counting_aggregator
             merger: Callable[[Any, Any, Any], Any] | None = lambda _k, a, b: a + b  # noqa: E731
         elif operation == "reduce":

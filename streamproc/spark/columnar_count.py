@@ -4,12 +4,12 @@ A task whose sub-topology is exactly ``source → KSTREAM-AGGREGATE (count) → 
 partition gives, for every input record in offset order, one count update: the key's previous count + 1 and the
 timestamp ``max(stored timestamp, record timestamp)`` (``KStreamAggregateProcessor.process``; the record's own for
 a key the store does not hold). Nothing in that depends on another key, so the updates of a run of records are a
-grouped cumulative count and a grouped cumulative maximum, applied in offset order: Kafka Streams' order, since one
-partition's records are processed in offset order. :func:`run_columnar_count` computes them a chunk of records at a
-time (state per key carried between chunks) and writes what the per-record path writes: the sink's records (key
-bytes, the count as a ``Long``, the new timestamp, the input's headers, the default partitioner's partition), the
-store's changelog records (the count, stamped with the new timestamp, no headers), one store ``put`` per distinct
-key at the end, and the task's :class:`~streamproc.engine.replay.ReplayResult`.
+grouped cumulative count and a grouped cumulative maximum (``columnar_groups.py``), applied in offset order: Kafka
+Streams' order, since one partition's records are processed in offset order. :func:`run_columnar_count` computes
+them a chunk of records at a time (state per key carried between chunks) and writes what the per-record path
+writes: the sink's records (key bytes, the count as a ``Long``, the new timestamp, the input's headers, the default
+partitioner's partition), the store's changelog records (the count, stamped with the new timestamp, no headers), one
+store ``put`` per distinct key at the end, and the task's :class:`~streamproc.engine.replay.ReplayResult`.
 
 The source may feed a stateless chain of the DSL's ``filter``/``filterNot``/``mapValues``/``selectKey``/``map``
 first (``columnar_chain.py``: the user's functions once per record, a loop per node over the chunk's keys and values
@@ -64,6 +64,7 @@ from streamproc.engine.serdes import ByteArraySerializer, LongDeserializer, Long
 from streamproc.engine.stream_task import CommittableOffset, TaskConfig
 from streamproc.engine.timestamp_extractor import ExtractRecordMetadataTimestamp, FailOnInvalidTimestamp
 from streamproc.spark.columnar_chain import Failure, StatelessStep, processing_failure, run_chain
+from streamproc.spark.columnar_groups import grouped_running_count, grouped_running_max, last_positions
 from streamproc.spark.columnar_output import TaskKeys, longs, send, send_changes
 from streamproc.spark.columnar_shape import after_to_stream, bytes_source, plain_sink, stateless_chain
 from streamproc.spark.columnar_shape import serde_is as _is
@@ -361,33 +362,6 @@ def _batches(plan: CountPlan, store: ObjectStore, task: str, counts: dict[str, i
     )
 
 
-def _grouped_running_max(groups: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Per position, the maximum of ``values`` so far among the positions of the same group (in position order)."""
-    order = np.argsort(groups, kind="stable")
-    sorted_groups = groups[order]
-    distinct, ranks = np.unique(values[order], return_inverse=True)
-    width = np.int64(len(distinct))
-    # group-major composite: a running maximum never carries over from one group to the next
-    composite = sorted_groups.astype(np.int64) * width + ranks
-    running = np.maximum.accumulate(composite) - sorted_groups.astype(np.int64) * width
-    out = np.empty_like(values)
-    out[order] = distinct[running]
-    return out
-
-
-def _grouped_running_count(groups: np.ndarray) -> np.ndarray:
-    """Per position, how many positions of the same group there are up to and including it."""
-    n = len(groups)
-    order = np.argsort(groups, kind="stable")
-    sorted_groups = groups[order]
-    starts = np.flatnonzero(np.r_[True, sorted_groups[1:] != sorted_groups[:-1]])
-    lengths = np.diff(np.r_[starts, n])
-    within = np.arange(n, dtype=np.int64) - np.repeat(starts, lengths) + 1
-    out = np.empty(n, dtype=np.int64)
-    out[order] = within
-    return out
-
-
 def run_columnar_count(
     plan: CountPlan,
     object_store: ObjectStore,
@@ -544,11 +518,9 @@ def _count(
     keys = batch.column("key")
     ids = state.ids(keys)
     record_ts = batch.column("timestamp").to_numpy()
-    counts = state.count[ids] + _grouped_running_count(ids)
-    timestamps = np.maximum(_grouped_running_max(ids, record_ts), state.timestamp[ids])
-    # each key's state after its last record of the chunk
-    distinct, last_from_end = np.unique(ids[::-1], return_index=True)
-    last = n - 1 - last_from_end
+    counts = state.count[ids] + grouped_running_count(ids)
+    timestamps = np.maximum(grouped_running_max(ids, record_ts), state.timestamp[ids])
+    distinct, last = last_positions(ids)  # each key's state after its last record of the chunk
     state.count[distinct] = counts[last]
     state.timestamp[distinct] = timestamps[last]
     if len(touched) < len(state.count):

@@ -9,10 +9,10 @@ from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from streamproc.engine.partitioner import partition_for_key
 from streamproc.engine.records import TopicPartition
+from streamproc.spark.columnar_groups import ids_with_new
 from streamproc.spark.task_output import (
     _HEADERS,
     CHANGELOG_SCHEMA,
@@ -72,10 +72,9 @@ class TaskKeys:
 
     def ids(self, keys: pa.Array) -> np.ndarray:
         """The ids of a chunk's keys, new keys added (their stored count and partition looked up once)."""
-        known = pc.index_in(keys, value_set=self.keys)
-        if known.null_count:
-            new = pc.unique(pc.filter(keys, pc.is_null(known)))
-            raw = new.to_pylist()
+        ids, seen = ids_with_new(keys, self.keys)
+        if len(seen) > len(self.keys):
+            raw = seen.slice(len(self.keys)).to_pylist()
             stored = [self.initial.get(k) for k in raw]
             low = np.iinfo(np.int64).min
             self.count = np.concatenate([self.count, np.array([0 if s is None else s[1] for s in stored], np.int64)])
@@ -85,9 +84,7 @@ class TaskKeys:
             self.partition = np.concatenate(
                 [self.partition, np.array([partition_for_key(k, self.partitions) for k in raw], np.int32)]
             )
-            self.keys = pa.concat_arrays([self.keys, new])
-            known = pc.index_in(keys, value_set=self.keys)
-        ids: np.ndarray = known.to_numpy(zero_copy_only=False).astype(np.int64)
+            self.keys = seen
         return ids
 
     def partitions_of(self, keys: pa.Array) -> np.ndarray:
@@ -98,7 +95,8 @@ class TaskKeys:
             return np.asarray(self.partition[ids])
         present = np.flatnonzero(keys.is_valid().to_numpy(zero_copy_only=False))
         partitions = np.full(len(keys), UNASSIGNED, dtype=np.int32)
-        partitions[present] = self.partition[self.ids(keys.take(pa.array(present)))]
+        ids = self.ids(keys.take(pa.array(present)))  # first: ``self.partition`` is read after it grows
+        partitions[present] = self.partition[ids]
         return partitions
 
 

@@ -9,12 +9,22 @@ hold), its timestamp ``max(stored timestamp, record timestamp)``, and a window w
 logged to the store's changelog and sent on through ``toStream`` and the chain to the sink.
 
 Per record, each update is a ``fetch`` from the window store, an aggregator call, a ``put`` (serialized, logged) and a
-``Record``/``Change``/``Windowed`` forwarded through three nodes. Here the fold is one Python loop over the chunk
-(the aggregator called once per update, in Kafka Streams' order, with the same arguments), the windows' state in a
-dict, the store read once per window this task touches and written once per window at the end, and the changelog and
-sink rows built as Arrow columns (``columnar_count.py``'s writers), so the files are byte for byte the per-record
-path's. The chain after ``toStream`` (``select_key(lambda windowed, agg: windowed.key)``, say) runs as
-``columnar_chain.run_chain`` over the updates.
+``Record``/``Change``/``Windowed`` forwarded through three nodes. Here the fold (``_LoopFold``) is one Python loop
+over the chunk (the aggregator called once per update, in Kafka Streams' order, with the same arguments), the
+windows' state in a dict, the store read once per window this task touches and written once per window at the end,
+and the changelog and sink rows built as Arrow columns (``columnar_output.py``'s writers), so the files are byte for
+byte the per-record path's. The chain after ``toStream`` (``select_key(lambda windowed, agg: windowed.key)``, say)
+runs as ``columnar_chain.run_chain`` over the updates.
+
+The DSL's windowed ``count()`` (aggregator ``counting_aggregator``, initializer ``count_initializer``:
+:func:`counts_windows`) needs no call per update, so ``_CountFold`` computes the loop's updates for a whole chunk in
+numpy: every (record, window start) in the loop's order (by record, then ascending start), the observed stream time
+as the running maximum of the timestamps from the one carried over, the expired windows dropped (their warnings and
+drops in order), the others grouped by window store key (ids in first-touch order, carried across chunks; the
+restored store read once per window, when there is one), each update's count and timestamp the grouped running count
+and maximum (``columnar_groups.py``, shared with ``columnar_count.py``) on top of the window's previous count and
+timestamp. A store read that raises or a count past ``Long``'s range ends the chunk's updates where the loop's would
+end. The task then logs ``folds the windowed count() over columns`` (DEBUG).
 
 The store is written at the end, not put by put; that equals the per-record store only if no put of this run falls
 in an expired segment. That holds when the store's retention is at least window size + grace (Kafka's DSL requires it)
@@ -40,6 +50,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from streamproc.dsl.internals.kstream_aggregate import count_initializer, counting_aggregator
 from streamproc.dsl.internals.kstream_window_aggregate import KStreamWindowAggregateProcessor
 from streamproc.dsl.internals.processor_support import LOG as record_dropped_log
 from streamproc.dsl.internals.windows import TimeWindows
@@ -58,6 +69,7 @@ from streamproc.spark.columnar_count import (
     input_earliest_timestamp,
     input_eligibility,
 )
+from streamproc.spark.columnar_groups import grouped_running_count, grouped_running_max, ids_with_new, last_positions
 from streamproc.spark.columnar_output import TaskKeys, longs, send, send_changes
 from streamproc.spark.columnar_shape import after_to_stream, bytes_source, plain_sink, stateless_chain
 from streamproc.spark.columnar_shape import serde_is as _is
@@ -71,6 +83,7 @@ logger = logging.getLogger(__name__)
 _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 #: ``WindowKeySchema``'s suffix of a window store key: the window start (8 bytes), then seqnum 0 (4 bytes).
 _START_AND_SEQNUM = np.dtype([("start", ">i8"), ("seqnum", ">i4")])
+_BIG_ENDIAN_LONG = np.dtype(">i8")
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,26 +237,66 @@ def columnar_window_plan(
 class _Updates:
     """One chunk's window updates in Kafka Streams' order: the record (an index into the fold's input), the window
     start, the new aggregate and its timestamp; and the aggregator's failure, if any (no update from it on;
-    ``Failure.position`` is then the failing record's index into the fold's input)."""
+    ``Failure.position`` is then the failing record's index into the fold's input). ``store_keys``: the updates'
+    window store keys when the fold built them already (else the changelog builds them)."""
 
-    records: list[int]
-    starts: list[int]
-    values: list[Any]
-    timestamps: list[int]
+    records: np.ndarray
+    starts: np.ndarray
+    values: list[Any] | np.ndarray
+    timestamps: np.ndarray
     failure: Failure | None = None
+    store_keys: pa.Array | None = None
+
+
+#: a window store entry to write at the end: store key, ``ts ‖ Long`` or ``None`` (a tombstone), window start
+_Entry = tuple[bytes, bytes | None, int]
 
 
 class _Fold:
-    """The windows' state across chunks, the processor's observed stream time, the drops and the puts' starts."""
+    """What every fold of a task carries across chunks: the processor's observed stream time, the drops and the
+    puts' starts (the store is written from them at the end)."""
 
     def __init__(self, plan: WindowPlan) -> None:
         self.plan = plan
-        #: (key, window start) → (aggregate, timestamp), or ``None`` (the store holds nothing for the window)
-        self.windows: dict[tuple[bytes, int], tuple[Any, int] | None] = {}
         self.observed_stream_time = -1  # ``ConsumerRecord.NO_TIMESTAMP``: the processor's, fresh each task
         #: every put's window start, in order, a chunk at a time (the store is written from them at the end)
         self.put_starts: list[np.ndarray] = []
         self.drops: list[DroppedRecord] = []
+
+    def entries(self) -> list[_Entry]:
+        """Each window this task updated, in the order the task first updated it, with its last aggregate."""
+        raise NotImplementedError
+
+    def _expired(self, offset: int, step: int, timestamp: int, start: int, close: int, observed: int) -> None:
+        """``record_dropped`` of ``KStreamWindowAggregateProcessor``: Kafka's warning and an ``expired_window`` drop."""
+        topic, partition = self.plan.input.topic, self.plan.input.partition
+        record_dropped_log.warning(
+            "%s topic=[%s] partition=[%s] offset=[%s]",
+            f"Skipping record for expired window. timestamp=[{timestamp}] window=[{start},"
+            f"{start + self.plan.windows.size_ms}) expiration=[{close}] streamTime=[{observed}]",
+            topic,
+            partition,
+            offset,
+        )
+        self.drops.append(DroppedRecord(topic, partition, offset, REASON_EXPIRED_WINDOW, step))
+
+    def _stored(self, value: Any) -> Any:
+        """A new aggregate as the store round-trips it (``LongSerializer`` then ``LongDeserializer``): ``None`` as
+        it is (a tombstone), an ``int`` subclass as an ``int``; what the serializer rejects raises its error (the
+        aggregate node's failure, as per record, where the store's ``put`` serializes)."""
+        if value is None:
+            return None
+        name = self.plan.store.name
+        return LongDeserializer().deserialize(name, LongSerializer().serialize(name, value))
+
+
+class _LoopFold(_Fold):
+    """Any aggregator: one Python loop over the chunk calling it once per update, the windows' state in a dict."""
+
+    def __init__(self, plan: WindowPlan) -> None:
+        super().__init__(plan)
+        #: (key, window start) → (aggregate, timestamp), or ``None`` (the store holds nothing for the window)
+        self.windows: dict[tuple[bytes, int], tuple[Any, int] | None] = {}
 
     def fold(
         self, keys: list[bytes], values: list[Any], stamps: list[int], offsets: list[int], steps: list[int]
@@ -257,8 +310,11 @@ class _Fold:
         fetch = plan.store.fetch_at if plan.restored else None
         windows = self.windows
         observed = self.observed_stream_time
-        out = _Updates([], [], [], [])
-        records, starts, news, new_stamps = out.records, out.starts, out.values, out.timestamps
+        records: list[int] = []
+        starts: list[int] = []
+        news: list[Any] = []
+        new_stamps: list[int] = []
+        failure: Failure | None = None
         i = 0
         try:
             for i, (key, value, timestamp) in enumerate(zip(keys, values, stamps, strict=True)):
@@ -295,32 +351,166 @@ class _Fold:
                     news.append(new)
                     new_stamps.append(new_timestamp)
         except Exception as exc:
-            out.failure = Failure(i, plan.aggregate_node, exc)
+            failure = Failure(i, plan.aggregate_node, exc)
         self.observed_stream_time = observed
-        self.put_starts.append(np.asarray(starts, dtype=np.int64))
-        return out
-
-    def _stored(self, value: Any) -> Any:
-        """A new aggregate as the store round-trips it (``LongSerializer`` then ``LongDeserializer``): ``None`` as
-        it is (a tombstone), an ``int`` subclass as an ``int``; what the serializer rejects raises its error (the
-        aggregate node's failure, as per record, where the store's ``put`` serializes)."""
-        if value is None:
-            return None
-        name = self.plan.store.name
-        return LongDeserializer().deserialize(name, LongSerializer().serialize(name, value))
-
-    def _expired(self, offset: int, step: int, timestamp: int, start: int, close: int, observed: int) -> None:
-        """``record_dropped`` of ``KStreamWindowAggregateProcessor``: Kafka's warning and an ``expired_window`` drop."""
-        topic, partition = self.plan.input.topic, self.plan.input.partition
-        record_dropped_log.warning(
-            "%s topic=[%s] partition=[%s] offset=[%s]",
-            f"Skipping record for expired window. timestamp=[{timestamp}] window=[{start},"
-            f"{start + self.plan.windows.size_ms}) expiration=[{close}] streamTime=[{observed}]",
-            topic,
-            partition,
-            offset,
+        put_starts = np.asarray(starts, dtype=np.int64)
+        self.put_starts.append(put_starts)
+        return _Updates(
+            np.asarray(records, dtype=np.int64), put_starts, news, np.asarray(new_stamps, dtype=np.int64), failure
         )
-        self.drops.append(DroppedRecord(topic, partition, offset, REASON_EXPIRED_WINDOW, step))
+
+    def entries(self) -> list[_Entry]:
+        pack = struct.Struct(">qq").pack
+        return [
+            (key + struct.pack(">qi", start, 0), None if state is None else pack(state[1], state[0]), start)
+            for (key, start), state in self.windows.items()
+        ]
+
+
+class _CountFold(_Fold):
+    """The DSL's windowed ``count()``: the loop's updates computed for a whole chunk in numpy.
+
+    A count update needs no aggregator call: a window's count is its previous count (stored, else 0) + how many
+    records of the task fell in it so far, its timestamp the running maximum of theirs and the stored one
+    (``columnar_groups``). Windows are groups identified by their window store key (key ‖ start ‖ seqnum 0), ids in
+    the order the task first touched them, which is also the loop's dict order (``_write_store``'s input)."""
+
+    def __init__(self, plan: WindowPlan) -> None:
+        super().__init__(plan)
+        #: per window id: its window store key, start, count and timestamp (``LONG_MIN``: no stored timestamp)
+        self.store_keys = pa.array([], pa.binary())
+        self.starts = np.zeros(0, dtype=np.int64)
+        self.counts = np.zeros(0, dtype=np.int64)
+        self.timestamps = np.zeros(0, dtype=np.int64)
+
+    def fold(self, keys: pa.Array, stamps: np.ndarray, offsets: np.ndarray, steps: np.ndarray) -> _Updates:
+        """What :meth:`_LoopFold.fold` gives with ``counting_aggregator`` for the records ``keys``/``stamps``
+        (``offsets``/``steps``: each record's offset and task step, for a drop)."""
+        if not len(stamps):
+            return _Updates(*(np.zeros(0, dtype=np.int64),) * 4)
+        grace = self.plan.windows.grace_ms
+        observed = np.maximum.accumulate(np.maximum(stamps, self.observed_stream_time))
+        records, starts = self._record_windows(stamps)
+        expired = starts + self.plan.windows.size_ms <= observed[records] - grace
+        live = np.flatnonzero(~expired)
+        updated, update_starts = records[live], starts[live]
+        store_keys = window_store_keys(keys.take(pa.array(updated)), update_starts)
+        ids, first_new = self._window_ids(store_keys, update_starts)
+        fetched = self._fetch_new(first_new) if self.plan.restored else None
+        olds = self.counts[ids]
+        running = grouped_running_count(ids)
+        counts = olds + running  # wraps where it overflows: that update fails (below), none after it is kept
+        stamps_of_updates = np.maximum(grouped_running_max(ids, stamps[updated]), self.timestamps[ids])
+        failure, kept = self._first_failure(fetched, ids, olds, running, updated)
+        end = len(expired) if kept == len(live) else int(live[kept])  # the loop's position of the failing update
+        for e in np.flatnonzero(expired[:end]).tolist():
+            r = int(records[e])
+            observed_then = int(observed[r])
+            self._expired(
+                int(offsets[r]), int(steps[r]), int(stamps[r]), int(starts[e]), observed_then - grace, observed_then
+            )
+        self.observed_stream_time = int(observed[-1])
+        self.put_starts.append(update_starts[:kept])
+        if failure is None:
+            distinct, last = last_positions(ids)  # each window's state after its last update of the chunk
+            self.counts[distinct] = counts[last]
+            self.timestamps[distinct] = stamps_of_updates[last]
+        return _Updates(
+            updated[:kept], update_starts[:kept], counts[:kept], stamps_of_updates[:kept], failure, store_keys[:kept]
+        )
+
+    def _record_windows(self, stamps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every (record, window start) of the chunk in the loop's order: by record, then ascending start
+        (``TimeWindows.windows_for``: tumbling one window, hopping ``first..timestamp`` step ``advance``)."""
+        size, advance = self.plan.windows.size_ms, self.plan.windows.advance_ms
+        if advance == size:
+            return np.arange(len(stamps), dtype=np.int64), stamps - stamps % size
+        first = (np.maximum(0, stamps - size + advance) // advance) * advance
+        per_record = (stamps - first) // advance + 1
+        records = np.repeat(np.arange(len(stamps), dtype=np.int64), per_record)
+        begins = np.cumsum(per_record) - per_record
+        return records, first[records] + (np.arange(len(records), dtype=np.int64) - begins[records]) * advance
+
+    def _window_ids(self, store_keys: pa.Array, starts: np.ndarray) -> tuple[np.ndarray, int]:
+        """The updates' window ids and the first id new in this chunk; a new window starts with count 0 and no
+        timestamp (the restored store's are read by :meth:`_fetch_new`)."""
+        known = len(self.store_keys)
+        ids, self.store_keys = ids_with_new(store_keys, self.store_keys)
+        new = len(self.store_keys) - known
+        if new:
+            self.counts = np.concatenate([self.counts, np.zeros(new, dtype=np.int64)])
+            self.timestamps = np.concatenate([self.timestamps, np.full(new, _LONG_MIN, dtype=np.int64)])
+            self.starts = np.concatenate([self.starts, np.zeros(new, dtype=np.int64)])
+            self.starts[ids] = starts
+        return ids, known
+
+    def _fetch_new(self, first_new: int) -> tuple[int, Exception] | None:
+        """The restored store's count and timestamp of each window from ``first_new`` on, read once, in first-touch
+        order as the loop reads them; a read that raises (a stored value not a ``Long``) ends the reads: returns
+        that window's id and the error."""
+        fetch = self.plan.store.fetch_at
+        store_keys = self.store_keys.slice(first_new).to_pylist()
+        starts = self.starts[first_new:].tolist()
+        for window, (store_key, start) in enumerate(zip(store_keys, starts, strict=True), start=first_new):
+            try:
+                stored = fetch(store_key[: -_START_AND_SEQNUM.itemsize], start)
+            except Exception as exc:
+                return window, exc
+            if stored is not None:
+                self.counts[window] = stored.value
+                self.timestamps[window] = stored.timestamp
+        return None
+
+    def _first_failure(
+        self,
+        fetched: tuple[int, Exception] | None,
+        ids: np.ndarray,
+        olds: np.ndarray,
+        running: np.ndarray,
+        updated: np.ndarray,
+    ) -> tuple[Failure | None, int]:
+        """The first update that fails in the loop's order (a store read raising, or a count past ``Long``'s range,
+        which the store's serializer rejects) and how many updates come before it (all of them: no failure)."""
+        failing: list[tuple[int, Exception | None]] = []
+        if fetched is not None:
+            failing.append((int(np.argmax(ids == fetched[0])), fetched[1]))
+        overflow = olds > _LONG_MAX - running
+        if overflow.any():
+            failing.append((int(np.argmax(overflow)), None))
+        if not failing:
+            return None, len(ids)
+        at, error = min(failing, key=lambda f: f[0])
+        if error is None:
+            try:
+                self._stored(int(olds[at]) + int(running[at]))
+            except Exception as exc:
+                error = exc
+        assert error is not None
+        return Failure(int(updated[at]), self.plan.aggregate_node, error), at
+
+    def entries(self) -> list[_Entry]:
+        stored = np.empty((len(self.counts), 2), dtype=_BIG_ENDIAN_LONG)
+        stored[:, 0], stored[:, 1] = self.timestamps, self.counts
+        raw = stored.tobytes()
+        return [
+            (store_key, raw[16 * i : 16 * i + 16], start)
+            for i, (store_key, start) in enumerate(zip(self.store_keys.to_pylist(), self.starts.tolist(), strict=True))
+        ]
+
+
+def counts_windows(processor: KStreamWindowAggregateProcessor) -> bool:
+    """The processor is the DSL's windowed ``count()`` (``TimeWindowedKStream._supplier``'s initializer and adder)."""
+    return processor.aggregator is counting_aggregator and processor.initializer is count_initializer
+
+
+def window_store_keys(keys: pa.Array, starts: np.ndarray) -> pa.Array:
+    """``WindowKeySchema``'s store keys: each key, then its window start (8 bytes) and seqnum 0 (4 bytes)."""
+    n = len(starts)
+    suffix = np.zeros(n, dtype=_START_AND_SEQNUM)
+    suffix["start"] = starts
+    suffixes = pa.Array.from_buffers(pa.binary(12), n, [None, pa.py_buffer(suffix.tobytes())]).cast(pa.binary())
+    joined: pa.Array = pc.binary_join_element_wise(keys, suffixes, pa.scalar(b"", pa.binary()))
+    return joined
 
 
 def run_columnar_window(
@@ -335,7 +525,9 @@ def run_columnar_window(
     """Run the planned task over its input (see the module docstring) and return the task's result;
     ``appended_counts`` gets the upstream records read, as the per-record path counts them."""
     topic, partition = plan.input.topic, plan.input.partition
-    fold = _Fold(plan)
+    fold: _LoopFold | _CountFold = _CountFold(plan) if counts_windows(plan.processor) else _LoopFold(plan)
+    if isinstance(fold, _CountFold):
+        logger.debug("task [%s] folds the windowed count() over columns, no aggregator call per update", task)
     sink_keys = TaskKeys({}, plan.sink_partitions)
     processed = 0
     last_offset = -1
@@ -343,19 +535,8 @@ def run_columnar_window(
     for batch in _input_batches(object_store, plan, task, appended_counts):
         n = batch.num_rows
         offsets = batch.column("offset")
-        keys = batch.column("key").to_pylist()
-        values = batch.column("value").to_pylist()
-        chain_failure: Failure | None = None
-        if plan.before:
-            chain = run_chain(plan.before, keys, values)
-            positions, keys, values, chain_failure = chain.positions, chain.keys, chain.values, chain.failure
-        else:
-            positions = list(range(n))
-        stamps_all = batch.column("timestamp").to_numpy()
-        where = np.asarray(positions, dtype=np.int64)  # fold index → position in the chunk
-        offsets_list = offsets.to_numpy()[where].tolist()
-        updates = fold.fold(keys, values, stamps_all[where].tolist(), offsets_list, (where + processed).tolist())
-        rows = where[np.asarray(updates.records, dtype=np.int64)]  # update → position in the chunk
+        updates, where, chain_failure = _fold_chunk(plan, fold, batch, processed)
+        rows = where[updates.records]  # update → position in the chunk
         sent, failure = _after(plan, batch, rows, updates)
         if failure is None and updates.failure is not None:
             failure = Failure(int(where[updates.failure.position]), updates.failure.node, updates.failure.error)
@@ -369,7 +550,7 @@ def run_columnar_window(
             _send_updates(plan, collector, batch, sink_keys, *sent)
         processed += n
         last_offset = int(offsets[-1].as_py())
-        max_timestamp = max(max_timestamp, int(stamps_all.max()))
+        max_timestamp = max(max_timestamp, int(pc.max(batch.column("timestamp")).as_py()))
     _write_store(plan, fold)
     partition_time = max(plan.partition_time, max_timestamp)
     counts: dict[str, int] = {}
@@ -403,6 +584,32 @@ def _input_batches(
     )
 
 
+def _fold_chunk(
+    plan: WindowPlan, fold: _LoopFold | _CountFold, batch: pa.RecordBatch, processed: int
+) -> tuple[_Updates, np.ndarray, Failure | None]:
+    """The chunk through the chain before the aggregate, then the fold: the updates, each fold input's position in
+    the chunk and the chain's failure. The count fold takes the key column as it is (its chain changes no key) and
+    never needs the records' keys and values as Python objects unless a chain runs."""
+    keys: list[Any] | None = None
+    values: list[Any] | None = None
+    chain_failure: Failure | None = None
+    if plan.before:
+        chain = run_chain(plan.before, batch.column("key").to_pylist(), batch.column("value").to_pylist())
+        where = np.asarray(chain.positions, dtype=np.int64)
+        keys, values, chain_failure = chain.keys, chain.values, chain.failure
+    else:
+        where = np.arange(batch.num_rows, dtype=np.int64)
+    stamps = batch.column("timestamp").to_numpy()[where]
+    offsets = batch.column("offset").to_numpy()[where]
+    steps = where + processed
+    if isinstance(fold, _CountFold):
+        key_column = batch.column("key").take(pa.array(where)) if plan.before else batch.column("key")
+        return fold.fold(key_column, stamps, offsets, steps), where, chain_failure
+    if keys is None or values is None:
+        keys, values = batch.column("key").to_pylist(), batch.column("value").to_pylist()
+    return fold.fold(keys, values, stamps.tolist(), offsets.tolist(), steps.tolist()), where, chain_failure
+
+
 #: the sent updates: rows in the chunk, serialized keys and values, timestamps
 _Sent = tuple[np.ndarray, pa.Array, pa.Array, np.ndarray]
 
@@ -416,12 +623,14 @@ def _after(
     if not len(rows):
         return None, None
     size = plan.windows.size_ms
-    windows = {start: TimeWindow(start, start + size) for start in set(updates.starts)}  # immutable: shared
+    starts = updates.starts.tolist()
+    windows = {start: TimeWindow(start, start + size) for start in set(starts)}  # immutable: shared
     keys: list[Any] = [
         Windowed(key, windows[start])
-        for key, start in zip(batch.column("key").take(pa.array(rows)).to_pylist(), updates.starts, strict=True)
+        for key, start in zip(batch.column("key").take(pa.array(rows)).to_pylist(), starts, strict=True)
     ]
-    chain = run_chain(plan.after, keys, updates.values)
+    values = updates.values.tolist() if isinstance(updates.values, np.ndarray) else updates.values
+    chain = run_chain(plan.after, keys, values)
     picked = chain.positions
     serialized_keys, key_failure = _serialized(plan, ByteArraySerializer(), chain.keys, picked)
     value_serializer = LongSerializer() if plan.sink_long_values else ByteArraySerializer()
@@ -432,8 +641,7 @@ def _after(
         node = first.node if first is chain.failure else plan.after[-1].name
         return None, Failure(int(rows[first.position]), node, first.error)
     update_index = np.asarray(picked, dtype=np.int64)
-    stamps = np.asarray(updates.timestamps, dtype=np.int64)[update_index]
-    return (rows[update_index], serialized_keys, serialized_values, stamps), None
+    return (rows[update_index], serialized_keys, serialized_values, updates.timestamps[update_index]), None
 
 
 def _serialized(
@@ -487,12 +695,13 @@ def _log_changes(
     n = len(rows)
     if plan.changelog is None or not n:
         return
-    suffix = np.zeros(n, dtype=_START_AND_SEQNUM)
-    suffix["start"] = updates.starts
-    suffixes = pa.Array.from_buffers(pa.binary(12), n, [None, pa.py_buffer(suffix.tobytes())]).cast(pa.binary())
-    keys = pc.binary_join_element_wise(batch.column("key").take(pa.array(rows)), suffixes, pa.scalar(b"", pa.binary()))
-    stamps = np.asarray(updates.timestamps, dtype=np.int64)
-    if all(v is not None for v in updates.values):
+    keys = updates.store_keys
+    if keys is None:
+        keys = window_store_keys(batch.column("key").take(pa.array(rows)), updates.starts)
+    stamps = updates.timestamps
+    if isinstance(updates.values, np.ndarray):
+        values = longs(updates.values)
+    elif all(v is not None for v in updates.values):
         values = longs(np.asarray(updates.values, dtype=np.int64))
     else:
         tombstones = np.asarray([v is None for v in updates.values])
@@ -502,16 +711,12 @@ def _log_changes(
     send_changes(changelog_collector, plan.store.name, plan.changelog, pa.array(stamps, pa.int64()), keys, values)
 
 
-def _write_store(plan: WindowPlan, fold: _Fold) -> None:
+def _write_store(plan: WindowPlan, fold: _LoopFold | _CountFold) -> None:
     """Each window this task updated, its last aggregate (``ts ‖ Long``) or a tombstone, written once; the segments
     created and destroyed as the puts one by one would have (``SegmentedBytesStore.write_final``)."""
-    if not fold.windows:
+    entries = fold.entries()
+    if not entries:
         return
-    pack = struct.Struct(">qq").pack
-    entries = [
-        (key + struct.pack(">qi", start, 0), None if state is None else pack(state[1], state[0]), start)
-        for (key, start), state in fold.windows.items()
-    ]
     plan.store.segments.write_final(np.concatenate(fold.put_starts), entries)
     if plan.store.context is not None:
         plan.store.context.written = True

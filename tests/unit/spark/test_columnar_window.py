@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from streamproc.dsl import Consumed, Materialized, Produced, StreamsBuilder, TimeWindows
@@ -58,16 +58,26 @@ def _aggregate(
     *, logged: bool = True, aggregator: Any = None, after: str = "select_key", value_serde: Any = _BYTES
 ) -> Topology:
     b = StreamsBuilder()
-    materialized = Materialized.as_(STORE).with_key_serde(_BYTES).with_value_serde(_LONG)
-    if not logged:
-        materialized = materialized.with_logging_disabled()
     sums = (
         b.stream(SOURCE, Consumed.with_(_BYTES, value_serde))
         .group_by_key()
         .windowed_by(_windows())
-        .aggregate(lambda: 0, aggregator or (lambda k, v, total: total + len(v) + 1), materialized=materialized)
+        .aggregate(
+            lambda: 0, aggregator or (lambda k, v, total: total + len(v) + 1), materialized=_materialized(logged)
+        )
     )
-    stream = sums.to_stream()
+    _to_sink(sums.to_stream(), after)
+    return b.build()
+
+
+def _materialized(logged: bool) -> Materialized[Any, Any]:
+    materialized = Materialized.as_(STORE).with_key_serde(_BYTES).with_value_serde(_LONG)
+    return materialized if logged else materialized.with_logging_disabled()
+
+
+def _to_sink(stream: Any, after: str) -> None:
+    """The chain after ``toStream``: ``select_key`` to the record key; or ``map`` to a Bytes key and value, then a
+    filter; or nothing (a ``Windowed`` key to the sink)."""
     if after == "select_key":
         stream.select_key(lambda w, total: w.key).to(SINK, Produced.with_(_BYTES, _LONG))
     elif after == "map":
@@ -76,7 +86,30 @@ def _aggregate(
         ).to(SINK, Produced.with_(_BYTES, _BYTES))
     else:
         stream.to(SINK, Produced.with_(_BYTES, _LONG))
+
+
+def _count(*, logged: bool = True, before: bool = False, after: str = "select_key") -> Topology:
+    """The DSL's windowed ``count()``, optionally after a ``filter``/``mapValues`` chain."""
+    b = StreamsBuilder()
+    stream = b.stream(SOURCE, Consumed.with_(_BYTES, _BYTES))
+    if before:
+        stream = stream.filter(lambda k, v: v != b"n").map_values(lambda v: v + b"!")
+    counts = stream.group_by_key().windowed_by(_windows()).count(materialized=_materialized(logged))
+    _to_sink(counts.to_stream(), after)
     return b.build()
+
+
+def window_count() -> Topology:
+    return _count()
+
+
+def window_count_unlogged() -> Topology:
+    return _count(logged=False)
+
+
+def window_count_chained() -> Topology:
+    """A chain before the count (``filter``, ``mapValues``) and after it (``map``, ``filter``)."""
+    return _count(before=True, after="map")
 
 
 def window_sum() -> Topology:
@@ -158,19 +191,40 @@ def _store_entries(root: Path, plan: str, scratch: Path) -> dict[str, list[tuple
     return out
 
 
+#: the columnar window's line when the windowed count() is folded in numpy, not by the per-update loop
+COUNT_FOLD = "folds the windowed count() over columns"
+
+
 def _both(
-    root: Path, topology: str, inputs: tuple[int, int, int], restore: tuple[int, int] | None, caplog: Any
+    root: Path,
+    topology: str,
+    inputs: tuple[int, int, int],
+    restore: tuple[int, int] | None,
+    caplog: Any,
+    drop_lines: list[list[str]] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Both runs' reports; ``drop_lines`` (if given) gets the columnar run's expired-window warnings, then the
+    per-record run's."""
     caplog.clear()
-    with caplog.at_level(logging.DEBUG, logger="streamproc.spark.task_runner"):
+    with (
+        caplog.at_level(logging.DEBUG, logger="streamproc.spark.task_runner"),
+        caplog.at_level(logging.DEBUG, logger="streamproc.spark.columnar_window"),
+    ):
         columnar = run_task(_work(root, COLUMNAR, topology, inputs, restore))
     assert "runs the columnar windowed aggregate" in caplog.text, caplog.text
+    assert (COUNT_FOLD in caplog.text) == topology.startswith("window_count"), caplog.text
+    split = len(caplog.records)
     os.environ[PER_RECORD_ENV] = "1"
     try:
         per_record = run_task(_work(root, PER_RECORD, topology, inputs, restore))
     finally:
         del os.environ[PER_RECORD_ENV]
     assert (columnar["execution"], per_record["execution"]) == ("columnar", "per record")
+    if drop_lines is not None:
+        lines = [r.getMessage() for r in caplog.records]
+        expired = [i for i, line in enumerate(lines) if "Skipping record for expired window" in line]
+        drop_lines.append([lines[i] for i in expired if i < split])
+        drop_lines.append([lines[i] for i in expired if i >= split])
     return columnar, per_record
 
 
@@ -359,3 +413,121 @@ def test_a_window_task_over_upstream_input_equals_the_per_record_path(
     appended = sum(len(rows) for rows in upstream)
     assert columnar["records_processed"] == len(staged_rows) + appended
     assert columnar["appended"] == ({f"{SOURCE}-0": appended} if appended else {})
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    rows=_ROWS,
+    shape=_SHAPES,
+    stored=st.lists(st.tuples(_KEYS, st.integers(0, 3), st.integers(0, 50), st.integers(-5, 5)), max_size=4),
+    topology=st.sampled_from(["window_count", "window_count_unlogged", "window_count_chained"]),
+    partition_time=st.sampled_from([-1, 0, 500]),
+    chunk=st.sampled_from([1, 7, 256]),
+)
+# each rule at least once whatever hypothesis draws: a window's timestamp carried to the next chunk and not lowered
+# by a late record, then an expired drop
+@example(
+    rows=[(b"a", b"v", 5, ()), (b"a", b"v", 3, ()), (b"b", b"v", 40, ()), (b"a", b"v", 2, ()), (b"a", b"v", 41, ())],
+    shape=(10, 10, 0), stored=[], topology="window_count", partition_time=-1, chunk=1,
+)  # fmt: skip
+# a restored window's count and later timestamp, in hopping windows, some records filtered before the count
+@example(
+    rows=[(b"a", b"n", 12, ()), (b"a", b"v", 12, ()), (b"b", b"v", 11, ()), (b"a", b"v", 14, ())],
+    shape=(20, 5, 0), stored=[(b"a", 2, 30, 4), (b"b", 1, 3, -5)], topology="window_count_chained",
+    partition_time=0, chunk=7,
+)  # fmt: skip
+def test_the_columnar_window_count_equals_the_per_record_path(
+    tmp_path_factory: pytest.TempPathFactory,
+    caplog: pytest.LogCaptureFixture,
+    rows: list[Any],
+    shape: tuple[int, int, int],
+    stored: list[tuple[bytes, int, int, int]],
+    topology: str,
+    partition_time: int,
+    chunk: int,
+) -> None:
+    """The windowed ``count()`` folded in numpy (``_both`` checks that fold ran): tumbling and hopping windows,
+    out-of-order and expired records, a restored store, chains before and after, one to many chunks."""
+    from streamproc.spark import columnar_count
+
+    WINDOWS.update(size=shape[0], advance=shape[1], grace=shape[2])
+    scratch = tmp_path_factory.mktemp("window-count")
+    root = scratch / "store"
+    store = LocalObjectStore(root)
+    start, end = _stage(store, SOURCE, rows, 5)
+    restore = None
+    earliest = min((ts for _, _, ts, _ in rows), default=0)
+    windows = [(k, n * shape[1], ts, total) for k, n, ts, total in stored if n * shape[1] <= earliest]
+    if windows and topology != "window_count_unlogged":  # an unlogged store starts empty
+        changelog_rows = [
+            (_window_key(k, s), total.to_bytes(8, "big", signed=True), ts, ()) for k, s, ts, total in windows
+        ]
+        restore = _stage(store, CHANGELOG, changelog_rows, 0)
+    before = columnar_count.CHUNK_ROWS
+    columnar_count.CHUNK_ROWS = chunk
+    drop_lines: list[list[str]] = []
+    try:
+        columnar, per_record = _both(root, topology, (start, end, partition_time), restore, caplog, drop_lines)
+    finally:
+        columnar_count.CHUNK_ROWS = before
+    _assert_same(root, scratch, columnar, per_record)
+    assert drop_lines[0] == drop_lines[1]
+    assert columnar["records_processed"] == len(rows)
+
+
+def test_many_records_counted_in_hopping_windows_give_the_same_bytes(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """More updates than a row group, many chunks, three windows a record, windows expiring and segments destroyed
+    along the way, a restored store read once per window."""
+    from streamproc.spark import columnar_count
+
+    WINDOWS.update(size=60_000, advance=20_000, grace=5_000)
+    store = LocalObjectStore(tmp_path / "store")
+    rows = [(b"%05d" % (i * 7919 % 301), b"v", 40_000 + i * 1_000 + (i * 37) % 90_000, ()) for i in range(12_000)]
+    start, end = _stage(store, SOURCE, rows, 0, segment_records=5_000)
+    # restored windows, some with a timestamp after their first records'
+    stored = [
+        (_window_key(b"%05d" % k, 40_000), (k * 3).to_bytes(8, "big"), 45_000 + k * 100, ()) for k in range(0, 301, 7)
+    ]
+    restore = _stage(store, CHANGELOG, stored, 0)
+    before = columnar_count.CHUNK_ROWS
+    columnar_count.CHUNK_ROWS = 2_500
+    drop_lines: list[list[str]] = []
+    try:
+        columnar, per_record = _both(tmp_path / "store", "window_count", (start, end, -1), restore, caplog, drop_lines)
+    finally:
+        columnar_count.CHUNK_ROWS = before
+    _assert_same(tmp_path / "store", tmp_path, columnar, per_record)
+    assert columnar["dropped"]
+    assert drop_lines[0] == drop_lines[1]
+
+
+@pytest.mark.parametrize(
+    "stored",
+    [((1 << 63) - 1).to_bytes(8, "big"), b"\x00\x01"],
+    ids=["a count past Long's range", "a stored value not a Long"],
+)
+def test_a_failing_window_count_fails_as_per_record(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, stored: bytes
+) -> None:
+    """The store's serializer rejecting a count, or a restored window not holding a ``Long``: the per-record
+    error, at the same record."""
+    WINDOWS.update(size=10, advance=5, grace=0)
+    store = LocalObjectStore(tmp_path / "store")
+    start, end = _stage(store, SOURCE, [(b"a", b"v", 11, ()), (b"b", b"vv", 12, ()), (b"a", b"v", 13, ())], 0)
+    restore = _stage(store, CHANGELOG, [(_window_key(b"a", 10), stored, 10, ())], 0)
+    errors = []
+    for plan, env in ((COLUMNAR, None), (PER_RECORD, "1")):
+        if env:
+            os.environ[PER_RECORD_ENV] = env
+        caplog.clear()
+        try:
+            with pytest.raises(StreamprocError) as caught, caplog.at_level(logging.DEBUG):
+                run_task(_work(tmp_path / "store", plan, "window_count", (start, end, -1), restore))
+        finally:
+            os.environ.pop(PER_RECORD_ENV, None)
+        assert (COUNT_FOLD in caplog.text) == (env is None)
+        error = caught.value
+        errors.append((type(error), str(error), type(error.__cause__), str(error.__cause__)))
+    assert errors[0] == errors[1]
