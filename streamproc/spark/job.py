@@ -475,7 +475,7 @@ def process(
         logger.info(
             "task [%s] %s: %s records processed, dropped %s, stream time %s",
             report["task_id"],
-            "already done" if report.get("skipped") else "done",
+            "already done" if report.get("skipped") else f"done ({report.get('execution', 'per record')})",
             report["records_processed"],
             report["dropped"],
             report["stream_time"],

@@ -9,6 +9,7 @@ second run.
 
 from __future__ import annotations
 
+import logging
 import random
 import shutil
 import struct
@@ -86,11 +87,17 @@ def staged_dsl(
     return {"plan": RunPlan.read(plan_file), "store": store, "sent": staged["sent"]}
 
 
-def test_a_dsl_program_runs_both_stages_over_columns(staged_dsl: dict[str, Any], tmp_path: Path) -> None:
+def test_a_dsl_program_runs_both_stages_over_columns(
+    staged_dsl: dict[str, Any], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """Stage 1 (``selectKey`` → repartition sink) and stage 2 (count over the upstream tasks' records) run
-    columnar, with what the Processor API program gives."""
-    reports = _check_two_stages(staged_dsl, tmp_path, DSL_APP, "tests.integration.spark.topologies:rekey_count_dsl")
+    columnar, with what the Processor API program gives; the driver's line per task says so."""
+    with caplog.at_level(logging.INFO, logger="streamproc.spark.job"):
+        reports = _check_two_stages(staged_dsl, tmp_path, DSL_APP, "tests.integration.spark.topologies:rekey_count_dsl")
     assert {r["task_id"]: r["execution"] for r in reports} == {r["task_id"]: "columnar" for r in reports}
+    lines = [r.getMessage() for r in caplog.records if r.name == "streamproc.spark.job"]
+    done = Counter(line.split("]")[0] for line in lines if "] done (columnar): " in line)
+    assert done == Counter({f"task [{r['task_id']}": 2 for r in reports})  # _check_two_stages processes twice
 
 
 def _check_two_stages(staged: dict[str, Any], tmp_path: Path, app: str, topology: str) -> list[dict[str, Any]]:
