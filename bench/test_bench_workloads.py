@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from bench import workloads
-from streamproc import TaskConfig, TopologyTestDriver, serde_for
+from streamproc import TaskConfig, Topology, TopologyTestDriver, serde_for
 
 pytestmark = pytest.mark.bench
 IN, OUT = "bench-in", "bench-out"
@@ -54,15 +54,20 @@ def test_dsl_workload_equals_processor_api(workload: str) -> None:
     assert dsl == papi
 
 
-def test_dsl_filter_count_counts_the_kept_records_per_key() -> None:
-    """``filter_count`` (DSL only): per kept record (value's 12th byte not ``0``), the key's running count."""
-    with TopologyTestDriver(workloads.dsl_filter_count(), TaskConfig(application_id="bench-dsl")) as driver:
+def _counts_sent(topology: Topology, records: list[tuple[bytes, bytes, int]]) -> list[tuple[bytes, int, int]]:
+    """What a DSL-only workload (Long counts out) sends for ``records``, through streamproc's test driver."""
+    with TopologyTestDriver(topology, TaskConfig(application_id="bench-dsl")) as driver:
         source = driver.create_input_topic(IN, BYTES, BYTES)
-        records = _records(400)
         for key, value, timestamp in records:
             source.pipe_input(key, value, timestamp)
         out = driver.create_output_topic(OUT, BYTES, LONG)
-        got = [(r.key, r.value) for r in out.read_records_to_list()]
+        return [(r.key, r.value, r.timestamp) for r in out.read_records_to_list()]
+
+
+def test_dsl_filter_count_counts_the_kept_records_per_key() -> None:
+    """``filter_count`` (DSL only): per kept record (value's 12th byte not ``0``), the key's running count."""
+    records = _records(400)
+    got = [(key, value) for key, value, _ in _counts_sent(workloads.dsl_filter_count(), records)]
     seen: dict[bytes, int] = {}
     expected = []
     for key, value, _ in records:
@@ -75,13 +80,8 @@ def test_dsl_filter_count_counts_the_kept_records_per_key() -> None:
 def test_dsl_window_count_counts_each_key_per_tumbling_window() -> None:
     """``window_count`` (DSL only): per record, its key's running count in its 60 s window, stamped with the latest
     timestamp the window has seen, keyed by the record's key (``toStream((windowed, count) -> windowed.key())``)."""
-    with TopologyTestDriver(workloads.dsl_window_count(), TaskConfig(application_id="bench-dsl")) as driver:
-        source = driver.create_input_topic(IN, BYTES, BYTES)
-        records = _records(400)
-        for key, value, timestamp in records:
-            source.pipe_input(key, value, timestamp)
-        out = driver.create_output_topic(OUT, BYTES, LONG)
-        got = [(r.key, r.value, r.timestamp) for r in out.read_records_to_list()]
+    records = _records(400)
+    got = _counts_sent(workloads.dsl_window_count(), records)
     windows: dict[tuple[bytes, int], tuple[int, int]] = {}
     expected = []
     for key, _, timestamp in records:

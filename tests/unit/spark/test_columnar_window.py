@@ -272,6 +272,22 @@ def test_the_columnar_window_aggregate_equals_the_per_record_path(
     partition_time: int,
     chunk: int,
 ) -> None:
+    _run_both_and_compare(tmp_path_factory, caplog, rows, shape, stored, topology, partition_time, chunk)
+
+
+def _run_both_and_compare(
+    tmp_path_factory: pytest.TempPathFactory,
+    caplog: pytest.LogCaptureFixture,
+    rows: list[Any],
+    shape: tuple[int, int, int],
+    stored: list[tuple[bytes, int, int, int]],
+    topology: str,
+    partition_time: int,
+    chunk: int,
+) -> list[list[str]]:
+    """Stage ``rows`` (and ``stored`` windows starting at or before the input's earliest timestamp as a changelog to
+    restore, unless the store is unlogged), run the task both ways in chunks of ``chunk`` records and require the same
+    files, drops, store and report; returns both runs' expired-window warnings (columnar, then per record)."""
     from streamproc.spark import columnar_count
 
     WINDOWS.update(size=shape[0], advance=shape[1], grace=shape[2])
@@ -282,19 +298,21 @@ def test_the_columnar_window_aggregate_equals_the_per_record_path(
     restore = None
     earliest = min((ts for _, _, ts, _ in rows), default=0)
     windows = [(k, n * shape[1], ts, total) for k, n, ts, total in stored if n * shape[1] <= earliest]
-    if windows and topology != "window_sum_unlogged":  # an unlogged store starts empty
+    if windows and not topology.endswith("_unlogged"):  # an unlogged store starts empty
         changelog_rows = [
             (_window_key(k, s), total.to_bytes(8, "big", signed=True), ts, ()) for k, s, ts, total in windows
         ]
         restore = _stage(store, CHANGELOG, changelog_rows, 0)
     before = columnar_count.CHUNK_ROWS
     columnar_count.CHUNK_ROWS = chunk
+    drop_lines: list[list[str]] = []
     try:
-        columnar, per_record = _both(root, topology, (start, end, partition_time), restore, caplog)
+        columnar, per_record = _both(root, topology, (start, end, partition_time), restore, caplog, drop_lines)
     finally:
         columnar_count.CHUNK_ROWS = before
     _assert_same(root, scratch, columnar, per_record)
     assert columnar["records_processed"] == len(rows)
+    return drop_lines
 
 
 def test_many_records_and_windows_give_the_same_bytes(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -448,31 +466,10 @@ def test_the_columnar_window_count_equals_the_per_record_path(
 ) -> None:
     """The windowed ``count()`` folded in numpy (``_both`` checks that fold ran): tumbling and hopping windows,
     out-of-order and expired records, a restored store, chains before and after, one to many chunks."""
-    from streamproc.spark import columnar_count
-
-    WINDOWS.update(size=shape[0], advance=shape[1], grace=shape[2])
-    scratch = tmp_path_factory.mktemp("window-count")
-    root = scratch / "store"
-    store = LocalObjectStore(root)
-    start, end = _stage(store, SOURCE, rows, 5)
-    restore = None
-    earliest = min((ts for _, _, ts, _ in rows), default=0)
-    windows = [(k, n * shape[1], ts, total) for k, n, ts, total in stored if n * shape[1] <= earliest]
-    if windows and topology != "window_count_unlogged":  # an unlogged store starts empty
-        changelog_rows = [
-            (_window_key(k, s), total.to_bytes(8, "big", signed=True), ts, ()) for k, s, ts, total in windows
-        ]
-        restore = _stage(store, CHANGELOG, changelog_rows, 0)
-    before = columnar_count.CHUNK_ROWS
-    columnar_count.CHUNK_ROWS = chunk
-    drop_lines: list[list[str]] = []
-    try:
-        columnar, per_record = _both(root, topology, (start, end, partition_time), restore, caplog, drop_lines)
-    finally:
-        columnar_count.CHUNK_ROWS = before
-    _assert_same(root, scratch, columnar, per_record)
-    assert drop_lines[0] == drop_lines[1]
-    assert columnar["records_processed"] == len(rows)
+    columnar_lines, per_record_lines = _run_both_and_compare(
+        tmp_path_factory, caplog, rows, shape, stored, topology, partition_time, chunk
+    )
+    assert columnar_lines == per_record_lines  # the expired-window warnings, word for word and in order
 
 
 def test_many_records_counted_in_hopping_windows_give_the_same_bytes(
