@@ -44,9 +44,10 @@ from streamproc.state import store_encoding
 from streamproc.state.rocksdb_store import RocksDBKeyValueBytesStore
 from streamproc.state.store_type import StoreType
 from streamproc.storage import LocalObjectStore
+from streamproc_dev.conformance.dsl_programs import PROGRAMS
 from streamproc_dev.conformance.oracle import JVM_OPTIONS, ensure_oracle_jar
-from tests.integration.conformance.test_dsl_programs_run import PROGRAMS, SEEDS, _records, _topics
-from tests.unit.spark.test_columnar_count import _stage
+from tests.integration.conformance.test_dsl_programs_run import SEEDS, _records, _topics
+from tests.unit.spark.test_columnar_count import Record, _stage
 
 pytestmark = pytest.mark.integration
 
@@ -108,7 +109,7 @@ WINDOW_PROGRAMS = {
 @pytest.fixture(scope="module")
 def kafka_runs() -> dict[str, Any]:
     """Kafka's ``TopologyTestDriver`` answers for every program and seed (oracle mode ``dsl-run``, one JVM)."""
-    runs = []
+    runs: list[dict[str, Any]] = []
     for program in WINDOW_PROGRAMS:
         inputs, tables, outputs = _topics(PROGRAMS[program]())
         runs.extend(
@@ -166,7 +167,7 @@ def test_the_columnar_window_aggregate_gives_kafkas_results(
     assert "error" not in kafka, kafka["error"]
     assert kafka["dropped"] > 0, "no record is late past the grace: the data tests no drop"
     root = tmp_path / "store"
-    staged = [
+    staged: list[Record] = [
         (program.input_key(key, value), value.encode(), timestamp, ()) for _topic, key, value, timestamp in records
     ]
     start, end = _stage(LocalObjectStore(root), program.input_topic, staged, 0)
