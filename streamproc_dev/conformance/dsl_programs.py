@@ -314,6 +314,25 @@ def bytes_window_sum() -> Topology:
     return _build(b)
 
 
+def bytes_window_count() -> Topology:
+    """The windowed ``count()`` that ``spark/columnar_window.py`` folds over columns (its count fold): Bytes keys
+    and values, no re-key, 10 s windows hopping by 5 s (each record falls in two) with 20 s grace: of the
+    oracle's late records, some are dropped from both windows and some (on two of three seeds) from the earlier one
+    only, counted in the later; a ``Long`` count. Java's ``toStream(mapper)`` is ``toStream().select_key(mapper)``."""
+    b = StreamsBuilder()
+    bytes_serde = SERDES["Bytes"]
+    (
+        b.stream("in", Consumed.with_(bytes_serde(), bytes_serde()))
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_and_grace(10 * SECOND, 20 * SECOND).advance_by(5 * SECOND))
+        .count(materialized=Materialized.as_("counts").with_key_serde(bytes_serde()).with_value_serde(LONG()))
+        .to_stream()
+        .select_key(lambda windowed, count: windowed.key)
+        .to("counts", Produced.with_(bytes_serde(), LONG()))
+    )
+    return _build(b)
+
+
 def two_aggregates(optimized: bool) -> Topology:
     b = StreamsBuilder()
     grouped = b.stream("in", strings()).select_key(lambda k, v: v).group_by_key()
@@ -651,3 +670,4 @@ def named_rekey_joins() -> Topology:
 PROGRAMS.update({"named-sources-and-joins": named_sources_and_joins, "named-rekey-joins": named_rekey_joins})
 PROGRAMS["bytes-count"] = bytes_count
 PROGRAMS["bytes-window-sum"] = bytes_window_sum
+PROGRAMS["bytes-window-count"] = bytes_window_count

@@ -17,6 +17,7 @@ NAMES = {
     "rekey_join_optimized": "rekey-join-optimized",
     "bytes_count": "bytes-count",
     "bytes_window_sum": "bytes-window-sum",
+    "bytes_window_count": "bytes-window-count",
 }
 
 
@@ -50,3 +51,7 @@ def bytes_count() -> Topology:
 
 def bytes_window_sum() -> Topology:
     return PROGRAMS[NAMES["bytes_window_sum"]]()
+
+
+def bytes_window_count() -> Topology:
+    return PROGRAMS[NAMES["bytes_window_count"]]()

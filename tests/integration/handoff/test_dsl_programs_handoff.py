@@ -2,18 +2,18 @@
 
 For each program (a re-key → group_by_key → count/reduce through one repartition topic, a windowed aggregate, a
 stream–stream outer join with its shared outer store, a stream–table left join, a KTable group_by count/reduce/
-aggregate, a re-key join with ``topology.optimization=all`` whose table uses its source topic as changelog, and
-the shapes streamproc runs over columns: a Bytes count and the bench's re-keyed windowed sum, see :data:`EXECUTION`):
-seeded records in three parts go to 3-partition input topics on the real broker. The Java program
-(``DslPrograms.java``, oracle mode ``dsl-app``: a real Kafka Streams 4.2.2 app) processes the first part and stops;
-``streamproc run`` (plan, fetch, process on Spark local, hand-off into the app's state dir) processes the second
-with the Python twin (``streamproc_dev/conformance/dsl_programs.py``); the app resumes and processes the third. A
-second app processes everything alone (for a re-key joined with a table: restarted after each part, as the hand-off
-path is, see :data:`RESTARTED_REFERENCE`). The resumed app restores nothing, its final stores (every store of the
-topology, by interactive query) equal the lone app's, and the output topics hold the same records per partition
-(last value per key, and the same multiset of records where that does not depend on timing: not for a KTable
-group_by, whose intermediate aggregates depend on the order the upstream tasks wrote in). The input topics keep every
-record (none is purged or written by the hand-off, not even the one a table restores from).
+aggregate, a re-key join with ``topology.optimization=all`` whose table uses its source topic as changelog, and the
+shapes streamproc runs over columns: a Bytes count, the bench's re-keyed windowed sum and a hopping windowed count,
+see :data:`EXECUTION`): seeded records in three parts go to 3-partition input topics on the real broker. The Java
+program (``DslPrograms.java``, oracle mode ``dsl-app``: a real Kafka Streams 4.2.2 app) processes the first part and
+stops; ``streamproc run`` (plan, fetch, process on Spark local, hand-off into the app's state dir) processes the
+second with the Python twin (``streamproc_dev/conformance/dsl_programs.py``); the app resumes and processes the
+third. A second app processes everything alone (for a re-key joined with a table: restarted after each part, as the
+hand-off path is, see :data:`RESTARTED_REFERENCE`). The resumed app restores nothing, its final stores (every store
+of the topology, by interactive query) equal the lone app's, and the output topics hold the same records per
+partition (last value per key, and the same multiset of records where that does not depend on timing: not for a
+KTable group_by, whose intermediate aggregates depend on the order the upstream tasks wrote in). The input topics
+keep every record (none is purged or written by the hand-off, not even the one a table restores from).
 
 The programs' topics have fixed names (the describe() twins), so the programs run one after the other, each on
 freshly created topics deleted afterwards; both apps of a program write to the same output topics, the hand-off
@@ -60,6 +60,7 @@ DATA: dict[str, dict[str, tuple[list[str], list[str]]]] = {
     "rekey_join_optimized": {"users": (USERS, ["ann", "bob", "cy"]), "clicks": (KEYS, USERS)},
     "bytes_count": {"in": (KEYS, ["apple", "pear"])},
     "bytes_window_sum": {"in": (KEYS, ["apple", "banana", "cherry", "fig"])},
+    "bytes_window_count": {"in": (KEYS, ["apple", "pear"])},
 }
 
 #: Programs whose values are the listed words as they are (no ``<part>.<i>`` suffix): a re-key by the value gives
@@ -71,14 +72,16 @@ PLAIN_VALUES = frozenset({"two_aggregates_one_repartition_optimized", "table_gro
 #: Programs whose late records are not before the previous part's latest record: the restored window store's stream
 #: time is then not after the hand-off input's earliest timestamp, which the columnar windowed aggregate requires
 #: (``spark/columnar_window.py``; else the task runs per record).
-NOT_BEFORE_PREVIOUS_PART = frozenset({"bytes_window_sum"})
+NOT_BEFORE_PREVIOUS_PART = frozenset({"bytes_window_sum", "bytes_window_count"})
 
 #: How streamproc runs each sub-topology's tasks (their reports' ``execution``) where not one record at a time: over
 #: columns (``spark/columnar_count.py``, a re-key to a repartition sink too; ``spark/columnar_window.py`` for the
-#: windowed aggregate, here over the re-keyed records sub-topology 0 appended to the repartition topic in the run).
+#: windowed aggregate, here over the re-keyed records sub-topology 0 appended to the repartition topic in the run,
+#: and for the windowed count over the input topic, by its count fold).
 EXECUTION: dict[str, dict[int, str]] = {
     "bytes_count": {0: "columnar"},
     "bytes_window_sum": {0: "columnar", 1: "columnar"},
+    "bytes_window_count": {0: "columnar"},
 }
 
 
