@@ -27,24 +27,36 @@ repartition partition), in ``task_runner.upstream_records``' order and offsets (
 :func:`columnar_count_plan` decides, before anything is read or written, whether the task is plainly eligible; any
 doubt runs the whole task per record (the reason logged on one line): another topology shape or serde, handlers or
 a dead letter queue configured, several inputs, a global store, a null key or value or a negative timestamp in the
-staged or upstream input (from the Parquet statistics of the segments and upstream objects), a stored value that is
-not a timestamped ``Long``. The checks that do not depend on the shape are :func:`common_eligibility` and
-:func:`input_eligibility`, shared with other columnar paths. Set ``STREAMPROC_PER_RECORD_COUNT`` to a true value
-to force the per-record path (tests and the bench's before/after). ``tests/unit/spark/test_columnar_count.py``,
-``test_columnar_chain.py`` and ``test_columnar_rekey.py`` check with hypothesis that both paths give the same output
-and changelog files (byte for byte), store contents and report.
+staged or upstream input (from the Parquet statistics of the segments and upstream objects). The checks that do not
+depend on the shape are :func:`common_eligibility` and :func:`input_eligibility`, shared with other columnar paths.
+
+The restored store is not scanned: a restored store may hold tens of millions of keys while a run brings a few
+thousand, so the count reads only the keys its input brings, when a chunk first brings them (one ``get_many`` of the
+bytes store per chunk, RocksDB's ``multiGet``). A stored value that is not a timestamped ``Long`` (not 16 bytes)
+therefore cannot be found up front; it ends the run as it ends the per-record run, which reads the key's value at the
+key's first record (``KStreamAggregateProcessor`` → ``get_for_update``) and fails there: the same error (the read's
+own, through the default ``LogAndFail`` handler, :func:`~streamproc.spark.columnar_chain.processing_failure`) at the
+first record in offset order whose key holds such a value, or whose chain function raised first, and nothing
+published. Such a value under a key the input does not bring is read by neither path.
+
+Set ``STREAMPROC_PER_RECORD_COUNT`` to a true value to force the per-record path (tests and the bench's
+before/after). ``tests/unit/spark/test_columnar_count.py``, ``test_columnar_chain.py`` and ``test_columnar_rekey.py``
+check with hypothesis that both paths give the same output and changelog files (byte for byte), store contents and
+report, and ``test_columnar_count.py`` that stored values that are not counts end both the same way.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import struct
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from streamproc.dsl.internals.kstream_aggregate import (
@@ -65,7 +77,7 @@ from streamproc.engine.stream_task import CommittableOffset, TaskConfig
 from streamproc.engine.timestamp_extractor import ExtractRecordMetadataTimestamp, FailOnInvalidTimestamp
 from streamproc.spark.columnar_chain import Failure, StatelessStep, processing_failure, run_chain
 from streamproc.spark.columnar_groups import grouped_running_count, grouped_running_max, last_positions
-from streamproc.spark.columnar_output import TaskKeys, longs, send, send_changes
+from streamproc.spark.columnar_output import StoredCounts, TaskKeys, longs, send, send_changes
 from streamproc.spark.columnar_shape import after_to_stream, bytes_source, plain_sink, stateless_chain
 from streamproc.spark.columnar_shape import serde_is as _is
 from streamproc.spark.task_input import StagedRange, open_segment, open_upstream, task_batches
@@ -74,7 +86,6 @@ from streamproc.spark.task_output import (
     TaskChangelogCollector,
     TaskOutputCollector,
 )
-from streamproc.state.store_encoding import split_value_and_timestamp
 from streamproc.state.stores import StateStore, TimestampedKeyValueStore
 from streamproc.storage.object_store import ObjectStore
 from streamproc.storage.segments import schema_fingerprint
@@ -89,6 +100,7 @@ CHUNK_ROWS = 256 * 1024
 
 #: A stored count: 8 bytes of timestamp, then the ``Long`` (``ts ‖ value``, ``store_encoding``).
 _STORED_SIZE = 16
+_STORED = struct.Struct(">qq")
 
 _BIG_ENDIAN_LONG = np.dtype(">i8")
 
@@ -106,8 +118,9 @@ class CountPlan:
     sink_topic: str
     sink_name: str
     sink_partitions: int
-    #: The store's contents after restore: raw key → (timestamp, count).
-    initial: Mapping[bytes, tuple[int, int]]
+    #: The count's processor node (``KSTREAM-AGGREGATE-…``), which a stored value that is not a count fails at;
+    #: ``None`` without a count.
+    count_node: str | None
     #: The stateless nodes between the source and the count or sink, in order.
     steps: tuple[StatelessStep, ...] = ()
     #: Upstream output objects whose records follow the staged ones (``task_input.task_batches``).
@@ -133,6 +146,8 @@ class _Shape:
     source: SourceNode
     steps: tuple[StatelessStep, ...]
     count: KStreamAggregateProcessor | None
+    #: The count's node name, ``None`` with no count.
+    count_node: str | None
     sink: SinkNode
 
 
@@ -149,6 +164,7 @@ def _shape(graph: ProcessorTopology, topic: str) -> _Shape | str:
     steps, node = chain
     rekeyed = next((s.name for s in reversed(steps) if s.rekey), None)
     count: KStreamAggregateProcessor | None = None
+    count_node: str | None = None
     if type(node) is not SinkNode and rekeyed is not None:
         return f"{rekeyed} changes the key and {node.name} is not a sink"
     if type(node) is not SinkNode:
@@ -159,6 +175,7 @@ def _shape(graph: ProcessorTopology, topic: str) -> _Shape | str:
                 "KStreamAggregate or a sink"
             )
         count = aggregate.processor
+        count_node = aggregate.name
         if not count.counting or count.initializer is not count_initializer:
             return f"{aggregate.name} is an aggregate, not count()"
         after = after_to_stream(aggregate)
@@ -174,7 +191,7 @@ def _shape(graph: ProcessorTopology, topic: str) -> _Shape | str:
     value_serializer = LongSerializer if count is not None else ByteArraySerializer
     if not _is(sink.key_serializer, ByteArraySerializer) or not _is(sink.value_serializer, value_serializer):
         return f"the sink's serdes are not Bytes/ByteArray and {'Long' if count is not None else 'Bytes/ByteArray'}"
-    return _Shape(source, tuple(steps), count, sink)
+    return _Shape(source, tuple(steps), count, count_node, sink)
 
 
 def _input_clean(store: ObjectStore, staged: StagedRange, appended: tuple[str, ...], task: str) -> str | None:
@@ -240,15 +257,52 @@ def _row_groups_clean(parquet: pq.ParquetFile, what_file: str) -> str | None:
     return None
 
 
-def _stored_counts(store: TimestampedKeyValueStore[bytes, int]) -> dict[bytes, tuple[int, int]] | str:
-    """The store's entries as (timestamp, count), or why one is not a timestamped ``Long``."""
-    initial: dict[bytes, tuple[int, int]] = {}
-    for key, stored in store.bytes_store.range(None, None):
-        if len(stored) != _STORED_SIZE:
-            return f"store {store.name} holds a value of {len(stored)} bytes, not a timestamp and a Long"
-        timestamp, count = split_value_and_timestamp(bytes(stored))
-        initial[bytes(key)] = (timestamp, int.from_bytes(count, "big", signed=True))
-    return initial
+class _UnreadableCount(Exception):
+    """A key's stored value is not a timestamped ``Long``; ``error``: what the store's read of it as a count raises."""
+
+    def __init__(self, key: bytes, error: Exception) -> None:
+        super().__init__(key, error)
+        self.key = key
+        self.error = error
+
+
+def _stored_counts(store: TimestampedKeyValueStore[bytes, int]) -> StoredCounts:
+    """The lookup :class:`TaskKeys` seeds a chunk's new keys with: one ``get_many`` of the store per call, each
+    stored value as (timestamp, count). A value that is not 16 bytes (``ts ‖ Long``) raises :class:`_UnreadableCount`
+    with the error the store's own read gives it (``get_for_update``, as ``KStreamAggregateProcessor`` reads the
+    key): the per-record path fails at the first record of that key (:func:`_unreadable_count_failure`)."""
+    get_many = store.bytes_store.get_many
+    unpack = _STORED.unpack
+
+    def lookup(keys: list[bytes]) -> list[tuple[int, int] | None]:
+        counts: list[tuple[int, int] | None] = []
+        for key, stored in zip(keys, get_many(keys), strict=True):
+            if stored is None:
+                counts.append(None)
+            elif len(stored) == _STORED_SIZE:
+                counts.append(unpack(stored))
+            else:
+                try:
+                    store.get_for_update(key)
+                except Exception as error:
+                    raise _UnreadableCount(key, error) from error
+                raise AssertionError(f"store {store.name}: a value of {len(stored)} bytes read as a timestamped Long")
+        return counts
+
+    return lookup
+
+
+def _unreadable_count_failure(
+    plan: CountPlan, batch: pa.RecordBatch, unreadable: _UnreadableCount, task: str
+) -> Exception:
+    """The error the per-record path ends the task with at the chunk's first record of a key whose stored value is not
+    a count: the count node's read raised ``unreadable.error`` there, which the default ``LogAndFail`` handler turns
+    into :func:`processing_failure`'s. The chunk's new keys are looked up in order of first appearance, so the first
+    unreadable one is the first record that fails."""
+    assert plan.count_node is not None
+    keys = batch.column("key")
+    position = pc.index(keys, pa.scalar(unreadable.key, keys.type)).as_py()
+    return _failure(plan, batch, Failure(position, plan.count_node, unreadable.error), task)
 
 
 #: Per input partition of a task: its staged range, its committed partition time and its upstream output objects
@@ -343,11 +397,8 @@ def columnar_count_plan(
     unclean = input_eligibility(task=task, config=config, source=source, inputs=inputs, object_store=object_store)
     if unclean is not None:
         return unclean
-    initial = {} if store is None else _stored_counts(store)
-    if isinstance(initial, str):
-        return initial
     return CountPlan(
-        staged, partition_time, store, changelog, sink.topic, sink.name, partitions, initial, steps, appended
+        staged, partition_time, store, changelog, sink.topic, sink.name, partitions, shape.count_node, steps, appended
     )
 
 
@@ -373,7 +424,7 @@ def run_columnar_count(
 ) -> ReplayResult:
     """Run the planned task over its input (see the module docstring) and return the task's result;
     ``appended_counts`` gets the upstream records read, as ``task_runner.upstream_records`` counts them."""
-    state = TaskKeys(plan.initial, plan.sink_partitions)
+    state = TaskKeys(plan.sink_partitions, None if plan.store is None else _stored_counts(plan.store))
     touched = np.zeros(0, dtype=bool)
     processed = 0
     last_offset = -1
@@ -393,11 +444,11 @@ def run_columnar_count(
         if plan.store is not None:
             if plan.steps:
                 positions = _drop_null_values(plan, batch, positions, values, processed, drops)
+            rows = batch if len(positions) == n else batch.take(pa.array(positions, pa.int64()))
+            if rows.num_rows:  # the records before the chain's failure, if any: one may fail first, at the count
+                touched = _count(plan, rows, state, touched, collector, changelog_collector, task)
             if failure is not None:
                 raise _failure(plan, batch, failure, task)
-            rows = batch if len(positions) == n else batch.take(pa.array(positions, pa.int64()))
-            if rows.num_rows:
-                touched = _count(plan, rows, state, touched, collector, changelog_collector)
         else:
             mapped = values if plan.changes_values else None
             serialized_keys, serialized, failure = _serialized(plan, positions, keys, mapped, failure)
@@ -510,13 +561,18 @@ def _count(
     touched: np.ndarray,
     collector: TaskOutputCollector,
     changelog_collector: TaskChangelogCollector,
+    task: str,
 ) -> np.ndarray:
-    """One chunk's count updates: sent to the sink and the changelog; returns which keys the task has touched."""
+    """One chunk's count updates: sent to the sink and the changelog; returns which keys the task has touched. A new
+    key whose stored value is not a count fails the task as the per-record path does at its first record."""
     store = plan.store
     assert store is not None
     n = batch.num_rows
     keys = batch.column("key")
-    ids = state.ids(keys)
+    try:
+        ids = state.ids(keys)
+    except _UnreadableCount as unreadable:
+        raise _unreadable_count_failure(plan, batch, unreadable, task)  # noqa: B904 (its cause: the read's error)
     record_ts = batch.column("timestamp").to_numpy()
     counts = state.count[ids] + grouped_running_count(ids)
     timestamps = np.maximum(grouped_running_max(ids, record_ts), state.timestamp[ids])

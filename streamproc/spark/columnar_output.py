@@ -4,7 +4,7 @@ sink partitions looked up once per distinct key."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable
 from typing import Protocol
 
 import numpy as np
@@ -58,11 +58,19 @@ def no_headers(n: int) -> pa.Array:
     return pa.ListArray.from_arrays(offsets, pa.array([], _HEADERS.value_type), type=_HEADERS)
 
 
-class TaskKeys:
-    """Per distinct key of the task (an id in order of first appearance): count, timestamp, sink partition."""
+#: The stored (timestamp, count) of each of a chunk's new keys, in order, ``None`` for a key the store does not hold:
+#: one call per chunk, so that a run reads only the keys its input brings (``columnar_count._stored_counts``).
+StoredCounts = Callable[[list[bytes]], list[tuple[int, int] | None]]
 
-    def __init__(self, initial: Mapping[bytes, tuple[int, int]], partitions: int) -> None:
-        self.initial = initial
+
+class TaskKeys:
+    """Per distinct key of the task (an id in order of first appearance): count, timestamp, sink partition.
+
+    ``stored`` seeds a new key's count and timestamp from the task's store when it is first seen; without it (a sink's
+    keys only, ``columnar_window.py``'s and the chain's) every key starts at count 0 with no timestamp."""
+
+    def __init__(self, partitions: int, stored: StoredCounts | None = None) -> None:
+        self.stored = stored
         self.partitions = partitions
         self.keys = pa.array([], pa.binary())
         self.count = np.zeros(0, dtype=np.int64)
@@ -71,16 +79,20 @@ class TaskKeys:
         self.partition = np.zeros(0, dtype=np.int32)
 
     def ids(self, keys: pa.Array) -> np.ndarray:
-        """The ids of a chunk's keys, new keys added (their stored count and partition looked up once)."""
+        """The ids of a chunk's keys, new keys added (their stored count, in one ``stored`` call, and partition
+        looked up once). Whatever ``stored`` raises leaves the keys as they were."""
         ids, seen = ids_with_new(keys, self.keys)
         if len(seen) > len(self.keys):
             raw = seen.slice(len(self.keys)).to_pylist()
-            stored = [self.initial.get(k) for k in raw]
-            low = np.iinfo(np.int64).min
-            self.count = np.concatenate([self.count, np.array([0 if s is None else s[1] for s in stored], np.int64)])
-            self.timestamp = np.concatenate(
-                [self.timestamp, np.array([low if s is None else s[0] for s in stored], np.int64)]
-            )
+            new = len(raw)
+            counts = np.zeros(new, np.int64)
+            timestamps = np.full(new, np.iinfo(np.int64).min, np.int64)
+            if self.stored is not None:
+                for i, held in enumerate(self.stored(raw)):
+                    if held is not None:
+                        timestamps[i], counts[i] = held
+            self.count = np.concatenate([self.count, counts])
+            self.timestamp = np.concatenate([self.timestamp, timestamps])
             self.partition = np.concatenate(
                 [self.partition, np.array([partition_for_key(k, self.partitions) for k in raw], np.int32)]
             )

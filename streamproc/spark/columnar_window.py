@@ -528,7 +528,7 @@ def run_columnar_window(
     fold: _LoopFold | _CountFold = _CountFold(plan) if counts_windows(plan.processor) else _LoopFold(plan)
     if isinstance(fold, _CountFold):
         logger.debug("task [%s] folds the windowed count() over columns, no aggregator call per update", task)
-    sink_keys = TaskKeys({}, plan.sink_partitions)
+    sink_keys = TaskKeys(plan.sink_partitions)
     processed = 0
     last_offset = -1
     max_timestamp = UNKNOWN

@@ -155,6 +155,11 @@ class KeyValueBytesStore(Protocol):
 
     def get(self, key: bytes) -> bytes | None: ...
 
+    def get_many(self, keys: Sequence[bytes]) -> list[bytes | None]:
+        """``get`` of each key, in order, in one call (RocksDB's ``multiGet``): a columnar task looks up the keys a
+        chunk brings without a call per key or a scan of the whole store."""
+        ...
+
     def put(self, key: bytes, value: bytes | None) -> None:
         """``value`` ``None`` deletes ``key``."""
         ...
@@ -193,6 +198,9 @@ class InMemoryKeyValueBytesStore:
 
     def get(self, key: bytes) -> bytes | None:
         return self._data.get(key)
+
+    def get_many(self, keys: Sequence[bytes]) -> list[bytes | None]:
+        return list(map(self._data.get, keys))
 
     def put(self, key: bytes, value: bytes | None) -> None:
         data = self._data

@@ -31,12 +31,13 @@ from streamproc.errors import StreamprocError, StreamsError
 from streamproc.spark import columnar_count
 from streamproc.spark.columnar_count import PER_RECORD_ENV
 from streamproc.spark.task_output import TaskObjects
-from streamproc.spark.task_runner import TaskWork, run_task
+from streamproc.spark.task_runner import RestoreRange, TaskWork, run_task
 from streamproc.storage import LocalObjectStore
 from tests.unit.spark.test_columnar_count import (
     _BYTES,
     _LONG,
     _ROWS,
+    CHANGELOG,
     COLUMNAR,
     ONE,
     PER_RECORD,
@@ -252,6 +253,44 @@ def test_a_raising_function_fails_the_task_as_per_record(
     assert isinstance(columnar, StreamsError)
     assert "Exception caught in process. taskId=0_0, processor=KSTREAM-MAPVALUES-" in str(columnar)
     assert "offset=1" in str(columnar)
+
+
+@pytest.mark.parametrize(
+    ("bad_key", "node", "offset"),
+    [(b"a", "KSTREAM-AGGREGATE-", 0), (b"c", "KSTREAM-MAPVALUES-", 1)],
+    ids=["the count's read first", "the function first"],
+)
+def test_a_stored_value_that_is_not_a_count_and_a_raising_function_fail_as_per_record(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, bad_key: bytes, node: str, offset: int
+) -> None:
+    """Per record, the first record in offset order that fails ends the task: the count's read of a stored value
+    that is not a count (``a`` at offset 0, after the chain let it through) or the function (at offset 1, before the
+    count reads ``c`` at offset 3)."""
+    root = tmp_path / "store"
+    store = LocalObjectStore(root)
+    start, end = _stage(store, SOURCE, _FAILING_ROWS, 0)
+    changelog = _stage(store, CHANGELOG, [(bad_key, b"\x01\x02", 1, ())], 0)
+    CHAIN[:] = [("map_values_with_key", "boom", _boom)]
+    restores = (RestoreRange("counts", CHANGELOG, 0, *changelog),)
+    caplog.clear()
+    outcomes = []
+    for plan, per_record in ((COLUMNAR, False), (PER_RECORD, True)):
+        work = dataclasses.replace(_chain_work(root, plan, "chain_count", (start, end, -1)), restores=restores)
+        if per_record:
+            os.environ[PER_RECORD_ENV] = "1"
+        try:
+            with caplog.at_level(logging.INFO, logger="streamproc.spark.task_runner"):
+                with pytest.raises(StreamsError) as failed:
+                    run_task(work)
+        finally:
+            os.environ.pop(PER_RECORD_ENV, None)
+        outcomes.append(failed.value)
+    assert "runs the columnar count" in caplog.text
+    columnar, by_record = outcomes
+    assert str(columnar) == str(by_record)
+    assert type(columnar.__cause__) is type(by_record.__cause__)
+    assert str(columnar.__cause__) == str(by_record.__cause__)
+    assert f"processor={node}" in str(columnar) and f"offset={offset}" in str(columnar)
 
 
 def test_a_value_the_sink_rejects_fails_the_task_as_per_record(

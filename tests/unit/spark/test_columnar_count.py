@@ -278,14 +278,119 @@ def test_an_ineligible_task_runs_per_record_and_says_why(
     assert "runs per record, not the columnar count: " in caplog.text and reason in caplog.text
 
 
-def test_a_stored_value_that_is_not_a_count_runs_per_record(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def _outcome(
+    root: Path, plan: str, inputs: tuple[int, int, int], restore: tuple[int, int] | None, *, per_record: bool
+) -> Any:
+    """One run of ``count_logged``: its report, or the error it failed with."""
+    import os
+
+    if per_record:
+        os.environ[PER_RECORD_ENV] = "1"
+    try:
+        outcome: Any = run_task(_work(root, plan, "count_logged", inputs, restore))
+    except StreamprocError as exc:
+        outcome = exc
+    finally:
+        os.environ.pop(PER_RECORD_ENV, None)
+    return outcome
+
+
+def _assert_same_outcome(
+    root: Path, scratch: Path, inputs: tuple[int, int, int], restore: tuple[int, int] | None, caplog: Any
+) -> Any:
+    """Run columnar (asserting it was) and per record: the same error (type, message, cause) and nothing published,
+    or the same report, objects and store. Returns the columnar outcome."""
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="streamproc.spark.task_runner"):
+        columnar = _outcome(root, COLUMNAR, inputs, restore, per_record=False)
+    assert "runs the columnar count" in caplog.text
+    per_record = _outcome(root, PER_RECORD, inputs, restore, per_record=True)
+    if isinstance(per_record, Exception):
+        assert type(columnar) is type(per_record), columnar
+        assert str(columnar) == str(per_record)
+        assert type(columnar.__cause__) is type(per_record.__cause__)
+        assert str(columnar.__cause__) == str(per_record.__cause__)
+        for plan in (COLUMNAR, PER_RECORD):  # a failed task publishes nothing: no report, no outputs
+            assert not (root / TaskObjects(plan, TaskId.parse("0_0")).report).exists()
+            assert _objects(root, plan) == {}
+        return columnar
+    assert isinstance(columnar, dict), columnar
+    _assert_same(root, scratch, columnar, per_record)
+    return columnar
+
+
+#: Changelog values that restore as stored values of 8, 10 and 17 bytes: not ``ts ‖ Long``.
+_NOT_A_LONG = [b"", b"\x01\x02", b"\x00" * 9]
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 256])
+@pytest.mark.parametrize("bad", _NOT_A_LONG, ids=["8 bytes", "10 bytes", "17 bytes"])
+def test_a_stored_value_that_is_not_a_count_fails_the_task_as_per_record(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, chunk: int, bad: bytes
+) -> None:
+    """The per-record count reads the key's stored value when a record brings it (``get_for_update``): the Long
+    deserializer's size error, through the ``LogAndFail`` handler, ends the task at the first such record; the columnar
+    count looks the key up when it first sees it and ends the same way. ``y``'s bad value is first in the store, but
+    ``z``'s first record comes first."""
+    root = tmp_path / "store"
+    store = LocalObjectStore(root)
+    rows: list[Record] = [(b"a", b"v", 1, ()), (b"b", b"v", 2, ()), (b"z", b"v", 3, ()), (b"y", b"v", 4, ())]
+    start, end = _stage(store, SOURCE, [*rows, (b"z", b"v", 5, ())], 0)
+    restore = _stage(
+        store, CHANGELOG, [(b"a", (3).to_bytes(8, "big"), 1, ()), (b"y", bad, 1, ()), (b"z", bad, 1, ())], 0
+    )
+    before = columnar_count.CHUNK_ROWS
+    columnar_count.CHUNK_ROWS = chunk
+    try:
+        failure = _assert_same_outcome(root, tmp_path, (start, end, -1), restore, caplog)
+    finally:
+        columnar_count.CHUNK_ROWS = before
+    assert "Exception caught in process. taskId=0_0, processor=KSTREAM-AGGREGATE-" in str(failure)
+    assert "offset=2" in str(failure)
+    assert "Size of data received by LongDeserializer is not 8" in str(failure.__cause__)
+
+
+def test_a_stored_value_that_is_not_a_count_is_not_read_unless_the_input_brings_its_key(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Neither path reads a key the input does not bring: both runs succeed, with the same files and store (the bad
+    value kept as it was)."""
     store = LocalObjectStore(tmp_path / "store")
-    start, end = _stage(store, SOURCE, [(b"a", b"v", 1, ())], 0)
-    restore = _stage(store, CHANGELOG, [(b"z", b"\x01\x02", 1, ())], 0)
-    with caplog.at_level(logging.DEBUG, logger="streamproc.spark.task_runner"):
-        report = run_task(_work(tmp_path / "store", ONE, "count_logged", (start, end, -1), restore))
-    assert "holds a value of 10 bytes, not a timestamp and a Long" in caplog.text
-    assert report["records_processed"] == 1
+    start, end = _stage(store, SOURCE, [(b"a", b"v", 1, ()), (b"b", b"v", 2, ())], 0)
+    restore = _stage(store, CHANGELOG, [(b"a", (3).to_bytes(8, "big"), 1, ()), (b"z", b"\x01\x02", 1, ())], 0)
+    columnar, per_record = _both(tmp_path / "store", "count_logged", (start, end, -1), restore, caplog)
+    _assert_same(tmp_path / "store", tmp_path, columnar, per_record)
+    assert columnar["records_processed"] == 2
+    assert (b"z", (1).to_bytes(8, "big") + b"\x01\x02") in _store_entries(tmp_path / "store", COLUMNAR, tmp_path)
+
+
+_STORED_OR_NOT_A_LONG = st.dictionaries(
+    _KEYS, st.binary(min_size=8, max_size=8) | st.sampled_from(_NOT_A_LONG), max_size=4
+)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=_ROWS, stored=_STORED_OR_NOT_A_LONG, chunk=st.sampled_from([1, 7, 256]))
+def test_stored_values_that_may_not_be_counts_end_both_paths_the_same_way(
+    tmp_path_factory: pytest.TempPathFactory,
+    caplog: pytest.LogCaptureFixture,
+    rows: list[Record],
+    stored: dict[bytes, bytes],
+    chunk: int,
+) -> None:
+    """Whatever the store holds for the keys the input brings or not: the same error and nothing published, or the
+    same files, store and report."""
+    scratch = tmp_path_factory.mktemp("stored")
+    root = scratch / "store"
+    store = LocalObjectStore(root)
+    start, end = _stage(store, SOURCE, [(k, v, ts, tuple(h)) for k, v, ts, h in rows], 5)
+    restore = _stage(store, CHANGELOG, [(k, v, 1, ()) for k, v in stored.items()], 0) if stored else None
+    before = columnar_count.CHUNK_ROWS
+    columnar_count.CHUNK_ROWS = chunk
+    try:
+        _assert_same_outcome(root, scratch, (start, end, -1), restore, caplog)
+    finally:
+        columnar_count.CHUNK_ROWS = before
 
 
 def test_the_environment_variable_forces_the_per_record_path(

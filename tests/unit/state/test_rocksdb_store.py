@@ -22,7 +22,14 @@ from streamproc.state.rocksdb_store import (
     rocksdb_segmented_store,
 )
 from streamproc.state.store_type import StoreType
-from streamproc.state.stores import StoreContext, TimestampedKeyValueStore, ValueAndTimestamp, WindowStore
+from streamproc.state.stores import (
+    InMemoryKeyValueBytesStore,
+    KeyValueBytesStore,
+    StoreContext,
+    TimestampedKeyValueStore,
+    ValueAndTimestamp,
+    WindowStore,
+)
 
 
 def raw_contents(path: Path, column_family: str | None = None) -> list[tuple[bytes, bytes]]:
@@ -170,4 +177,25 @@ def test_restore_batch_into_rocksdb(tmp_path: Path) -> None:
         ("k1", ValueAndTimestamp("v7", 107)),
         ("k2", ValueAndTimestamp("v8", 108)),
     ]
+    store.close()
+
+
+@pytest.mark.parametrize("kind", ["rocksdb", "in-memory"])
+def test_get_many_answers_as_get_does_key_by_key(tmp_path: Path, kind: str) -> None:
+    """``get_many``: each key's ``get`` in order (duplicates, absent keys, the RocksDB store's pending writes and
+    deletes over what RocksDB holds), in one call."""
+    store: KeyValueBytesStore
+    if kind == "rocksdb":
+        store = RocksDBKeyValueBytesStore("s", tmp_path / "s", StoreType.TIMESTAMPED_KEY_VALUE)
+    else:
+        store = InMemoryKeyValueBytesStore()
+    store.write_all([(b"a", b"1"), (b"b", b"2"), (b"c", b"3")])  # RocksDB: written through, nothing pending
+    keys = [b"c", b"x", b"a", b"c", b""]
+    assert store.get_many(keys) == [store.get(k) for k in keys] == [b"3", None, b"1", b"3", None]
+    store.put(b"a", b"1'")
+    store.put(b"b", None)
+    store.put(b"d", b"4")
+    keys = [b"a", b"b", b"c", b"d", b"x"]
+    assert store.get_many(keys) == [store.get(k) for k in keys] == [b"1'", None, b"3", b"4", None]
+    assert store.get_many([]) == []
     store.close()
