@@ -27,7 +27,10 @@ prereq:
 $(STAMP): requirements.lock pyproject.toml streamproc/engine/_bulk_kernel.c | prereq
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
-	$(BIN)/uv pip sync --quiet --python $(BIN)/python requirements.lock
+	@# --compile-bytecode: .pyc files written once here, so no process (Spark's Python workers, Airflow's CLI and
+	@# task runners, the tests' subprocesses) compiles the modules it imports from source at each start, which it
+	@# does wherever PYTHONDONTWRITEBYTECODE is set (≈ 0.3 CPU-s of pandera and numpy.ma per Spark worker)
+	$(BIN)/uv pip sync --quiet --compile-bytecode --python $(BIN)/python requirements.lock
 	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps --reinstall-package streamproc -e .
 	@# the repository's tooling (streamproc_dev: services, demo, conformance), which the wheel does not carry, is
 	@# importable in this venv from any directory (Airflow and Spark processes of the demo import it): the .pth names a
