@@ -8,10 +8,10 @@ planning, from the global checkpoint or the log start); ``fetch`` staged those r
 our instance: Spark reuses it for task after task (``spark.python.worker.reuse``, the default; ``local[N]`` has N),
 so the first task of a run that a worker runs bootstraps the stores (:func:`worker_global_stores`) and the worker's
 later tasks of that run reuse them instead of replaying the global topics again. Sharing is safe because a stream
-task only reads a global store (Kafka's ``ProcessorContextImpl#getStateStore`` hands it a read-only decorator;
-streamproc's stream tasks and DSL processors only read it through ``get_state_store``/value getters, never flush or
-close it) and because nothing a global store carries points at a stream task: its ``StoreContext`` is wired to the
-global task's own context and dropped-records sensor (``GlobalStateUpdateTask.__init__``), while
+task only reads a global store (Kafka's ``ProcessorContextImpl#getStateStore`` hands it a read-only decorator; a
+task gets :attr:`GlobalStores.read_only`, ``engine/global_state_task.py``'s ``read_only_view`` of each, whose writes,
+flush and close raise) and because nothing a global store carries points at a stream task: its ``StoreContext`` is
+wired to the global task's own context and dropped-records sensor (``GlobalStateUpdateTask.__init__``), while
 ``ProcessorStateManager.attach`` only rewires the task's own stores.
 
 What decides the stores' contents is the :class:`GlobalStoresKey` (plan, application, topology, staging store, global
@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from streamproc.engine.deserialization_handler import DeserializationExceptionHandler
-from streamproc.engine.global_state_task import GlobalStateUpdateTask
+from streamproc.engine.global_state_task import GlobalStateUpdateTask, read_only_view
 from streamproc.engine.records import TopicPartition
 from streamproc.engine.topology import Topology
 from streamproc.engine.topology_builder import global_store_builders
@@ -84,6 +84,8 @@ class GlobalStores:
     task: GlobalStateUpdateTask
     stores: dict[str, StateStore]
     restored: dict[str, int]
+    #: The stores as stream tasks get them: read-only views (``engine.global_state_task.read_only_view``).
+    read_only: dict[str, StateStore]
 
     @property
     def dropped(self) -> dict[str, int]:
@@ -158,7 +160,7 @@ def bootstrap_global_stores(
         restored,
         f"; {dropped} record(s) dropped by the deserialization exception handler" if dropped else "",
     )
-    return GlobalStores(global_task, stores, restored)
+    return GlobalStores(global_task, stores, restored, {name: read_only_view(s) for name, s in stores.items()})
 
 
 @dataclass(frozen=True, slots=True)

@@ -294,7 +294,7 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                     window,
                 )
                 partitions = [TopicPartition(r.topic, r.partition) for r in work.inputs]
-                stores = dict(state.stores) if global_stores is None else {**state.stores, **global_stores.stores}
+                stores = dict(state.stores) if global_stores is None else {**state.stores, **global_stores.read_only}
                 task = StreamTask(task_id, graph, partitions, config=config, stores=stores, collector=collector)
                 state.attach(task.context)
                 inputs = tuple(

@@ -4,7 +4,7 @@ Two applications read the same orders and products, in three phases; before each
 tombstone) and new orders are produced:
 
 - ``resumed``: ``GlobalJoinResumeApp`` runs phase 1 and stops; ``streamproc run`` (plan, fetch, process on Spark,
-  hand-off into the app's state dir) runs phase 2, every task bootstrapping the global store from the products
+  hand-off into the app's state dir) runs phase 2, each worker bootstrapping the global store from the products
   topic (from the app's own ``global/.checkpoint`` and a copy of its global store, to the planned end); the app
   restarts for phase 3.
 - ``alone``: the same app runs every phase itself.
