@@ -98,7 +98,7 @@ def amounts_lookup() -> tuple[Topology, TaskConfig]:
     return t, TaskConfig(deserialization_exception_handler=LogAndContinueExceptionHandler())
 
 
-def _stage(
+def stage_rows(
     store: LocalObjectStore, topic: str, partition: int, rows: list[tuple[str, bytes | None]]
 ) -> tuple[int, int]:
     records: list[RawRecord] = [
@@ -109,27 +109,31 @@ def _stage(
     return 0, len(rows)
 
 
-@pytest.fixture
-def staged(tmp_path: Path) -> Iterator[tuple[Path, list[GlobalRestoreRange]]]:
-    """Two partitions of amounts (one value undecodable) and of orders, staged; the worker's stores released after."""
-    store = LocalObjectStore(tmp_path / "staging")
+def stage_amounts_and_orders(store: LocalObjectStore) -> list[GlobalRestoreRange]:
+    """Two partitions of amounts (one value undecodable) and of orders, staged; returns the global ranges."""
     four = _INTEGER.serializer.serialize
     amounts = [
         [("a0", four("amounts", 10)), ("a1", b"abc")],
         [("a2", four("amounts", 12)), ("a3", four("amounts", 13))],
     ]
-    ranges = [
-        GlobalRestoreRange("amounts", "amounts", p, *_stage(store, "amounts", p, rows))
+    for p in range(2):
+        stage_rows(store, "orders", p, [(f"o{p}-{i}", f"a{i + p}".encode()) for i in range(4)])
+    return [
+        GlobalRestoreRange("amounts", "amounts", p, *stage_rows(store, "amounts", p, rows))
         for p, rows in enumerate(amounts)
     ]
-    for p in range(2):
-        _stage(store, "orders", p, [(f"o{p}-{i}", f"a{i + p}".encode()) for i in range(4)])
+
+
+@pytest.fixture
+def staged(tmp_path: Path) -> Iterator[tuple[Path, list[GlobalRestoreRange]]]:
+    """:func:`stage_amounts_and_orders` under ``tmp_path``; this process's global stores released before and after."""
+    ranges = stage_amounts_and_orders(LocalObjectStore(tmp_path / "staging"))
     GLOBAL_STATE_MANAGER.release()
     yield tmp_path, ranges
     GLOBAL_STATE_MANAGER.release()
 
 
-def _work(root: Path, plan_id: str, partition: int, ranges: list[GlobalRestoreRange]) -> TaskWork:
+def global_work(root: Path, plan_id: str, partition: int, ranges: list[GlobalRestoreRange]) -> TaskWork:
     return TaskWork(
         plan_id=plan_id,
         application_id="global-app",
@@ -145,7 +149,7 @@ def _work(root: Path, plan_id: str, partition: int, ranges: list[GlobalRestoreRa
     )
 
 
-def _outputs(root: Path, plan_id: str, partition: int) -> list[tuple[str, str]]:
+def task_outputs(root: Path, plan_id: str, partition: int) -> list[tuple[str, str]]:
     table = pq.read_table(root / "staging" / TaskObjects(plan_id, TaskId(1, partition)).output("out", 0))
     return [(k.decode(), v.decode()) for k, v in zip(*table.select(["key", "value"]).to_pydict().values(), strict=True)]
 
@@ -165,14 +169,14 @@ def test_a_worker_bootstraps_a_runs_global_stores_once_and_its_tasks_reuse_them(
     root, ranges = staged
     before = GLOBAL_STATE_MANAGER.bootstraps
     with caplog.at_level(logging.INFO, logger="streamproc.spark.global_stores"):
-        first, second = (run_task(_work(root, "00000000000000a1", p, ranges)) for p in range(2))
+        first, second = (run_task(global_work(root, "00000000000000a1", p, ranges)) for p in range(2))
     assert GLOBAL_STATE_MANAGER.bootstraps == before + 1
     assert [m for m in caplog.messages if "restored global stores" in m] == [
         "task [1_0] restored global stores {'amounts': 3}; 1 record(s) dropped by the deserialization exception handler"
     ]
     assert (first["global_bootstrapped"], second["global_bootstrapped"]) == (True, False)
     assert first["global_restored"] == second["global_restored"] == {"amounts": 3}
-    assert [_outputs(root, "00000000000000a1", p) for p in range(2)] == EXPECTED
+    assert [task_outputs(root, "00000000000000a1", p) for p in range(2)] == EXPECTED
     current = GLOBAL_STATE_MANAGER.current
     assert current is not None and current.directory is not None and current.directory.parent == root
     shared_directory = current.directory
@@ -180,15 +184,15 @@ def test_a_worker_bootstraps_a_runs_global_stores_once_and_its_tasks_reuse_them(
     # each task bootstrapping its own (as before the worker shared them) gives the same outputs
     for p in range(2):
         GLOBAL_STATE_MANAGER.release()
-        alone = run_task(_work(root, "00000000000000b1", p, ranges))
-        assert alone["global_bootstrapped"] and _outputs(root, "00000000000000b1", p) == EXPECTED[p]
+        alone = run_task(global_work(root, "00000000000000b1", p, ranges))
+        assert alone["global_bootstrapped"] and task_outputs(root, "00000000000000b1", p) == EXPECTED[p]
     assert GLOBAL_STATE_MANAGER.bootstraps == before + 3
     assert not shared_directory.exists()  # released: closed and deleted
 
     # another run (another key) bootstraps again, after deleting the previous run's stores
     previous = GLOBAL_STATE_MANAGER.current
     assert previous is not None and previous.directory is not None and previous.directory.exists()
-    other = run_task(dataclasses.replace(_work(root, "00000000000000c1", 1, ranges), application_id="other-app"))
+    other = run_task(dataclasses.replace(global_work(root, "00000000000000c1", 1, ranges), application_id="other-app"))
     assert other["global_bootstrapped"] and GLOBAL_STATE_MANAGER.bootstraps == before + 4
     assert not previous.directory.exists()
 
@@ -197,7 +201,7 @@ def test_the_bootstraps_drops_reach_one_report_of_the_run(staged: tuple[Path, li
     """The undecodable amount is dropped by every bootstrap, but counted once: in the designated task's report,
     whichever task bootstrapped (here the designated one runs second and reuses the stores)."""
     root, ranges = staged
-    second, first = (run_task(_work(root, "00000000000000d1", p, ranges)) for p in (1, 0))
+    second, first = (run_task(global_work(root, "00000000000000d1", p, ranges)) for p in (1, 0))
     assert (first["global_bootstrapped"], second["global_bootstrapped"]) == (False, True)
     assert (first["global_dropped"], second["global_dropped"]) == ({"deserialization": 1}, {})
     assert first["dropped"] == second["dropped"] == {}  # the task's own drops: none
