@@ -93,7 +93,8 @@ def read_only_view(store: _S) -> _S:
     view_class = _read_only_classes.get(cls)
     if view_class is None:
         refused = {name: _refuse(name) for name in _WRITES if hasattr(cls, name)}
-        view_class = _read_only_classes[cls] = type(f"ReadOnly{cls.__name__}", (cls,), refused)
+        # no new slots or __dict__: the copy can take the subclass (same layout)
+        view_class = _read_only_classes[cls] = type(f"ReadOnly{cls.__name__}", (cls,), {"__slots__": (), **refused})
     view = copy.copy(store)
     view.__class__ = view_class
     return view
