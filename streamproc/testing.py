@@ -50,7 +50,7 @@ from typing import Any, Generic, TypeVar, cast
 
 from streamproc.engine.deserialization_handler import LogAndContinueExceptionHandler
 from streamproc.engine.dropped_records import DroppedRecord
-from streamproc.engine.global_state_task import GlobalStateUpdateTask
+from streamproc.engine.global_state_task import GlobalStateUpdateTask, read_only_view
 from streamproc.engine.partitioner import partition_for_key
 from streamproc.engine.processor_topology import CollectedRecord, ProcessorTopology, RecordCollector, SinkNode
 from streamproc.engine.records import ConsumerRecord, Headers, TopicPartition
@@ -209,7 +209,7 @@ class TopologyTestDriver:
                 graph,
                 owned,
                 config=self.config,
-                stores={**stores, **self._global_stores},
+                stores={**stores, **{name: read_only_view(s) for name, s in self._global_stores.items()}},
                 wall_clock=self._clock,
                 collector=self._collector,
             )

@@ -25,13 +25,19 @@ letter queue records fails here: the global context has no record collector (in 
 The global processor context has no stream time and cannot schedule (Kafka throws
 ``UnsupportedOperationException``); ``commit`` does nothing; drops count under task ``-1_-1`` (Kafka's
 ``GlobalProcessorContextImpl`` task id).
+
+A stream task reads a global store but never writes it: Kafka's ``ProcessorContextImpl#getStateStore`` hands a
+stream processor a read-only decorator of a global store (``AbstractReadOnlyDecorator``: put, delete, flush, init
+and close throw "Global store is read only"). :func:`read_only_view` is that decorator; stream tasks get global
+stores only through it, so one task's processor cannot change what another task (sharing the stores) reads.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
-from collections.abc import Iterable, Mapping
-from typing import Any, cast
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar, cast
 
 from streamproc.engine.deserialization_handler import DeserializationExceptionHandler, LogAndFailExceptionHandler
 from streamproc.engine.dropped_records import DroppedRecordsSensor
@@ -52,6 +58,46 @@ logger = logging.getLogger(__name__)
 
 #: ``GlobalProcessorContextImpl``'s task id: what the global task's drops and logs are counted under.
 GLOBAL_TASK_ID = TaskId(-1, -1)
+
+#: ``AbstractReadOnlyDecorator.ERROR_MESSAGE``: a stream task wrote to (or flushed, closed) a global store.
+READ_ONLY_MESSAGE = "Global store is read only"
+#: What the read-only decorator refuses: every method of a store that writes it or ends it.
+_WRITES = (
+    "put",
+    "put_if_absent",
+    "put_all",
+    "delete",
+    "remove",
+    "write_all",
+    "restore_batch",
+    "flush",
+    "close",
+    "destroy",
+)
+_read_only_classes: dict[type, type] = {}
+
+_S = TypeVar("_S")
+
+
+def _refuse(method: str) -> Callable[..., Any]:
+    def refused(self: Any, *args: Any, **kwargs: Any) -> Any:
+        raise StateError(f"{READ_ONLY_MESSAGE}: a stream task called {method}() on global store {self.name}")
+
+    return refused
+
+
+def read_only_view(store: _S) -> _S:
+    """``store`` as a stream task sees a global store: the same data (a shallow copy sharing its storage, of a
+    subclass of its class, so ``isinstance`` checks of processors still hold) whose write methods raise."""
+    cls = type(store)
+    view_class = _read_only_classes.get(cls)
+    if view_class is None:
+        refused = {name: _refuse(name) for name in _WRITES if hasattr(cls, name)}
+        # no new slots or __dict__: the copy can take the subclass (same layout)
+        view_class = _read_only_classes[cls] = type(f"ReadOnly{cls.__name__}", (cls,), {"__slots__": (), **refused})
+    view = copy.copy(store)
+    view.__class__ = view_class
+    return view
 
 
 class _GlobalTaskHandle:

@@ -179,7 +179,7 @@ def task_work(
             )
         )
     work: list[TaskWork] = []
-    for task in plan.tasks:
+    for index, task in enumerate(plan.tasks):
         inputs = []
         for name in task.source_partitions:
             r = ranges.get(name)
@@ -202,6 +202,8 @@ def task_work(
                 fail_before_report=(fail_first_attempt or "").partition(":")[0] == task.task_id,
                 crash_before_report=fail_first_attempt == f"{task.task_id}:crash",
                 global_restores=tuple(global_restores),
+                # the global bootstrap's drops are the run's: one report carries them (spark/global_stores.py)
+                reports_global_drops=index == 0 and bool(global_restores),
             )
         )
     return work
@@ -480,4 +482,7 @@ def process(
             report["dropped"],
             report["stream_time"],
         )
+    global_dropped = {k: n for r in reports for k, n in r.get("global_dropped", {}).items()}
+    if global_dropped:
+        logger.info("global stores: the bootstrap dropped %s record(s) (task -1_-1)", global_dropped)
     return reports

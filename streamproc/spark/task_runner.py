@@ -4,7 +4,8 @@ Nothing here imports Spark: :func:`run_task` takes a :class:`TaskWork` (small, p
 returns the task's report, so it is tested directly and run identically inside a Spark executor.
 
 Steps: skip when the task's report exists (a re-run); check every input and changelog range is staged; bootstrap the
-global stores from the global topics' ranges (``spark/global_stores.py``); restore the stores
+global stores from the global topics' ranges, or reuse those this Python worker bootstrapped for an earlier task of
+the run (``spark/global_stores.py``); restore the stores
 (``ProcessorStateManager`` into RocksDB under the executor's local directory, from the plan's changelog ranges); run
 the task (``AssignedStreamsTasks``: restoring → running → to the end of its inputs); publish outputs, changelog
 records, drops and the store bundle; publish the report last (the commit marker).
@@ -48,7 +49,7 @@ from streamproc.engine.validation import ValidatingSourceNode, prevalidated
 from streamproc.errors import ConfigError, ProcessingError, StateError
 from streamproc.spark.columnar_count import CountPlan, columnar_count_plan, run_columnar_count
 from streamproc.spark.columnar_window import WindowPlan, columnar_window_plan, run_columnar_window
-from streamproc.spark.global_stores import GlobalRestoreRange, GlobalStores, bootstrap_global_stores
+from streamproc.spark.global_stores import GlobalRestoreRange, GlobalStoresKey, worker_global_stores
 from streamproc.spark.task_input import read_records, staged_range
 from streamproc.spark.task_output import (
     TaskChangelogCollector,
@@ -120,8 +121,12 @@ class TaskWork:
     fail_before_report: bool = False
     #: With ``fail_before_report``: kill the Python worker instead of raising (the driver's ``_run_partition``).
     crash_before_report: bool = False
-    #: Every global store's topic ranges (the same for every task): restored before the task processes.
+    #: Every global store's topic ranges (the same for every task): restored before the task processes, once per
+    #: Python worker and run (``spark/global_stores.py``).
     global_restores: tuple[GlobalRestoreRange, ...] = ()
+    #: This task's report carries the global bootstrap's drops (``global_dropped``): the driver sets it on one task
+    #: of the run, so they are counted once however many workers bootstrap.
+    reports_global_drops: bool = False
 
 
 def load_topology(reference: str) -> tuple[Topology, TaskConfig]:
@@ -220,15 +225,15 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
         copied = work.state_dir is not None and copy_task_directory(work, task_id, state_directory)
         if work.state_dir is not None:
             check_checkpoint(work, state_directory.task_dir_path(task_id))
-        global_stores: GlobalStores | None = None
         try:
-            global_stores = bootstrap_global_stores(
+            global_key = GlobalStoresKey(
+                work.plan_id, work.application_id, work.topology, work.store_uri, work.global_restores, work.state_dir
+            )
+            global_stores, global_bootstrapped = worker_global_stores(
+                global_key,
                 topology,
-                work.global_restores,
                 object_store=store,
-                application_id=work.application_id,
-                state_root=work_dir / "global-state",
-                state_dir=work.state_dir,
+                local_dir=work.local_dir,
                 task=work.task_id,
                 deserialization_exception_handler=config.deserialization_exception_handler,
             )
@@ -289,7 +294,7 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                     window,
                 )
                 partitions = [TopicPartition(r.topic, r.partition) for r in work.inputs]
-                stores = dict(state.stores) if global_stores is None else {**state.stores, **global_stores.stores}
+                stores = dict(state.stores) if global_stores is None else {**state.stores, **global_stores.read_only}
                 task = StreamTask(task_id, graph, partitions, config=config, stores=stores, collector=collector)
                 state.attach(task.context)
                 inputs = tuple(
@@ -318,8 +323,7 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
         finally:
             if state.plan is not None:
                 state.close()  # the Python worker is reused between Spark tasks: never leave RocksDB open
-            if global_stores is not None:
-                global_stores.close()
+            # the global stores stay open for the worker's next task of the run (spark/global_stores.py)
             state_directory.unlock()
 
         written: dict[str, int] = {}
@@ -367,6 +371,11 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
             },
             "restored": dict(sorted(restored.items())),
             "global_restored": {} if global_stores is None else dict(sorted(global_stores.restored.items())),
+            "global_bootstrapped": global_bootstrapped,
+            # the run's global drops (task -1_-1), in the one report the driver chose for them
+            "global_dropped": {}
+            if global_stores is None or not work.reports_global_drops
+            else dict(sorted(global_stores.dropped.items())),
             "restored_from_state_dir": copied,
             # which way the records ran: over columns (spark/columnar_count.py) or one record at a time
             "execution": "columnar"

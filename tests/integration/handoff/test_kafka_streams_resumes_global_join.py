@@ -4,7 +4,7 @@ Two applications read the same orders and products, in three phases; before each
 tombstone) and new orders are produced:
 
 - ``resumed``: ``GlobalJoinResumeApp`` runs phase 1 and stops; ``streamproc run`` (plan, fetch, process on Spark,
-  hand-off into the app's state dir) runs phase 2, every task bootstrapping the global store from the products
+  hand-off into the app's state dir) runs phase 2, each worker bootstrapping the global store from the products
   topic (from the app's own ``global/.checkpoint`` and a copy of its global store, to the planned end); the app
   restarts for phase 3.
 - ``alone``: the same app runs every phase itself.
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +27,9 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
-from tests.integration.conftest import create_topic
+from tests.integration.conftest import create_topic, wait_for_leaders
 from tests.integration.handoff import topologies
 from tests.integration.handoff.test_handoff import read_all, run
-from tests.integration.spark.conftest import wait_for_leaders
 from tests.integration.state.test_kafka_streams_opens_state import app_classpath, compile_beside, run_java_app
 
 pytestmark = pytest.mark.integration
@@ -68,7 +67,7 @@ def run_app(classpath: str, bootstrap: str, app_id: str, state_dir: Path, end: i
     )
 
 
-def produce(bootstrap: str, topic: str, records: list[tuple[str, str | None, int]], *, by_index: bool) -> None:
+def produce(bootstrap: str, topic: str, records: Sequence[tuple[str, str | None, int]], *, by_index: bool) -> None:
     """Orders go to partition ``i % PARTITIONS``; products to the producer's choice (a global table reads all)."""
     producer = Producer({"bootstrap.servers": bootstrap})
     for i, (key, value, timestamp) in enumerate(records):
@@ -103,7 +102,7 @@ def test_kafka_streams_resumes_a_global_table_join_after_handoff(
     resumed_dir, alone_dir = tmp_path / "state", tmp_path / "alone"
     rng = random.Random(16)
     base = int(time.time() * 1000) - 3_600_000
-    products = [
+    products: list[list[tuple[str, str | None, int]]] = [
         [(p, f"name{k}-{p}", base + k * 10_000 + i) for i, p in enumerate(PRODUCT_IDS) if k == 0 or rng.random() < 0.5]
         for k in range(3)
     ]

@@ -6,6 +6,7 @@ What Kafka's driver outputs for the DSL's global-table programs is checked again
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -109,7 +110,7 @@ def test_bootstrap_reprocesses_through_the_processor_when_asked_and_loads_raw_re
         task.initialize()
         store = stores["names"]
         assert isinstance(store, KeyValueStore)
-        assert (store.get("n1"), store.get("n2").lower()) == (expected, "bob")
+        assert (store.get("n1"), str(store.get("n2")).lower()) == (expected, "bob")
 
 
 def test_a_global_table_bootstraps_with_each_records_timestamp_and_tombstones() -> None:
@@ -215,3 +216,43 @@ def test_the_test_driver_hands_an_undecodable_global_record_to_the_configured_ha
         orders.pipe_input("o1", "a1", 3)
         orders.pipe_input("o2", "a2", 4)
         assert out.read_key_values_to_list() == [("o1", "a1=null"), ("o2", "a2=9")]
+
+
+class WriteNames(Processor):
+    """A stream processor that (wrongly) writes the global store."""
+
+    def init(self, context: ProcessorContext) -> None:
+        self.store = context.get_state_store("names")
+
+    def process(self, record: Record[Any, Any]) -> None:
+        self.store.put(record.key, record.value)  # type: ignore[attr-defined]
+
+
+def test_a_stream_task_gets_a_global_store_read_only() -> None:
+    """Kafka's ``ProcessorContextImpl#getStateStore`` wraps a global store in a read-only decorator: a stream
+    processor reads it (still a ``KeyValueStore``), a write throws "Global store is read only" and changes nothing,
+    so tasks sharing the stores (``spark/global_stores.py``) cannot change what another reads."""
+    from streamproc.engine.global_state_task import read_only_view
+
+    t = processor_api_topology(reprocess=True)
+    t.add_processor("write", WriteNames, "orders")
+    with TopologyTestDriver(t, config()) as driver:
+        driver.create_input_topic("names", STRING, STRING).pipe_input("n1", "alice", 1)
+        with pytest.raises(Exception) as failed:  # the processing exception handler fails with it as the cause
+            driver.create_input_topic("orders", STRING, STRING).pipe_input("n1", "bob", 2)
+        cause: BaseException | None = failed.value
+        while cause is not None and not isinstance(cause, StateError):
+            cause = cause.__cause__
+        assert cause is not None and "Global store is read only" in str(cause)
+        store = driver.get_state_store("names")
+        assert isinstance(store, KeyValueStore) and store.get("n1") == "ALICE"
+    stores = build_global_stores(t)
+    view = read_only_view(stores["names"])
+    assert isinstance(view, KeyValueStore) and view.name == "names"
+    GlobalStateUpdateTask(t, stores, application_id="app").restore("names", [raw("names", 0, "k", "v")])
+    assert view.get("k") == "V"
+    writes: list[Callable[[], object]] = [lambda: view.put("k", "w"), lambda: view.delete("k"), view.flush, view.close]
+    for write in writes:
+        with pytest.raises(StateError, match="Global store is read only: a stream task called .* on global store"):
+            write()
+    assert view.get("k") == "V"
