@@ -1,4 +1,5 @@
-"""The DSL's ``groupByKey().count()`` (and stateless chains) of one task run over columns, not one record at a time.
+"""The DSL's ``groupByKey().count()``/``aggregate``/``reduce`` (and stateless chains) of one task run over columns,
+not one record at a time.
 
 A task whose sub-topology is exactly ``source → KSTREAM-AGGREGATE (count) → KTABLE-TOSTREAM → sink`` over one input
 partition gives, for every input record in offset order, one count update: the key's previous count + 1 and the
@@ -10,6 +11,20 @@ them a chunk of records at a time (state per key carried between chunks) and wri
 writes: the sink's records (key bytes, the count as a ``Long``, the new timestamp, the input's headers, the default
 partitioner's partition), the store's changelog records (the count, stamped with the new timestamp, no headers), one
 store ``put`` per distinct key at the end, and the task's :class:`~streamproc.engine.replay.ReplayResult`.
+
+The DSL's ``aggregate(initializer, aggregator)`` and ``reduce(reducer)`` with any user functions, a ``Long`` store
+and a ``Long`` sink value, take the same shape, but each update needs the user's function, so :class:`_LoopFold`
+calls it once per record in offset order with the per-record path's arguments (``KStreamAggregateProcessor`` /
+``KStreamReduceProcessor``: the initializer for a key the store does not hold, a key's first value as reduce's
+aggregate), in one Python loop over the chunk without a ``Record``/``Change`` per record. Each key's aggregate and
+timestamp are kept in lists by key id across chunks, seeded by the same batched store lookup as the count, and the
+store is written once per key at the end; the sink and changelog rows are built as Arrow columns. A new aggregate
+goes through the store's ``Long`` round trip (``columnar_output.stored_long``, shared with ``columnar_window.py``):
+what the serializer rejects (past ``Long``'s range, a ``bool``, ``bytes``) fails the task at the aggregate node as
+the store's ``put`` does per record; ``None`` is a tombstone (the key deleted, a changelog tombstone stamped with the
+record's timestamp, a null sink value stamped with the update's timestamp). The first record that fails (the user's
+function raising, the serializer, a stored value that is not a ``Long``, a chain function) ends the task with the
+per-record path's error, in offset order. ``count()`` keeps its numpy path (:func:`counts_keys`).
 
 The source may feed a stateless chain of the DSL's ``filter``/``filterNot``/``mapValues``/``selectKey``/``map``
 first (``columnar_chain.py``: the user's functions once per record, a loop per node over the chunk's keys and values
@@ -40,9 +55,10 @@ first record in offset order whose key holds such a value, or whose chain functi
 published. Such a value under a key the input does not bring is read by neither path.
 
 Set ``STREAMPROC_PER_RECORD_COUNT`` to a true value to force the per-record path (tests and the bench's
-before/after). ``tests/unit/spark/test_columnar_count.py``, ``test_columnar_chain.py`` and ``test_columnar_rekey.py``
-check with hypothesis that both paths give the same output and changelog files (byte for byte), store contents and
-report, and ``test_columnar_count.py`` that stored values that are not counts end both the same way.
+before/after). ``tests/unit/spark/test_columnar_count.py``, ``test_columnar_aggregate.py``, ``test_columnar_chain.py``
+and ``test_columnar_rekey.py`` check with hypothesis that both paths give the same output and changelog files (byte
+for byte), store contents and report, ``test_columnar_count.py`` that stored values that are not counts end both the
+same way, and ``test_columnar_aggregate.py`` that tombstones, rejected aggregates and raising functions do.
 """
 
 from __future__ import annotations
@@ -62,6 +78,7 @@ import pyarrow.parquet as pq
 from streamproc.dsl.internals.kstream_aggregate import (
     NULL_KEY_OR_VALUE_MESSAGE,
     KStreamAggregateProcessor,
+    KStreamReduceProcessor,
     count_initializer,
 )
 from streamproc.dsl.internals.processor_support import LOG as record_dropped_log
@@ -77,7 +94,9 @@ from streamproc.engine.stream_task import CommittableOffset, TaskConfig
 from streamproc.engine.timestamp_extractor import ExtractRecordMetadataTimestamp, FailOnInvalidTimestamp
 from streamproc.spark.columnar_chain import Failure, StatelessStep, processing_failure, run_chain
 from streamproc.spark.columnar_groups import grouped_running_count, grouped_running_max, last_positions
-from streamproc.spark.columnar_output import StoredCounts, TaskKeys, longs, send, send_changes
+from streamproc.spark.columnar_output import LONG_MAX as _LONG_MAX
+from streamproc.spark.columnar_output import LONG_MIN as _LONG_MIN
+from streamproc.spark.columnar_output import StoredCounts, TaskKeys, longs, send, send_changes, stored_long
 from streamproc.spark.columnar_shape import after_to_stream, bytes_source, plain_sink, stateless_chain
 from streamproc.spark.columnar_shape import serde_is as _is
 from streamproc.spark.task_input import StagedRange, open_segment, open_upstream, task_batches
@@ -118,13 +137,16 @@ class CountPlan:
     sink_topic: str
     sink_name: str
     sink_partitions: int
-    #: The count's processor node (``KSTREAM-AGGREGATE-…``), which a stored value that is not a count fails at;
-    #: ``None`` without a count.
+    #: The count's (or aggregate's, reduce's) processor node (``KSTREAM-AGGREGATE-…``, ``KSTREAM-REDUCE-…``), which
+    #: a stored value that is not a ``Long`` fails at, and a raising aggregator; ``None`` without a count.
     count_node: str | None
     #: The stateless nodes between the source and the count or sink, in order.
     steps: tuple[StatelessStep, ...] = ()
     #: Upstream output objects whose records follow the staged ones (``task_input.task_batches``).
     appended: tuple[str, ...] = ()
+    #: An ``aggregate``/``reduce`` with the user's functions, folded by a Python loop (:class:`_LoopFold`); ``None``
+    #: for ``count()`` (vectorised, ``_count``) or no aggregation.
+    folds: KStreamAggregateProcessor | KStreamReduceProcessor | None = None
 
     @property
     def rekeys(self) -> bool:
@@ -145,7 +167,7 @@ class _Shape:
 
     source: SourceNode
     steps: tuple[StatelessStep, ...]
-    count: KStreamAggregateProcessor | None
+    count: KStreamAggregateProcessor | KStreamReduceProcessor | None
     #: The count's node name, ``None`` with no count.
     count_node: str | None
     sink: SinkNode
@@ -153,7 +175,7 @@ class _Shape:
 
 def _shape(graph: ProcessorTopology, topic: str) -> _Shape | str:
     """The task's nodes, or why the sub-topology is not exactly source → [filter | filterNot | mapValues]* → either
-    count → toStream → sink or a sink."""
+    count/aggregate/reduce → toStream → sink or a sink."""
     nodes = graph.nodes
     source = bytes_source(graph, topic)
     if isinstance(source, str):
@@ -163,21 +185,24 @@ def _shape(graph: ProcessorTopology, topic: str) -> _Shape | str:
         return chain
     steps, node = chain
     rekeyed = next((s.name for s in reversed(steps) if s.rekey), None)
-    count: KStreamAggregateProcessor | None = None
+    count: KStreamAggregateProcessor | KStreamReduceProcessor | None = None
     count_node: str | None = None
     if type(node) is not SinkNode and rekeyed is not None:
         return f"{rekeyed} changes the key and {node.name} is not a sink"
     if type(node) is not SinkNode:
         aggregate = node
-        if type(aggregate) is not ProcessorNode or type(aggregate.processor) is not KStreamAggregateProcessor:
+        if type(aggregate) is not ProcessorNode or type(aggregate.processor) not in (
+            KStreamAggregateProcessor,
+            KStreamReduceProcessor,
+        ):
             return (
                 f"{aggregate.name} is not a DSL filter/filterNot/mapValues/selectKey/map, the DSL's "
-                "KStreamAggregate or a sink"
+                "KStreamAggregate/KStreamReduce or a sink"
             )
-        count = aggregate.processor
+        processor = aggregate.processor
+        assert isinstance(processor, KStreamAggregateProcessor | KStreamReduceProcessor)
+        count = processor
         count_node = aggregate.name
-        if not count.counting or count.initializer is not count_initializer:
-            return f"{aggregate.name} is an aggregate, not count()"
         after = after_to_stream(aggregate)
         if isinstance(after, str):
             return after
@@ -398,7 +423,27 @@ def columnar_count_plan(
     if unclean is not None:
         return unclean
     return CountPlan(
-        staged, partition_time, store, changelog, sink.topic, sink.name, partitions, shape.count_node, steps, appended
+        staged,
+        partition_time,
+        store,
+        changelog,
+        sink.topic,
+        sink.name,
+        partitions,
+        shape.count_node,
+        steps,
+        appended,
+        None if shape.count is None or counts_keys(shape.count) else shape.count,
+    )
+
+
+def counts_keys(processor: KStreamAggregateProcessor | KStreamReduceProcessor) -> bool:
+    """The processor is the DSL's ``count()`` (its adder and initializer), which ``_count`` folds in numpy; any other
+    ``aggregate``/``reduce`` calls the user's functions in :class:`_LoopFold`."""
+    return (
+        type(processor) is KStreamAggregateProcessor
+        and processor.counting
+        and processor.initializer is count_initializer
     )
 
 
@@ -406,7 +451,7 @@ def _batches(plan: CountPlan, store: ObjectStore, task: str, counts: dict[str, i
     """The input's offset, timestamp, key and headers columns (and values when the chain or sink needs them),
     ``CHUNK_ROWS`` at a time, staged then upstream records, in the per-record path's order and offsets
     (``task_input.task_batches``)."""
-    with_values = bool(plan.steps) or plan.store is None
+    with_values = bool(plan.steps) or plan.store is None or plan.folds is not None
     columns = ("offset", "timestamp", "key", "headers", *(("value",) if with_values else ()))
     return task_batches(
         store, plan.input, plan.appended, task=task, columns=columns, batch_size=CHUNK_ROWS, counts=counts
@@ -425,12 +470,13 @@ def run_columnar_count(
     """Run the planned task over its input (see the module docstring) and return the task's result;
     ``appended_counts`` gets the upstream records read, as ``task_runner.upstream_records`` counts them."""
     state = TaskKeys(plan.sink_partitions, None if plan.store is None else _stored_counts(plan.store))
+    fold = None if plan.folds is None else _LoopFold(plan, state, task)
     touched = np.zeros(0, dtype=bool)
     processed = 0
     last_offset = -1
     max_timestamp = UNKNOWN
     drops: list[DroppedRecord] = []
-    with_values = bool(plan.steps) or plan.store is None
+    with_values = bool(plan.steps) or plan.store is None or fold is not None
     for batch in _batches(plan, object_store, task, appended_counts):
         n = batch.num_rows
         record_ts = batch.column("timestamp").to_numpy()
@@ -445,7 +491,10 @@ def run_columnar_count(
             if plan.steps:
                 positions = _drop_null_values(plan, batch, positions, values, processed, drops)
             rows = batch if len(positions) == n else batch.take(pa.array(positions, pa.int64()))
-            if rows.num_rows:  # the records before the chain's failure, if any: one may fail first, at the count
+            if rows.num_rows and fold is not None:  # the records before the chain's failure: one may fail first
+                fold.fold(rows, values if len(values) == len(positions) else [v for v in values if v is not None])
+                fold.send(collector, changelog_collector)
+            elif rows.num_rows:  # the records before the chain's failure, if any: one may fail first, at the count
                 touched = _count(plan, rows, state, touched, collector, changelog_collector, task)
             if failure is not None:
                 raise _failure(plan, batch, failure, task)
@@ -460,7 +509,9 @@ def run_columnar_count(
         processed += n
         last_offset = int(batch.column("offset")[-1].as_py())
         max_timestamp = max(max_timestamp, int(record_ts.max()))
-    if plan.store is not None:
+    if fold is not None:
+        fold.write_store()
+    elif plan.store is not None:
         _write_store(plan.store, state, touched)
     partition_time = max(plan.partition_time, max_timestamp)
     tp = TopicPartition(plan.input.topic, plan.input.partition)
@@ -624,3 +675,147 @@ def _write_store(store: TimestampedKeyValueStore[bytes, int], state: TaskKeys, t
     store.bytes_store.write_all([(key, raw[i * _STORED_SIZE : (i + 1) * _STORED_SIZE]) for i, key in enumerate(keys)])
     if store.context is not None:
         store.context.written = True
+
+
+class _LoopFold:
+    """``aggregate``/``reduce`` with the user's functions: ``KStreamAggregateProcessor.process`` /
+    ``KStreamReduceProcessor.process`` for each record of a chunk in one Python loop, the function called once per
+    record in offset order with the per-record path's arguments, no ``Record``/``Change`` per record.
+
+    Each key's aggregate and timestamp live in lists indexed by the key's :class:`TaskKeys` id (``None``: the store
+    holds nothing for the key: never held or deleted by a tombstone), seeded from the store once, when a chunk first
+    brings the key (``TaskKeys.ids``' batched lookup), and written to the store once per key at the end
+    (:meth:`write_store`): what the per-record puts leave, since only this task writes the store. Every new aggregate
+    goes through the store's ``Long`` round trip (``columnar_output.stored_long``), so what the serializer rejects fails
+    here, at the aggregate node, as the store's ``put`` fails per record."""
+
+    def __init__(self, plan: CountPlan, state: TaskKeys, task: str) -> None:
+        assert plan.store is not None and plan.folds is not None and plan.count_node is not None
+        self.plan = plan
+        self.store = plan.store
+        self.state = state
+        self.task = task
+        self.node = plan.count_node
+        self.processor = plan.folds
+        #: per key id: its aggregate (``None``: the store holds nothing for the key) and that aggregate's timestamp
+        self.aggregates: list[Any] = []
+        self.timestamps: list[int] = []
+        #: per key id: the task put it (its final aggregate, or a delete, is written at the end)
+        self.touched: list[bool] = []
+        #: the last folded chunk: its rows, key ids, new aggregates and their timestamps (:meth:`send` writes them)
+        self._rows: pa.RecordBatch | None = None
+        self._ids = np.zeros(0, dtype=np.int64)
+        self._news: list[int | None] = []
+        self._stamps: list[int] = []
+
+    def fold(self, rows: pa.RecordBatch, values: list[Any]) -> None:
+        """Fold ``rows`` (records that reach the aggregate, in offset order; ``values``: theirs as the aggregate
+        gets them). The first record that fails (a stored value that is not a timestamped ``Long``, at its key's
+        first record; the user's function raising; a new aggregate the store's serializer rejects) raises the
+        per-record path's error, after the records before it are folded."""
+        keys = rows.column("key")
+        try:
+            ids = self.state.ids(keys)
+        except _UnreadableCount as unreadable:
+            # the keys first seen before it are readable (looked up in order of first appearance): fold the
+            # records before its first one, which may fail first
+            at = pc.index(keys, pa.scalar(unreadable.key, keys.type)).as_py()
+            if at:
+                self.fold(rows.slice(0, at), values[:at])
+            raise _unreadable_count_failure(self.plan, rows, unreadable, self.task)  # noqa: B904 (the read's error)
+        known = len(self.aggregates)
+        if len(self.state.held) > known:
+            held = self.state.held[known:].tolist()
+            counts = self.state.count[known:].tolist()
+            self.aggregates.extend(c if h else None for c, h in zip(counts, held, strict=True))
+            self.timestamps.extend(self.state.timestamp[known:].tolist())
+            self.touched.extend([False] * (len(held)))
+        news: list[int | None] = []
+        stamps: list[int] = []
+        failure = self._loop(ids.tolist(), keys.to_pylist(), values, rows.column("timestamp").to_pylist(), news, stamps)
+        if failure is not None:
+            raise _failure(self.plan, rows, failure, self.task)
+        self._rows, self._ids, self._news, self._stamps = rows, ids, news, stamps
+
+    def _loop(
+        self, ids: list[int], keys: list[bytes], values: list[Any], record_stamps: list[int], news: list[int | None],
+        stamps: list[int],
+    ) -> Failure | None:  # fmt: skip
+        """The per-record updates, appended to ``news``/``stamps``; the first failure (position in the chunk), if
+        any."""
+        aggregates, timestamps, touched = self.aggregates, self.timestamps, self.touched
+        topic = self.store.serde_topic
+        processor = self.processor
+        reducer = processor.reducer if isinstance(processor, KStreamReduceProcessor) else None
+        initializer = aggregator = None
+        if isinstance(processor, KStreamAggregateProcessor):
+            initializer, aggregator = processor.initializer, processor.aggregator
+        try:
+            for k, key, value, timestamp in zip(ids, keys, values, record_stamps, strict=True):
+                old = aggregates[k]
+                if reducer is not None:  # KStreamReduceProcessor.process: the key's first value is its aggregate
+                    if old is None:
+                        new, new_timestamp = value, timestamp
+                    else:
+                        new = reducer(old, value)
+                        stored = timestamps[k]
+                        new_timestamp = timestamp if timestamp > stored else stored
+                else:  # KStreamAggregateProcessor.process
+                    assert initializer is not None and aggregator is not None
+                    if old is None:
+                        old = initializer()
+                        new_timestamp = timestamp
+                    else:
+                        stored = timestamps[k]
+                        new_timestamp = timestamp if timestamp > stored else stored
+                    new = aggregator(key, value, old)
+                if type(new) is not int or not _LONG_MIN <= new <= _LONG_MAX:
+                    new = stored_long(topic, new)  # the store's put: raises what its serializer rejects
+                aggregates[k] = new
+                timestamps[k] = new_timestamp
+                touched[k] = True
+                news.append(new)
+                stamps.append(new_timestamp)
+        except Exception as exc:
+            return Failure(len(news), self.node, exc)  # the records before it each gave an update
+        return None
+
+    def send(self, collector: TaskOutputCollector, changelog_collector: TaskChangelogCollector) -> None:
+        """The last folded chunk's updates: each to the sink (key, the new aggregate as a ``Long`` or null for a
+        tombstone, its timestamp, the record's headers) and to the changelog (the same value, stamped with its
+        timestamp, a tombstone with the record's: ``timestamped_key_value_write``)."""
+        rows = self._rows
+        assert rows is not None
+        n = rows.num_rows
+        keys = rows.column("key")
+        sink_stamps = pa.array(self._stamps, pa.int64())
+        if None not in self._news:
+            values = longs(np.asarray(self._news, dtype=np.int64))
+            change_stamps = sink_stamps
+        else:
+            serialize = LongSerializer().serialize
+            values = pa.array([serialize(self.plan.sink_topic, v) for v in self._news], pa.binary())
+            tombstones = np.fromiter((v is None for v in self._news), dtype=bool, count=n)
+            record_stamps = rows.column("timestamp").to_numpy()
+            change_stamps = pa.array(np.where(tombstones, record_stamps, np.asarray(self._stamps, np.int64)))
+        sequence = pa.array(np.arange(collector.sent, collector.sent + n, dtype=np.int64))
+        send(self.plan, collector, rows, self.state.partition[self._ids], sequence, sink_stamps, keys, values)
+        if self.plan.changelog is not None:
+            send_changes(changelog_collector, self.store.name, self.plan.changelog, change_stamps, keys, values)
+
+    def write_store(self) -> None:
+        """One write per key the task put: its final aggregate (``ts ‖ Long``), or a delete after a tombstone."""
+        written = [k for k, put in enumerate(self.touched) if put]
+        if not written:
+            return
+        keys = self.state.keys.take(pa.array(written, pa.int64())).to_pylist()
+        pack = _STORED.pack
+        aggregates, timestamps = self.aggregates, self.timestamps
+        self.store.bytes_store.write_all(
+            [
+                (key, None if aggregates[k] is None else pack(timestamps[k], aggregates[k]))
+                for key, k in zip(keys, written, strict=True)
+            ]
+        )
+        if self.store.context is not None:
+            self.store.context.written = True

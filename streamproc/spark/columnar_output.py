@@ -5,13 +5,14 @@ sink partitions looked up once per distinct key."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
 
 from streamproc.engine.partitioner import partition_for_key
 from streamproc.engine.records import TopicPartition
+from streamproc.engine.serdes import LongDeserializer, LongSerializer
 from streamproc.spark.columnar_groups import ids_with_new
 from streamproc.spark.task_output import (
     _HEADERS,
@@ -36,6 +37,20 @@ class SinkPlan(Protocol):
 
     @property
     def sink_partitions(self) -> int: ...
+
+
+#: ``Long``'s range: an ``int`` in it is its own round trip (:func:`stored_long`), the folds' check before calling it.
+LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def stored_long(topic: str, value: Any) -> int | None:
+    """A new aggregate as a ``Long`` store round-trips it (``LongSerializer`` then ``LongDeserializer``, ``topic``
+    the store's serde topic): ``None`` as it is (a tombstone), an ``int`` subclass as an ``int``; what the serializer
+    rejects (not an int, a bool, past ``Long``'s range) raises its error, which per record the store's ``put`` raises
+    at the aggregate node. The columnar folds call it only for a value that is not a plain ``int`` in range."""
+    if value is None:
+        return None
+    return LongDeserializer().deserialize(topic, LongSerializer().serialize(topic, value))
 
 
 def same_strings(text: str, n: int) -> pa.Array:
@@ -76,6 +91,8 @@ class TaskKeys:
         self.count = np.zeros(0, dtype=np.int64)
         #: The stored timestamp; ``LONG_MIN`` for a key the store does not hold (the record's own then wins).
         self.timestamp = np.zeros(0, dtype=np.int64)
+        #: The store held the key when the task first saw it (``stored`` found it).
+        self.held = np.zeros(0, dtype=bool)
         self.partition = np.zeros(0, dtype=np.int32)
 
     def ids(self, keys: pa.Array) -> np.ndarray:
@@ -87,11 +104,14 @@ class TaskKeys:
             new = len(raw)
             counts = np.zeros(new, np.int64)
             timestamps = np.full(new, np.iinfo(np.int64).min, np.int64)
+            held = np.zeros(new, dtype=bool)
             if self.stored is not None:
-                for i, held in enumerate(self.stored(raw)):
-                    if held is not None:
-                        timestamps[i], counts[i] = held
+                for i, found in enumerate(self.stored(raw)):
+                    if found is not None:
+                        timestamps[i], counts[i] = found
+                        held[i] = True
             self.count = np.concatenate([self.count, counts])
+            self.held = np.concatenate([self.held, held])
             self.timestamp = np.concatenate([self.timestamp, timestamps])
             self.partition = np.concatenate(
                 [self.partition, np.array([partition_for_key(k, self.partitions) for k in raw], np.int32)]

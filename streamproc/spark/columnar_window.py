@@ -70,7 +70,9 @@ from streamproc.spark.columnar_count import (
     input_eligibility,
 )
 from streamproc.spark.columnar_groups import grouped_running_count, grouped_running_max, ids_with_new, last_positions
-from streamproc.spark.columnar_output import TaskKeys, longs, send, send_changes
+from streamproc.spark.columnar_output import LONG_MAX as _LONG_MAX
+from streamproc.spark.columnar_output import LONG_MIN as _LONG_MIN
+from streamproc.spark.columnar_output import TaskKeys, longs, send, send_changes, stored_long
 from streamproc.spark.columnar_shape import after_to_stream, bytes_source, plain_sink, stateless_chain
 from streamproc.spark.columnar_shape import serde_is as _is
 from streamproc.spark.task_input import StagedRange, task_batches
@@ -80,7 +82,6 @@ from streamproc.storage.object_store import ObjectStore
 
 logger = logging.getLogger(__name__)
 
-_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 #: ``WindowKeySchema``'s suffix of a window store key: the window start (8 bytes), then seqnum 0 (4 bytes).
 _START_AND_SEQNUM = np.dtype([("start", ">i8"), ("seqnum", ">i4")])
 _BIG_ENDIAN_LONG = np.dtype(">i8")
@@ -281,13 +282,9 @@ class _Fold:
         self.drops.append(DroppedRecord(topic, partition, offset, REASON_EXPIRED_WINDOW, step))
 
     def _stored(self, value: Any) -> Any:
-        """A new aggregate as the store round-trips it (``LongSerializer`` then ``LongDeserializer``): ``None`` as
-        it is (a tombstone), an ``int`` subclass as an ``int``; what the serializer rejects raises its error (the
-        aggregate node's failure, as per record, where the store's ``put`` serializes)."""
-        if value is None:
-            return None
-        name = self.plan.store.name
-        return LongDeserializer().deserialize(name, LongSerializer().serialize(name, value))
+        """A new aggregate as the store round-trips it (``columnar_output.stored_long``): what the serializer rejects
+        raises its error (the aggregate node's failure, as per record, where the store's ``put`` serializes)."""
+        return stored_long(self.plan.store.name, value)
 
 
 class _LoopFold(_Fold):
