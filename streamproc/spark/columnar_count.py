@@ -148,6 +148,15 @@ class CountPlan:
     #: for ``count()`` (vectorised, ``_count``) or no aggregation.
     folds: KStreamAggregateProcessor | KStreamReduceProcessor | None = None
 
+    def describe(self) -> str:
+        """What runs over columns, for the task's log line."""
+        if self.store is None:
+            return "stateless chain to a sink (spark/columnar_count.py)"
+        if self.folds is None:
+            return "count (spark/columnar_count.py)"
+        kind = "reduce" if isinstance(self.folds, KStreamReduceProcessor) else "aggregate"
+        return f"{kind} with a Python loop fold (spark/columnar_count.py)"
+
     @property
     def rekeys(self) -> bool:
         """A step changes the key (``selectKey``/``map``): the sink writes and partitions by the chain's keys."""

@@ -265,7 +265,7 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                 window = columnar_window_plan(**facts)
             if isinstance(columnar, CountPlan) or isinstance(window, WindowPlan):
                 what = (
-                    "count (spark/columnar_count.py)"
+                    columnar.describe()
                     if isinstance(columnar, CountPlan)
                     else "windowed aggregate (spark/columnar_window.py)"
                 )

@@ -199,7 +199,7 @@ def _assert_same_outcome(
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="streamproc.spark.task_runner"):
         columnar = _outcome(root, COLUMNAR, topology, inputs, restore, per_record=False)
-    assert "runs the columnar count" in caplog.text
+    assert "with a Python loop fold (spark/columnar_count.py)" in caplog.text, caplog.text
     per_record = _outcome(root, PER_RECORD, topology, inputs, restore, per_record=True)
     if isinstance(per_record, Exception):
         assert type(columnar) is type(per_record), columnar

@@ -172,7 +172,7 @@ def _both(
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="streamproc.spark.task_runner"):
         columnar, columnar_calls = _run(root, COLUMNAR, topology, inputs, per_record=False)
-    assert "runs the columnar count" in caplog.text
+    assert "(spark/columnar_count.py)" in caplog.text
     per_record, per_record_calls = _run(root, PER_RECORD, topology, inputs, per_record=True)
     if isinstance(per_record, Exception):
         # node by node: a node before the failing one may have run on the chunk's later records too (never twice)
@@ -285,7 +285,7 @@ def test_a_stored_value_that_is_not_a_count_and_a_raising_function_fail_as_per_r
         finally:
             os.environ.pop(PER_RECORD_ENV, None)
         outcomes.append(failed.value)
-    assert "runs the columnar count" in caplog.text
+    assert "(spark/columnar_count.py)" in caplog.text
     columnar, by_record = outcomes
     assert str(columnar) == str(by_record)
     assert type(columnar.__cause__) is type(by_record.__cause__)
@@ -322,6 +322,6 @@ def test_another_node_runs_per_record_and_says_why(
     CHAIN[:] = [("filter", "keep all", lambda k, v: True)]
     with caplog.at_level(logging.DEBUG, logger="streamproc.spark.task_runner"):
         report, calls = _run(root, ONE, topology, (start, end, -1), per_record=False)
-    assert "runs the columnar count" not in caplog.text
+    assert "(spark/columnar_count.py)" not in caplog.text
     assert f"runs per record, not the columnar count: {reason}" in caplog.text
     assert report["records_processed"] == 2 and calls == {"keep all": 2}

@@ -176,7 +176,7 @@ def _both(
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="streamproc.spark.task_runner"):
         columnar = run_task(_work(root, COLUMNAR, topology, inputs, restore))
-    assert "runs the columnar count" in caplog.text
+    assert "(spark/columnar_count.py)" in caplog.text
     os.environ[PER_RECORD_ENV] = "1"
     try:
         per_record = run_task(_work(root, PER_RECORD, topology, inputs, restore))
@@ -274,7 +274,7 @@ def test_an_ineligible_task_runs_per_record_and_says_why(
             run_task(_work(tmp_path / "store", ONE, topology, (start, end, -1), None))
         except StreamprocError as exc:  # a negative timestamp fails the task (FailOnInvalidTimestamp), per record
             assert "timestamp" in str(exc)
-    assert "runs the columnar count" not in caplog.text
+    assert "(spark/columnar_count.py)" not in caplog.text
     assert "runs per record, not the columnar count: " in caplog.text and reason in caplog.text
 
 
@@ -303,7 +303,7 @@ def _assert_same_outcome(
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="streamproc.spark.task_runner"):
         columnar = _outcome(root, COLUMNAR, inputs, restore, per_record=False)
-    assert "runs the columnar count" in caplog.text
+    assert "(spark/columnar_count.py)" in caplog.text
     per_record = _outcome(root, PER_RECORD, inputs, restore, per_record=True)
     if isinstance(per_record, Exception):
         assert type(columnar) is type(per_record), columnar

@@ -156,7 +156,7 @@ def _both(
     caplog.clear()
     with caplog.at_level(logging.DEBUG, logger="streamproc.spark.task_runner"):
         columnar, columnar_calls = _run(make(COLUMNAR), per_record=False)
-    assert "runs the columnar count" in caplog.text, caplog.text
+    assert "(spark/columnar_count.py)" in caplog.text, caplog.text
     per_record, per_record_calls = _run(make(PER_RECORD), per_record=True)
     if isinstance(per_record, Exception):
         assert all(columnar_calls.get(name, 0) >= calls for name, calls in per_record_calls.items())
