@@ -50,7 +50,7 @@ from streamproc_dev.versions import cache_dir
 ROOT = Path(__file__).resolve().parents[1]
 WORKLOADS = ("pass_through", "count", "window")
 #: Workloads with a DSL version only (``--apis dsl --workloads filter_count``), after :data:`WORKLOADS` in tables.
-DSL_ONLY_WORKLOADS = ("filter_count", "window_count")
+DSL_ONLY_WORKLOADS = ("filter_count", "window_count", "aggregate")
 _ORDER = (*WORKLOADS, *DSL_ONLY_WORKLOADS)
 STEP = re.compile(r"(plan|fetch|process|hand-off) (\d+\.\d) s")
 QUIX_PYTHON = ROOT / ".venv-quix" / "bin" / "python"
@@ -321,7 +321,10 @@ def goals(summary: list[dict[str, Any]], records: int, partitions: int, cores: i
     # settings (the words: the 10 MiB cache) and with the cache off (what a replay reproduces): ≥ 2× where no
     # user code runs (count, the windowed count), ≥ 1× with Python lambdas (the window's select_key and aggregator too;
     # its engine figure runs both stages, as the stream thread runs both sub-topologies)
-    targets = (("pass_through", 1.0), ("count", 2.0), ("filter_count", 1.0), ("window", 1.0), ("window_count", 2.0))
+    targets = (
+        ("pass_through", 1.0), ("count", 2.0), ("filter_count", 1.0), ("window", 1.0), ("window_count", 2.0),
+        ("aggregate", 1.0),
+    )  # fmt: skip
     for workload, target in targets:
         engine = _find(summary, system="streamproc-engine", variant="engine dsl", workload=workload, **base)
         for cache, settings in (("off", "cache off"), ("default", "default cache")):

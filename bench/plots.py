@@ -15,7 +15,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402 - after the backend is chosen
 
-WORKLOADS = ("pass_through", "count", "window", "filter_count", "window_count")
+WORKLOADS = ("pass_through", "count", "window", "filter_count", "window_count", "aggregate")
 
 
 def _label(row: dict[str, Any]) -> str:

@@ -54,8 +54,8 @@ def test_dsl_workload_equals_processor_api(workload: str) -> None:
     assert dsl == papi
 
 
-def _counts_sent(topology: Topology, records: list[tuple[bytes, bytes, int]]) -> list[tuple[bytes, int, int]]:
-    """What a DSL-only workload (Long counts out) sends for ``records``, through streamproc's test driver."""
+def _longs_sent(topology: Topology, records: list[tuple[bytes, bytes, int]]) -> list[tuple[bytes, int, int]]:
+    """What a DSL-only workload with Long values out sends for ``records``, through streamproc's test driver."""
     with TopologyTestDriver(topology, TaskConfig(application_id="bench-dsl")) as driver:
         source = driver.create_input_topic(IN, BYTES, BYTES)
         for key, value, timestamp in records:
@@ -67,7 +67,7 @@ def _counts_sent(topology: Topology, records: list[tuple[bytes, bytes, int]]) ->
 def test_dsl_filter_count_counts_the_kept_records_per_key() -> None:
     """``filter_count`` (DSL only): per kept record (value's 12th byte not ``0``), the key's running count."""
     records = _records(400)
-    got = [(key, value) for key, value, _ in _counts_sent(workloads.dsl_filter_count(), records)]
+    got = [(key, value) for key, value, _ in _longs_sent(workloads.dsl_filter_count(), records)]
     seen: dict[bytes, int] = {}
     expected = []
     for key, value, _ in records:
@@ -81,7 +81,7 @@ def test_dsl_window_count_counts_each_key_per_tumbling_window() -> None:
     """``window_count`` (DSL only): per record, its key's running count in its 60 s window, stamped with the latest
     timestamp the window has seen, keyed by the record's key (``toStream((windowed, count) -> windowed.key())``)."""
     records = _records(400)
-    got = _counts_sent(workloads.dsl_window_count(), records)
+    got = _longs_sent(workloads.dsl_window_count(), records)
     windows: dict[tuple[bytes, int], tuple[int, int]] = {}
     expected = []
     for key, _, timestamp in records:
@@ -91,3 +91,16 @@ def test_dsl_window_count_counts_each_key_per_tumbling_window() -> None:
         expected.append((key, count + 1, max(latest, timestamp)))
     assert got == expected
     assert len(windows) < len(records)  # some windows counted more than one record
+
+
+def test_dsl_aggregate_sums_the_amount_per_key() -> None:
+    """``aggregate`` (DSL only): per record, its key's running sum of the amounts (value bytes 6–12), stamped with
+    the latest timestamp the key has seen."""
+    records = _records(400)
+    sums: dict[bytes, tuple[int, int]] = {}
+    expected = []
+    for key, value, timestamp in records:
+        total, latest = sums.get(key, (0, timestamp))
+        sums[key] = (total + int(value[6:12]), max(latest, timestamp))
+        expected.append((key, *sums[key]))
+    assert _longs_sent(workloads.dsl_aggregate(), records) == expected

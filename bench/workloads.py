@@ -12,7 +12,9 @@ same records. A value is ``IIIII,AAAAAA,…`` (item: 5 digits, amount: 6 digits,
   dropped as late), every update sent on;
 - ``window_count`` (DSL only): count per key in 60 s tumbling windows (``groupByKey().windowedBy(…).count()``, a
   persistent timestamped window store), every update sent on keyed by the record's key: the windowed aggregation
-  with Kafka Streams' built-in adder, where issue #16 asks ≥ 2.0×.
+  with Kafka Streams' built-in adder, where issue #16 asks ≥ 2.0×;
+- ``aggregate`` (DSL only): the amount summed per key by a Python aggregator (``groupByKey().aggregate(…)``, a
+  persistent timestamped store), every update sent on: an aggregation with user code, where issue #16 asks ≥ 1.0×.
 
 ``streamproc run --topology bench.workloads:count`` takes no arguments, so the topics come from the environment
 (``STREAMPROC_BENCH_INPUT``, ``STREAMPROC_BENCH_OUTPUT``), which Spark's local workers inherit. The same workloads
@@ -201,6 +203,27 @@ def dsl_window_count() -> Topology:
     return b.build()
 
 
+def dsl_aggregate() -> Topology:
+    """``groupByKey().aggregate(() -> 0L, (k, v, sum) -> sum + amount(v), Materialized.as("sums"))``: a Python
+    aggregator per record.
+
+    DSL only (``BenchApps.dsl``'s ``aggregate`` is the Java program).
+    """
+    source, sink = _topics()
+    b = StreamsBuilder()
+    sums = (
+        _dsl_stream(b, source)
+        .group_by_key()
+        .aggregate(
+            lambda: 0,
+            lambda k, v, total: total + int(v[6:12]),
+            materialized=Materialized.as_("sums").with_key_serde(_BYTES).with_value_serde(_LONG),
+        )
+    )
+    sums.to_stream().to(sink, Produced.with_(_BYTES, _LONG))
+    return b.build()
+
+
 #: workload name → topology factory, Processor API
 PAPI_WORKLOADS: dict[str, Callable[[], Topology]] = {"pass_through": pass_through, "count": count, "window": window}
 #: the same workloads written with the DSL (issue #16); ``bench.workloads:dsl_<name>`` for ``streamproc run``
@@ -210,4 +233,5 @@ DSL_WORKLOADS: dict[str, Callable[[], Topology]] = {
     "window": dsl_window,
     "filter_count": dsl_filter_count,
     "window_count": dsl_window_count,
+    "aggregate": dsl_aggregate,
 }

@@ -52,7 +52,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * timestamped store, every count sent on), {@code window} (re-key by item through a repartition topic, then a
  * 60 s tumbling-window sum of the amount in a persistent window store), {@code filter_count} (DSL only: issue #16's
  * filter + mapValues + groupByKey + count), {@code window_count} (DSL only: a 60 s tumbling-window count per key,
- * Kafka Streams' built-in adder). API: {@code papi} (Processor API, the same
+ * Kafka Streams' built-in adder), {@code aggregate} (DSL only: the amount summed per key
+ * by an aggregator). API: {@code papi} (Processor API, the same
  * processors as bench/workloads.py; the window workload's re-key is the DSL's {@code repartition()}, the only public
  * way to an internal topic) or {@code dsl}. CACHE: {@code default} (10 MiB, the stores' caching on as the DSL sets
  * it) or {@code off} ({@code statestore.cache.max.bytes=0}). The records' values are {@code IIIII,AAAAAA,…}: item
@@ -225,6 +226,13 @@ final class BenchApps {
                     .mapValues(BenchApps::project).groupByKey()
                     .count(Materialized.<byte[], Long>as(Stores.persistentTimestampedKeyValueStore("counts"))
                         .withKeySerde(Serdes.ByteArray()).withValueSerde(Serdes.Long()))
+                    .toStream().to(output, Produced.with(Serdes.ByteArray(), Serdes.Long()));
+                break;
+            case "aggregate": // issue #16's aggregation with user code (DSL only)
+                stream.peek((k, v) -> seen.incrementAndGet()).groupByKey()
+                    .aggregate(() -> 0L, (k, v, sum) -> sum + amount(v),
+                        Materialized.<byte[], Long, KeyValueStore<Bytes, byte[]>>as("sums")
+                            .withKeySerde(Serdes.ByteArray()).withValueSerde(Serdes.Long()))
                     .toStream().to(output, Produced.with(Serdes.ByteArray(), Serdes.Long()));
                 break;
             case "window_count": // issue #16's windowed aggregation with the built-in adder (DSL only)
