@@ -233,17 +233,17 @@ class AmountLookup(Processor):
         self.context.forward(record.with_value(f"{record.value}={'null' if amount is None else amount}"))
 
 
-def global_store_topology() -> Topology:
+def global_store_topology(persistent: bool = False) -> Topology:
     """A global store of 4-byte integers and a stream looking it up: Java's ``IntegerDeserializer`` throws on a
-    value of another length (a string deserializer never throws: Java replaces malformed UTF-8)."""
+    value of another length (a string deserializer never throws: Java replaces malformed UTF-8). ``persistent``: a
+    RocksDB store (else in memory)."""
     from streamproc.state.store_builders import Stores
 
     integer = serde_for("Integer")
+    supplier = (Stores.persistent_key_value_store if persistent else Stores.in_memory_key_value_store)("amounts")
     t = Topology()
     t.add_global_store(
-        Stores.key_value_store_builder(
-            Stores.in_memory_key_value_store("amounts"), STRING, integer
-        ).with_logging_disabled(),
+        Stores.key_value_store_builder(supplier, STRING, integer).with_logging_disabled(),
         "amounts-source",
         "amounts",
         "amounts-update",

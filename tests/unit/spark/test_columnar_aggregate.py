@@ -10,8 +10,6 @@ functions, after a stateless chain or not.
 from __future__ import annotations
 
 import dataclasses
-import logging
-import os
 from pathlib import Path
 from typing import Any
 
@@ -21,26 +19,19 @@ from hypothesis import strategies as st
 
 from streamproc import Stores
 from streamproc.dsl import Consumed, Materialized, Produced, StreamsBuilder
-from streamproc.engine.task_id import TaskId
 from streamproc.engine.topology import Topology
 from streamproc.errors import StreamprocError
 from streamproc.spark import columnar_count
-from streamproc.spark.columnar_count import PER_RECORD_ENV
-from streamproc.spark.task_output import TaskObjects
-from streamproc.spark.task_runner import TaskWork, run_task
+from streamproc.spark.task_runner import TaskWork
 from streamproc.storage import LocalObjectStore
 from tests.unit.spark import test_columnar_count as base
 from tests.unit.spark.test_columnar_count import (
     _BYTES,
     _LONG,
     CHANGELOG,
-    COLUMNAR,
-    PER_RECORD,
     SINK,
     SOURCE,
     Record,
-    _assert_same,
-    _objects,
     _stage,
 )
 
@@ -179,48 +170,15 @@ def _work(root: Path, plan: str, topology: str, inputs: tuple[int, int, int], re
     return dataclasses.replace(base._work(root, plan, topology, inputs, restore), topology=f"{_MODULE}:{topology}")
 
 
-def _outcome(root: Path, plan: str, topology: str, inputs: tuple[int, int, int], restore: Any, per_record: bool) -> Any:
-    if per_record:
-        os.environ[PER_RECORD_ENV] = "1"
-    try:
-        outcome: Any = run_task(_work(root, plan, topology, inputs, restore))
-    except StreamprocError as exc:
-        outcome = exc
-    finally:
-        os.environ.pop(PER_RECORD_ENV, None)
-    return outcome
-
-
 def _assert_same_outcome(
     root: Path, scratch: Path, topology: str, inputs: tuple[int, int, int], restore: Any, caplog: Any
 ) -> Any:
-    """Run columnar (asserting it was) and per record: the same error and nothing published, or the same report,
-    files and store. Returns the columnar outcome."""
-    caplog.clear()
-    with caplog.at_level(logging.INFO, logger="streamproc.spark.task_runner"):
-        columnar = _outcome(root, COLUMNAR, topology, inputs, restore, per_record=False)
-    assert "with a Python loop fold (spark/columnar_count.py)" in caplog.text, caplog.text
-    per_record = _outcome(root, PER_RECORD, topology, inputs, restore, per_record=True)
-    if isinstance(per_record, Exception):
-        assert type(columnar) is type(per_record), columnar
-        assert str(columnar) == str(per_record)
-        assert type(columnar.__cause__) is type(per_record.__cause__)
-        assert str(columnar.__cause__) == str(per_record.__cause__)
-        for plan in (COLUMNAR, PER_RECORD):
-            assert not (root / TaskObjects(plan, TaskId.parse("0_0")).report).exists()
-            assert _objects(root, plan) == {}
-        return columnar
-    assert isinstance(columnar, dict), columnar
-    assert (columnar["execution"], per_record["execution"]) == ("columnar", "per record")
-    _assert_same(root, scratch, columnar, per_record)
-    assert _drops(root, COLUMNAR) == _drops(root, PER_RECORD)
-    return columnar
-
-
-def _drops(root: Path, plan: str) -> bytes | None:
-    """The task's drops file (``null_key_or_value`` drops of mapped nulls), ``None`` when it wrote none."""
-    path = root / TaskObjects(plan, TaskId.parse("0_0")).drops
-    return path.read_bytes() if path.exists() else None
+    """``test_columnar_count``'s comparison of both runs for one of this module's topologies, which must run the
+    loop fold."""
+    return base._assert_same_outcome(
+        root, scratch, inputs, restore, caplog, topology=topology, work=_work,
+        ran="with a Python loop fold (spark/columnar_count.py)",
+    )  # fmt: skip
 
 
 _KEYS = st.sampled_from([b"a", b"b", b"user-000017", b"", b"\x00\xff", b"k" * 40])

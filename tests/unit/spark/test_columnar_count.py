@@ -10,7 +10,7 @@ run per record and say why.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +149,12 @@ def _objects(root: Path, plan: str) -> dict[str, bytes]:
     }
 
 
+def _drops(root: Path, plan: str) -> bytes | None:
+    """The task's drops file (``null_key_or_value`` drops of mapped nulls), ``None`` when it wrote none."""
+    path = root / TaskObjects(plan, TaskId.parse("0_0")).drops
+    return path.read_bytes() if path.exists() else None
+
+
 def _comparable(report: dict[str, Any]) -> dict[str, Any]:
     """The report without what differs by run: plan id (also in the object names), seconds, which way the task ran,
     and the store bundle's size (RocksDB's files differ between any two runs: ids, its LOG; the stores are compared
@@ -278,16 +284,27 @@ def test_an_ineligible_task_runs_per_record_and_says_why(
     assert "runs per record, not the columnar count: " in caplog.text and reason in caplog.text
 
 
+#: A task's work from its plan label, topology name, input range and changelog range to restore (``_work``'s shape).
+MakeWork = Callable[[Path, str, str, tuple[int, int, int], Any], TaskWork]
+
+
 def _outcome(
-    root: Path, plan: str, inputs: tuple[int, int, int], restore: tuple[int, int] | None, *, per_record: bool
+    root: Path,
+    plan: str,
+    inputs: tuple[int, int, int],
+    restore: tuple[int, int] | None,
+    *,
+    per_record: bool,
+    topology: str = "count_logged",
+    work: MakeWork | None = None,
 ) -> Any:
-    """One run of ``count_logged``: its report, or the error it failed with."""
+    """One run of ``topology``: its report, or the error it failed with."""
     import os
 
     if per_record:
         os.environ[PER_RECORD_ENV] = "1"
     try:
-        outcome: Any = run_task(_work(root, plan, "count_logged", inputs, restore))
+        outcome: Any = run_task((work or _work)(root, plan, topology, inputs, restore))
     except StreamprocError as exc:
         outcome = exc
     finally:
@@ -296,15 +313,23 @@ def _outcome(
 
 
 def _assert_same_outcome(
-    root: Path, scratch: Path, inputs: tuple[int, int, int], restore: tuple[int, int] | None, caplog: Any
+    root: Path,
+    scratch: Path,
+    inputs: tuple[int, int, int],
+    restore: tuple[int, int] | None,
+    caplog: Any,
+    *,
+    topology: str = "count_logged",
+    work: MakeWork | None = None,
+    ran: str = "(spark/columnar_count.py)",
 ) -> Any:
-    """Run columnar (asserting it was) and per record: the same error (type, message, cause) and nothing published,
-    or the same report, objects and store. Returns the columnar outcome."""
+    """Run columnar (asserting it was: ``ran`` in the task's log line) and per record: the same error (type,
+    message, cause) and nothing published, or the same report, objects and store. Returns the columnar outcome."""
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="streamproc.spark.task_runner"):
-        columnar = _outcome(root, COLUMNAR, inputs, restore, per_record=False)
-    assert "(spark/columnar_count.py)" in caplog.text
-    per_record = _outcome(root, PER_RECORD, inputs, restore, per_record=True)
+        columnar = _outcome(root, COLUMNAR, inputs, restore, per_record=False, topology=topology, work=work)
+    assert ran in caplog.text, caplog.text
+    per_record = _outcome(root, PER_RECORD, inputs, restore, per_record=True, topology=topology, work=work)
     if isinstance(per_record, Exception):
         assert type(columnar) is type(per_record), columnar
         assert str(columnar) == str(per_record)
@@ -315,7 +340,9 @@ def _assert_same_outcome(
             assert _objects(root, plan) == {}
         return columnar
     assert isinstance(columnar, dict), columnar
+    assert (columnar["execution"], per_record["execution"]) == ("columnar", "per record")
     _assert_same(root, scratch, columnar, per_record)
+    assert _drops(root, COLUMNAR) == _drops(root, PER_RECORD)
     return columnar
 
 

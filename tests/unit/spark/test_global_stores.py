@@ -27,11 +27,10 @@ from streamproc.spark.global_stores import GLOBAL_STATE_MANAGER, GlobalRestoreRa
 from streamproc.spark.job import task_work
 from streamproc.spark.task_output import TaskObjects
 from streamproc.spark.task_runner import InputRange, TaskWork, run_task
-from streamproc.state.store_builders import Stores
 from streamproc.storage.manifest import SegmentProof
 from streamproc.storage.object_store import LocalObjectStore
 from streamproc.storage.staging import SegmentLimits, stage_range
-from tests.driver_programs import STRING, AmountLookup, KeepAmount
+from tests.driver_programs import global_store_topology
 from tests.integration.handoff.topologies import GLOBAL_JOIN_PRODUCTS, global_join
 from tests.unit.spark.test_job import plan
 
@@ -80,22 +79,9 @@ _MODULE = "tests.unit.spark.test_global_stores"
 def amounts_lookup() -> tuple[Topology, TaskConfig]:
     """A persistent global store of 4-byte integers (``add_global_store``: reprocessed through ``KeepAmount`` at
     bootstrap, so an undecodable value goes to the handler, which continues) and orders looking it up."""
-    t = Topology()
-    t.add_global_store(
-        Stores.key_value_store_builder(
-            Stores.persistent_key_value_store("amounts"), STRING, _INTEGER
-        ).with_logging_disabled(),
-        "amounts-source",
-        "amounts",
-        "amounts-update",
-        KeepAmount,
-        key_deserializer=STRING.deserializer,
-        value_deserializer=_INTEGER.deserializer,
+    return global_store_topology(persistent=True), TaskConfig(
+        deserialization_exception_handler=LogAndContinueExceptionHandler()
     )
-    t.add_source("orders", "orders", key_deserializer=STRING.deserializer, value_deserializer=STRING.deserializer)
-    t.add_processor("lookup", AmountLookup, "orders")
-    t.add_sink("out", "out", "lookup", key_serializer=STRING.serializer, value_serializer=STRING.serializer)
-    return t, TaskConfig(deserialization_exception_handler=LogAndContinueExceptionHandler())
 
 
 def stage_rows(
