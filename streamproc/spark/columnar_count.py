@@ -66,7 +66,7 @@ from __future__ import annotations
 import logging
 import os
 import struct
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -498,10 +498,10 @@ def run_columnar_count(
             positions, values, failure = list(range(n)), batch.column("value").to_pylist() if with_values else [], None
         if plan.store is not None:
             if plan.steps:
-                positions = _drop_null_values(plan, batch, positions, values, processed, drops)
+                positions, values = _drop_null_values(plan, batch, positions, values, processed, drops)
             rows = batch if len(positions) == n else batch.take(pa.array(positions, pa.int64()))
             if rows.num_rows and fold is not None:  # the records before the chain's failure: one may fail first
-                fold.fold(rows, values if len(values) == len(positions) else [v for v in values if v is not None])
+                fold.fold(rows, values)
                 fold.send(collector, changelog_collector)
             elif rows.num_rows:  # the records before the chain's failure, if any: one may fail first, at the count
                 touched = _count(plan, rows, state, touched, collector, changelog_collector, task)
@@ -546,24 +546,27 @@ def _drop_null_values(
     values: list[object],
     processed: int,
     drops: list[DroppedRecord],
-) -> list[int]:
-    """The positions whose mapped value is not null; each null one dropped as ``KStreamAggregateProcessor`` drops it
-    (its warning, a ``null_key_or_value`` drop at the record's offset and step)."""
+) -> tuple[list[int], list[object]]:
+    """The positions whose mapped value is not null, and those values; each null one dropped as
+    ``KStreamAggregateProcessor`` drops it (its warning, a ``null_key_or_value`` drop at the record's offset and
+    step)."""
     if all(v is not None for v in values):
-        return positions
+        return positions, values
     offsets = batch.column("offset")
     topic, partition = plan.input.topic, plan.input.partition
     kept: list[int] = []
+    kept_values: list[object] = []
     for position, value in zip(positions, values, strict=True):
         if value is not None:
             kept.append(position)
+            kept_values.append(value)
             continue
         offset = offsets[position].as_py()
         record_dropped_log.warning(
             "%s topic=[%s] partition=[%s] offset=[%s]", NULL_KEY_OR_VALUE_MESSAGE, topic, partition, offset
         )
         drops.append(DroppedRecord(topic, partition, offset, REASON_NULL_KEY_OR_VALUE, processed + position))
-    return kept
+    return kept, kept_values
 
 
 #: The types a ``ByteArraySerializer`` passes through as they are (``map(type, ...)`` checked in C, not per item).
@@ -686,6 +689,10 @@ def _write_store(store: TimestampedKeyValueStore[bytes, int], state: TaskKeys, t
         store.context.written = True
 
 
+def _no_aggregator(key: Any, value: Any, aggregate: Any) -> Any:
+    raise AssertionError("a reduce has no aggregator")
+
+
 class _LoopFold:
     """``aggregate``/``reduce`` with the user's functions: ``KStreamAggregateProcessor.process`` /
     ``KStreamReduceProcessor.process`` for each record of a chunk in one Python loop, the function called once per
@@ -756,7 +763,8 @@ class _LoopFold:
         topic = self.store.serde_topic
         processor = self.processor
         reducer = processor.reducer if isinstance(processor, KStreamReduceProcessor) else None
-        initializer = aggregator = None
+        initializer: Callable[[], Any] = count_initializer  # a reduce calls neither
+        aggregator: Callable[[Any, Any, Any], Any] = _no_aggregator
         if isinstance(processor, KStreamAggregateProcessor):
             initializer, aggregator = processor.initializer, processor.aggregator
         try:
@@ -770,7 +778,6 @@ class _LoopFold:
                         stored = timestamps[k]
                         new_timestamp = timestamp if timestamp > stored else stored
                 else:  # KStreamAggregateProcessor.process
-                    assert initializer is not None and aggregator is not None
                     if old is None:
                         old = initializer()
                         new_timestamp = timestamp
