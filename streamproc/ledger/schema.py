@@ -11,6 +11,8 @@ processes opening a new database at once do not both create the tables.
 from __future__ import annotations
 
 import io
+import sqlite3
+import time
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -97,7 +99,7 @@ def _sqlite_engine(url: URL) -> Engine:
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None  # the transactions are ours ("begin" below), not the driver's
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
+        _enable_wal(cursor)
         cursor.execute("PRAGMA synchronous=FULL")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
@@ -107,6 +109,24 @@ def _sqlite_engine(url: URL) -> Engine:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
 
     return engine
+
+
+def _enable_wal(cursor: Any) -> None:
+    """Switch the file to WAL (a no-op once it is). SQLite answers "database is locked" at once, without its busy
+    handler, when two connections convert a new file at the same moment (Airflow's mapped tasks opening a ledger
+    nobody has opened yet), so the switch is retried here for as long as a writer would wait."""
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_S
+    pause = 0.005
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            retryable = "locked" in str(exc) or "busy" in str(exc)
+            if not retryable or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.2)
 
 
 def _config() -> Config:
