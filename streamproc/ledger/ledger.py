@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
+from streamproc.engine.global_state_task import GLOBAL_TASK_ID
 from streamproc.errors import ApplicationBusy, ConfigError, LedgerError
 from streamproc.ledger import queries as q
 from streamproc.ledger.schema import describe, open_engine, to_url
@@ -280,7 +281,7 @@ class Ledger:
         recorded_at = now()
         with self._transaction("record the tasks") as db:
             self._require_run(db, run_id)
-            for report in reports:
+            for report in _with_global_task(reports):
                 task_id = str(report["task_id"])
                 db.execute(
                     q.upsert_task(self._dialect),
@@ -517,11 +518,26 @@ def _range(topic: str, partition: int, start: int, end: int, planned: int, stage
 
 
 def _task_order(task_id: str) -> tuple[int, int, str]:
-    """Tasks in Kafka Streams' order: by subtopology, then partition (``0_10`` after ``0_9``)."""
+    """Tasks in Kafka Streams' order: by subtopology, then partition (``0_10`` after ``0_9``; the global task
+    ``-1_-1`` first)."""
     left, _, right = task_id.partition("_")
-    if left.isdigit() and right.isdigit():
+    try:
         return int(left), int(right), task_id
-    return 1 << 62, 0, task_id
+    except ValueError:
+        return 1 << 62, 0, task_id
+
+
+def _with_global_task(reports: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The reports, plus one for the global task when the run's global bootstrap dropped records: the one report the
+    driver chose carries them (``global_dropped``), and they are the run's drops like any task's. The global task
+    processes no input of the plan (its records are restored into the global stores), so it counts none; a retry
+    whose chosen task was already done reports no global drops and leaves the first attempt's row as it was."""
+    rows = list(reports)
+    for report in reports:
+        dropped = dict(report.get("global_dropped", {}))
+        if dropped:
+            rows.append({"task_id": str(GLOBAL_TASK_ID), "records_processed": 0, "stream_time": -1, "dropped": dropped})
+    return rows
 
 
 def _tasks(tasks: Sequence[Any], drops: Sequence[Any], letters: Sequence[Any]) -> list[TaskRow]:

@@ -97,6 +97,23 @@ def test_a_task_reported_again_replaces_its_figures(ledger: Ledger) -> None:
     assert detail.summary.records_dropped == 3 + 4
 
 
+def test_the_global_bootstraps_drops_are_the_global_tasks_and_counted_once(ledger: Ledger) -> None:
+    run_id = ledger.begin_run(application_id="app", trigger="cli")
+    chosen = {"task_id": "0_0", "records_processed": 5, "dropped": {"a": 1}, "stream_time": 9,
+              "global_dropped": {"deserialization-error": 2}}  # fmt: skip
+    other = {**chosen, "task_id": "0_1", "global_dropped": {}}
+    ledger.record_tasks(run_id, [other, chosen])
+    ledger.record_tasks(run_id, [{**chosen, "skipped": True, "global_dropped": {}}])  # a retry: already done
+    detail = ledger.run(run_id)
+    assert detail is not None
+    assert [(t.task_id, t.records_processed, t.dropped) for t in detail.tasks] == [
+        ("-1_-1", 0, {"deserialization-error": 2}),
+        ("0_0", 5, {"a": 1}),
+        ("0_1", 5, {"a": 1}),
+    ]
+    assert (detail.summary.records_processed, detail.summary.records_dropped) == (10, 4)
+
+
 def test_one_active_run_per_application(ledger: Ledger) -> None:
     first = ledger.begin_run(application_id="app", trigger="scheduled", dag_id="incremental", dag_run_id="s__1")
     with pytest.raises(ApplicationBusy) as busy:
