@@ -2,7 +2,8 @@
 
 ``local[1]`` has one Python worker, reused for every task (``spark.python.worker.reuse``, Spark's default): of the
 run's two tasks, one bootstraps the global store and the other reads it, with the outputs of the engine run directly
-(``tests/unit/spark/test_global_stores.py``), and the bootstrap's drop is in the first task's report only.
+(``tests/unit/spark/test_global_stores.py``), and the bootstrap's drop is in the first task's report only, and in the
+ledger once, as the global task's.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from streamproc.ledger import Ledger
 from streamproc.spark.job import run_tasks, spark_context
 from streamproc.storage.object_store import LocalObjectStore
 from tests.conftest import PROJECT_ROOT
@@ -32,3 +34,14 @@ def test_one_worker_bootstraps_the_global_stores_once_for_the_runs_tasks(tmp_pat
         ("1_1", False, {}),
     ]
     assert [task_outputs(tmp_path, plan, p) for p in range(2)] == EXPECTED
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        run_id = ledger.begin_run(application_id="app", trigger="cli")
+        ledger.record_tasks(run_id, reports)
+        detail = ledger.run(run_id)
+    assert detail is not None
+    assert [(t.task_id, t.dropped) for t in detail.tasks] == [
+        ("-1_-1", {"deserialization": 1}),
+        ("1_0", {}),
+        ("1_1", {}),
+    ]
+    assert detail.summary.records_dropped == 1
