@@ -122,8 +122,8 @@ def _enable_wal(cursor: Any) -> None:
             cursor.execute("PRAGMA journal_mode=WAL")
             return
         except sqlite3.OperationalError as exc:
-            retryable = "locked" in str(exc) or "busy" in str(exc)
-            if not retryable or time.monotonic() + pause > deadline:
+            primary_code = getattr(exc, "sqlite_errorcode", 0) & 0xFF  # SQLITE_BUSY_RECOVERY etc. are SQLITE_BUSY
+            if primary_code not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or time.monotonic() + pause > deadline:
                 raise
         time.sleep(pause)
         pause = min(pause * 2, 0.2)

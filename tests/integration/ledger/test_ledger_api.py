@@ -244,7 +244,11 @@ def test_the_ledger_holds_the_same_figures_on_sqlite_and_postgresql(tmp_path: Pa
     assert [(lag.partition, lag.lag_after) for lag in on_postgresql.lag] == [("orders-0", 0), ("orders-1", None)]
 
 
-def _open_at_once(ledger_url: str, openers: int) -> list[BaseException]:
+#: How many connections open a new ledger at the same moment (Airflow's mapped tasks).
+OPENERS = 6
+
+
+def _open_at_once(ledger_url: str, openers: int = OPENERS) -> list[BaseException]:
     barrier = threading.Barrier(openers)
     failed: list[BaseException] = []
 
@@ -266,9 +270,9 @@ def _open_at_once(ledger_url: str, openers: int) -> list[BaseException]:
 
 def test_a_new_database_opened_by_many_at_once_is_migrated_once(ledger_url: str) -> None:
     """Airflow's mapped tasks may open a ledger nobody has opened yet at the same moment."""
-    assert _open_at_once(ledger_url, openers=6) == []
+    assert _open_at_once(ledger_url) == []
     with Ledger(ledger_url) as ledger:
-        assert sorted(s.subject for s in ledger.steps("p")) == [f"0_{i}" for i in range(6)]
+        assert sorted(s.subject for s in ledger.steps("p")) == [f"0_{i}" for i in range(OPENERS)]
 
 
 def test_new_sqlite_files_opened_by_many_at_once_all_open(tmp_path: Path) -> None:
@@ -276,9 +280,9 @@ def test_new_sqlite_files_opened_by_many_at_once_all_open(tmp_path: Path) -> Non
     narrow (one round in about ten lost it before the switch was retried), so it is run on many new files."""
     for round_ in range(40):
         url = f"sqlite:///{tmp_path / f'ledger-{round_}.sqlite'}"
-        assert _open_at_once(url, openers=6) == [], f"round {round_}"
+        assert _open_at_once(url) == [], f"round {round_}"
         with Ledger(url) as ledger:
-            assert len(ledger.steps("p")) == 6
+            assert len(ledger.steps("p")) == OPENERS
 
 
 def test_a_refused_run_is_recorded_failed_without_the_lock(tmp_path: Any) -> None:
