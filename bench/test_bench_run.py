@@ -25,7 +25,7 @@ from bench import process_topologies
 from bench.conftest import RESULTS, machine, record
 from bench.test_bench_process import PARTITIONS, seed
 from streamproc.cli import main
-from streamproc.run_cli import StepTimes
+from streamproc.cli.run import StepTimes
 from tests.integration.conftest import create_topic
 
 RECORDS = int(os.environ.get("STREAMPROC_BENCH_RUN_RECORDS", "1000000"))

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from streamproc.plan.cluster_snapshot import TopicPartition
+    from streamproc.engine.records import TopicPartition
 
 
 class StreamprocError(Exception):

@@ -3,7 +3,7 @@
 ``broker``, ``s3`` and ``airflow`` start, stop and check the real local services the tests and the demo use;
 ``compose fetch`` builds the Docker Compose the deployment's tests run ``docker compose config`` with;
 ``conformance run`` prints streamproc's result for one conformance scenario. The options, output (``--output json``)
-and one-line errors are ``streamproc``'s: the helpers come from :mod:`streamproc.cli`.
+and one-line errors are ``streamproc``'s: the helpers come from :mod:`streamproc.cli.output`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from streamproc.cli import _configure_logging, catch_errors, emit
+from streamproc.cli.output import catch_errors, configure_logging, emit
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -28,7 +28,7 @@ from streamproc.cli import _configure_logging, catch_errors, emit
 @click.option("-v", "--verbose", count=True, help="Debug logs on stderr; -vv adds other libraries'.")
 def main(output: str, verbose: int) -> None:
     """The repository's tooling: local services (a Kafka broker, MinIO, Airflow) and the conformance scenarios."""
-    _configure_logging(verbose)
+    configure_logging(verbose)
 
 
 def _default_workdir(service: str) -> Path:

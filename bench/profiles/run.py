@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _profile(args: argparse.Namespace, account: _CpuAccount) -> int:
-    from streamproc import run_cli
+    from streamproc.cli import run as run_cli
     from streamproc.cli import main as cli_main
 
     admin = AdminClient({"bootstrap.servers": args.bootstrap})

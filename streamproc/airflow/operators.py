@@ -1,7 +1,7 @@
 """The two operators of the DAGs: the process step on Spark and the approval gate before the hand-off.
 
 **Process.** ``SparkSubmitOperator`` of the Spark provider, through ``spark_default``, running
-``streamproc/spark/submit.py`` (``streamproc process``). Chosen over ``@task.pyspark`` because the driver then is a
+``streamproc/cli/submit.py`` (``streamproc process``). Chosen over ``@task.pyspark`` because the driver then is a
 process of its own, as on a cluster: the Airflow worker holds no JVM, the master and deploy settings are the
 connection's, and the driver's Python is set explicitly (``spark.pyspark.python``/``driver.python``: the worker's
 interpreter, where streamproc and the user's topology are installed). The S3 settings of ``aws_default`` reach the
@@ -43,11 +43,11 @@ class ProcessOperator(_spark_submit_operator()):  # type: ignore[misc]
 
     def __init__(self, *, plan_task_id: str = "plan", **kwargs: Any) -> None:
         """``plan_task_id``: the task whose result names the plan (its sink partition counts)."""
-        import streamproc.spark.submit
+        import streamproc.cli.submit
 
         kwargs.setdefault("conn_id", SPARK_CONN_ID)
         kwargs.setdefault("name", "streamproc-process")
-        super().__init__(application=str(Path(streamproc.spark.submit.__file__).resolve()), **kwargs)
+        super().__init__(application=str(Path(streamproc.cli.submit.__file__).resolve()), **kwargs)
         self.plan_task_id = plan_task_id
 
     def execute(self, context: Any) -> Any:

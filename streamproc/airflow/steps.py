@@ -143,13 +143,13 @@ def plan_step(
     """
     from airflow.sdk.exceptions import AirflowSkipException
 
+    from streamproc.engine.topology_loader import load_topology
     from streamproc.fetch import planned_ranges
     from streamproc.handoff.preview import preview
+    from streamproc.kafka.cluster import sink_partition_counts
     from streamproc.kafka.planner import plan_run
     from streamproc.ledger import ApplicationBusy
-    from streamproc.run_cli import sink_partition_counts
     from streamproc.spark.job import plan_id as plan_hash
-    from streamproc.spark.task_runner import load_topology
 
     with open_ledger() as ledger:
         try:
@@ -215,7 +215,7 @@ def plan_step(
         "preview": shown,
         "preview_markdown": preview_markdown(shown),
         "records": records,
-        "partitions": sink_partition_counts(client_config, topology),
+        "partitions": [f"{t}={n}" for t, n in sink_partition_counts(client_config, topology).items()],
     }
 
 

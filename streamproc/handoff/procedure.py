@@ -51,11 +51,6 @@ class HandoffSummary:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-def default_ledger_path(plan_file: Path) -> Path:
-    """The ledger next to the plan file: ``<plan>.ledger.sqlite``."""
-    return plan_file.with_name(f"{plan_file.stem}.ledger.sqlite")
-
-
 def _restored_last(plan: RunPlan) -> dict[tuple[str, TopicPartition], int]:
     return {
         (r.task_id, TopicPartition(r.changelog_topic, r.changelog_partition)): r.end - 1

@@ -28,11 +28,14 @@ def run_ledger(work_dir: Path) -> str:
     return ledger_url(work_dir / RUN_LEDGER_FILE)
 
 
+def default_ledger_path(plan_file: Path) -> Path:
+    """The ledger next to the plan file: ``<plan>.ledger.sqlite``."""
+    return plan_file.with_name(f"{plan_file.stem}.ledger.sqlite")
+
+
 def handoff_ledger(plan_file: Path) -> str:
     """``streamproc handoff``'s ledger: the environment's; else the ledger of the ``streamproc run`` that wrote the
     plan (``ledger.sqlite`` beside it), so that a stopped run continued by hand skips the steps it did; else
     ``<plan>.ledger.sqlite``."""
-    from streamproc.handoff.procedure import default_ledger_path
-
     beside = plan_file.with_name(RUN_LEDGER_FILE)
     return ledger_url(beside if beside.exists() else default_ledger_path(plan_file))

@@ -2,7 +2,7 @@
 finishes, the lag after the hand-off, and how the run ended — also when it ended in an error or an interrupt,
 so that the lock is released and the run list says why.
 
-The steps themselves stay the commands' (``run_cli.py`` invokes them); this module only records, so that the CLI
+The steps themselves stay the commands' (``streamproc.cli.run`` calls them); this module only records, so that the CLI
 and Airflow (which records through the same ``Ledger`` methods from its tasks) write the same rows.
 """
 

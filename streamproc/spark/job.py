@@ -30,13 +30,14 @@ from streamproc.engine.describe_diff import first_difference
 from streamproc.engine.internal_topics import internal_topic_prefix
 from streamproc.engine.task_id import TaskId
 from streamproc.engine.topology import SinkNodeSpec, Topology
+from streamproc.engine.topology_loader import load_topology
 from streamproc.errors import ConfigError, ProcessingError, RecordValidationError, StreamprocError
 from streamproc.plan.run_plan import RunPlan
 from streamproc.plan.run_plan import plan_id as plan_id  # defined with the plan; re-exported for older callers
 from streamproc.plan.run_planner import GLOBAL_TASK
 from streamproc.spark.global_stores import GlobalRestoreRange
 from streamproc.spark.task_output import UNASSIGNED, TaskObjects
-from streamproc.spark.task_runner import InputRange, RestoreRange, TaskWork, load_topology, run_task
+from streamproc.spark.task_runner import InputRange, RestoreRange, TaskWork, run_task
 
 if TYPE_CHECKING:
     from pyspark import SparkContext

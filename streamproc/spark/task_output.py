@@ -165,7 +165,7 @@ class _ParquetFiles:
         }
 
     def append_table(self, key: tuple[str, int], table: pa.Table) -> None:
-        """Rows already in columns (``spark/columnar_count.py``), in this file's schema: written in row groups of
+        """Rows already in columns (``spark/columnar/count.py``), in this file's schema: written in row groups of
         ``ROW_GROUP_ROWS`` rows as :meth:`append` would, so the file's bytes are the same. A file takes rows one
         way only (a task runs either the per-record or the columnar path)."""
         if self._rows.get(key):

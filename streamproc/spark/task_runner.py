@@ -23,7 +23,6 @@ import contextlib
 import dataclasses
 import gc
 import heapq
-import importlib
 import itertools
 import json
 import logging
@@ -41,14 +40,13 @@ import pyarrow.parquet as pq
 from streamproc.engine.assigned_streams_tasks import AssignedStreamsTasks, TaskInputs
 from streamproc.engine.records import ConsumerRecord, RawRecord, TopicPartition
 from streamproc.engine.replay import PartitionInput
-from streamproc.engine.stream_task import StreamTask, TaskConfig
+from streamproc.engine.stream_task import StreamTask
 from streamproc.engine.task_id import TaskId
-from streamproc.engine.topology import Topology
 from streamproc.engine.topology_builder import build_processor_topology, store_builders
+from streamproc.engine.topology_loader import load_topology
 from streamproc.engine.validation import ValidatingSourceNode, prevalidated
-from streamproc.errors import ConfigError, ProcessingError, StateError
-from streamproc.spark.columnar_count import CountPlan, columnar_count_plan, run_columnar_count
-from streamproc.spark.columnar_window import WindowPlan, columnar_window_plan, run_columnar_window
+from streamproc.errors import ProcessingError, StateError
+from streamproc.spark.columnar import columnar_plan
 from streamproc.spark.global_stores import GlobalRestoreRange, GlobalStoresKey, worker_global_stores
 from streamproc.spark.task_input import read_records, staged_range
 from streamproc.spark.task_output import (
@@ -127,33 +125,6 @@ class TaskWork:
     #: This task's report carries the global bootstrap's drops (``global_dropped``): the driver sets it on one task
     #: of the run, so they are counted once however many workers bootstrap.
     reports_global_drops: bool = False
-
-
-def load_topology(reference: str) -> tuple[Topology, TaskConfig]:
-    """``MODULE:FUNCTION`` → the user's ``Topology`` (and ``TaskConfig`` when the factory returns a pair)."""
-    module_name, _, function_name = reference.partition(":")
-    if not module_name or not function_name:
-        raise ConfigError(f"--topology {reference!r}: give MODULE:FUNCTION, e.g. myapp.topology:build")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ConfigError(
-            f"--topology {reference!r}: cannot import {module_name} ({exc}); it must be importable on the driver and "
-            "on every executor (installed, or on PYTHONPATH)"
-        ) from exc
-    factory = getattr(module, function_name, None)
-    if not callable(factory):
-        raise ConfigError(f"--topology {reference!r}: {module_name} has no function {function_name}")
-    built = factory()
-    config = TaskConfig()
-    if isinstance(built, tuple) and len(built) == 2 and isinstance(built[1], TaskConfig):
-        built, config = built
-    if not isinstance(built, Topology):
-        raise ConfigError(
-            f"--topology {reference!r} returned {type(built).__name__}, not a streamproc Topology "
-            "(or a (Topology, TaskConfig) pair)"
-        )
-    return built, config
 
 
 #: Allocations of container objects between two young-generation collections while a task runs (CPython's
@@ -245,7 +216,7 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
             collector = TaskOutputCollector(work.partition_counts, work_dir / "outputs", task_id)
             appended_counts: dict[str, int] = {}
             graph = build_processor_topology(topology, work.subtopology, application_id=work.application_id)
-            # the same facts for each columnar path; the first that takes the task runs it, else per record
+            # over columns when the columnar path takes the task (spark/columnar/), else per record
             facts: dict[str, Any] = {
                 "task": work.task_id,
                 "graph": graph,
@@ -259,40 +230,17 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                 "collector": collector,
                 "changelog_collector": changelog_collector,
             }
-            columnar = columnar_count_plan(**facts)
-            window: WindowPlan | str = "not tried"
-            if not isinstance(columnar, CountPlan):
-                window = columnar_window_plan(**facts)
-            if isinstance(columnar, CountPlan) or isinstance(window, WindowPlan):
-                what = (
-                    columnar.describe()
-                    if isinstance(columnar, CountPlan)
-                    else "windowed aggregate (spark/columnar_window.py)"
-                )
-                logger.info("task [%s] runs the columnar %s", task_id, what)
+            columnar = columnar_plan(**facts)
+            if not isinstance(columnar, str):
+                logger.info("task [%s] runs the columnar %s", task_id, columnar.describe())
                 try:
-                    if isinstance(columnar, CountPlan):
-                        result = run_columnar_count(
-                            columnar, store, collector, changelog_collector, task=work.task_id,
-                            appended_counts=appended_counts,
-                        )  # fmt: skip
-                    else:
-                        assert isinstance(window, WindowPlan)
-                        result = run_columnar_window(
-                            window, store, collector, changelog_collector, task=work.task_id,
-                            appended_counts=appended_counts,
-                        )  # fmt: skip
+                    result = columnar.run(appended_counts)
                 except Exception as exc:
                     tasks.log_task_failure(task_id, exc)  # as the per-record loop logs a task's failure
                     raise
                 state.flush()  # the task's commit
             else:
-                logger.debug(
-                    "task [%s] runs per record, not the columnar count: %s; not the columnar windowed aggregate: %s",
-                    task_id,
-                    columnar,
-                    window,
-                )
+                logger.debug("task [%s] runs per record, %s", task_id, columnar)
                 partitions = [TopicPartition(r.topic, r.partition) for r in work.inputs]
                 stores = dict(state.stores) if global_stores is None else {**state.stores, **global_stores.read_only}
                 task = StreamTask(task_id, graph, partitions, config=config, stores=stores, collector=collector)
@@ -377,10 +325,8 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
             if global_stores is None or not work.reports_global_drops
             else dict(sorted(global_stores.dropped.items())),
             "restored_from_state_dir": copied,
-            # which way the records ran: over columns (spark/columnar_count.py) or one record at a time
-            "execution": "columnar"
-            if isinstance(columnar, CountPlan) or isinstance(window, WindowPlan)
-            else "per record",
+            # which way the records ran: over columns (spark/columnar/) or one record at a time
+            "execution": "per record" if isinstance(columnar, str) else "columnar",
             "appended": dict(sorted(appended_counts.items())),
             "outputs": {f"{t}+{p}": n for (t, p), n in sorted(collector.files.counts.items())},
             "dead_letter_queue": dict(sorted(collector.dead_letter_counts.items())),

@@ -357,7 +357,7 @@ class SegmentedBytesStore:
         or ``None``, timestamp), without writing each put: the same ``observedStreamTime``, the same segments
         created and destroyed in the same order (a segment is created at its first put, with the stream time of
         that put), each entry written into its segment if that still lives (a columnar task's store,
-        ``spark/columnar_window.py``). The caller guarantees that no put falls in an expired segment (it would be
+        ``spark/columnar/window.py``). The caller guarantees that no put falls in an expired segment (it would be
         dropped one by one); one that would raises :class:`StateError`."""
         import numpy as np
 

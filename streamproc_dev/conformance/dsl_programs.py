@@ -275,7 +275,7 @@ def grouped_aggregate() -> Topology:
 
 
 def bytes_count() -> Topology:
-    """Bytes keys and values, a ``Long`` count: the shape ``spark/columnar_count.py`` runs over columns."""
+    """Bytes keys and values, a ``Long`` count: the shape ``spark/columnar/count.py`` runs over columns."""
     b = StreamsBuilder()
     bytes_serde = SERDES["Bytes"]
     (
@@ -290,7 +290,7 @@ def bytes_count() -> Topology:
 
 def bytes_window_sum() -> Topology:
     """The bench's window workload made small (``bench/workloads.py``'s ``dsl_window``), the shape
-    ``spark/columnar_window.py`` runs over columns: re-key by the value's first byte through the named repartition
+    ``spark/columnar/window.py`` runs over columns: re-key by the value's first byte through the named repartition
     topic ``rekeyed``, then the total value length per key in 10 s tumbling windows with 5 min grace (longer than a
     hand-off test's data spans, shorter than the oracle's latest records: those are dropped), Bytes keys and a
     ``Long`` sum. Java's ``toStream(mapper)`` is ``toStream().selectKey(mapper)``."""
@@ -315,7 +315,7 @@ def bytes_window_sum() -> Topology:
 
 
 def bytes_window_count() -> Topology:
-    """The windowed ``count()`` that ``spark/columnar_window.py`` folds over columns (its count fold): Bytes keys
+    """The windowed ``count()`` that ``spark/columnar/window.py`` folds over columns (its count fold): Bytes keys
     and values, no re-key, 10 s windows hopping by 5 s (each record falls in two) with 20 s grace: of the
     oracle's late records, some are dropped from both windows and some (on two of three seeds) from the earlier one
     only, counted in the later; a ``Long`` count. Java's ``toStream(mapper)`` is ``toStream().select_key(mapper)``."""

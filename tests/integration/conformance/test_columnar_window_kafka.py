@@ -1,4 +1,4 @@
-"""The columnar windowed aggregate (``spark/columnar_window.py``) against Kafka Streams itself, late records included.
+"""The columnar windowed aggregate (``spark/columnar/window.py``) against Kafka Streams itself, late records included.
 
 ``test_dsl_programs_run.py`` proves the per-record path of two side-by-side programs equal to Kafka's
 ``TopologyTestDriver``; here each one's windowed-aggregate task runs over columns on the very records Kafka's driver
@@ -173,7 +173,7 @@ def test_the_columnar_window_aggregate_gives_kafkas_results(
     start, end = _stage(LocalObjectStore(root), program.input_topic, staged, 0)
     plan = "00000000000000d1"
     task = TaskId.parse(program.task)
-    with caplog.at_level(logging.DEBUG, logger="streamproc.spark.columnar_window"):
+    with caplog.at_level(logging.DEBUG, logger="streamproc.spark.columnar.window"):
         report = run_task(
             TaskWork(
                 plan_id=plan,

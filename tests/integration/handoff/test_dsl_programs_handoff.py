@@ -71,11 +71,11 @@ PLAIN_VALUES = frozenset({"two_aggregates_one_repartition_optimized", "table_gro
 
 #: Programs whose late records are not before the previous part's latest record: the restored window store's stream
 #: time is then not after the hand-off input's earliest timestamp, which the columnar windowed aggregate requires
-#: (``spark/columnar_window.py``; else the task runs per record).
+#: (``spark/columnar/window.py``; else the task runs per record).
 NOT_BEFORE_PREVIOUS_PART = frozenset({"bytes_window_sum", "bytes_window_count"})
 
 #: How streamproc runs each sub-topology's tasks (their reports' ``execution``) where not one record at a time: over
-#: columns (``spark/columnar_count.py``, a re-key to a repartition sink too; ``spark/columnar_window.py`` for the
+#: columns (``spark/columnar/count.py``, a re-key to a repartition sink too; ``spark/columnar/window.py`` for the
 #: windowed aggregate, here over the re-keyed records sub-topology 0 appended to the repartition topic in the run,
 #: and for the windowed count over the input topic, by its count fold).
 EXECUTION: dict[str, dict[int, str]] = {

@@ -283,7 +283,7 @@ def test_spark_submit_runs_the_entry_file(staged: dict[str, Any], tmp_path: Path
     import subprocess
     import sys
 
-    import streamproc.spark.submit
+    import streamproc.cli.submit
 
     store_dir = fresh_copy(staged, tmp_path / "store")
     plan_file = tmp_path / "plan.json"
@@ -299,7 +299,7 @@ def test_spark_submit_runs_the_entry_file(staged: dict[str, Any], tmp_path: Path
             "spark.driver.host=127.0.0.1",
             "--conf",
             f"spark.pyspark.python={sys.executable}",
-            str(streamproc.spark.submit.__file__),
+            str(streamproc.cli.submit.__file__),
             "--output",
             "json",
             "--plan",

@@ -1,5 +1,5 @@
 """Each command module imports on its own, first, in a fresh interpreter (as Airflow's task bodies and spark-submit
-import them): the modules register themselves on ``streamproc.cli.main`` and must not depend on import order."""
+import them): the package registers every command on ``streamproc.cli.main``, whichever module is imported first."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import pytest
 
 MODULES = [
     "streamproc.cli",
-    "streamproc.handoff.cli",
-    "streamproc.ledger.cli",
-    "streamproc.run_cli",
-    "streamproc.spark.cli",
-    "streamproc.spark.submit",
+    "streamproc.cli.handoff",
+    "streamproc.cli.ledger",
+    "streamproc.cli.run",
+    "streamproc.cli.process",
+    "streamproc.cli.submit",
     "streamproc.handoff.preview",
 ]
 

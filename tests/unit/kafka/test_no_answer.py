@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 from confluent_kafka import TopicPartition
 
-from streamproc.cli import catch_errors
+from streamproc.cli.output import catch_errors
 from streamproc.errors import PlanError
 from streamproc.kafka import cluster
 from streamproc.plan.cluster_snapshot import IsolationLevel

@@ -1,4 +1,4 @@
-"""The columnar ``aggregate``/``reduce`` (``spark/columnar_count.py``'s ``_LoopFold``) against the per-record path.
+"""The columnar ``aggregate``/``reduce`` (``spark/columnar/count.py``'s ``_LoopFold``) against the per-record path.
 
 Each example stages one input partition (and maybe a restored store's changelog) and runs the task both ways, as
 ``test_columnar_count.py`` does: the same report, output, changelog and drops files byte for byte and store entries,
@@ -21,7 +21,7 @@ from streamproc import Stores
 from streamproc.dsl import Consumed, Materialized, Produced, StreamsBuilder
 from streamproc.engine.topology import Topology
 from streamproc.errors import StreamprocError
-from streamproc.spark import columnar_count
+from streamproc.spark.columnar import count as columnar_count
 from streamproc.spark.task_runner import TaskWork
 from streamproc.storage import LocalObjectStore
 from tests.unit.spark import test_columnar_count as base
@@ -177,7 +177,7 @@ def _assert_same_outcome(
     loop fold."""
     return base._assert_same_outcome(
         root, scratch, inputs, restore, caplog, topology=topology, work=_work,
-        ran="with a Python loop fold (spark/columnar_count.py)",
+        ran="with a Python loop fold (spark/columnar/count.py)",
     )  # fmt: skip
 
 

@@ -1,4 +1,4 @@
-"""Stateless DSL chains in the columnar path (``spark/columnar_chain.py``) against the per-record path.
+"""Stateless DSL chains in the columnar path (``spark/columnar/chain.py``) against the per-record path.
 
 Random chains of ``filter``/``filterNot``/``mapValues`` (pure functions picked by hypothesis, some returning null,
 some dropping everything) before (a) ``groupByKey().count()`` and (b) a sink run through
@@ -28,8 +28,8 @@ from streamproc.dsl.kstream import KStream
 from streamproc.engine.task_id import TaskId
 from streamproc.engine.topology import Topology
 from streamproc.errors import StreamprocError, StreamsError
-from streamproc.spark import columnar_count
-from streamproc.spark.columnar_count import PER_RECORD_ENV
+from streamproc.spark.columnar import count as columnar_count
+from streamproc.spark.columnar.count import PER_RECORD_ENV
 from streamproc.spark.task_output import TaskObjects
 from streamproc.spark.task_runner import RestoreRange, TaskWork, run_task
 from streamproc.storage import LocalObjectStore
@@ -172,7 +172,7 @@ def _both(
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="streamproc.spark.task_runner"):
         columnar, columnar_calls = _run(root, COLUMNAR, topology, inputs, per_record=False)
-    assert "(spark/columnar_count.py)" in caplog.text
+    assert "(spark/columnar/count.py)" in caplog.text
     per_record, per_record_calls = _run(root, PER_RECORD, topology, inputs, per_record=True)
     if isinstance(per_record, Exception):
         # node by node: a node before the failing one may have run on the chunk's later records too (never twice)
@@ -285,7 +285,7 @@ def test_a_stored_value_that_is_not_a_count_and_a_raising_function_fail_as_per_r
         finally:
             os.environ.pop(PER_RECORD_ENV, None)
         outcomes.append(failed.value)
-    assert "(spark/columnar_count.py)" in caplog.text
+    assert "(spark/columnar/count.py)" in caplog.text
     columnar, by_record = outcomes
     assert str(columnar) == str(by_record)
     assert type(columnar.__cause__) is type(by_record.__cause__)
@@ -322,6 +322,6 @@ def test_another_node_runs_per_record_and_says_why(
     CHAIN[:] = [("filter", "keep all", lambda k, v: True)]
     with caplog.at_level(logging.DEBUG, logger="streamproc.spark.task_runner"):
         report, calls = _run(root, ONE, topology, (start, end, -1), per_record=False)
-    assert "(spark/columnar_count.py)" not in caplog.text
+    assert "(spark/columnar/count.py)" not in caplog.text
     assert f"runs per record, not the columnar count: {reason}" in caplog.text
     assert report["records_processed"] == 2 and calls == {"keep all": 2}

@@ -1,4 +1,4 @@
-"""The columnar count (``spark/columnar_count.py``) against the per-record path: same files, store and report.
+"""The columnar count (``spark/columnar/count.py``) against the per-record path: same files, store and report.
 
 Each example stages one input partition (and, for an initial store, the store's changelog) in a local object store
 and runs :func:`~streamproc.spark.task_runner.run_task` twice over it: once as it chooses (the columnar count) and
@@ -28,8 +28,8 @@ from streamproc.engine.task_id import TaskId
 from streamproc.engine.topology import Topology
 from streamproc.errors import StreamprocError
 from streamproc.intervals import to_intervals
-from streamproc.spark import columnar_count
-from streamproc.spark.columnar_count import PER_RECORD_ENV
+from streamproc.spark.columnar import count as columnar_count
+from streamproc.spark.columnar.count import PER_RECORD_ENV
 from streamproc.spark.task_output import TaskObjects
 from streamproc.spark.task_runner import InputRange, RestoreRange, TaskWork, run_task
 from streamproc.storage import LocalObjectStore
@@ -182,7 +182,7 @@ def _both(
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="streamproc.spark.task_runner"):
         columnar = run_task(_work(root, COLUMNAR, topology, inputs, restore))
-    assert "(spark/columnar_count.py)" in caplog.text
+    assert "(spark/columnar/count.py)" in caplog.text
     os.environ[PER_RECORD_ENV] = "1"
     try:
         per_record = run_task(_work(root, PER_RECORD, topology, inputs, restore))
@@ -280,7 +280,7 @@ def test_an_ineligible_task_runs_per_record_and_says_why(
             run_task(_work(tmp_path / "store", ONE, topology, (start, end, -1), None))
         except StreamprocError as exc:  # a negative timestamp fails the task (FailOnInvalidTimestamp), per record
             assert "timestamp" in str(exc)
-    assert "(spark/columnar_count.py)" not in caplog.text
+    assert "(spark/columnar/count.py)" not in caplog.text
     assert "runs per record, not the columnar count: " in caplog.text and reason in caplog.text
 
 
@@ -321,7 +321,7 @@ def _assert_same_outcome(
     *,
     topology: str = "count_logged",
     work: MakeWork | None = None,
-    ran: str = "(spark/columnar_count.py)",
+    ran: str = "(spark/columnar/count.py)",
 ) -> Any:
     """Run columnar (asserting it was: ``ran`` in the task's log line) and per record: the same error (type,
     message, cause) and nothing published, or the same report, objects and store. Returns the columnar outcome."""

@@ -30,8 +30,8 @@ from streamproc.dsl import Consumed, Grouped, Materialized, Produced, Repartitio
 from streamproc.dsl.kstream import KStream
 from streamproc.engine.topology import Topology
 from streamproc.errors import StreamprocError
-from streamproc.spark import columnar_count
-from streamproc.spark.columnar_count import PER_RECORD_ENV
+from streamproc.spark.columnar import count as columnar_count
+from streamproc.spark.columnar.count import PER_RECORD_ENV
 from streamproc.spark.task_input import staged_range, task_batches
 from streamproc.spark.task_output import _WRITE_OPTIONS, OUTPUT_SCHEMA
 from streamproc.spark.task_runner import InputRange, TaskWork, run_task, upstream_records
@@ -156,7 +156,7 @@ def _both(
     caplog.clear()
     with caplog.at_level(logging.DEBUG, logger="streamproc.spark.task_runner"):
         columnar, columnar_calls = _run(make(COLUMNAR), per_record=False)
-    assert "(spark/columnar_count.py)" in caplog.text, caplog.text
+    assert "(spark/columnar/count.py)" in caplog.text, caplog.text
     per_record, per_record_calls = _run(make(PER_RECORD), per_record=True)
     if isinstance(per_record, Exception):
         assert all(columnar_calls.get(name, 0) >= calls for name, calls in per_record_calls.items())

@@ -1,4 +1,4 @@
-"""The columnar windowed aggregate (``spark/columnar_window.py``) against the per-record path: same files, store and
+"""The columnar windowed aggregate (``spark/columnar/window.py``) against the per-record path: same files, store and
 report.
 
 As in ``test_columnar_count.py``: each example stages one input partition (and, for a restored store, the window
@@ -27,7 +27,7 @@ from streamproc.engine.serdes import serde_for
 from streamproc.engine.task_id import TaskId
 from streamproc.engine.topology import Topology
 from streamproc.errors import StreamprocError
-from streamproc.spark.columnar_count import PER_RECORD_ENV
+from streamproc.spark.columnar.count import PER_RECORD_ENV
 from streamproc.spark.task_output import TaskObjects
 from streamproc.spark.task_runner import InputRange, RestoreRange, TaskWork, run_task
 from streamproc.state.rocksdb_store import RocksDBKeyValueBytesStore
@@ -208,7 +208,7 @@ def _both(
     caplog.clear()
     with (
         caplog.at_level(logging.DEBUG, logger="streamproc.spark.task_runner"),
-        caplog.at_level(logging.DEBUG, logger="streamproc.spark.columnar_window"),
+        caplog.at_level(logging.DEBUG, logger="streamproc.spark.columnar.window"),
     ):
         columnar = run_task(_work(root, COLUMNAR, topology, inputs, restore))
     assert "runs the columnar windowed aggregate" in caplog.text, caplog.text
@@ -288,7 +288,7 @@ def _run_both_and_compare(
     """Stage ``rows`` (and ``stored`` windows starting at or before the input's earliest timestamp as a changelog to
     restore, unless the store is unlogged), run the task both ways in chunks of ``chunk`` records and require the same
     files, drops, store and report; returns both runs' expired-window warnings (columnar, then per record)."""
-    from streamproc.spark import columnar_count
+    from streamproc.spark.columnar import count as columnar_count
 
     WINDOWS.update(size=shape[0], advance=shape[1], grace=shape[2])
     scratch = tmp_path_factory.mktemp("window")
@@ -402,7 +402,7 @@ def test_a_window_task_over_upstream_input_equals_the_per_record_path(
     chunk: int,
 ) -> None:
     """Stage 2 of a re-key: the staged repartition records, then the upstream tasks' output objects, merged."""
-    from streamproc.spark import columnar_count
+    from streamproc.spark.columnar import count as columnar_count
 
     WINDOWS.update(size=shape[0], advance=shape[1], grace=shape[2])
     scratch = tmp_path_factory.mktemp("window-upstream")
@@ -477,7 +477,7 @@ def test_many_records_counted_in_hopping_windows_give_the_same_bytes(
 ) -> None:
     """More updates than a row group, many chunks, three windows a record, windows expiring and segments destroyed
     along the way, a restored store read once per window."""
-    from streamproc.spark import columnar_count
+    from streamproc.spark.columnar import count as columnar_count
 
     WINDOWS.update(size=60_000, advance=20_000, grace=5_000)
     store = LocalObjectStore(tmp_path / "store")

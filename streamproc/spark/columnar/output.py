@@ -1,4 +1,4 @@
-"""The Arrow columns the columnar paths write (``columnar_count.py``, ``columnar_window.py``): sink and changelog
+"""The Arrow columns the columnar paths write (``count.py``, ``window.py``): sink and changelog
 rows built from buffers, byte for byte the rows the per-record collectors write, and the task's keys with their
 sink partitions looked up once per distinct key."""
 
@@ -13,7 +13,7 @@ import pyarrow as pa
 from streamproc.engine.partitioner import partition_for_key
 from streamproc.engine.records import TopicPartition
 from streamproc.engine.serdes import LongDeserializer, LongSerializer
-from streamproc.spark.columnar_groups import ids_with_new
+from streamproc.spark.columnar.groups import ids_with_new
 from streamproc.spark.task_output import (
     _HEADERS,
     CHANGELOG_SCHEMA,
@@ -74,7 +74,7 @@ def no_headers(n: int) -> pa.Array:
 
 
 #: The stored (timestamp, count) of each of a chunk's new keys, in order, ``None`` for a key the store does not hold:
-#: one call per chunk, so that a run reads only the keys its input brings (``columnar_count._stored_counts``).
+#: one call per chunk, so that a run reads only the keys its input brings (``count._stored_counts``).
 StoredCounts = Callable[[list[bytes]], list[tuple[int, int] | None]]
 
 
@@ -82,7 +82,7 @@ class TaskKeys:
     """Per distinct key of the task (an id in order of first appearance): count, timestamp, sink partition.
 
     ``stored`` seeds a new key's count and timestamp from the task's store when it is first seen; without it (a sink's
-    keys only, ``columnar_window.py``'s and the chain's) every key starts at count 0 with no timestamp."""
+    keys only, ``window.py``'s and the chain's) every key starts at count 0 with no timestamp."""
 
     def __init__(self, partitions: int, stored: StoredCounts | None = None) -> None:
         self.stored = stored

@@ -1,24 +1,24 @@
-"""``streamproc process``: run a plan's tasks on Spark over the staged segments (registered by ``streamproc.cli``).
-
-Kept out of ``streamproc/cli.py`` so the command's options live beside the job; importing this module only adds the
-command to the group (Spark and the engine load when the command runs).
-"""
+"""``streamproc process``: run a plan's tasks on Spark over the staged segments (Spark and the engine load when the
+command runs)."""
 
 from __future__ import annotations
 
-import logging
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from streamproc.cli import _s3_options, _store_options, catch_errors, emit, main
+from streamproc.cli.options import s3_options, store_options
+from streamproc.cli.output import catch_errors, emit
 from streamproc.errors import ConfigError
 
-logger = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from streamproc.plan.run_plan import RunPlan
 
 
 def _pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
+    """``KEY=VALUE`` values (an empty value allowed: a Spark setting may be empty)."""
     pairs: dict[str, str] = {}
     for value in values:
         key, sep, setting = value.partition("=")
@@ -28,7 +28,13 @@ def _pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
     return pairs
 
 
-def _counts(values: tuple[str, ...]) -> dict[str, int]:
+def conf_settings(values: tuple[str, ...]) -> dict[str, str]:
+    """``--conf KEY=VALUE`` values as Spark settings."""
+    return _pairs(values, "--conf")
+
+
+def partition_counts(values: tuple[str, ...]) -> dict[str, int]:
+    """``--partitions TOPIC=N`` values as counts per topic."""
     counts: dict[str, int] = {}
     for topic, text in _pairs(values, "--partitions").items():
         try:
@@ -38,7 +44,7 @@ def _counts(values: tuple[str, ...]) -> dict[str, int]:
     return counts
 
 
-@main.command("process")
+@click.command("process")
 @click.option(
     "--plan",
     "plan_file",
@@ -64,7 +70,7 @@ def _counts(values: tuple[str, ...]) -> dict[str, int]:
     help="The state.dir the plan was made with (--state-dir of plan): each task starts from its task directory "
     "there and restores the rest of the changelog. Every executor must be able to read it.",
 )
-@_s3_options
+@s3_options
 @click.pass_context
 @catch_errors
 def process_command(
@@ -79,18 +85,44 @@ def process_command(
     s3_connect_timeout: float | None,
     s3_read_timeout: float | None,
     s3_max_attempts: int | None,
-) -> list[dict[str, Any]]:
+) -> None:
     """Process every planned task on Spark: outputs, changelogs, drops, stores and a report per task."""
     from streamproc import extras
 
     extras.require(extras.SPARK, "streamproc process")
+    from streamproc.plan.run_plan import RunPlan
+
+    reports = process_with_progress(
+        RunPlan.read(plan_file),
+        store_uri=store_uri,
+        topology=topology,
+        master=master,
+        conf=conf_settings(conf_values),
+        partitions=partition_counts(partition_values),
+        state_dir=state_dir,
+        store_options=store_options(s3_connect_timeout, s3_read_timeout, s3_max_attempts, store_uri),
+    )
+    show_process(ctx, reports)
+
+
+def process_with_progress(
+    plan: RunPlan,
+    *,
+    store_uri: str,
+    topology: str,
+    master: str | None,
+    conf: Mapping[str, str],
+    partitions: Mapping[str, int],
+    state_dir: Path | None,
+    store_options: Mapping[str, Any],
+) -> list[dict[str, Any]]:
+    """Run the plan's tasks on Spark (``streamproc.spark.job.process``) with a bar of the tasks done on stderr; the
+    caller has checked that the ``spark`` extra is installed."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from streamproc.plan.run_plan import RunPlan
     from streamproc.spark.job import process
 
-    plan = RunPlan.read(plan_file)
     with Progress(
         TextColumn("[bold]process[/bold] tasks"),
         BarColumn(),
@@ -104,17 +136,21 @@ def process_command(
         def advance(done: int, total: int) -> None:
             bar.update(progress_task, completed=done, total=total)
 
-        reports = process(
+        return process(
             plan,
             store_uri=store_uri,
             topology=topology,
             master=master,
-            conf=_pairs(conf_values, "--conf"),
-            partitions=_counts(partition_values),
+            conf=dict(conf),
+            partitions=dict(partitions),
             state_dir=None if state_dir is None else str(state_dir.resolve()),
-            store_options=_store_options(s3_connect_timeout, s3_read_timeout, s3_max_attempts, store_uri),
+            store_options=dict(store_options),
             progress=advance,
         )
+
+
+def show_process(ctx: click.Context, reports: Sequence[Mapping[str, Any]]) -> None:
+    """One line per task: records processed and dropped, its stream time, whether an earlier run had done it."""
     rows: list[dict[str, Any]] = [
         {
             "task_id": r["task_id"],
@@ -134,4 +170,3 @@ def process_command(
     )
     total = sum(row["records_processed"] for row in rows)
     emit(ctx, {"tasks": rows}, f"{text}\n{len(rows)} task(s), {total} records" if rows else "no tasks in the plan")
-    return reports  # for `streamproc run`, which records them in the ledger

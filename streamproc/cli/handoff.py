@@ -1,60 +1,58 @@
-"""``streamproc handoff``: hand a processed plan's results to Kafka and the state directory (registered by
-``streamproc.cli``). Shows the hand-off preview first and asks for confirmation unless ``--yes``; ``--status`` lists
-the steps the ledger recorded.
+"""``streamproc handoff``: hand a processed plan's results to Kafka and the state directory. Shows the hand-off
+preview first and asks for confirmation unless ``--yes``; ``--status`` lists the steps the ledger recorded;
+``handoff install-state`` unpacks a state bundle on another host.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from streamproc.cli import (
-    _client_config,
-    _client_setting_option,
-    _s3_options,
-    _store_options,
-    catch_errors,
-    emit,
+from streamproc.cli.options import (
+    client_config,
+    client_setting_option,
     kafka_streams_version_option,
-    main,
+    s3_options,
+    store_options,
 )
+from streamproc.cli.output import catch_errors, emit, json_output
 from streamproc.errors import ConfigError, HandoffNotConfirmed
-from streamproc.handoff.preview import preview
+
+if TYPE_CHECKING:
+    from streamproc.plan.run_plan import RunPlan
 
 
-def run_handoff(
+def hand_off(
     ctx: click.Context,
+    plan: RunPlan,
     *,
     client_config: dict[str, object],
-    plan_file: Path,
     store_uri: str,
     store_options: dict[str, Any],
     state_dir: Path | None,
-    ledger_file: Path | str | None,
+    ledger_url: str,
     yes: bool,
     reduce_changelogs: bool,
     state_bundle_uri: str | None = None,
     kafka_streams_version: str = "4.2",
 ) -> None:
-    """The preview, the confirmation and the hand-off (shared with ``streamproc run``)."""
+    """The preview, the confirmation and the hand-off (``streamproc handoff``, ``streamproc run``)."""
+    from streamproc.handoff.preview import preview
     from streamproc.handoff.procedure import handoff
-    from streamproc.ledger import Ledger, handoff_ledger
-    from streamproc.plan.run_plan import RunPlan
+    from streamproc.ledger import Ledger
     from streamproc.plan.run_plan import plan_id as plan_hash
     from streamproc.storage import load_store
 
-    plan = RunPlan.read(plan_file)
     plan_id = plan_hash(plan)
-    json_output = ctx.find_root().params.get("output") == "json"
     if not yes:
-        if json_output:
+        if json_output(ctx):
             raise ConfigError("the hand-off is irreversible: with --output json pass --yes (no prompt is shown)")
         click.echo(preview(plan, plan_id, state_dir), err=True)
         if not click.confirm("Hand off?", err=True):
             raise HandoffNotConfirmed("hand-off not confirmed: nothing was done")
-    with Ledger(ledger_file or handoff_ledger(plan_file)) as ledger:
+    with Ledger(ledger_url) as ledger:
         summary = handoff(
             plan,
             plan_id,
@@ -81,14 +79,14 @@ def run_handoff(
     emit(ctx, payload, text)
 
 
-@main.group("handoff", invoke_without_command=True)
+@click.group("handoff", invoke_without_command=True)
 @click.option(
     "--bootstrap",
     envvar="STREAMPROC_BOOTSTRAP",
     metavar="HOST:PORT[,…]",
     help="Kafka bootstrap servers (env STREAMPROC_BOOTSTRAP); not needed with --status.",
 )
-@_client_setting_option
+@client_setting_option
 @click.option(
     "--plan",
     "plan_file",
@@ -123,7 +121,7 @@ def run_handoff(
     help="Publish every changelog record (default: the last value per key, which restores the same state).",
 )
 @kafka_streams_version_option
-@_s3_options
+@s3_options
 @click.pass_context
 @catch_errors
 def handoff_command(
@@ -164,15 +162,18 @@ def handoff_command(
         raise ConfigError("--store is required (the staging location the process step wrote)")
     if bootstrap is None:
         raise ConfigError("no Kafka bootstrap servers given: pass --bootstrap host:port (or set STREAMPROC_BOOTSTRAP)")
-    run_handoff(
+    from streamproc.ledger import handoff_ledger
+    from streamproc.plan.run_plan import RunPlan
+
+    hand_off(
         ctx,
-        client_config=_client_config(bootstrap, client_settings),
-        plan_file=plan_file,
+        RunPlan.read(plan_file),
+        client_config=client_config(bootstrap, client_settings),
         store_uri=store_uri,
-        store_options=_store_options(s3_connect_timeout, s3_read_timeout, s3_max_attempts, store_uri),
+        store_options=store_options(s3_connect_timeout, s3_read_timeout, s3_max_attempts, store_uri),
         state_dir=state_dir,
         state_bundle_uri=state_bundle_uri,
-        ledger_file=ledger_file,
+        ledger_url=ledger_file or handoff_ledger(plan_file),
         yes=yes,
         reduce_changelogs=not no_reduce_changelogs,
         kafka_streams_version=kafka_streams_version,
@@ -187,7 +188,7 @@ def handoff_command(
     type=click.Path(file_okay=False, path_type=Path),
     help="The application's state.dir on this host.",
 )
-@_s3_options
+@s3_options
 @click.pass_context
 @catch_errors
 def install_state_command(
@@ -202,7 +203,7 @@ def install_state_command(
     from streamproc.handoff.state_bundle import install
     from streamproc.storage import load_store
 
-    store = load_store(bundle_uri, **_store_options(s3_connect_timeout, s3_read_timeout, s3_max_attempts, bundle_uri))
+    store = load_store(bundle_uri, **store_options(s3_connect_timeout, s3_read_timeout, s3_max_attempts, bundle_uri))
     done = install(store, bundle_uri, state_dir)
     lines = [f"wrote {d}" for d in done.written]
     lines += [f"removed {d} (the task starts without local state: its changelogs restore it)" for d in done.removed]

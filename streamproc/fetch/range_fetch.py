@@ -1,4 +1,4 @@
-"""Fetch: copy each planned ``[start, end)`` range from Kafka to object storage as proved segments.
+"""Fetch one range: copy a planned ``[start, end)`` from Kafka to object storage as proved segments.
 
 The range is streamed, never held whole: the consumer's messages flow from a :class:`RangeReader` straight into
 column buffers (no record object per row: that alone cost more than the Parquet encoding), and a segment closes by
@@ -11,40 +11,27 @@ manifest written, each atomically, so a crash leaves whole segments and nothing 
 
 A retry asks :func:`~streamproc.storage.staging.range_status` which sub-ranges are still missing and fetches only
 those; because segment boundaries depend only on the records from a boundary on, the retried segments are
-byte-identical to those of an uninterrupted fetch. Partitions are fetched in parallel threads (librdkafka releases
-the GIL while it waits), each logging progress and a summary.
+byte-identical to those of an uninterrupted fetch.
 """
 
 from __future__ import annotations
 
-import ctypes
 import logging
-import multiprocessing
-import os
-import signal
-import sys
-import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, wait
-from contextlib import contextmanager
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from streamproc.engine.records import TimestampType
-from streamproc.errors import FetchError, StreamprocError
-from streamproc.intervals import first_overlap
+from streamproc.errors import FetchError
+from streamproc.fetch.ranges import FETCH_LIMITS, FetchRange, RangeFetchResult
 from streamproc.kafka.cluster import topic_ids
 from streamproc.kafka.range_reader import READ_COMMITTED, READ_UNCOMMITTED, RangeReader, refuse_isolation_setting
 from streamproc.plan.cluster_snapshot import IsolationLevel, TopicPartition
 from streamproc.plan.completeness import CompletenessProof, prove_two_pass
 from streamproc.storage.manifest import Manifest, SegmentProof, write_manifest
-from streamproc.storage.object_store import ObjectStore, load_store
+from streamproc.storage.object_store import ObjectStore
 from streamproc.storage.segments import SegmentColumns, SegmentKey
 from streamproc.storage.staging import SegmentLimits, range_status
-
-if TYPE_CHECKING:
-    from streamproc.plan.run_plan import RunPlan
 
 log = logging.getLogger(__name__)
 
@@ -56,76 +43,6 @@ _TIMESTAMP_TYPE_IDS = {
     1: TimestampType.CREATE_TIME.id,
     2: TimestampType.LOG_APPEND_TIME.id,
 }
-
-# Segment limits of a fetch. A segment is held in memory until it is proved, so they bound a fetch's memory
-# (two segments per partition in flight); they also decide segment names, so a retry must use the same limits.
-FETCH_LIMITS = SegmentLimits(max_segment_bytes=64 * 1024 * 1024, max_segment_records=200_000)
-
-
-@dataclass(frozen=True, slots=True)
-class FetchRange:
-    """One planned range to stage; ``compacted`` is the topic's cleanup policy (it decides how gaps are explained)."""
-
-    topic: str
-    partition: int
-    start: int
-    end: int
-    compacted: bool = False
-    #: the topic id the plan saw; a different id at fetch time means the topic was re-created since
-    topic_id: str | None = None
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition} [{self.start}, {self.end})"
-
-
-def planned_ranges(run_plan: RunPlan) -> list[FetchRange]:
-    """The non-empty ranges a plan stages: its input ranges, then its stores' changelog restore ranges.
-
-    Changelogs are compacted topics (Kafka Streams creates them so): a gap there is a marker or a compacted offset.
-    ``fetch`` stages exactly these and ``verify --plan`` proves exactly these are covered.
-    """
-    ranges = [
-        FetchRange(r.topic, r.partition, r.start, r.end, r.compacted, r.topic_id)
-        for r in run_plan.ranges
-        if not r.empty
-    ]
-    ranges += [
-        FetchRange(r.changelog_topic, r.changelog_partition, r.start, r.end, compacted=True)
-        for r in run_plan.restores
-        if r.end > r.start
-    ]
-    return ranges
-
-
-def check_disjoint(ranges: Sequence[FetchRange]) -> None:
-    """Two ranges of one partition that share offsets would stage the same segments twice, at once: refuse them."""
-    pair = first_overlap((f"{r.topic}-{r.partition}", r.start, r.end) for r in ranges)
-    if pair is not None:
-        (name, a, b), (_, c, d) = pair
-        raise FetchError(
-            f"{name} [{a}, {b}) and [{c}, {d}) overlap: the same offsets would be fetched twice at once; the plan "
-            f"is inconsistent (edited by hand?), re-plan"
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class RangeFetchResult:
-    """What fetching one range did: segments written now, segments found complete, records and bytes copied now,
-    and the records staged for the range in all (``records_staged``: what the ledger records, so that a fetch that
-    resumed a range an earlier, interrupted attempt had partly staged still reports the range's whole count)."""
-
-    range: FetchRange
-    segments_written: int
-    segments_already_complete: int
-    records: int
-    bytes: int
-    seconds: float
-    records_staged: int
-
-    @property
-    def skipped(self) -> bool:
-        """Nothing was fetched: every segment of the range was already staged."""
-        return self.segments_written == 0
 
 
 class _Progress:
@@ -312,142 +229,3 @@ def fetch_range(
             rng, result.records, result.bytes / 1e6, written, len(status.complete), result.seconds,
         )  # fmt: skip
     return result
-
-
-PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
-
-
-@contextmanager
-def _workers_skip_parent_main() -> Iterator[None]:
-    """Spawned workers start without re-running the parent's ``__main__``: they need only this module.
-
-    By spawn's rule a worker first runs the parent's main module as ``__mp_main__``. Inside an Airflow task that is
-    the ``airflow`` command, and importing airflow in the worker fails: the task runner blocks the metadata DB by
-    setting ``AIRFLOW__DATABASE__SQL_ALCHEMY_CONN`` to a URL nothing parses, which the worker inherits. Hiding the
-    main module's path and spec while the pool starts its workers makes spawn skip that step.
-    """
-    main = sys.modules.get("__main__")
-    if main is None:
-        yield
-        return
-    saved = dict(main.__dict__)
-    main.__dict__.pop("__file__", None)
-    main.__spec__ = None
-    try:
-        yield
-    finally:
-        for name in ("__file__", "__spec__"):
-            if name in saved:
-                main.__dict__[name] = saved[name]
-
-
-def _die_with_parent(parent_pid: int) -> None:
-    """Worker initializer: a worker never outlives the fetch that started it, even one killed with ``kill -9``.
-
-    On Linux the kernel sends the worker SIGKILL when its parent dies (``prctl(PR_SET_PDEATHSIG)``); elsewhere a
-    daemon thread watches the parent pid. A parent that died before this ran is caught by the pid check.
-    """
-    armed = False
-    if sys.platform.startswith("linux"):
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            armed = libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
-        except (OSError, AttributeError):
-            armed = False
-    if os.getppid() != parent_pid:
-        os._exit(1)
-    if not armed:
-
-        def watch() -> None:
-            while os.getppid() == parent_pid:
-                time.sleep(1.0)
-            os._exit(1)
-
-        threading.Thread(target=watch, name="parent-watch", daemon=True).start()
-
-
-def _fetch_range_in_process(
-    client_config: Mapping[str, object],
-    store_uri: str,
-    store_options: Mapping[str, Any],
-    rng: FetchRange,
-    isolation: IsolationLevel,
-    limits: SegmentLimits,
-) -> RangeFetchResult:
-    """A worker process's share: open the store by URI (stores are not shared across processes) and fetch."""
-    return fetch_range(client_config, load_store(store_uri, **store_options), rng, isolation=isolation, limits=limits)
-
-
-def fetch_ranges(
-    client_config: Mapping[str, object],
-    store: ObjectStore,
-    ranges: Sequence[FetchRange],
-    *,
-    isolation: IsolationLevel = IsolationLevel.READ_COMMITTED,
-    limits: SegmentLimits = FETCH_LIMITS,
-    parallelism: int = 4,
-    processes: int = 1,
-    store_options: Mapping[str, Any] | None = None,
-) -> list[RangeFetchResult]:
-    """Stage every range, ``parallelism`` partitions at a time; the first failure is raised after the others end.
-
-    Ranges of one partition must not overlap (:func:`check_disjoint`), and the isolation level is the plan's:
-    an ``isolation.level`` in ``client_config`` is refused rather than silently overridden.
-
-    With ``processes`` > 1 the partitions are spread over that many worker processes (each running ``parallelism``
-    threads' worth of ranges one after the other): the per-record work is Python and holds the GIL, so threads
-    alone use one core. Workers open the store from ``store.uri`` and ``store_options`` (e.g. explicit S3
-    credentials). Every range that completed stays staged, so re-running after a failure fetches only what is
-    still missing.
-    """
-    if parallelism < 1 or processes < 1:
-        raise FetchError(f"parallelism and processes must be at least 1, not {parallelism} and {processes}")
-    refuse_isolation_setting(client_config, isolation.value)
-    check_disjoint(ranges)
-    if processes > 1:
-        context = multiprocessing.get_context("spawn")  # fresh interpreters: no librdkafka threads forked
-        with (
-            _workers_skip_parent_main(),
-            ProcessPoolExecutor(
-                max_workers=processes, mp_context=context, initializer=_die_with_parent, initargs=(os.getpid(),)
-            ) as process_pool,
-        ):
-            futures = [
-                process_pool.submit(
-                    _fetch_range_in_process,
-                    dict(client_config),
-                    store.uri,
-                    dict(store_options or {}),
-                    r,
-                    isolation,
-                    limits,
-                )  # fmt: skip
-                for r in ranges
-            ]
-            wait(futures)
-    else:
-        with ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="fetch") as pool:
-            futures = [
-                pool.submit(fetch_range, client_config, store, r, isolation=isolation, limits=limits) for r in ranges
-            ]
-    results: list[RangeFetchResult] = []
-    errors: list[tuple[FetchRange, BaseException]] = []
-    for rng, future in zip(ranges, futures, strict=True):
-        error = future.exception()
-        if error is None:
-            results.append(future.result())
-        else:
-            errors.append((rng, error))
-    if errors:
-        failed = "; ".join(f"{rng}: {error}" for rng, error in errors)
-        log.error("Fetch failed for %d of %d range(s): %s", len(errors), len(ranges), failed)
-        first = errors[0][1]
-        if isinstance(first, StreamprocError):  # already one line naming what failed and what to do
-            raise first
-        raise FetchError(f"fetching {errors[0][0]} failed: {first}") from first
-    total = sum(r.records for r in results)
-    log.info(
-        "Fetch complete: %d range(s), %d records, %.1f MB; %d range(s) were already staged",
-        len(results), total, sum(r.bytes for r in results) / 1e6, sum(1 for r in results if r.skipped),
-    )  # fmt: skip
-    return results

@@ -1,10 +1,11 @@
 """``streamproc run``: plan → fetch → process → hand-off in one command, for users without Airflow.
 
-Each step is the command of the same name, invoked with the options given here; the plan, the topology text and
-the ledger are kept in ``--work-dir``, so that a run that stopped (a failure, ``--dry-run``, ``--no-handoff``) can
-be continued with the individual commands (``streamproc process``/``handoff --plan <work-dir>/plan.json``; the
-hand-off finds the run's ledger beside the plan). A re-run of ``streamproc run`` makes a new plan from the group's
-current offsets. The run is recorded in the ledger (``streamproc.ledger.run_recording``) as Airflow's runs are.
+Each step is the step package's Python function, shown as the command of the same name shows it; the plan, the
+topology text and the ledger are kept in ``--work-dir``, so that a run that stopped (a failure, ``--dry-run``,
+``--no-handoff``) can be continued with the individual commands (``streamproc process``/``handoff --plan
+<work-dir>/plan.json``; the hand-off finds the run's ledger beside the plan). A re-run of ``streamproc run`` makes a
+new plan from the group's current offsets. The run is recorded in the ledger (``streamproc.ledger.run_recording``)
+as Airflow's runs are.
 """
 
 from __future__ import annotations
@@ -13,34 +14,27 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
-from streamproc.cli import (
-    _bootstrap_option,
-    _client_config,
-    _client_setting_option,
-    catch_errors,
-    fetch_command,
+from streamproc.cli.fetch import show_fetch
+from streamproc.cli.handoff import hand_off
+from streamproc.cli.options import (
+    bootstrap_option,
+    client_config,
+    client_setting_option,
     kafka_streams_version_option,
-    main,
-    plan_command,
 )
+from streamproc.cli.output import FAILURE_KEY, catch_errors
+from streamproc.cli.plan import first_run_settings, show_plan
+from streamproc.cli.process import conf_settings, partition_counts, process_with_progress, show_process
 
 if TYPE_CHECKING:
     from streamproc.ledger.run_recording import RunRecording
 
-
-def sink_partition_counts(client_config: dict[str, object], topology: Any) -> list[str]:
-    """``TOPIC=N`` for every static sink topic that exists (what ``process`` asks ``--partitions`` for): the run
-    reads the cluster anyway, so the user need not repeat what Kafka knows."""
-    from streamproc.engine.topology import SinkNodeSpec
-    from streamproc.kafka import clients
-
-    sinks = {s.topic for s in topology.nodes if isinstance(s, SinkNodeSpec) and s.topic is not None}
-    metadata = clients.admin(client_config).list_topics(timeout=30).topics
-    return [f"{t}={len(metadata[t].partitions)}" for t in sorted(sinks) if t in metadata and metadata[t].error is None]
+#: The plan ``streamproc run`` writes in its work directory (``streamproc process``/``handoff --plan`` take it).
+PLAN_FILE = "plan.json"
 
 
 class StepTimes:
@@ -65,9 +59,9 @@ class StepTimes:
         return f"{self.PREFIX}{steps} (total {sum(self.seconds.values()):.1f} s)"
 
 
-@main.command("run")
-@_bootstrap_option
-@_client_setting_option
+@click.command("run")
+@bootstrap_option
+@client_setting_option
 @click.option("--application-id", required=True, help="The Kafka Streams application.id (its group id).")
 @click.option("--topology", required=True, help="MODULE:FUNCTION returning the application's Topology.")
 @click.option("--store", "store_uri", required=True, help="Staging location: a directory or s3://bucket/prefix.")
@@ -142,7 +136,6 @@ def run_command(
 ) -> None:
     """Plan from the group's committed offsets to the latest, fetch, process on Spark and hand off."""
     from streamproc import extras
-    from streamproc.cli import FAILURE_KEY
 
     extras.require(extras.SPARK, "streamproc run")  # before the plan: a run must not stop at its process step
     from streamproc.ledger import run_ledger
@@ -152,9 +145,10 @@ def run_command(
     ledger = ledger_url or run_ledger(work_dir)
     try:
         with recorded_run(ledger, application_id=application_id, failure=lambda: ctx.meta.get(FAILURE_KEY)) as run:
-            # every option but --ledger, as click parsed them (one list of names: the signatures below)
+            # every option but --ledger, as click parsed them (one list of names: the signatures below); a step's
+            # error is printed inside the recording, which then records the printed line as why the run failed
             options = {name: value for name, value in ctx.params.items() if name != "ledger_url"}
-            _run_steps(ctx, times, run, ledger=ledger, **options)
+            catch_errors(_run_steps)(ctx, times, run, ledger=ledger, **options)
     finally:
         if times.seconds:
             click.echo(times.line(), err=True)
@@ -184,69 +178,75 @@ def _run_steps(
     yes: bool,
     kafka_streams_version: str,
 ) -> None:
-    from streamproc.handoff.cli import run_handoff
+    from streamproc.engine.topology_loader import load_topology
+    from streamproc.fetch import fetch_plan
+    from streamproc.kafka.cluster import sink_partition_counts
+    from streamproc.kafka.planner import plan_run
+    from streamproc.plan.cluster_snapshot import PlanRequest
     from streamproc.plan.internal_topics import store_kinds_of
-    from streamproc.spark.cli import process_command
-    from streamproc.spark.task_runner import load_topology
 
     with times.step("plan"):
         work_dir.mkdir(parents=True, exist_ok=True)
         app_topology = load_topology(topology)[0]
-        describe = work_dir / "topology.txt"
-        describe.write_text(str(app_topology.describe()), encoding="utf-8")
-        client_config = _client_config(bootstrap, client_settings)
-        sink_counts = sink_partition_counts(client_config, app_topology)
-        partition_values = (*sink_counts, *partition_values)
-        plan_file = work_dir / "plan.json"
-        common = {"bootstrap": bootstrap, "client_settings": client_settings}
-        plan = ctx.invoke(
-            plan_command,
-            **common,
-            application_id=application_id,
-            topology_file=describe,
+        describe = str(app_topology.describe())
+        (work_dir / "topology.txt").write_text(describe, encoding="utf-8")
+        config = client_config(bootstrap, client_settings)
+        sink_counts = sink_partition_counts(config, app_topology)
+        plan = plan_run(
+            config,
+            application_id,
+            PlanRequest(),
+            topology=describe,
             processing_guarantee=processing_guarantee,
-            out=plan_file,
-            dry_run=dry_run,
-            create_internal_topics=create_internal_topics,
-            streams_settings=streams_settings,
-            store_kind_values=store_kinds_of(app_topology) if create_internal_topics else None,
             state_dir=state_dir,
+            create_internal_topics=first_run_settings(
+                create_internal_topics,
+                (),
+                streams_settings,
+                topology_kinds=store_kinds_of(app_topology) if create_internal_topics else None,
+            ),
+            dry_run=dry_run,
             source_topic_changelogs=app_topology.source_topic_changelogs,
         )
+        plan_file = work_dir / PLAN_FILE
+        show_plan(ctx, plan, plan_file, dry_run=dry_run)
         run.planned(plan)
     if dry_run:
         run.stopped_after_plan()
         return
     with times.step("fetch"):
         run.fetching()
-        run.fetched(ctx.invoke(fetch_command, **common, plan_file=plan_file, store_uri=store_uri))
+        fetched = fetch_plan(config, plan, store_uri)
+        show_fetch(ctx, fetched)
+        run.fetched(fetched)
     with times.step("process"):
         run.processing()
-        reports = ctx.invoke(
-            process_command,
-            plan_file=plan_file,
+        reports = process_with_progress(
+            plan,
             store_uri=store_uri,
             topology=topology,
             master=master,
-            conf_values=conf_values,
-            partition_values=partition_values,
+            conf=conf_settings(conf_values),
+            partitions={**sink_counts, **partition_counts(partition_values)},
             state_dir=state_dir,
+            store_options={},
         )
+        show_process(ctx, reports)
         run.processed(reports)
     if no_handoff:
         return
     with times.step("hand-off"):
         run.handing_off()
-        run_handoff(
+        hand_off(
             ctx,
-            client_config=client_config,
-            plan_file=plan_file,
+            plan,
+            client_config=config,
             store_uri=store_uri,
             store_options={},
             state_dir=state_dir,
-            ledger_file=ledger,
+            ledger_url=ledger,
             yes=yes,
             reduce_changelogs=True,
             kafka_streams_version=kafka_streams_version,
         )
-        run.handed_off(client_config, plan)
+        run.handed_off(config, plan)

@@ -7,7 +7,7 @@ import dataclasses
 
 import click
 
-from streamproc.cli import catch_errors, emit, main
+from streamproc.cli.output import catch_errors, emit
 from streamproc.ledger.location import LEDGER_URL_ENV
 from streamproc.ledger.values import TERMINAL_STATUSES
 
@@ -21,7 +21,7 @@ _ledger_option = click.option(
 )
 
 
-@main.group("ledger")
+@click.group("ledger")
 def ledger_group() -> None:
     """The run ledger: runs of every application, what each planned, staged, processed and handed off."""
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import click
 
-from streamproc.cli import catch_errors, emit, main
+from streamproc.cli.output import catch_errors, emit
 
 
-@main.group("topology")
+@click.group("topology")
 def topology_group() -> None:
     """Check a Python topology against the Kafka Streams application it replays."""
 
@@ -29,7 +29,7 @@ def topology_group() -> None:
 def check_command(ctx: click.Context, describe_file: Path, reference: str) -> None:
     """Print "identical" (exit 0) or the first line where the two describe() texts differ (exit 1)."""
     from streamproc.engine.describe_diff import first_difference
-    from streamproc.spark.task_runner import load_topology
+    from streamproc.engine.topology_loader import load_topology
 
     expected = describe_file.read_text(encoding="utf-8")
     actual = str(load_topology(reference)[0].describe())

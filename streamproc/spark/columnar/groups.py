@@ -1,5 +1,5 @@
-"""The grouped running folds the columnar paths share (``columnar_count.py``'s count per key,
-``columnar_window.py``'s count per window): ids for the groups a task has seen, and per position the running count
+"""The grouped running folds the columnar paths share (``count.py``'s count per key,
+``window.py``'s count per window): ids for the groups a task has seen, and per position the running count
 and the running maximum within its group, so an aggregate that only counts and keeps the largest timestamp is
 computed for a whole chunk in numpy, in position (offset) order, without a Python step per record."""
 

@@ -12,9 +12,9 @@ Per record, each update is a ``fetch`` from the window store, an aggregator call
 ``Record``/``Change``/``Windowed`` forwarded through three nodes. Here the fold (``_LoopFold``) is one Python loop
 over the chunk (the aggregator called once per update, in Kafka Streams' order, with the same arguments), the
 windows' state in a dict, the store read once per window this task touches and written once per window at the end,
-and the changelog and sink rows built as Arrow columns (``columnar_output.py``'s writers), so the files are byte for
+and the changelog and sink rows built as Arrow columns (``output.py``'s writers), so the files are byte for
 byte the per-record path's. The chain after ``toStream`` (``select_key(lambda windowed, agg: windowed.key)``, say)
-runs as ``columnar_chain.run_chain`` over the updates.
+runs as ``chain.run_chain`` over the updates.
 
 The DSL's windowed ``count()`` (aggregator ``counting_aggregator``, initializer ``count_initializer``:
 :func:`counts_windows`) needs no call per update, so ``_CountFold`` computes the loop's updates for a whole chunk in
@@ -22,7 +22,7 @@ numpy: every (record, window start) in the loop's order (by record, then ascendi
 as the running maximum of the timestamps from the one carried over, the expired windows dropped (their warnings and
 drops in order), the others grouped by window store key (ids in first-touch order, carried across chunks; the
 restored store read once per window, when there is one), each update's count and timestamp the grouped running count
-and maximum (``columnar_groups.py``, shared with ``columnar_count.py``) on top of the window's previous count and
+and maximum (``groups.py``, shared with ``count.py``) on top of the window's previous count and
 timestamp. A store read that raises or a count past ``Long``'s range ends the chunk's updates where the loop's would
 end. The task then logs ``folds the windowed count() over columns`` (DEBUG).
 
@@ -35,7 +35,7 @@ destroys the same segments the puts would have, in the same order.
 
 A failure (the aggregator or a chain function raising, a value the store's or the sink's serializer rejects) ends
 the task with the per-record path's error for the first failing update in Kafka Streams' order. Eligibility beyond
-the shape is ``columnar_count``'s: see :func:`streamproc.spark.columnar_count.common_ineligibility`.
+the shape is ``count``'s: see :func:`streamproc.spark.columnar.count.common_ineligibility`.
 """
 
 from __future__ import annotations
@@ -61,20 +61,20 @@ from streamproc.engine.records import TopicPartition
 from streamproc.engine.replay import ReplayResult
 from streamproc.engine.serdes import ByteArraySerializer, LongDeserializer, LongSerializer
 from streamproc.engine.stream_task import CommittableOffset, TaskConfig
-from streamproc.spark import columnar_count
-from streamproc.spark.columnar_chain import Failure, StatelessStep, processing_failure, run_chain
-from streamproc.spark.columnar_count import (
+from streamproc.spark.columnar import count as columnar_count
+from streamproc.spark.columnar.chain import Failure, StatelessStep, processing_failure, run_chain
+from streamproc.spark.columnar.count import (
     TaskInputs,
     common_eligibility,
     input_earliest_timestamp,
     input_eligibility,
 )
-from streamproc.spark.columnar_groups import grouped_running_count, grouped_running_max, ids_with_new, last_positions
-from streamproc.spark.columnar_output import LONG_MAX as _LONG_MAX
-from streamproc.spark.columnar_output import LONG_MIN as _LONG_MIN
-from streamproc.spark.columnar_output import TaskKeys, longs, send, send_changes, stored_long
-from streamproc.spark.columnar_shape import after_to_stream, bytes_source, plain_sink, stateless_chain
-from streamproc.spark.columnar_shape import serde_is as _is
+from streamproc.spark.columnar.groups import grouped_running_count, grouped_running_max, ids_with_new, last_positions
+from streamproc.spark.columnar.output import LONG_MAX as _LONG_MAX
+from streamproc.spark.columnar.output import LONG_MIN as _LONG_MIN
+from streamproc.spark.columnar.output import TaskKeys, longs, send, send_changes, stored_long
+from streamproc.spark.columnar.shape import after_to_stream, bytes_source, plain_sink, stateless_chain
+from streamproc.spark.columnar.shape import serde_is as _is
 from streamproc.spark.task_input import StagedRange, task_batches
 from streamproc.spark.task_output import TaskChangelogCollector, TaskOutputCollector
 from streamproc.state.stores import StateStore, TimestampedWindowStore, TimeWindow, Windowed
@@ -109,6 +109,10 @@ class WindowPlan:
     after: tuple[StatelessStep, ...] = ()
     #: the store held segments after restore (else no window needs reading from it)
     restored: bool = False
+
+    def describe(self) -> str:
+        """What runs over columns, for the task's log line."""
+        return "windowed aggregate (spark/columnar/window.py)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,7 +286,7 @@ class _Fold:
         self.drops.append(DroppedRecord(topic, partition, offset, REASON_EXPIRED_WINDOW, step))
 
     def _stored(self, value: Any) -> Any:
-        """A new aggregate as the store round-trips it (``columnar_output.stored_long``): what the serializer rejects
+        """A new aggregate as the store round-trips it (``output.stored_long``): what the serializer rejects
         raises its error (the aggregate node's failure, as per record, where the store's ``put`` serializes)."""
         return stored_long(self.plan.store.name, value)
 
@@ -369,7 +373,7 @@ class _CountFold(_Fold):
 
     A count update needs no aggregator call: a window's count is its previous count (stored, else 0) + how many
     records of the task fell in it so far, its timestamp the running maximum of theirs and the stored one
-    (``columnar_groups``). Windows are groups identified by their window store key (key ‖ start ‖ seqnum 0), ids in
+    (``groups``). Windows are groups identified by their window store key (key ‖ start ‖ seqnum 0), ids in
     the order the task first touched them, which is also the loop's dict order (``_write_store``'s input)."""
 
     def __init__(self, plan: WindowPlan) -> None:

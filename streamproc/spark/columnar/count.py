@@ -5,7 +5,7 @@ A task whose sub-topology is exactly ``source → KSTREAM-AGGREGATE (count) → 
 partition gives, for every input record in offset order, one count update: the key's previous count + 1 and the
 timestamp ``max(stored timestamp, record timestamp)`` (``KStreamAggregateProcessor.process``; the record's own for
 a key the store does not hold). Nothing in that depends on another key, so the updates of a run of records are a
-grouped cumulative count and a grouped cumulative maximum (``columnar_groups.py``), applied in offset order: Kafka
+grouped cumulative count and a grouped cumulative maximum (``groups.py``), applied in offset order: Kafka
 Streams' order, since one partition's records are processed in offset order. :func:`run_columnar_count` computes
 them a chunk of records at a time (state per key carried between chunks) and writes what the per-record path
 writes: the sink's records (key bytes, the count as a ``Long``, the new timestamp, the input's headers, the default
@@ -19,7 +19,7 @@ calls it once per record in offset order with the per-record path's arguments (`
 aggregate), in one Python loop over the chunk without a ``Record``/``Change`` per record. Each key's aggregate and
 timestamp are kept in lists by key id across chunks, seeded by the same batched store lookup as the count, and the
 store is written once per key at the end; the sink and changelog rows are built as Arrow columns. A new aggregate
-goes through the store's ``Long`` round trip (``columnar_output.stored_long``, shared with ``columnar_window.py``):
+goes through the store's ``Long`` round trip (``output.stored_long``, shared with ``window.py``):
 what the serializer rejects (past ``Long``'s range, a ``bool``, ``bytes``) fails the task at the aggregate node as
 the store's ``put`` does per record; ``None`` is a tombstone (the key deleted, a changelog tombstone stamped with the
 record's timestamp, a null sink value stamped with the update's timestamp). The first record that fails (the user's
@@ -27,7 +27,7 @@ function raising, the serializer, a stored value that is not a ``Long``, a chain
 per-record path's error, in offset order. ``count()`` keeps its numpy path (:func:`counts_keys`).
 
 The source may feed a stateless chain of the DSL's ``filter``/``filterNot``/``mapValues``/``selectKey``/``map``
-first (``columnar_chain.py``: the user's functions once per record, a loop per node over the chunk's keys and values
+first (``chain.py``: the user's functions once per record, a loop per node over the chunk's keys and values
 as Python lists), which then feeds either the count (a mapped null value is dropped as ``KStreamAggregateProcessor``
 drops it: its warning and a ``null_key_or_value`` drop; no key-changing step, which the DSL follows with a
 repartition) or directly a sink with Bytes serdes and the default partitioner (``to(topic)`` or a repartition
@@ -50,7 +50,7 @@ thousand, so the count reads only the keys its input brings, when a chunk first 
 bytes store per chunk, RocksDB's ``multiGet``). A stored value that is not a timestamped ``Long`` (not 16 bytes)
 therefore cannot be found up front; it ends the run as it ends the per-record run, which reads the key's value at the
 key's first record (``KStreamAggregateProcessor`` → ``get_for_update``) and fails there: the same error (the read's
-own, through the default ``LogAndFail`` handler, :func:`~streamproc.spark.columnar_chain.processing_failure`) at the
+own, through the default ``LogAndFail`` handler, :func:`~streamproc.spark.columnar.chain.processing_failure`) at the
 first record in offset order whose key holds such a value, or whose chain function raised first, and nothing
 published. Such a value under a key the input does not bring is read by neither path.
 
@@ -92,13 +92,13 @@ from streamproc.engine.replay import ReplayResult
 from streamproc.engine.serdes import ByteArraySerializer, LongDeserializer, LongSerializer
 from streamproc.engine.stream_task import CommittableOffset, TaskConfig
 from streamproc.engine.timestamp_extractor import ExtractRecordMetadataTimestamp, FailOnInvalidTimestamp
-from streamproc.spark.columnar_chain import Failure, StatelessStep, processing_failure, run_chain
-from streamproc.spark.columnar_groups import grouped_running_count, grouped_running_max, last_positions
-from streamproc.spark.columnar_output import LONG_MAX as _LONG_MAX
-from streamproc.spark.columnar_output import LONG_MIN as _LONG_MIN
-from streamproc.spark.columnar_output import StoredCounts, TaskKeys, longs, send, send_changes, stored_long
-from streamproc.spark.columnar_shape import after_to_stream, bytes_source, plain_sink, stateless_chain
-from streamproc.spark.columnar_shape import serde_is as _is
+from streamproc.spark.columnar.chain import Failure, StatelessStep, processing_failure, run_chain
+from streamproc.spark.columnar.groups import grouped_running_count, grouped_running_max, last_positions
+from streamproc.spark.columnar.output import LONG_MAX as _LONG_MAX
+from streamproc.spark.columnar.output import LONG_MIN as _LONG_MIN
+from streamproc.spark.columnar.output import StoredCounts, TaskKeys, longs, send, send_changes, stored_long
+from streamproc.spark.columnar.shape import after_to_stream, bytes_source, plain_sink, stateless_chain
+from streamproc.spark.columnar.shape import serde_is as _is
 from streamproc.spark.task_input import StagedRange, open_segment, open_upstream, task_batches
 from streamproc.spark.task_output import (
     OUTPUT_SCHEMA,
@@ -151,11 +151,11 @@ class CountPlan:
     def describe(self) -> str:
         """What runs over columns, for the task's log line."""
         if self.store is None:
-            return "stateless chain to a sink (spark/columnar_count.py)"
+            return "stateless chain to a sink (spark/columnar/count.py)"
         if self.folds is None:
-            return "count (spark/columnar_count.py)"
+            return "count (spark/columnar/count.py)"
         kind = "reduce" if isinstance(self.folds, KStreamReduceProcessor) else "aggregate"
-        return f"{kind} with a Python loop fold (spark/columnar_count.py)"
+        return f"{kind} with a Python loop fold (spark/columnar/count.py)"
 
     @property
     def rekeys(self) -> bool:
@@ -702,7 +702,7 @@ class _LoopFold:
     holds nothing for the key: never held or deleted by a tombstone), seeded from the store once, when a chunk first
     brings the key (``TaskKeys.ids``' batched lookup), and written to the store once per key at the end
     (:meth:`write_store`): what the per-record puts leave, since only this task writes the store. Every new aggregate
-    goes through the store's ``Long`` round trip (``columnar_output.stored_long``), so what the serializer rejects fails
+    goes through the store's ``Long`` round trip (``output.stored_long``), so what the serializer rejects fails
     here, at the aggregate node, as the store's ``put`` fails per record."""
 
     def __init__(self, plan: CountPlan, state: TaskKeys, task: str) -> None:

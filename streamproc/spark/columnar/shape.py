@@ -1,4 +1,4 @@
-"""The node shapes the columnar paths recognise (``columnar_count.py``, ``columnar_window.py``): a plain source
+"""The node shapes the columnar paths recognise (``count.py``, ``window.py``): a plain source
 with Bytes serdes, a line of stateless DSL nodes, an aggregate's ``toStream``, a plain sink. Each check returns the
 node(s) or the one-line reason the task runs per record instead."""
 
@@ -8,7 +8,7 @@ from streamproc.dsl.internals.processors import KTableToStream
 from streamproc.engine.processor_topology import ProcessorNode, ProcessorTopology, SinkNode, SourceNode
 from streamproc.engine.serdes import ByteArrayDeserializer
 from streamproc.engine.topology_builder import _default_partitioner
-from streamproc.spark.columnar_chain import StatelessStep, stateless_step
+from streamproc.spark.columnar.chain import StatelessStep, stateless_step
 
 
 def serde_is(function: object, cls: type) -> bool:

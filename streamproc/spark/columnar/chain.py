@@ -1,7 +1,7 @@
 """A stateless chain of the DSL's ``filter``/``filterNot``/``mapValues``/``selectKey``/``map`` run a chunk of records
 at a time.
 
-The columnar count (``columnar_count.py``) runs a task whose source feeds such a chain before its count or sink.
+The columnar count (``count.py``) runs a task whose source feeds such a chain before its count or sink.
 Per record, each node's ``process`` calls the user's function and forwards a new ``Record``; here the chunk's keys
 and values are Python lists and each node is one loop over them: the same function called with the same arguments
 (``KStreamFilter``: ``predicate(key, value)``, its truth value; ``KStreamMapValues``: ``mapper(key, value)`` or

@@ -1,6 +1,6 @@
 """The ``spark-submit`` entry file of ``streamproc process``.
 
-``spark-submit --master spark://127.0.0.1:7077 $(python -c 'import streamproc.spark.submit as m; print(m.__file__)')
+``spark-submit --master spark://127.0.0.1:7077 $(python -c 'import streamproc.cli.submit as m; print(m.__file__)')
 --plan plan.json --store s3://bucket/staging --topology myapp.topology:build`` runs the same command as
 ``streamproc process``; the master and ``--conf`` settings are spark-submit's (client deploy mode: Python apps cannot
 use cluster mode on a standalone master).

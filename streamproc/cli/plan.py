@@ -1,0 +1,222 @@
+"""``streamproc plan``: resolve a run's offset ranges and tasks (the reset tool's scenarios) into a ``RunPlan``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from streamproc.cli.options import bootstrap_option, client_config, client_setting_option, pairs, read_text
+from streamproc.cli.output import catch_errors, emit
+from streamproc.errors import ConfigError
+
+if TYPE_CHECKING:
+    from streamproc.plan.internal_topics import InternalTopicSettings, StoreKind
+    from streamproc.plan.run_plan import RunPlan
+
+
+@click.command("plan")
+@bootstrap_option
+@client_setting_option
+@click.option("--application-id", required=True, help="The Kafka Streams application.id (its group id).")
+@click.option(
+    "--topology",
+    "topology_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A file with the application's Topology#describe() text.",
+)
+@click.option("--input-topic", "input_topics", multiple=True, help="Plan these topics instead of a topology.")
+@click.option("--to-earliest", is_flag=True, help="Start at the log start offset.")
+@click.option("--to-latest", is_flag=True, help="Start at the latest offset (an empty run that moves the group).")
+@click.option("--to-offset", type=int, help="Start every partition at this offset.")
+@click.option("--to-datetime", help="Start at the first record at or after this instant (yyyy-MM-ddTHH:mm:ss.SSS).")
+@click.option("--by-duration", help="Start this ISO-8601 duration before now (e.g. PT6H).")
+@click.option("--shift-by", type=int, help="Start the committed offset plus N (negative moves back).")
+@click.option(
+    "--from-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="CSV topic,partition,offset."
+)
+@click.option("--end-offset", type=int, help="End every partition at this offset (default: latest).")
+@click.option("--end-datetime", help="End before the first record at or after this instant.")
+@click.option("--end-by-duration", help="End this ISO-8601 duration before now.")
+@click.option(
+    "--on-data-loss",
+    type=click.Choice(["fail", "clamp"]),
+    default="fail",
+    show_default=True,
+    help="A start before the log start: fail (name the lost offsets) or clamp to the log start, as the reset tool.",
+)
+@click.option(
+    "--processing-guarantee",
+    type=click.Choice(["at_least_once", "exactly_once_v2"]),
+    default="at_least_once",
+    show_default=True,
+    help="The application's processing.guarantee: exactly_once_v2 reads read_committed.",
+)
+@click.option(
+    "--auto-offset-reset",
+    type=click.Choice(["earliest", "latest", "none"]),
+    default="earliest",
+    show_default=True,
+    help="The application's auto.offset.reset, for partitions without a committed offset.",
+)
+@click.option(
+    "--isolation-level",
+    type=click.Choice(["read_uncommitted", "read_committed"]),
+    help="The consumer's isolation.level (default: what --processing-guarantee implies; exactly_once_v2 forces "
+    "read_committed).",
+)
+@click.option(
+    "--state-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The application's state.dir for the batch: task checkpoints there decide where restores start.",
+)
+@click.option(
+    "--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the plan JSON here (also with --dry-run)."
+)
+@click.option(
+    "--create-internal-topics",
+    is_flag=True,
+    help="A new application's first run: create its missing repartition and changelog topics as Kafka Streams "
+    "would (names, partition counts, configs); with --dry-run only show them.",
+)
+@click.option(
+    "--store-kind",
+    "store_kinds",
+    multiple=True,
+    metavar="STORE=KIND",
+    help="With --create-internal-topics: a store's kind, which decides its changelog's configs: key_value, "
+    "window:<retention ms>, session:<retention ms>, versioned:<history retention ms> or unlogged (repeatable).",
+)
+@click.option(
+    "--streams-setting",
+    "streams_settings",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="With --create-internal-topics: the application's replication.factor, "
+    "windowstore.changelog.additional.retention.ms or topic.<config> setting (repeatable).",
+)
+@click.option(
+    "--topology-optimization",
+    help="The application's topology.optimization (all, or a list with reuse.ktable.source.topics): its tables "
+    "restore from their source topics, which describe() does not show (default: none).",
+)
+@click.option("--dry-run", is_flag=True, help="Print the plan (a table, or JSON with --output json) and stop.")
+@click.pass_context
+@catch_errors
+def plan_command(
+    ctx: click.Context,
+    bootstrap: str,
+    client_settings: tuple[str, ...],
+    application_id: str,
+    topology_file: Path | None,
+    input_topics: tuple[str, ...],
+    to_earliest: bool,
+    to_latest: bool,
+    to_offset: int | None,
+    to_datetime: str | None,
+    by_duration: str | None,
+    shift_by: int | None,
+    from_file: Path | None,
+    end_offset: int | None,
+    end_datetime: str | None,
+    end_by_duration: str | None,
+    on_data_loss: str,
+    processing_guarantee: str,
+    isolation_level: str | None,
+    auto_offset_reset: str,
+    state_dir: Path | None,
+    out: Path | None,
+    dry_run: bool,
+    create_internal_topics: bool,
+    store_kinds: tuple[str, ...],
+    streams_settings: tuple[str, ...],
+    topology_optimization: str | None,
+) -> None:
+    """Resolve the offset ranges and tasks of a run (the reset tool's scenarios) into a RunPlan."""
+    from streamproc.kafka.planner import plan_run
+    from streamproc.plan import cluster_snapshot as cs
+
+    starts: list[cs.StartSpec] = []
+    if to_earliest:
+        starts.append(cs.EarliestStart())
+    if to_latest:
+        starts.append(cs.LatestStart())
+    if to_offset is not None:
+        starts.append(cs.ToOffsetStart(offset=to_offset))
+    if to_datetime is not None:
+        starts.append(cs.ToDatetimeStart(to_datetime))
+    if by_duration is not None:
+        starts.append(cs.ByDurationStart(by_duration))
+    if shift_by is not None:
+        starts.append(cs.ShiftByStart(shift_by))
+    if from_file is not None:
+        starts.append(cs.FromFileStart(read_text(from_file, "--from-file"), file_name=str(from_file)))
+    ends: list[cs.EndSpec] = []
+    if end_offset is not None:
+        ends.append(cs.ToOffsetEnd(offset=end_offset))
+    if end_datetime is not None:
+        ends.append(cs.ToDatetimeEnd(end_datetime))
+    if end_by_duration is not None:
+        ends.append(cs.ByDurationEnd(end_by_duration))
+    if len(starts) > 1 or len(ends) > 1:
+        raise ConfigError(
+            "give at most one start option (--to-…, --by-duration, --shift-by, --from-file) and one end option"
+        )
+    request = cs.PlanRequest(
+        start=starts[0] if starts else cs.CommittedStart(),
+        end=ends[0] if ends else cs.LatestEnd(),
+        start_policy=cs.StartPolicy.from_on_data_loss(on_data_loss),
+    )
+    topology = read_text(topology_file, "--topology") if topology_file else None
+    first_run = first_run_settings(create_internal_topics, store_kinds, streams_settings)
+    run_plan = plan_run(
+        client_config(bootstrap, client_settings),
+        application_id,
+        request,
+        topology=topology,
+        source_topics=input_topics,
+        processing_guarantee=processing_guarantee,
+        auto_offset_reset=auto_offset_reset,
+        state_dir=state_dir,
+        isolation_level=isolation_level,
+        create_internal_topics=first_run,
+        dry_run=dry_run,
+        topology_optimization=topology_optimization,
+    )
+    show_plan(ctx, run_plan, out, dry_run=dry_run)
+
+
+def first_run_settings(
+    create: bool,
+    store_kinds: tuple[str, ...],
+    streams_settings: tuple[str, ...],
+    *,
+    topology_kinds: Mapping[str, StoreKind] | None = None,
+) -> InternalTopicSettings | None:
+    """A new application's internal topics as ``--create-internal-topics`` creates them, or ``None`` without the
+    flag (where ``--store-kind``/``--streams-setting`` are refused). Store kinds decide the changelogs' configs:
+    the topology's (``topology_kinds``), each overridden by a ``--store-kind``."""
+    from streamproc.plan.internal_topics import InternalTopicSettings, StoreKind
+
+    if not create:
+        if store_kinds or streams_settings:
+            raise ConfigError("--store-kind and --streams-setting only matter with --create-internal-topics")
+        return None
+    kinds = dict(topology_kinds or {})
+    for store, value in pairs(store_kinds, "--store-kind", "STORE=KIND").items():
+        kinds[store] = StoreKind.parse(value, store)
+    settings = pairs(streams_settings, "--streams-setting", "KEY=VALUE")
+    return InternalTopicSettings.from_streams_settings(settings, kinds)
+
+
+def show_plan(ctx: click.Context, run_plan: RunPlan, out: Path | None, *, dry_run: bool) -> None:
+    """Write the plan to ``out`` (when given) and print it, or with an ``out`` and no ``--dry-run`` where it went."""
+    if out is not None:
+        run_plan.write(out)
+    if dry_run or out is None:
+        written = f"\n\nPlan written to {out}" if out is not None else ""
+        emit(ctx, run_plan.to_dict(), run_plan.report() + written)
+    else:
+        emit(ctx, {"plan": str(out)}, f"Plan written to {out}\n\n{run_plan.report()}")
