@@ -294,7 +294,12 @@ def _cases() -> list[Any]:
 #: were produced (one task's later parts before another's first), so records of a later part meet the table before
 #: records of an earlier part do: its result depends on that interleaving, not on the input (FINDINGS.md). Per part,
 #: with the table's updates first (:data:`TABLE_UPDATES_FIRST`), a live app's result is the input's.
-RESTARTED_REFERENCE = frozenset({"rekey_join_optimized"})
+#: And a windowed aggregate with late records: its processor's stream time lives in memory only
+#: (``KStreamWindowAggregateProcessor.observedStreamTime`` starts at -1 on every start), so a late record that comes
+#: first after a restart is aggregated into a window a continuous run had closed and dropped it from; whether one
+#: does depends on where the minute boundaries fall (the data's timestamps follow the wall clock). An app restarted
+#: at the same points keeps it as the hand-off does.
+RESTARTED_REFERENCE = frozenset({"rekey_join_optimized", "windowed_aggregate_materialized"})
 
 
 class _Outputs:
