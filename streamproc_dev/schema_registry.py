@@ -27,6 +27,7 @@ import base64
 import json
 import logging
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -98,15 +99,14 @@ def fetch(version: str = APICURIO_REGISTRY_VERSION) -> Path:
     artifact = f"io.apicurio:apicurio-registry-app:{version}:tar.gz:all"
     log.info("Fetching Apicurio Registry %s (%s) from Maven Central into %s", version, artifact, target)
     cmd = [
-        "mvn", "-q", "-B", "-f", str(POM), "dependency:unpack", f"-Dapicurio.version={version}",
+        "mvn", "-q", "-B", "-Dstyle.color=never", "-f", str(POM), "dependency:unpack", f"-Dapicurio.version={version}",
         f"-Dregistry.output={staging}", f"-Dregistry.markers={scratch / 'markers'}",
     ]  # fmt: skip
     try:
         result = subprocess.run(cmd, capture_output=True, text=True, check=False)  # noqa: S603
         if result.returncode != 0:
             raise DevServiceError(
-                f"Maven could not fetch Apicurio Registry {version} ({artifact}):\n"
-                f"{result.stdout[-4000:]}{result.stderr[-4000:]}"
+                f"Maven could not fetch Apicurio Registry {version} ({artifact}): {_maven_error(result)}"
             )
         jar = staging / runner_jar(version).name
         if not jar.is_file() or not (staging / "lib").is_dir():
@@ -119,6 +119,15 @@ def fetch(version: str = APICURIO_REGISTRY_VERSION) -> Path:
         shutil.rmtree(scratch, ignore_errors=True)
     log.info("Cached Apicurio Registry %s (%d jars in lib/)", version, len(list((target / "lib").glob("*.jar"))))
     return target
+
+
+def _maven_error(result: subprocess.CompletedProcess[str]) -> str:
+    """Maven's first ``[ERROR]`` line (the failed goal and why), else the end of its output."""
+    output = re.sub(r"\x1b\[[0-9;]*m", "", f"{result.stdout}\n{result.stderr}")  # Maven's colour resets
+    for line in output.splitlines():
+        if line.startswith("[ERROR]") and line[len("[ERROR]") :].strip():
+            return line[len("[ERROR]") :].strip()
+    return output.strip()[-2000:] or f"mvn exited with {result.returncode}"
 
 
 def _java() -> str:

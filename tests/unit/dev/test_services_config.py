@@ -71,6 +71,20 @@ def test_cached_registry_is_reused_without_maven_and_an_incomplete_one_is_a_clea
     assert schema_registry.runner_jar() == install / f"apicurio-registry-app-{APICURIO_REGISTRY_VERSION}-runner.jar"
 
 
+def test_a_failed_registry_fetch_is_mavens_first_error_line() -> None:
+    import subprocess
+
+    output = (
+        "\x1b[0m[ERROR] Failed to execute goal ...:unpack (default-cli): Unable to find artifact. x was not found\n"
+        "[ERROR] \n[ERROR] Try downloading the file manually from the project website.\n"
+    )
+    failed = subprocess.CompletedProcess(["mvn"], 1, stdout=output, stderr="")
+    assert schema_registry._maven_error(failed) == (
+        "Failed to execute goal ...:unpack (default-cli): Unable to find artifact. x was not found"
+    )
+    assert schema_registry._maven_error(subprocess.CompletedProcess(["mvn"], 3, "", "")) == "mvn exited with 3"
+
+
 def test_registry_client_config_carries_the_credentials_only_with_auth(tmp_path: Path) -> None:
     url = "http://127.0.0.1:9/apis/ccompat/v7"
     plain = ServiceHandle("schema-registry", 1, url, str(tmp_path), str(tmp_path / "l"), {"auth": "none"})
