@@ -42,15 +42,18 @@ $(STAMP): requirements.lock pyproject.toml streamproc/engine/_bulk_kernel.c | pr
 
 install: $(STAMP)
 
-# Fetches (once, into $(CACHE)) the Kafka broker jars and the MinIO binary the integration tests start, and Docker
-# Compose (`docker compose config` in tests/integration/deploy/), built beside MinIO: both are Go builds from the
-# module proxy whose downloads overlap; both must succeed.
+# Fetches (once, into $(CACHE)) the Kafka broker jars, the MinIO binary and the Schema Registry (Apicurio Registry's
+# runner jar and lib/) the integration tests start, and Docker Compose (`docker compose config` in
+# tests/integration/deploy/), built beside MinIO: both are Go builds from the module proxy whose downloads overlap.
+# The registry's Maven download runs beside them, after the broker's (one Maven at a time); all must succeed.
 services: install
 	$(WITH_TOOLS) $(BIN)/python -m streamproc_dev broker fetch
 	@$(WITH_TOOLS) $(BIN)/python -m streamproc_dev compose fetch & compose=$$!; \
+	$(WITH_TOOLS) $(BIN)/python -m streamproc_dev registry fetch & registry=$$!; \
 	$(WITH_TOOLS) $(BIN)/python -m streamproc_dev s3 fetch; minio=$$?; \
 	wait $$compose; compose=$$?; \
-	exit $$(( minio != 0 || compose != 0 ))
+	wait $$registry; registry=$$?; \
+	exit $$(( minio != 0 || compose != 0 || registry != 0 ))
 
 # The conformance report runs beside pytest's workers (its own private broker; mostly JVM time while the tests mostly
 # wait on brokers, Spark and Airflow): together they keep `make test` inside CI's 30-minute budget. Both must pass.

@@ -1,9 +1,10 @@
 """``python -m streamproc_dev``: the repository's own commands, which the streamproc wheel does not carry.
 
-``broker``, ``s3`` and ``airflow`` start, stop and check the real local services the tests and the demo use;
-``compose fetch`` builds the Docker Compose the deployment's tests run ``docker compose config`` with;
-``conformance run`` prints streamproc's result for one conformance scenario. The options, output (``--output json``)
-and one-line errors are ``streamproc``'s: the helpers come from :mod:`streamproc.cli.output`.
+``broker``, ``s3``, ``registry`` (a Schema Registry) and ``airflow`` start, stop and check the real local services
+the tests and the demo use; ``compose fetch`` builds the Docker Compose the deployment's tests run
+``docker compose config`` with; ``conformance run`` prints streamproc's result for one conformance scenario. The
+options, output (``--output json``) and one-line errors are ``streamproc``'s: the helpers come from
+:mod:`streamproc.cli.output`.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from streamproc.cli.output import catch_errors, configure_logging, emit
 )
 @click.option("-v", "--verbose", count=True, help="Debug logs on stderr; -vv adds other libraries'.")
 def main(output: str, verbose: int) -> None:
-    """The repository's tooling: local services (a Kafka broker, MinIO, Airflow) and the conformance scenarios."""
+    """The repository's tooling: local services (a Kafka broker, MinIO, a Schema Registry, Airflow) and the
+    conformance scenarios."""
     configure_logging(verbose)
 
 
@@ -169,6 +171,75 @@ def s3_status(ctx: click.Context, workdir: Path | None) -> None:
 
     workdir = workdir or _default_workdir("s3")
     status = minio.status(workdir)
+    emit(ctx, {"workdir": str(workdir), "status": status}, status)
+
+
+@main.group()
+def registry() -> None:
+    """A Schema Registry on 127.0.0.1 (Apicurio Registry from Maven Central) serving Confluent's API."""
+
+
+@registry.command("fetch")
+@click.pass_context
+@catch_errors
+def registry_fetch(ctx: click.Context) -> None:
+    """Unpack Apicurio Registry's runner jar and lib/ into the cache (once)."""
+    from streamproc_dev import schema_registry
+
+    directory = schema_registry.fetch()
+    emit(ctx, {"directory": str(directory)}, f"Apicurio Registry in {directory}")
+
+
+@registry.command("start")
+@_workdir_option
+@click.option("--fresh", is_flag=True, help="Delete the work directory's schemas first.")
+@click.option("--auth", is_flag=True, help="Require HTTP basic auth (user streamproc, a random password).")
+@click.pass_context
+@catch_errors
+def registry_start(ctx: click.Context, workdir: Path | None, fresh: bool, auth: bool) -> None:
+    """Start the registry (restarting it on its old schemas and port when the work directory has some)."""
+    from streamproc_dev import schema_registry
+
+    workdir = workdir or _default_workdir("registry")
+    if fresh and workdir.exists():
+        schema_registry.stop(workdir)
+        shutil.rmtree(workdir)
+    handle = schema_registry.start(workdir, auth=auth)
+    credentials = f" (user {handle.extra['user']}, password {handle.extra['password']})" if auth else ""
+    emit(
+        ctx,
+        {"url": handle.address, "pid": handle.pid, "log": handle.log_path, **handle.extra},
+        f"Schema Registry running: {handle.address}{credentials}, pid {handle.pid}, log {handle.log_path}",
+    )
+
+
+@registry.command("stop")
+@_workdir_option
+@click.pass_context
+@catch_errors
+def registry_stop(ctx: click.Context, workdir: Path | None) -> None:
+    """Stop the registry started from the work directory, by its PID."""
+    from streamproc_dev import schema_registry
+
+    workdir = workdir or _default_workdir("registry")
+    stopped = schema_registry.stop(workdir)
+    emit(
+        ctx,
+        {"workdir": str(workdir), "stopped": stopped},
+        "Stopped" if stopped else f"No Schema Registry running from {workdir}",
+    )
+
+
+@registry.command("status")
+@_workdir_option
+@click.pass_context
+@catch_errors
+def registry_status(ctx: click.Context, workdir: Path | None) -> None:
+    """Say whether the registry runs and answers."""
+    from streamproc_dev import schema_registry
+
+    workdir = workdir or _default_workdir("registry")
+    status = schema_registry.status(workdir)
     emit(ctx, {"workdir": str(workdir), "status": status}, status)
 
 

@@ -25,6 +25,13 @@ MINIO_VERSION = "v0.0.0-20260212201848-7aac2a2c5b7c"
 COMPOSE_MODULE = "github.com/docker/compose/v5"
 COMPOSE_VERSION = "v5.0.2"
 
+# Apicurio Registry, the Schema Registry of the tests: it serves Confluent's Schema Registry API under
+# /apis/ccompat/v7 (Confluent's own server and Karapace are not reachable from here). Maven Central's `all` tar.gz of
+# io.apicurio:apicurio-registry-app is its ready-to-run build; 3.0.9 is the newest served one that runs on Java 17
+# (3.1.7's app is not served; from 3.2 the app is compiled for Java 21). Equal to apicurio.version in
+# tools/schema-registry/pom.xml (a unit test checks it).
+APICURIO_REGISTRY_VERSION = "3.0.9"
+
 
 def cache_dir() -> Path:
     """Where downloaded jars and built binaries live: outside the repo, shared by every clone and CI run."""

@@ -1,8 +1,9 @@
 """Shared pytest configuration: paths to the shared spec, real-service fixtures, unique names per test.
 
-Services are real and session-scoped: one Kafka broker (KRaft, from Maven Central's jars) and one MinIO server per
-test session, started on free loopback ports and stopped by PID at the end. Each test isolates itself with unique
-topic, group and bucket names from ``unique``. Everything under ``tests/integration`` is marked ``integration``.
+Services are real and session-scoped: one Kafka broker (KRaft, from Maven Central's jars), one MinIO server and one
+Schema Registry per test session, started on free loopback ports when a test first needs them and stopped by PID at
+the end. Each test isolates itself with unique topic, group, bucket and subject names from ``unique``. Everything
+under ``tests/integration`` is marked ``integration``.
 """
 
 from __future__ import annotations
@@ -107,6 +108,42 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
         yield S3Server(handle.address, handle.extra["access_key"], handle.extra["secret_key"], handle.extra["region"])
     finally:
         s3.stop(workdir)
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaRegistry:
+    """A running Schema Registry: the Confluent-compatible base URL and its basic-auth credentials."""
+
+    url: str
+    user: str
+    password: str
+    workdir: Path
+    log_path: Path
+
+    def config(self) -> dict[str, str]:
+        """``SchemaRegistryClient``'s configuration (``url``, ``basic.auth.user.info``), as a serde would pass it."""
+        return {"url": self.url, "basic.auth.user.info": f"{self.user}:{self.password}"}
+
+    def client(self) -> Any:
+        from confluent_kafka.schema_registry import SchemaRegistryClient
+
+        return SchemaRegistryClient(self.config())
+
+
+@pytest.fixture(scope="session")
+def schema_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SchemaRegistry]:
+    """The session's real Schema Registry (``streamproc_dev.schema_registry``: Apicurio Registry serving Confluent's
+    API) with basic auth, started by the first test that asks for it; each test registers under ``unique`` subjects."""
+    from streamproc_dev import schema_registry as registry
+
+    workdir = tmp_path_factory.mktemp("schema-registry")
+    handle = registry.start(workdir, auth=True)
+    try:
+        yield SchemaRegistry(
+            handle.address, handle.extra["user"], handle.extra["password"], workdir, Path(handle.log_path)
+        )
+    finally:
+        registry.stop(workdir)
 
 
 # -------------------------------------------------------------------------------------------------------- names

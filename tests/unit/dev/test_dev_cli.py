@@ -48,7 +48,7 @@ def test_conformance_run_prints_a_scenarios_result(scenarios_dir: Path) -> None:
     assert sorted(json.loads(result.stdout)) == sorted(expected)
 
 
-@pytest.mark.parametrize("service", ["broker", "s3"])
+@pytest.mark.parametrize("service", ["broker", "s3", "registry"])
 def test_dev_status_and_stop_of_a_workdir_without_a_service_honour_output(service: str, tmp_path: Path) -> None:
     status = run(service, "status", "--workdir", str(tmp_path))
     assert status.exit_code == 0 and str(tmp_path) in status.stdout and status.stdout.startswith("no ")
@@ -68,3 +68,5 @@ def test_dev_fetch_of_cached_services_honours_output() -> None:
     binary = json.loads(run("--output", "json", "s3", "fetch").stdout)["binary"]
     assert Path(binary).name == "minio" and Path(binary).is_file()
     assert run("broker", "fetch").stdout == f"Kafka jars in {libs}\n"
+    directory = json.loads(run("--output", "json", "registry", "fetch").stdout)["directory"]
+    assert any(Path(directory).glob("apicurio-registry-app-*-runner.jar")) and (Path(directory) / "lib").is_dir()
