@@ -101,8 +101,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _profile(args: argparse.Namespace, account: _CpuAccount) -> int:
-    from streamproc.cli import run as run_cli
     from streamproc.cli import main as cli_main
+    from streamproc.cli import run as run_cli
 
     admin = AdminClient({"bootstrap.servers": args.bootstrap})
     output = f"bench-out-{uuid.uuid4().hex[:10]}"
