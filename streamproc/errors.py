@@ -194,6 +194,21 @@ class KafkaUnavailableError(StreamprocError):
         )
 
 
+class SchemaRegistryError(StreamprocError):
+    """A Schema Registry refused a request that is not about one record: bad credentials, a schema incompatible with
+    its subject's versions on register, a subject with no version for ``use.latest.version``. The message is the
+    registry's, in one line, with its URL (never its credentials)."""
+
+
+class SchemaRegistryUnavailable(SchemaRegistryError):
+    """A Schema Registry did not answer (refused, unresolvable, timed out).
+
+    Never a record's fault, so never a deserialization handler's drop: a ``LogAndContinue`` handler would otherwise
+    skip every record while the registry is down (what Kafka Streams with Confluent's serde does) and the run would
+    hand off offsets past records it never processed. The task fails instead, and its retry finds the registry.
+    """
+
+
 class LedgerError(StreamprocError):
     """The run ledger cannot be opened, migrated or written, or was asked about a run it does not hold."""
 

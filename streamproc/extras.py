@@ -2,9 +2,10 @@
 
 The base install (pyarrow, rocksdict, confluent-kafka, click, SQLAlchemy/Alembic) runs the engine, ``plan``,
 ``fetch`` to a local store, ``verify``, ``handoff``, ``ledger`` on SQLite and a replay through
-``streamproc.testing.TopologyTestDriver``. Spark, S3, PostgreSQL, pandera and Airflow are extras (pyproject.toml),
-imported lazily where they are used; a command that needs one checks for it first with :func:`require`, so that the
-user reads which extra to install instead of a ``ModuleNotFoundError`` traceback (or a run stopped halfway).
+``streamproc.testing.TopologyTestDriver``. Spark, S3, PostgreSQL, pandera, Airflow and the Schema Registry serdes
+are extras (pyproject.toml), imported lazily where they are used; a command that needs one checks for it first with
+:func:`require`, so that the user reads which extra to install instead of a ``ModuleNotFoundError`` traceback (or a
+run stopped halfway).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ VALIDATION = Extra("validation", "pandera", ("pandera", "polars"))
 S3 = Extra("s3", "boto3", ("boto3",))
 POSTGRES = Extra("postgres", "psycopg", ("psycopg",))
 AIRFLOW = Extra("airflow", "Airflow", ("airflow",))
+SCHEMA_REGISTRY = Extra("schema-registry", "confluent-kafka's Schema Registry serdes", ("fastavro", "authlib"))
 
 
 def require(extra: Extra, what: str) -> None:

@@ -129,6 +129,14 @@ class SchemaRegistry:
 
         return SchemaRegistryClient(self.config())
 
+    def serde_configs(self) -> dict[str, str]:
+        """A serde's configuration as a Java application gives it (Confluent's names)."""
+        return {
+            "schema.registry.url": self.url,
+            "basic.auth.credentials.source": "USER_INFO",
+            "basic.auth.user.info": f"{self.user}:{self.password}",
+        }
+
 
 @pytest.fixture(scope="session")
 def schema_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SchemaRegistry]:

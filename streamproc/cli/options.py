@@ -28,6 +28,19 @@ client_setting_option = click.option(
     metavar="KEY=VALUE",
     help="A librdkafka client setting (security.protocol=SSL, sasl.mechanism=…); repeatable.",
 )
+streams_config_option = click.option(
+    "--streams-config",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The application's settings as a Java .properties file (what the Java app builds its topology and serdes "
+    "with: schema.registry.url, basic.auth.user.info, ...): a topology factory with a parameter gets them.",
+)
+streams_setting_option = click.option(
+    "--streams-setting",
+    "streams_settings",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="One of the application's settings, over --streams-config's (repeatable).",
+)
 kafka_streams_version_option = click.option(
     "--kafka-streams-version",
     type=click.Choice(["4.2", "4.3"]),
@@ -91,3 +104,17 @@ def store_options(s3_connect_timeout: float | None, s3_read_timeout: float | Non
         return {}
     options = {"connect_timeout": s3_connect_timeout, "read_timeout": s3_read_timeout, "max_attempts": s3_max_attempts}
     return {key: value for key, value in options.items() if value is not None}
+
+
+def application_settings(config_file: Path | None, items: tuple[str, ...]) -> dict[str, str]:
+    """The application's settings: ``--streams-config``'s properties, then each ``--streams-setting`` over them."""
+    import javaproperties
+
+    settings: dict[str, str] = {}
+    if config_file is not None:
+        try:
+            settings.update(javaproperties.loads(read_text(config_file, "--streams-config")))
+        except ValueError as exc:  # a malformed escape (javaproperties' InvalidUEscapeError)
+            raise ConfigError(f"--streams-config {config_file}: not a Java properties file ({exc})") from exc
+    settings.update(pairs(items, "--streams-setting", "KEY=VALUE"))
+    return settings

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,7 +12,6 @@ from streamproc.cli.output import catch_errors, emit
 from streamproc.errors import ConfigError
 
 if TYPE_CHECKING:
-    from streamproc.plan.internal_topics import InternalTopicSettings, StoreKind
     from streamproc.plan.run_plan import RunPlan
 
 
@@ -137,6 +135,7 @@ def plan_command(
     """Resolve the offset ranges and tasks of a run (the reset tool's scenarios) into a RunPlan."""
     from streamproc.kafka.planner import plan_run
     from streamproc.plan import cluster_snapshot as cs
+    from streamproc.plan.internal_topics import InternalTopicSettings, StoreKind
 
     starts: list[cs.StartSpec] = []
     if to_earliest:
@@ -170,7 +169,16 @@ def plan_command(
         start_policy=cs.StartPolicy.from_on_data_loss(on_data_loss),
     )
     topology = read_text(topology_file, "--topology") if topology_file else None
-    first_run = first_run_settings(create_internal_topics, store_kinds, streams_settings)
+    first_run = None
+    if create_internal_topics:
+        kinds = {
+            store: StoreKind.parse(value, store)
+            for store, value in pairs(store_kinds, "--store-kind", "STORE=KIND").items()
+        }
+        settings = pairs(streams_settings, "--streams-setting", "KEY=VALUE")
+        first_run = InternalTopicSettings.from_streams_settings(settings, kinds)
+    elif store_kinds or streams_settings:
+        raise ConfigError("--store-kind and --streams-setting only matter with --create-internal-topics")
     run_plan = plan_run(
         client_config(bootstrap, client_settings),
         application_id,
@@ -186,29 +194,6 @@ def plan_command(
         topology_optimization=topology_optimization,
     )
     show_plan(ctx, run_plan, out, dry_run=dry_run)
-
-
-def first_run_settings(
-    create: bool,
-    store_kinds: tuple[str, ...],
-    streams_settings: tuple[str, ...],
-    *,
-    topology_kinds: Mapping[str, StoreKind] | None = None,
-) -> InternalTopicSettings | None:
-    """A new application's internal topics as ``--create-internal-topics`` creates them, or ``None`` without the
-    flag (where ``--store-kind``/``--streams-setting`` are refused). Store kinds decide the changelogs' configs:
-    the topology's (``topology_kinds``), each overridden by a ``--store-kind``."""
-    from streamproc.plan.internal_topics import InternalTopicSettings, StoreKind
-
-    if not create:
-        if store_kinds or streams_settings:
-            raise ConfigError("--store-kind and --streams-setting only matter with --create-internal-topics")
-        return None
-    kinds = dict(topology_kinds or {})
-    for store, value in pairs(store_kinds, "--store-kind", "STORE=KIND").items():
-        kinds[store] = StoreKind.parse(value, store)
-    settings = pairs(streams_settings, "--streams-setting", "KEY=VALUE")
-    return InternalTopicSettings.from_streams_settings(settings, kinds)
 
 
 def show_plan(ctx: click.Context, run_plan: RunPlan, out: Path | None, *, dry_run: bool) -> None:

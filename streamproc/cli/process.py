@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from streamproc.cli.options import s3_options, store_options
+from streamproc.cli.options import (
+    application_settings,
+    s3_options,
+    store_options,
+    streams_config_option,
+    streams_setting_option,
+)
 from streamproc.cli.output import catch_errors, emit
 from streamproc.errors import ConfigError
 
@@ -70,6 +76,8 @@ def partition_counts(values: tuple[str, ...]) -> dict[str, int]:
     help="The state.dir the plan was made with (--state-dir of plan): each task starts from its task directory "
     "there and restores the rest of the changelog. Every executor must be able to read it.",
 )
+@streams_config_option
+@streams_setting_option
 @s3_options
 @click.pass_context
 @catch_errors
@@ -82,6 +90,8 @@ def process_command(
     conf_values: tuple[str, ...],
     partition_values: tuple[str, ...],
     state_dir: Path | None,
+    streams_config: Path | None,
+    streams_settings: tuple[str, ...],
     s3_connect_timeout: float | None,
     s3_read_timeout: float | None,
     s3_max_attempts: int | None,
@@ -101,6 +111,7 @@ def process_command(
         partitions=partition_counts(partition_values),
         state_dir=state_dir,
         store_options=store_options(s3_connect_timeout, s3_read_timeout, s3_max_attempts, store_uri),
+        streams_settings=application_settings(streams_config, streams_settings),
     )
     show_process(ctx, reports)
 
@@ -115,6 +126,7 @@ def process_with_progress(
     partitions: Mapping[str, int],
     state_dir: Path | None,
     store_options: Mapping[str, Any],
+    streams_settings: Mapping[str, str],
 ) -> list[dict[str, Any]]:
     """Run the plan's tasks on Spark (``streamproc.spark.job.process``) with a bar of the tasks done on stderr; the
     caller has checked that the ``spark`` extra is installed."""
@@ -146,6 +158,7 @@ def process_with_progress(
             state_dir=None if state_dir is None else str(state_dir.resolve()),
             store_options=dict(store_options),
             progress=advance,
+            streams_settings=streams_settings,
         )
 
 

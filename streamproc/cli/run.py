@@ -21,13 +21,16 @@ import click
 from streamproc.cli.fetch import show_fetch
 from streamproc.cli.handoff import hand_off
 from streamproc.cli.options import (
+    application_settings,
     bootstrap_option,
     client_config,
     client_setting_option,
     kafka_streams_version_option,
+    streams_config_option,
+    streams_setting_option,
 )
 from streamproc.cli.output import FAILURE_KEY, catch_errors
-from streamproc.cli.plan import first_run_settings, show_plan
+from streamproc.cli.plan import show_plan
 from streamproc.cli.process import conf_settings, partition_counts, process_with_progress, show_process
 
 if TYPE_CHECKING:
@@ -92,14 +95,8 @@ class StepTimes:
     help="A new application's first run: the plan creates its missing repartition and changelog topics as Kafka "
     "Streams would (store kinds from the topology); with --dry-run they are only shown.",
 )
-@click.option(
-    "--streams-setting",
-    "streams_settings",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="With --create-internal-topics: the application's replication.factor, "
-    "windowstore.changelog.additional.retention.ms or topic.<config> setting (repeatable).",
-)
+@streams_config_option
+@streams_setting_option
 @click.option("--dry-run", is_flag=True, help="Stop after the plan (printed).")
 @click.option("--no-handoff", is_flag=True, help="Stop after processing.")
 @click.option("--yes", is_flag=True, help="Hand off without asking for confirmation.")
@@ -127,6 +124,7 @@ def run_command(
     conf_values: tuple[str, ...],
     partition_values: tuple[str, ...],
     create_internal_topics: bool,
+    streams_config: Path | None,
     streams_settings: tuple[str, ...],
     dry_run: bool,
     no_handoff: bool,
@@ -172,6 +170,7 @@ def _run_steps(
     conf_values: tuple[str, ...],
     partition_values: tuple[str, ...],
     create_internal_topics: bool,
+    streams_config: Path | None,
     streams_settings: tuple[str, ...],
     dry_run: bool,
     no_handoff: bool,
@@ -183,11 +182,15 @@ def _run_steps(
     from streamproc.kafka.cluster import sink_partition_counts
     from streamproc.kafka.planner import plan_run
     from streamproc.plan.cluster_snapshot import PlanRequest
-    from streamproc.plan.internal_topics import store_kinds_of
+    from streamproc.plan.internal_topics import InternalTopicSettings, internal_topic_settings, store_kinds_of
+    from streamproc.schema_registry.client import check_registries, collected
 
+    settings = application_settings(streams_config, streams_settings)
     with times.step("plan"):
         work_dir.mkdir(parents=True, exist_ok=True)
-        app_topology = load_topology(topology)[0]
+        with collected() as registries:
+            app_topology = load_topology(topology, settings)[0]
+        check_registries(registries)  # before any data moves: a registry that is down is one line now
         describe = str(app_topology.describe())
         (work_dir / "topology.txt").write_text(describe, encoding="utf-8")
         config = client_config(bootstrap, client_settings)
@@ -199,12 +202,11 @@ def _run_steps(
             topology=describe,
             processing_guarantee=processing_guarantee,
             state_dir=state_dir,
-            create_internal_topics=first_run_settings(
-                create_internal_topics,
-                (),
-                streams_settings,
-                topology_kinds=store_kinds_of(app_topology) if create_internal_topics else None,
-            ),
+            create_internal_topics=InternalTopicSettings.from_streams_settings(
+                internal_topic_settings(settings), store_kinds_of(app_topology)
+            )
+            if create_internal_topics
+            else None,
             dry_run=dry_run,
             source_topic_changelogs=app_topology.source_topic_changelogs,
         )
@@ -230,6 +232,7 @@ def _run_steps(
             partitions={**sink_counts, **partition_counts(partition_values)},
             state_dir=state_dir,
             store_options={},
+            streams_settings=settings,
         )
         show_process(ctx, reports)
         run.processed(reports)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from streamproc.cli.options import application_settings, streams_config_option, streams_setting_option
 from streamproc.cli.output import catch_errors, emit
 
 
@@ -24,15 +25,23 @@ def topology_group() -> None:
     help="The application's Topology#describe() text (what the live Java app prints).",
 )
 @click.option("--topology", "reference", required=True, help="MODULE:FUNCTION returning the Python Topology.")
+@streams_config_option
+@streams_setting_option
 @click.pass_context
 @catch_errors
-def check_command(ctx: click.Context, describe_file: Path, reference: str) -> None:
+def check_command(
+    ctx: click.Context,
+    describe_file: Path,
+    reference: str,
+    streams_config: Path | None,
+    streams_settings: tuple[str, ...],
+) -> None:
     """Print "identical" (exit 0) or the first line where the two describe() texts differ (exit 1)."""
     from streamproc.engine.describe_diff import first_difference
     from streamproc.engine.topology_loader import load_topology
 
     expected = describe_file.read_text(encoding="utf-8")
-    actual = str(load_topology(reference)[0].describe())
+    actual = str(load_topology(reference, application_settings(streams_config, streams_settings))[0].describe())
     difference = first_difference(expected, actual)
     if difference is None:
         emit(ctx, {"identical": True}, "identical")

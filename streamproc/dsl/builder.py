@@ -79,16 +79,27 @@ def _fill_outer_join_serdes(topology: Topology, key_serde: Any, value_serde: Any
 
 
 def _default_serde(props: Mapping[str, Any] | None, key: str) -> Any:
-    """A default serde from ``props``: a ``Serde`` or the name of one of ``Serdes`` (``"String"``, ``"Long"``)."""
-    value = (props or {}).get(key)
-    if value is None or not isinstance(value, str):
-        return value
-    from streamproc.engine.serdes import SERDES
+    """A default serde from ``props``: a ``Serde``, a serde class, or the name of one of ``Serdes`` (``"String"``).
 
-    name = value.rsplit("$", 1)[-1].removesuffix("Serde")
-    if name not in SERDES:
-        raise ConfigError(f"{key}={value}: not a serde streamproc knows; give one of {sorted(SERDES)} or a Serde")
-    return SERDES[name]()
+    As ``StreamsConfig.defaultKeySerde()``/``defaultValueSerde()`` do, a serde that takes a configuration (the
+    Schema Registry serdes) is configured with the application's settings, ``props`` themselves: a class is
+    instantiated first, an instance not configured yet is configured (one configured by the program is kept as is).
+    """
+    value = (props or {}).get(key)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        from streamproc.engine.serdes import SERDES
+
+        name = value.rsplit("$", 1)[-1].removesuffix("Serde")
+        if name not in SERDES:
+            raise ConfigError(f"{key}={value}: not a serde streamproc knows; give one of {sorted(SERDES)} or a Serde")
+        return SERDES[name]()
+    serde = value() if isinstance(value, type) else value
+    configure = getattr(serde, "configure", None)
+    if callable(configure) and not getattr(serde, "configured", True):
+        configure(dict(props or {}), key == DEFAULT_KEY_SERDE)
+    return serde
 
 
 def _optimizations(props: Mapping[str, Any] | None) -> frozenset[str]:

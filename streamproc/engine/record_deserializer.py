@@ -2,7 +2,9 @@
 
 Mirrors ``org.apache.kafka.streams.processor.internals.RecordDeserializer`` (4.2.0): key first, then value, through
 the source node's deserializers; any exception goes to the handler. RESUME logs, counts one ``dropped-records`` and
-skips; FAIL raises Kafka's ``StreamsException`` text; a handler that raises (or answers ``None``) is fatal.
+skips; FAIL raises Kafka's ``StreamsException`` text; a handler that raises (or answers ``None``) is fatal. One
+exception never reaches the handler: a Schema Registry that does not answer (``SchemaRegistryUnavailable``) fails
+the task, where Kafka Streams with Confluent's serde would let a ``LogAndContinue`` handler skip every record.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from streamproc.engine.dropped_records import REASON_DESERIALIZATION, DroppedRec
 from streamproc.engine.error_handler_context import ErrorHandlerContext
 from streamproc.engine.processor_topology import RecordCollector, SourceNode
 from streamproc.engine.records import ConsumerRecord, TimestampType
-from streamproc.errors import StreamsError
+from streamproc.errors import SchemaRegistryUnavailable, StreamsError
 
 #: Reason given to ``StreamsError`` when the deserialization handler itself fails.
 REASON_DESERIALIZATION_HANDLER = "deserialization_handler"
@@ -82,6 +84,8 @@ class RecordDeserializer:
         return deserialized_record(raw, key, value)
 
     def _handle_failure(self, raw: ConsumerRecord[bytes | None, bytes | None], exception: Exception) -> None:
+        if isinstance(exception, SchemaRegistryUnavailable):
+            raise exception  # the registry's outage, not the record's fault: the task fails, nothing is skipped
         context = ErrorHandlerContext(
             topic=raw.topic,
             partition=raw.partition,

@@ -131,6 +131,16 @@ class InternalTopicSettings:
         return cls(dict(store_kinds), replication, additional, defaults)
 
 
+def internal_topic_settings(settings: Mapping[str, str]) -> dict[str, str]:
+    """The entries of an application's settings that decide its internal topics (the rest are other components')."""
+    return {
+        key: value
+        for key, value in settings.items()
+        if key in (REPLICATION_FACTOR_CONFIG, ADDITIONAL_RETENTION_CONFIG)
+        or (key.startswith(TOPIC_PREFIX) and len(key) > len(TOPIC_PREFIX))
+    }
+
+
 @dataclass(frozen=True, slots=True)
 class NewInternalTopic:
     """One internal topic to create: ``NewTopic(name, partitions, replication factor).configs(configs)``."""

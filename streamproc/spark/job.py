@@ -35,6 +35,7 @@ from streamproc.errors import ConfigError, ProcessingError, RecordValidationErro
 from streamproc.plan.run_plan import RunPlan
 from streamproc.plan.run_plan import plan_id as plan_id  # defined with the plan; re-exported for older callers
 from streamproc.plan.run_planner import GLOBAL_TASK
+from streamproc.schema_registry.client import check_registries, collected
 from streamproc.spark.global_stores import GlobalRestoreRange
 from streamproc.spark.task_output import UNASSIGNED, TaskObjects
 from streamproc.spark.task_runner import InputRange, RestoreRange, TaskWork, run_task
@@ -138,6 +139,7 @@ def task_work(
     store_options: Mapping[str, Any] | None = None,
     fail_first_attempt: str | None = None,
     state_dir: str | None = None,
+    streams_settings: Mapping[str, str] | None = None,
 ) -> list[TaskWork]:
     """One :class:`TaskWork` per planned task, in task order; refuses what this job cannot run.
 
@@ -200,6 +202,7 @@ def task_work(
                 partition_counts=dict(counts),
                 store_options=dict(store_options or {}),
                 state_dir=state_dir,
+                streams_settings=dict(streams_settings or {}),
                 fail_before_report=(fail_first_attempt or "").partition(":")[0] == task.task_id,
                 crash_before_report=fail_first_attempt == f"{task.task_id}:crash",
                 global_restores=tuple(global_restores),
@@ -439,9 +442,16 @@ def process(
     store_options: Mapping[str, Any] | None = None,
     state_dir: str | None = None,
     progress: Progress | None = None,
+    streams_settings: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """The process step: check the topology against the plan, then run every task on Spark (see the module doc)."""
-    user_topology, _config = load_topology(topology)
+    """The process step: check the topology against the plan, then run every task on Spark (see the module doc).
+
+    ``streams_settings`` are the application's (its topology factory's and its serdes'): every task gets them with
+    its work, so executors need no file of the driver's; every Schema Registry the serdes were configured for must
+    answer before Spark starts."""
+    with collected() as registries:
+        user_topology, _config = load_topology(topology, streams_settings)
+    check_registries(registries)
     check_topology(plan, user_topology, topology)
     settings = dict(conf or {})
     counts = partition_counts(plan, partitions or {})
@@ -454,6 +464,7 @@ def process(
         store_options=store_options,
         fail_first_attempt=settings.get(FAIL_FIRST_ATTEMPT_CONF),
         state_dir=state_dir,
+        streams_settings=streams_settings,
     )
     root = _module_root(topology)
     sc = spark_context(master, settings, python_path=[root] if root else [])

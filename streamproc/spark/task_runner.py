@@ -115,6 +115,9 @@ class TaskWork:
     #: The application's ``state.dir`` the plan was made with: the task starts from a copy of its task directory
     #: there (stores and ``.checkpoint``) and restores the rest of the changelog; ``None``: from empty stores.
     state_dir: str | None = None
+    #: The application's settings (``--streams-config``/``--streams-setting``): the topology factory's and its serdes'
+    #: (a registry's credentials among them: never in a repr or a log line).
+    streams_settings: Mapping[str, str] = field(default_factory=dict, repr=False)
     #: Raise after publishing everything but the report (the retry test's injected executor failure).
     fail_before_report: bool = False
     #: With ``fail_before_report``: kill the Python worker instead of raising (the driver's ``_run_partition``).
@@ -156,7 +159,7 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
         report: dict[str, Any] = json.loads(store.get(objects.report))
         logger.info("task [%s] already done (report %s exists): skipped", task_id, objects.report)
         return {**report, "skipped": True}
-    topology, config = load_topology(work.topology)
+    topology, config = load_topology(work.topology, work.streams_settings)
     config = dataclasses.replace(config, application_id=work.application_id)
 
     staged_inputs = {

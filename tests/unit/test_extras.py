@@ -18,7 +18,7 @@ from streamproc.errors import ConfigError, MissingExtra
 from tests.conftest import PROJECT_ROOT
 
 OPTIONAL = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
-EXTRAS = [extras.SPARK, extras.VALIDATION, extras.S3, extras.POSTGRES, extras.AIRFLOW]
+EXTRAS = [extras.SPARK, extras.VALIDATION, extras.S3, extras.POSTGRES, extras.AIRFLOW, extras.SCHEMA_REGISTRY]
 
 
 def _distributions(extra: str) -> set[str]:

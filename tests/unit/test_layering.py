@@ -24,7 +24,7 @@ SHARED = ("errors", "intervals", "target", "extras")
 FLOORS: tuple[tuple[str, ...], ...] = (
     ("engine",),
     ("state",),
-    ("dsl", "testing"),
+    ("dsl", "testing", "schema_registry"),
     ("plan",),
     ("kafka", "storage"),
     ("fetch",),
