@@ -20,6 +20,9 @@ import java.io.File;
  *   java -jar streamproc-oracle.jar dsl-run &lt;request.json&gt;   (DslRunRunner: DSL programs' results)
  *   java -jar streamproc-oracle.jar suppress-run &lt;request.json&gt;   (SuppressRunner: the suppress buffer's changelog)
  *   java -jar streamproc-oracle.jar dsl-app BOOTSTRAP APP_ID STATE_DIR PROGRAM   (DslAppRunner: one as a real app)
+ *   java -jar streamproc-oracle.jar avro-app BOOTSTRAP APP_ID STATE_DIR PROGRAM REGISTRY [USER PASSWORD]
+ *       (AvroAppRunner: one of Confluent's Avro example apps as a real app)
+ *   java -jar streamproc-oracle.jar avro-serde &lt; requests.jsonl   (AvroSerdeRunner: Avro through a registry)
  *   java -jar streamproc-oracle.jar restore &lt;bootstrap&gt; &lt;restore_plan scenario.json&gt;... [--parallel N]
  *       [--poll-ms MS]
  *   java -jar streamproc-oracle.jar topology &lt;bootstrap&gt; &lt;topology scenario.json&gt;... [--parallel N]
@@ -96,6 +99,12 @@ public final class Main {
         }
         if (args.length >= 1 && args[0].equals("dsl-app")) {
             System.exit(DslAppRunner.run(java.util.Arrays.copyOfRange(args, 1, args.length)));
+        }
+        if (args.length >= 1 && args[0].equals("avro-app")) {
+            System.exit(AvroAppRunner.run(java.util.Arrays.copyOfRange(args, 1, args.length)));
+        }
+        if (args.length >= 1 && args[0].equals("avro-serde")) {
+            System.exit(AvroSerdeRunner.run(java.util.Arrays.copyOfRange(args, 1, args.length)));
         }
         if (args.length >= 1 && args[0].equals("dsl-run")) {
             System.exit(DslRunRunner.run(java.util.Arrays.copyOfRange(args, 1, args.length)));
