@@ -89,8 +89,8 @@ screenshots: services
 	STREAMPROC_SCREENSHOTS=docs $(WITH_TOOLS) $(BIN)/python -m pytest -q tests/integration/airflow/test_browser.py
 
 lint: install
-	$(BIN)/ruff check streamproc streamproc_dev tests bench
-	$(BIN)/ruff format --check streamproc streamproc_dev tests bench
+	$(BIN)/ruff check streamproc streamproc_dev tests bench examples
+	$(BIN)/ruff format --check streamproc streamproc_dev tests bench examples
 	$(BIN)/mypy
 
 typecheck: install

@@ -130,11 +130,28 @@ def _classpath(version: str) -> str:
     return str(libs / "*")
 
 
-def _metadata_answers(bootstrap: str) -> bool:
+#: The line the broker logs once every listener accepts and the controller quorum has it registered.
+_STARTED_LINE = b"Kafka Server started"
+
+
+def _logged_started(log_path: Path, since: int) -> bool:
+    """The broker logged :data:`_STARTED_LINE` after byte ``since`` of its log (a restart appends to it)."""
+    try:
+        with open(log_path, "rb") as log_file:
+            log_file.seek(since)
+            return _STARTED_LINE in log_file.read()
+    except OSError:
+        return False
+
+
+def _metadata_answers(bootstrap: str, log_path: Path, since: int) -> bool:
+    """The broker says it started, then answers a metadata request. librdkafka is not asked before the log says so:
+    once, under load, a metadata request to a broker still starting aborted the whole test process inside
+    librdkafka (``Fatal Python error: Aborted`` in ``list_topics``)."""
     from confluent_kafka.admin import AdminClient
 
     host, port = bootstrap.rsplit(":", 1)
-    if not service_process.port_open(host, int(port)):
+    if not _logged_started(log_path, since) or not service_process.port_open(host, int(port)):
         return False
     admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 2000, "log_level": 0})
     metadata = admin.list_topics(timeout=2)
@@ -197,6 +214,7 @@ def start(
             raise DevServiceError(f"formatting KRaft storage in {log_dir} failed:\n{fmt.stdout}{fmt.stderr}")
     (workdir / "log4j2.properties").write_text(_LOG4J2, encoding="utf-8")
     log_path = workdir / "broker.log"
+    log_start = log_path.stat().st_size if log_path.exists() else 0
     args = [
         java, "-Xms256m", f"-Xmx{heap}", "-XX:+UseG1GC", "-Djava.awt.headless=true",
         f"-Dlog4j2.configurationFile={workdir / 'log4j2.properties'}",
@@ -206,7 +224,11 @@ def start(
     bootstrap = f"127.0.0.1:{port}"
     log.info("Started Kafka %s broker (pid %d) on %s; log: %s", version, pid, bootstrap, log_path)
     service_process.wait_until(
-        lambda: _metadata_answers(bootstrap), pid=pid, name=NAME, log_path=log_path, timeout_s=timeout_s
+        lambda: _metadata_answers(bootstrap, log_path, log_start),
+        pid=pid,
+        name=NAME,
+        log_path=log_path,
+        timeout_s=timeout_s,
     )
     if await_group_coordinator:
         service_process.wait_until(
@@ -241,7 +263,7 @@ def status(workdir: Path) -> str:
     if not service_process.is_alive(handle.pid):
         return f"stopped (last ran as pid {handle.pid} on {handle.address})"
     try:
-        answering = _metadata_answers(handle.address)
+        answering = _metadata_answers(handle.address, Path(handle.log_path), 0)
     except Exception:  # noqa: BLE001
         answering = False
     return f"running: pid {handle.pid}, bootstrap {handle.address}, {'answering' if answering else 'not answering'}"

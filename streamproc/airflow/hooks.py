@@ -1,4 +1,5 @@
-"""Hooks on the providers' own connections: Kafka (``kafka_default``), S3 (``aws_default``), Spark (``spark_default``).
+"""Hooks on the providers' own connections: Kafka (``kafka_default``), S3 (``aws_default``), Spark (``spark_default``),
+and an HTTP connection for a Schema Registry (none by default).
 
 streamproc adds no connection type of its own. The apache-kafka provider's connection already holds the librdkafka
 configuration in its extra (``bootstrap.servers``, ``security.protocol``, ``sasl.*``); :class:`KafkaClusterHook`
@@ -131,3 +132,25 @@ def s3_environment(options: Mapping[str, Any]) -> dict[str, str]:
         "region": "AWS_REGION",
     }
     return {names[key]: str(value) for key, value in options.items() if key in names and value is not None}
+
+
+def schema_registry_settings(conn_id: str | None) -> dict[str, str]:
+    """The application's settings for a Schema Registry from an HTTP connection: ``schema.registry.url`` from its
+    host (a URL, or a host name with the connection's port: ``http``, or ``https`` where the schema says so),
+    basic auth from its login and password, and its extra's entries as further settings by Confluent's names
+    (``auto.register.schemas``, ``value.subject.name.strategy``). No connection id: no settings."""
+    if not conn_id:
+        return {}
+    conn = require_connection(conn_id, "Schema Registry URL and credentials")
+    host = str(conn.host or "").strip()
+    if not host:
+        raise ConfigError(f"Airflow connection '{conn_id}' (Schema Registry) has no host: give the registry's URL")
+    if "://" not in host:
+        scheme = "https" if (conn.schema or "").lower() == "https" else "http"
+        host = f"{scheme}://{host}" + (f":{conn.port}" if conn.port else "")
+    settings = {str(key): str(value) for key, value in (conn.extra_dejson or {}).items()}
+    settings["schema.registry.url"] = host
+    if conn.login:
+        settings["basic.auth.credentials.source"] = "USER_INFO"
+        settings["basic.auth.user.info"] = f"{conn.login}:{conn.password or ''}"
+    return settings

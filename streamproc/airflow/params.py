@@ -109,6 +109,10 @@ def backfill_params() -> dict[str, Any]:
         "aws_conn_id": Param("aws_default", type="string", minLength=1, title="S3 connection", section=_SECTION_CONN),
         "spark_conn_id": Param("spark_default", type="string", minLength=1, title="Spark connection",
                                section=_SECTION_CONN),
+        "schema_registry_conn_id": optional(
+            "string", "Schema Registry connection", "An HTTP connection to the Schema Registry the topology's serdes "
+            "use (host: its URL; login/password: basic auth; extra: serde settings by Confluent's names).",
+            _SECTION_CONN, minLength=1),
     }  # fmt: skip
 
 
@@ -127,6 +131,7 @@ class RunSettings:
     kafka_conn_id: str = "kafka_default"
     aws_conn_id: str = "aws_default"
     spark_conn_id: str = "spark_default"
+    schema_registry_conn_id: str | None = None
 
 
 def _given(params: Mapping[str, Any], name: str) -> bool:
@@ -237,13 +242,14 @@ def run_settings(params: Mapping[str, Any]) -> RunSettings:
         kafka_conn_id=str(params.get("kafka_conn_id") or "kafka_default"),
         aws_conn_id=str(params.get("aws_conn_id") or "aws_default"),
         spark_conn_id=str(params.get("spark_conn_id") or "spark_default"),
+        schema_registry_conn_id=params.get("schema_registry_conn_id") or None,
     )
 
 
 #: The Airflow Variable (JSON object) holding the incremental DAG's settings: the params' names and values.
 INCREMENTAL_VARIABLE = "STREAMPROC_INCREMENTAL"
 _INCREMENTAL_KEYS = ("application_id", "topology", "store", "processing_guarantee", "spark_master", "state_dir",
-                     "kafka_conn_id", "aws_conn_id", "spark_conn_id")  # fmt: skip
+                     "kafka_conn_id", "aws_conn_id", "spark_conn_id", "schema_registry_conn_id")  # fmt: skip
 
 
 def incremental_params() -> dict[str, Any]:
@@ -261,6 +267,7 @@ def incremental_params() -> dict[str, Any]:
         "kafka_conn_id": "The Kafka connection (default kafka_default).",
         "aws_conn_id": "The S3 connection (default aws_default).",
         "spark_conn_id": "The Spark connection (default spark_default).",
+        "schema_registry_conn_id": "The Schema Registry connection (default none).",
     }
     return {
         key: Param("", type="string", title=key.replace("_", " ").capitalize(), section="Application",

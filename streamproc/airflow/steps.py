@@ -143,12 +143,14 @@ def plan_step(
     """
     from airflow.sdk.exceptions import AirflowSkipException
 
+    from streamproc.airflow.hooks import schema_registry_settings
     from streamproc.engine.topology_loader import load_topology
     from streamproc.fetch import planned_ranges
     from streamproc.handoff.preview import preview
     from streamproc.kafka.cluster import sink_partition_counts
     from streamproc.kafka.planner import plan_run
     from streamproc.ledger import ApplicationBusy
+    from streamproc.schema_registry.client import check_registries, collected
     from streamproc.spark.job import plan_id as plan_hash
 
     with open_ledger() as ledger:
@@ -173,7 +175,9 @@ def plan_step(
     run = settings()
     client_config = KafkaClusterHook(run.kafka_conn_id).client_config()
     store_options(run.store, run.aws_conn_id)  # a missing S3 connection fails the plan, not the fetch
-    topology = load_topology(run.topology)[0]
+    with collected() as registries:
+        topology = load_topology(run.topology, schema_registry_settings(run.schema_registry_conn_id))[0]
+    check_registries(registries)  # a registry that is down or refuses is this task's one-line error
     state_dir = Path(run.state_dir) if run.state_dir else None
     plan = plan_run(
         client_config,
@@ -296,8 +300,10 @@ def verify_step(ref: DagRunRef) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------------------------------- process
 def process_arguments(ref: DagRunRef, plan_info: Mapping[str, Any]) -> tuple[list[str], dict[str, str]]:
-    """``spark-submit`` application arguments of the process step, and the S3 settings as its environment."""
-    from streamproc.airflow.hooks import s3_environment
+    """``spark-submit`` application arguments of the process step; the S3 settings and the application's settings
+    (a Schema Registry's credentials among them) as its environment, which Airflow does not log."""
+    from streamproc.airflow.hooks import s3_environment, schema_registry_settings
+    from streamproc.cli.options import STREAMS_SETTINGS_ENV
 
     settings = read_settings(ref)
     args = ["--plan", str(ref.work_dir() / PLAN_FILE), "--store", settings.store, "--topology", settings.topology]
@@ -307,7 +313,11 @@ def process_arguments(ref: DagRunRef, plan_info: Mapping[str, Any]) -> tuple[lis
         args += ["--master", settings.spark_master]
     if settings.state_dir:
         args += ["--state-dir", settings.state_dir]
-    return args, s3_environment(store_options(settings.store, settings.aws_conn_id))
+    environment = s3_environment(store_options(settings.store, settings.aws_conn_id))
+    streams_settings = schema_registry_settings(settings.schema_registry_conn_id)
+    if streams_settings:
+        environment[STREAMS_SETTINGS_ENV] = json.dumps(streams_settings)
+    return args, environment
 
 
 def record_process(ref: DagRunRef) -> list[dict[str, Any]]:

@@ -3,6 +3,8 @@ staging store's S3 settings, the Kafka Streams version that will open the state,
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
@@ -106,11 +108,26 @@ def store_options(s3_connect_timeout: float | None, s3_read_timeout: float | Non
     return {key: value for key, value in options.items() if value is not None}
 
 
+#: The application's settings as a JSON object, under --streams-config's and --streams-setting's: how a scheduler
+#: (the Airflow DAGs' process step) hands them to ``spark-submit`` without putting them in its arguments.
+STREAMS_SETTINGS_ENV = "STREAMPROC_STREAMS_SETTINGS"
+
+
 def application_settings(config_file: Path | None, items: tuple[str, ...]) -> dict[str, str]:
-    """The application's settings: ``--streams-config``'s properties, then each ``--streams-setting`` over them."""
+    """The application's settings: ``STREAMPROC_STREAMS_SETTINGS``'s, then ``--streams-config``'s properties over
+    them, then each ``--streams-setting``."""
     import javaproperties
 
     settings: dict[str, str] = {}
+    from_env = os.environ.get(STREAMS_SETTINGS_ENV, "").strip()
+    if from_env:
+        try:
+            parsed = json.loads(from_env)
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, dict):
+            raise ConfigError(f"{STREAMS_SETTINGS_ENV} must hold a JSON object of settings; unset it or fix it")
+        settings.update({str(key): str(value) for key, value in parsed.items()})
     if config_file is not None:
         try:
             settings.update(javaproperties.loads(read_text(config_file, "--streams-config")))

@@ -223,10 +223,15 @@ class KTable:
         fn = mapper if with_key else (lambda _k, v: mapper(v))
         return self._table_op("KTABLE-MAPVALUES-", named, materialized, lambda store: KTableMapValues(self, fn, store))
 
-    def to_stream(self, named: Named | None = None) -> KStream:
-        """``toStream([named])``: ``KTABLE-TOSTREAM-``; each update's new value (``None`` for a deletion)."""
+    def to_stream(self, mapper: Named | Callable[[Any, Any], Any] | None = None, named: Named | None = None) -> KStream:
+        """``toStream([named])``: ``KTABLE-TOSTREAM-``; each update's new value (``None`` for a deletion).
+        ``toStream(mapper[, named])``: then ``selectKey(mapper)``, as ``KTableImpl`` builds it."""
         from streamproc.dsl.kstream import KStream
 
+        if isinstance(mapper, Named) or mapper is None:
+            named = mapper if named is None else named
+        else:
+            return self.to_stream(named).select_key(mapper)
         name = self._builder.or_else_generate(_name(named), "KTABLE-TOSTREAM-")
         node = ProcessorGraphNode(name, p.KTableToStream)
         self._builder.add_graph_node(self._node, node)

@@ -195,14 +195,22 @@ class SpecificAvroSerde(SchemaRegistrySerde[Any]):
             self.configure(configs, is_key)
 
 
-def specific_record(schema: str | Mapping[str, Any]) -> type[Any]:
+def specific_record(schema: str | Mapping[str, Any], *, string_type: str | None = None) -> type[Any]:
     """A frozen dataclass for an Avro record schema: the record's name, its fields in the schema's order (a field
     named like a Python keyword gets a trailing ``_``), each field's default where the schema has one, and the
-    schema in ``SCHEMA`` (what Avro's Java code generator makes of a schema, for :class:`SpecificAvroSerde`)."""
-    text = _schema_text(schema)
-    parsed = json.loads(text)
+    schema in ``SCHEMA`` (what Avro's Java code generator makes of a schema, for :class:`SpecificAvroSerde`).
+
+    ``string_type`` is the ``stringType`` the Java application's classes were generated with (avro-maven-plugin's
+    setting): with ``"String"`` every string of the schema carries ``"avro.java.string": "String"``, as the generated
+    class's ``SCHEMA$`` does and Confluent's serializer registers it, so that the port registers the same schema
+    (the same subject version and id) as the Java application rather than a new version.
+    """
+    parsed = json.loads(_schema_text(schema))
     if not isinstance(parsed, dict) or parsed.get("type") != "record":
         raise ConfigError("specific_record takes an Avro record schema")
+    if string_type is not None:
+        parsed = _with_java_string_type(parsed, string_type)
+    text = json.dumps(parsed, separators=(",", ":")) if string_type is not None else _schema_text(schema)
     fields: list[tuple[str, Any, Any]] = []
     for avro_field in parsed["fields"]:
         name = _python_name(avro_field["name"])
@@ -216,6 +224,28 @@ def specific_record(schema: str | Mapping[str, Any]) -> type[Any]:
     cls.SCHEMA = text  # type: ignore[attr-defined]
     cls.__doc__ = parsed.get("doc") or f"The Avro record {_full_name(text)}."
     return cls
+
+
+def _with_java_string_type(schema: Any, string_type: str) -> Any:
+    """``schema`` with ``"avro.java.string": string_type`` on every string type, as Avro's Java compiler marks them."""
+    if schema == "string":
+        return {"type": "string", "avro.java.string": string_type}
+    if isinstance(schema, list):
+        return [_with_java_string_type(branch, string_type) for branch in schema]
+    if not isinstance(schema, dict):
+        return schema
+    kind = schema.get("type")
+    if kind == "string":
+        return {**schema, "avro.java.string": string_type}
+    if kind == "record" or kind == "error":
+        fields = [{**f, "type": _with_java_string_type(f["type"], string_type)} for f in schema["fields"]]
+        return {**schema, "fields": fields}
+    if kind == "array":
+        return {**schema, "items": _with_java_string_type(schema["items"], string_type)}
+    if kind == "map":
+        return {**schema, "values": _with_java_string_type(schema["values"], string_type), "avro.java.string":
+                string_type}  # fmt: skip
+    return {**schema, "type": _with_java_string_type(kind, string_type)} if isinstance(kind, (list, dict)) else schema
 
 
 def _copier(default: Any) -> Any:

@@ -93,6 +93,10 @@ class Windowed(Generic[K]):
     key: K
     window: TimeWindow
 
+    def __str__(self) -> str:
+        """``Windowed#toString()``, ``[key@start/end]``: a port of ``toStream((w, v) -> w.toString())`` keeps keys."""
+        return f"[{self.key}@{self.window.start}/{self.window.end}]"
+
 
 fast_frozen_init(TimeWindow)  # built per windowed update (a windowed aggregation's every record)
 fast_frozen_init(Windowed)

@@ -20,10 +20,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from streamproc_dev.conformance.oracle import CONFORMANCE_DIR, JVM_OPTIONS, OracleError, ensure_oracle_jar
+from streamproc_dev.conformance.oracle import EXAMPLE_SCHEMAS_DIR, JVM_OPTIONS, OracleError, ensure_oracle_jar
 
-#: The example apps' schemas (Confluent's ``.avsc`` files as they are), compiled into the oracle.
-AVRO_SCHEMA_DIR = CONFORMANCE_DIR / "src" / "main" / "avro"
+#: The example apps' schemas (Confluent's ``.avsc`` files as they are), beside their Python ports; the oracle
+#: compiles them.
+AVRO_SCHEMA_DIR = EXAMPLE_SCHEMAS_DIR
 #: ``avro-app`` programs: the example's input topics and its output topic.
 AVRO_APPS = {
     "wikipedia-feed": (("WikipediaFeed",), "WikipediaStats"),

@@ -53,10 +53,17 @@ KS43_BORROWED_SOURCES = tuple(
 )
 
 
+#: The example applications' Avro schemas, which the 4.2.2 oracle compiles and carries (``examples/``).
+EXAMPLE_SCHEMAS_DIR = CONFORMANCE_DIR.parent / "examples" / "kafka_streams_examples" / "avro"
+
+
 def _sources_of(pom: Path) -> list[Path]:
     """The POM, every file under its ``src/`` and the sources it borrows: what a jar must be newer than."""
     own = sorted(p for p in (pom.parent / "src").rglob("*") if p.is_file())
-    borrowed = list(KS43_BORROWED_SOURCES) if pom.parent == KS43_RUNNER_DIR else []
+    if pom.parent == KS43_RUNNER_DIR:
+        borrowed = list(KS43_BORROWED_SOURCES)
+    else:
+        borrowed = sorted(EXAMPLE_SCHEMAS_DIR.glob("*.avsc"))
     return [pom, *own, *borrowed]
 
 

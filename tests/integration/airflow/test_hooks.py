@@ -9,7 +9,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
-from streamproc.airflow.hooks import KafkaClusterHook, require_connection, store_options
+from streamproc.airflow.hooks import KafkaClusterHook, require_connection, schema_registry_settings, store_options
 from streamproc.errors import ConfigError
 from streamproc.plan.cluster_snapshot import TopicPartition
 from tests.integration.airflow.conftest import AirflowSetup
@@ -53,3 +53,24 @@ def test_missing_connections_are_named(airflow_setup: AirflowSetup, monkeypatch:
     monkeypatch.setenv("AIRFLOW_CONN_KAFKA_EMPTY", json.dumps({"conn_type": "kafka", "extra": {}}))
     with pytest.raises(ConfigError, match="Airflow connection 'kafka_empty': .*bootstrap.servers"):
         KafkaClusterHook("kafka_empty").client_config()
+
+
+def test_a_schema_registry_connection_gives_the_applications_registry_settings(
+    airflow_setup: AirflowSetup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_REGISTRY_TEST",
+        json.dumps({"conn_type": "http", "host": "registry.example", "port": 8081, "login": "svc",
+                    "password": "s3cr3t", "extra": {"auto.register.schemas": False}}),
+    )  # fmt: skip
+    assert schema_registry_settings("registry_test") == {
+        "schema.registry.url": "http://registry.example:8081",
+        "basic.auth.credentials.source": "USER_INFO",
+        "basic.auth.user.info": "svc:s3cr3t",
+        "auto.register.schemas": "False",
+    }
+    monkeypatch.setenv("AIRFLOW_CONN_REGISTRY_URL", json.dumps({"conn_type": "http", "host": "https://r.example/x"}))
+    assert schema_registry_settings("registry_url") == {"schema.registry.url": "https://r.example/x"}
+    assert schema_registry_settings(None) == {}
+    with pytest.raises(ConfigError, match="'registry_nowhere' \\(Schema Registry URL and credentials\\)"):
+        schema_registry_settings("registry_nowhere")

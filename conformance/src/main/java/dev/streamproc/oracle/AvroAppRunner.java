@@ -46,6 +46,20 @@ final class AvroAppRunner {
     private AvroAppRunner() {
     }
 
+    /**
+     * {@code avro-describe <program>}: the program's {@code Topology#describe()} text, what a user compares a port with
+     * ({@code streamproc topology check}).
+     */
+    static int describe(final String[] args) {
+        final Program program = args.length == 1 ? PROGRAMS.get(args[0]) : null;
+        if (program == null) {
+            System.err.println("usage: java -jar streamproc-oracle.jar avro-describe wikipedia-feed|pageview-region");
+            return 2;
+        }
+        System.out.print(program.topology().get().describe());
+        return 0;
+    }
+
     static int run(final String[] args) throws Exception {
         if (args.length != 5 && args.length != 7) {
             System.err.println("usage: java -jar streamproc-oracle.jar avro-app <bootstrap> <application.id> "

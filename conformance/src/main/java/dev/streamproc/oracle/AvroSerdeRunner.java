@@ -145,7 +145,7 @@ final class AvroSerdeRunner {
             final Class<?> generated = SpecificData.get().getClass(schema);
             if (generated == null || !SpecificRecord.class.isAssignableFrom(generated)) {
                 throw new IllegalArgumentException("no generated SpecificRecord class for " + schema.getFullName()
-                    + " (the oracle compiles src/main/avro/*.avsc)");
+                    + " (the oracle compiles examples/kafka_streams_examples/avro/*.avsc)");
             }
             reader = new SpecificDatumReader<>(schema, SpecificData.get().getSchema(generated));
         } else {

@@ -22,6 +22,7 @@ import java.io.File;
  *   java -jar streamproc-oracle.jar dsl-app BOOTSTRAP APP_ID STATE_DIR PROGRAM   (DslAppRunner: one as a real app)
  *   java -jar streamproc-oracle.jar avro-app BOOTSTRAP APP_ID STATE_DIR PROGRAM REGISTRY [USER PASSWORD]
  *       (AvroAppRunner: one of Confluent's Avro example apps as a real app)
+ *   java -jar streamproc-oracle.jar avro-describe PROGRAM   (AvroAppRunner: an Avro example's describe() text)
  *   java -jar streamproc-oracle.jar avro-serde &lt; requests.jsonl   (AvroSerdeRunner: Avro through a registry)
  *   java -jar streamproc-oracle.jar restore &lt;bootstrap&gt; &lt;restore_plan scenario.json&gt;... [--parallel N]
  *       [--poll-ms MS]
@@ -102,6 +103,9 @@ public final class Main {
         }
         if (args.length >= 1 && args[0].equals("avro-app")) {
             System.exit(AvroAppRunner.run(java.util.Arrays.copyOfRange(args, 1, args.length)));
+        }
+        if (args.length >= 1 && args[0].equals("avro-describe")) {
+            System.exit(AvroAppRunner.describe(java.util.Arrays.copyOfRange(args, 1, args.length)));
         }
         if (args.length >= 1 && args[0].equals("avro-serde")) {
             System.exit(AvroSerdeRunner.run(java.util.Arrays.copyOfRange(args, 1, args.length)));

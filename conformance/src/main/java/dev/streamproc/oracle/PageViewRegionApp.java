@@ -56,7 +56,7 @@ final class PageViewRegionApp {
     static final String PAGE_VIEWS = "PageViews";
     static final String USER_PROFILES = "UserProfiles";
     static final String PAGE_VIEWS_BY_REGION = "PageViewsByRegion";
-    /** Where the example keeps its schemas on the classpath (the POM copies {@code src/main/avro} there). */
+    /** Where the example keeps its schemas on the classpath (the POM copies {@code examples/kafka_streams_examples/avro} there). */
     static final String PAGE_VIEW_REGION_SCHEMA = "avro/io/confluent/examples/streams/pageviewregion.avsc";
 
     private PageViewRegionApp() {

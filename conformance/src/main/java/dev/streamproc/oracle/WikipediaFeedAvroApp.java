@@ -20,7 +20,7 @@ import org.apache.kafka.streams.kstream.Produced;
  * 7b8c252054ce5de7d2d545cc2b2c944e0e0789f6), rewritten here: the number of new feeds per user.
  *
  * <p>The same as the example: topics {@code WikipediaFeed} → {@code WikipediaStats}; the generated SpecificRecord
- * {@link WikiFeed} from the example's {@code wikifeed.avsc} ({@code src/main/avro}, compiled as the example's POM
+ * {@link WikiFeed} from the example's {@code wikifeed.avsc} ({@code examples/kafka_streams_examples/avro}, compiled as the example's POM
  * does, {@code stringType} String); {@code Serdes.String()} as the default key serde and the Avro serde as the
  * default value serde, both by class in the streams properties with the registry's settings in the same
  * {@code Properties}, so that Kafka Streams configures the serde with them ({@code configure(originals, false)});

@@ -1,0 +1,1 @@
+"""Kafka Streams applications written elsewhere, ported to streamproc (docs/porting.md's worked examples)."""
