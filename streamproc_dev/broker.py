@@ -249,21 +249,13 @@ def start(
 
 def stop(workdir: Path) -> bool:
     """Stop the broker started from ``workdir`` by its recorded PID; False when none was running."""
-    handle = ServiceHandle.load(Path(workdir))
-    if handle is None or not service_process.is_alive(handle.pid):
-        return False
-    service_process.stop_pid(handle.pid, name=NAME)
-    return True
+    return service_process.stop_recorded(workdir, name=NAME)
 
 
 def status(workdir: Path) -> str:
-    handle = ServiceHandle.load(Path(workdir))
-    if handle is None:
-        return f"no broker was started from {workdir}"
-    if not service_process.is_alive(handle.pid):
-        return f"stopped (last ran as pid {handle.pid} on {handle.address})"
-    try:
-        answering = _metadata_answers(handle.address, Path(handle.log_path), 0)
-    except Exception:  # noqa: BLE001
-        answering = False
+    return service_process.recorded_status(workdir, what="broker", running=_running)
+
+
+def _running(handle: ServiceHandle) -> str:
+    answering = service_process.answers(lambda: _metadata_answers(handle.address, Path(handle.log_path), 0))
     return f"running: pid {handle.pid}, bootstrap {handle.address}, {'answering' if answering else 'not answering'}"

@@ -87,21 +87,14 @@ def start(workdir: Path | None = None, *, version: str = MINIO_VERSION, timeout_
 
 
 def stop(workdir: Path) -> bool:
-    handle = ServiceHandle.load(Path(workdir))
-    if handle is None or not service_process.is_alive(handle.pid):
-        return False
-    service_process.stop_pid(handle.pid, name=NAME)
-    return True
+    """Stop the MinIO started from ``workdir`` by its recorded PID; False when none was running."""
+    return service_process.stop_recorded(workdir, name=NAME)
 
 
 def status(workdir: Path) -> str:
-    handle = ServiceHandle.load(Path(workdir))
-    if handle is None:
-        return f"no MinIO was started from {workdir}"
-    if not service_process.is_alive(handle.pid):
-        return f"stopped (last ran as pid {handle.pid} on {handle.address})"
-    try:
-        live = _live(handle.address)
-    except Exception:  # noqa: BLE001
-        live = False
+    return service_process.recorded_status(workdir, what="MinIO", running=_running)
+
+
+def _running(handle: ServiceHandle) -> str:
+    live = service_process.answers(lambda: _live(handle.address))
     return f"running: pid {handle.pid}, endpoint {handle.address}, {'live' if live else 'not live'}"

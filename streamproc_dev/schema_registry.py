@@ -244,22 +244,15 @@ def client_config(handle: ServiceHandle) -> dict[str, str]:
 
 
 def stop(workdir: Path) -> bool:
-    """Stop the registry started from ``workdir`` by its recorded PID; False when none was running."""
-    handle = ServiceHandle.load(Path(workdir))
-    if handle is None or not service_process.is_alive(handle.pid):
-        return False
-    service_process.stop_pid(handle.pid, name=NAME)
-    return True
+    """Stop the Schema Registry started from ``workdir`` by its recorded PID; False when none was running."""
+    return service_process.stop_recorded(workdir, name=NAME)
 
 
 def status(workdir: Path) -> str:
-    handle = ServiceHandle.load(Path(workdir))
-    if handle is None:
-        return f"no Schema Registry was started from {workdir}"
-    if not service_process.is_alive(handle.pid):
-        return f"stopped (last ran as pid {handle.pid} on {handle.address})"
-    try:
-        answering = _answers(handle.address, handle.extra.get("user"), handle.extra.get("password"))
-    except Exception:  # noqa: BLE001
-        answering = False
+    return service_process.recorded_status(workdir, what="Schema Registry", running=_running)
+
+
+def _running(handle: ServiceHandle) -> str:
+    user, password = handle.extra.get("user"), handle.extra.get("password")
+    answering = service_process.answers(lambda: _answers(handle.address, user, password))
     return f"running: pid {handle.pid}, url {handle.address}, {'answering' if answering else 'not answering'}"

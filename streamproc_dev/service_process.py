@@ -168,3 +168,31 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
         pass
+
+
+def stop_recorded(workdir: Path, *, name: str) -> bool:
+    """Stop the service started from ``workdir`` by its recorded PID; False when none was running."""
+    handle = ServiceHandle.load(Path(workdir))
+    if handle is None or not is_alive(handle.pid):
+        return False
+    stop_pid(handle.pid, name=name)
+    return True
+
+
+def recorded_status(workdir: Path, *, what: str, running: Callable[[ServiceHandle], str]) -> str:
+    """One line on the service started from ``workdir``: never started, stopped, or ``running(handle)``'s words for
+    a live process (which say whether it answers, :func:`answers`)."""
+    handle = ServiceHandle.load(Path(workdir))
+    if handle is None:
+        return f"no {what} was started from {workdir}"
+    if not is_alive(handle.pid):
+        return f"stopped (last ran as pid {handle.pid} on {handle.address})"
+    return running(handle)
+
+
+def answers(check: Callable[[], bool]) -> bool:
+    """``check()``, with any failure of it as "does not answer" (a status line never raises)."""
+    try:
+        return check()
+    except Exception:  # noqa: BLE001
+        return False

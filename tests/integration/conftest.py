@@ -20,6 +20,26 @@ def create_topic(admin: AdminClient, name: str, partitions: int = 1, config: dic
     return name
 
 
+def delete_topics(admin: AdminClient, topics: list[str]) -> None:
+    """Delete ``topics`` (those that exist) and wait until the broker no longer lists any of them."""
+    existing = [t for t in topics if t in admin.list_topics(timeout=30).topics]
+    if existing:
+        for future in admin.delete_topics(existing).values():
+            future.result(timeout=60)
+    deadline = time.monotonic() + 60
+    while any(t in admin.list_topics(timeout=30).topics for t in topics):
+        assert time.monotonic() < deadline, f"topics {topics} still exist 60 s after deletion"
+        time.sleep(0.5)
+
+
+def recreate_topics(admin: AdminClient, topics: list[str], partitions: int) -> None:
+    """``topics`` empty, with ``partitions`` partitions each: fixed names (an example's, a program's) that an earlier
+    test or session may have left."""
+    delete_topics(admin, topics)
+    for topic in topics:
+        create_topic(admin, topic, partitions=partitions)
+
+
 def wait_for_leaders(admin: AdminClient, *topics: str) -> None:
     """Every partition of ``topics`` has a leader: right after creation the planner's reads may meet
     ``NOT_LEADER_FOR_PARTITION`` or a missing topic otherwise."""

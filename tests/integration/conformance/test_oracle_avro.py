@@ -36,7 +36,7 @@ from streamproc_dev.conformance.avro import (
 )
 from streamproc_dev.conformance.oracle import ensure_oracle_jar
 from tests.conftest import SchemaRegistry
-from tests.integration.conftest import create_topic
+from tests.integration.conftest import delete_topics, recreate_topics
 
 pytestmark = pytest.mark.integration
 
@@ -127,31 +127,14 @@ def test_avro_serde_writes_the_bytes_confluent_kafka_writes(
 
 
 # ------------------------------------------------------------------------------------------------ the example apps
-def _recreate(admin: AdminClient, topics: list[str]) -> None:
-    _delete(admin, topics)
-    for topic in topics:
-        create_topic(admin, topic, partitions=PARTITIONS)
-
-
-def _delete(admin: AdminClient, topics: list[str]) -> None:
-    existing = [t for t in topics if t in admin.list_topics(timeout=30).topics]
-    if existing:
-        for future in admin.delete_topics(existing).values():
-            future.result(timeout=60)
-    deadline = time.monotonic() + 60
-    while any(t in admin.list_topics(timeout=30).topics for t in topics):
-        assert time.monotonic() < deadline, f"topics {topics} still exist 60 s after deletion"
-        time.sleep(0.5)
-
-
 @pytest.fixture
 def example_topics(admin: AdminClient, request: pytest.FixtureRequest) -> Iterator[list[str]]:
     """The program's fixed topics (the examples' names), fresh, deleted afterwards."""
     inputs, output = AVRO_APPS[request.param]
     topics = [*inputs, output]
-    _recreate(admin, topics)
+    recreate_topics(admin, topics, PARTITIONS)
     yield topics
-    _delete(admin, topics)
+    delete_topics(admin, topics)
 
 
 def _produce(

@@ -33,7 +33,8 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 from streamproc.cli import main
 from streamproc_dev.conformance.avro import AVRO_APPS, avro_schema, run_avro_app
 from tests.conftest import SchemaRegistry
-from tests.integration.handoff.test_dsl_programs_handoff import _delete, _Outputs, _read, _recreate, _summary
+from tests.integration.conftest import delete_topics, recreate_topics
+from tests.integration.handoff.test_dsl_programs_handoff import PARTITIONS, _Outputs, _read, _summary
 
 pytestmark = pytest.mark.integration
 
@@ -112,7 +113,7 @@ def test_the_real_avro_app_resumes_after_streamproc_run_as_if_it_had_processed_e
     tmp_path: Path,
 ) -> None:
     inputs, output = AVRO_APPS[program]
-    _recreate(admin, [*inputs, output])
+    recreate_topics(admin, [*inputs, output], PARTITIONS)
     parts = _parts(program)
     app_id, alone_id, state_dir = unique("avro-handoff"), unique("avro-alone"), tmp_path / "state"
     written = _Outputs(kafka_broker, [output])
@@ -146,7 +147,7 @@ def test_the_real_avro_app_resumes_after_streamproc_run_as_if_it_had_processed_e
     alone = run_avro_app(kafka_broker, alone_id, tmp_path / "alone", program, *registry)
     written.ran("alone")
     records = _read(kafka_broker, [output])
-    _delete(admin, [*inputs, output])
+    delete_topics(admin, [*inputs, output])
 
     assert all(alone["store"].values()), alone["store"]
     assert resumed["store"] == alone["store"]

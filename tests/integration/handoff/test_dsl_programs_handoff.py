@@ -38,7 +38,7 @@ from confluent_kafka.admin import AdminClient
 
 from streamproc.engine.topology_description import Sink, Source
 from streamproc_dev.conformance.oracle import JVM_OPTIONS, ensure_oracle_jar
-from tests.integration.conftest import create_topic
+from tests.integration.conftest import delete_topics, recreate_topics
 from tests.integration.handoff import dsl_handoff_programs
 from tests.integration.handoff.test_handoff import run
 
@@ -154,24 +154,6 @@ def _produce(bootstrap: str, records: list[tuple[str, str, str, int]]) -> None:
     for topic, key, value, timestamp in records:
         producer.produce(topic, key=key.encode(), value=value.encode(), timestamp=timestamp)
     assert producer.flush(60) == 0
-
-
-def _recreate(admin: AdminClient, topics: list[str]) -> None:
-    """The program's topics, empty, with :data:`PARTITIONS` partitions (deleting any left by an earlier run)."""
-    _delete(admin, topics)
-    for topic in topics:
-        create_topic(admin, topic, partitions=PARTITIONS)
-
-
-def _delete(admin: AdminClient, topics: list[str]) -> None:
-    existing = [t for t in topics if t in admin.list_topics(timeout=30).topics]
-    if existing:
-        for future in admin.delete_topics(existing).values():
-            future.result(timeout=60)
-    deadline = time.monotonic() + 60
-    while any(t in admin.list_topics(timeout=30).topics for t in topics):
-        assert time.monotonic() < deadline, f"topics {topics} still exist 60 s after deletion"
-        time.sleep(0.5)
 
 
 def _app(jar: Path, bootstrap: str, app_id: str, state_dir: Path, program: str) -> dict[str, Any]:
@@ -331,7 +313,7 @@ def test_real_app_resumes_a_dsl_program_after_streamproc_run(
 ) -> None:
     program = dsl_handoff_programs.NAMES[factory]
     inputs, outputs = _topics(factory)
-    _recreate(admin, inputs + outputs)
+    recreate_topics(admin, inputs + outputs, PARTITIONS)
     parts = _parts(factory, seed=16)
     app_id, state_dir = unique("dsl-handoff"), tmp_path / "state"
     alone_id, restarted = unique("dsl-alone"), factory in RESTARTED_REFERENCE
@@ -377,7 +359,7 @@ def test_real_app_resumes_a_dsl_program_after_streamproc_run(
 
     alone = reference()
     records = _read(kafka_broker, outputs)
-    _delete(admin, inputs + outputs)
+    delete_topics(admin, inputs + outputs)
 
     for store, contents in alone["store"].items():
         assert contents, f"{store} is empty after the whole input: the data tests nothing"
