@@ -19,7 +19,6 @@ import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from streamproc.engine.topology import SinkNodeSpec, Topology
 from streamproc.errors import PlanError
 from streamproc.kafka import clients as kafka_clients
 from streamproc.plan.cluster_snapshot import (
@@ -421,11 +420,3 @@ def _topic_ids(admin: Any, topics: list[str]) -> dict[str, str]:
 def topic_ids(client_config: Mapping[str, object], topics: list[str]) -> dict[str, str]:
     """Kafka's topic id (``Uuid`` text) per existing topic: it changes when a topic is deleted and re-created."""
     return _topic_ids(_admin(client_config), topics)
-
-
-def sink_partition_counts(client_config: Mapping[str, object], topology: Topology) -> dict[str, int]:
-    """The partition count of every static sink topic of ``topology`` that exists (what ``process`` asks
-    ``--partitions`` for): a run reads the cluster anyway, so the user need not repeat what Kafka knows."""
-    sinks = {s.topic for s in topology.nodes if isinstance(s, SinkNodeSpec) and s.topic is not None}
-    metadata = kafka_clients.admin(client_config).list_topics(timeout=30).topics
-    return {t: len(metadata[t].partitions) for t in sorted(sinks) if t in metadata and metadata[t].error is None}
