@@ -56,4 +56,3 @@ def preflight(
     check_serdes(topology, application_id)
     if first_run:
         check_store_kinds(topology)
-
