@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from streamproc.cli.group_wait import wait_for_empty_group_ms, wait_for_empty_group_option
 from streamproc.cli.options import bootstrap_option, client_config, client_setting_option, pairs, read_text
 from streamproc.cli.output import catch_errors, emit
 from streamproc.errors import ConfigError
@@ -100,6 +101,7 @@ if TYPE_CHECKING:
     help="The application's topology.optimization (all, or a list with reuse.ktable.source.topics): its tables "
     "restore from their source topics, which describe() does not show (default: none).",
 )
+@wait_for_empty_group_option
 @click.option("--dry-run", is_flag=True, help="Print the plan (a table, or JSON with --output json) and stop.")
 @click.pass_context
 @catch_errors
@@ -131,6 +133,7 @@ def plan_command(
     store_kinds: tuple[str, ...],
     streams_settings: tuple[str, ...],
     topology_optimization: str | None,
+    wait_for_empty_group: str | None,
 ) -> None:
     """Resolve the offset ranges and tasks of a run (the reset tool's scenarios) into a RunPlan."""
     from streamproc.kafka.planner import plan_run
@@ -192,6 +195,7 @@ def plan_command(
         create_internal_topics=first_run,
         dry_run=dry_run,
         topology_optimization=topology_optimization,
+        wait_for_empty_group_ms=wait_for_empty_group_ms(wait_for_empty_group),
     )
     show_plan(ctx, run_plan, out, dry_run=dry_run)
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import click
 
 from streamproc.cli.fetch import show_fetch
+from streamproc.cli.group_wait import wait_for_empty_group_ms, wait_for_empty_group_option
 from streamproc.cli.handoff import hand_off
 from streamproc.cli.options import (
     application_settings,
@@ -97,6 +98,7 @@ class StepTimes:
 )
 @streams_config_option
 @streams_setting_option
+@wait_for_empty_group_option
 @click.option("--dry-run", is_flag=True, help="Stop after the plan (printed).")
 @click.option("--no-handoff", is_flag=True, help="Stop after processing.")
 @click.option("--yes", is_flag=True, help="Hand off without asking for confirmation.")
@@ -126,6 +128,7 @@ def run_command(
     create_internal_topics: bool,
     streams_config: Path | None,
     streams_settings: tuple[str, ...],
+    wait_for_empty_group: str | None,
     dry_run: bool,
     no_handoff: bool,
     yes: bool,
@@ -172,6 +175,7 @@ def _run_steps(
     create_internal_topics: bool,
     streams_config: Path | None,
     streams_settings: tuple[str, ...],
+    wait_for_empty_group: str | None,
     dry_run: bool,
     no_handoff: bool,
     yes: bool,
@@ -186,6 +190,7 @@ def _run_steps(
     from streamproc.schema_registry.client import check_registries, collected
 
     settings = application_settings(streams_config, streams_settings)
+    wait_ms = wait_for_empty_group_ms(wait_for_empty_group)  # a bad DURATION before any work
     with times.step("plan"):
         work_dir.mkdir(parents=True, exist_ok=True)
         with collected() as registries:
@@ -209,6 +214,7 @@ def _run_steps(
             else None,
             dry_run=dry_run,
             source_topic_changelogs=app_topology.source_topic_changelogs,
+            wait_for_empty_group_ms=wait_ms,
         )
         plan_file = work_dir / PLAN_FILE
         show_plan(ctx, plan, plan_file, dry_run=dry_run)
