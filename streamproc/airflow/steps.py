@@ -185,6 +185,7 @@ def plan_step(
         processing_guarantee=run.processing_guarantee,
         state_dir=state_dir,
         source_topic_changelogs=topology.source_topic_changelogs,
+        wait_for_empty_group_ms=run.wait_for_empty_group_ms(),
     )
     plan_id = plan_hash(plan)
     work = ref.work_dir()

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from streamproc.cli.group_wait import wait_for_empty_group_ms, wait_for_empty_group_option
 from streamproc.cli.options import (
     application_settings,
     bootstrap_option,
@@ -119,6 +120,7 @@ if TYPE_CHECKING:
     help="The application's topology.optimization (all, or a list with reuse.ktable.source.topics): its tables "
     "restore from their source topics, which describe() does not show (default: none).",
 )
+@wait_for_empty_group_option
 @click.option("--dry-run", is_flag=True, help="Print the plan (a table, or JSON with --output json) and stop.")
 @click.pass_context
 @catch_errors
@@ -152,6 +154,7 @@ def plan_command(
     streams_config: Path | None,
     streams_settings: tuple[str, ...],
     topology_optimization: str | None,
+    wait_for_empty_group: str | None,
 ) -> None:
     """Resolve the offset ranges and tasks of a run (the reset tool's scenarios) into a RunPlan."""
     from streamproc.kafka.planner import plan_run
@@ -214,6 +217,7 @@ def plan_command(
         dry_run=dry_run,
         topology_optimization=topology_optimization,
         source_topic_changelogs=changelogs,
+        wait_for_empty_group_ms=wait_for_empty_group_ms(wait_for_empty_group),
     )
     show_plan(ctx, run_plan, out, dry_run=dry_run)
 

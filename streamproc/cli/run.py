@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import click
 
 from streamproc.cli.fetch import show_fetch
+from streamproc.cli.group_wait import wait_for_empty_group_ms, wait_for_empty_group_option
 from streamproc.cli.handoff import hand_off
 from streamproc.cli.options import (
     application_settings,
@@ -110,6 +111,7 @@ class StepTimes:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="The Java app's Topology#describe() text: the port must match it before anything runs.",
 )
+@wait_for_empty_group_option
 @click.option("--dry-run", is_flag=True, help="Stop after the plan (printed).")
 @click.option("--no-handoff", is_flag=True, help="Stop after processing.")
 @click.option("--yes", is_flag=True, help="Hand off without asking for confirmation.")
@@ -140,6 +142,7 @@ def run_command(
     streams_config: Path | None,
     streams_settings: tuple[str, ...],
     describe_file: Path | None,
+    wait_for_empty_group: str | None,
     dry_run: bool,
     no_handoff: bool,
     yes: bool,
@@ -187,6 +190,7 @@ def _run_steps(
     streams_config: Path | None,
     streams_settings: tuple[str, ...],
     describe_file: Path | None,
+    wait_for_empty_group: str | None,
     dry_run: bool,
     no_handoff: bool,
     yes: bool,
@@ -198,6 +202,7 @@ def _run_steps(
     from streamproc.plan.internal_topics import InternalTopicSettings, internal_topic_settings, store_kinds_of
 
     settings = application_settings(streams_config, streams_settings)
+    wait_ms = wait_for_empty_group_ms(wait_for_empty_group)  # a bad DURATION before any work
     with times.step("plan"):
         # everything the topology can be checked for, before any Kafka or Spark work (cli/topology.py)
         app_topology = checked_topology(
@@ -225,6 +230,7 @@ def _run_steps(
             else None,
             dry_run=dry_run,
             source_topic_changelogs=app_topology.source_topic_changelogs,
+            wait_for_empty_group_ms=wait_ms,
         )
         plan_file = work_dir / PLAN_FILE
         show_plan(ctx, plan, plan_file, dry_run=dry_run)
