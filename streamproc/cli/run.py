@@ -35,6 +35,7 @@ from streamproc.cli.output import FAILURE_KEY, catch_errors
 from streamproc.cli.plan import show_plan
 from streamproc.cli.process import conf_settings, partition_counts, process_with_progress, show_process
 from streamproc.cli.topology import checked_topology
+from streamproc.errors import HandoffNotConfirmed
 
 if TYPE_CHECKING:
     from streamproc.ledger.run_recording import RunRecording
@@ -262,16 +263,20 @@ def _run_steps(
         return
     with times.step("hand-off"):
         run.handing_off()
-        hand_off(
-            ctx,
-            plan,
-            client_config=config,
-            store_uri=store_uri,
-            store_options={},
-            state_dir=state_dir,
-            ledger_url=ledger,
-            yes=yes,
-            reduce_changelogs=True,
-            kafka_streams_version=kafka_streams_version,
-        )
+        try:
+            hand_off(
+                ctx,
+                plan,
+                client_config=config,
+                store_uri=store_uri,
+                store_options={},
+                state_dir=state_dir,
+                ledger_url=ledger,
+                yes=yes,
+                reduce_changelogs=True,
+                kafka_streams_version=kafka_streams_version,
+            )
+        except HandoffNotConfirmed as exc:
+            run.rejected(str(exc))
+            raise
         run.handed_off(config, plan)
