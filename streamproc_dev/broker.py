@@ -14,6 +14,7 @@ import logging
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import uuid
 from pathlib import Path
@@ -145,17 +146,47 @@ def _logged_started(log_path: Path, since: int) -> bool:
 
 
 def _metadata_answers(bootstrap: str, log_path: Path, since: int) -> bool:
-    """The broker says it started, then answers a metadata request. librdkafka is not asked before the log says so:
-    once, under load, a metadata request to a broker still starting aborted the whole test process inside
-    librdkafka (``Fatal Python error: Aborted`` in ``list_topics``)."""
-    from confluent_kafka.admin import AdminClient
-
+    """The broker says it started, then answers a metadata request (asked in a child process, :func:`_in_child`)."""
     host, port = bootstrap.rsplit(":", 1)
     if not _logged_started(log_path, since) or not service_process.port_open(host, int(port)):
         return False
-    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 2000, "log_level": 0})
-    metadata = admin.list_topics(timeout=2)
-    return bool(metadata.brokers)
+    return _in_child("metadata", bootstrap)
+
+
+def _in_child(check: str, bootstrap: str) -> bool:
+    """One readiness probe through librdkafka, in a child process that answers by its exit code.
+
+    librdkafka 2.16 can abort the whole process (``Fatal Python error: Aborted``) on the answers of a broker that is
+    still starting or loading its group coordinator: it did so twice in a ``make test`` run, in ``list_topics`` and
+    in ``describe_consumer_groups`` against a broker restarted on its data, and took the test worker down with it.
+    A probe that aborts in a child is only "not ready yet".
+    """
+    code = (
+        f"import sys; from streamproc_dev import broker; sys.exit(0 if broker._probe({check!r}, {bootstrap!r}) else 1)"
+    )
+    try:
+        done = subprocess.run(  # noqa: S603 - our own interpreter and module
+            [sys.executable, "-c", code], capture_output=True, timeout=30, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return False
+    if done.returncode < 0:
+        log.debug("broker probe %s aborted (signal %d): not ready yet", check, -done.returncode)
+    return done.returncode == 0
+
+
+def _probe(check: str, bootstrap: str) -> bool:
+    """The probe :func:`_in_child` runs: ``metadata`` (brokers listed) or ``coordinator`` (DescribeGroups answers
+    without a coordinator error)."""
+    from confluent_kafka.admin import AdminClient
+
+    if check == "metadata":
+        admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 2000, "log_level": 0})
+        return bool(admin.list_topics(timeout=2).brokers)
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    [future] = admin.describe_consumer_groups(["streamproc-broker-warmup"], request_timeout=5).values()
+    future.result(timeout=10)
+    return True
 
 
 def _group_coordinator_answers(bootstrap: str) -> bool:
@@ -163,15 +194,11 @@ def _group_coordinator_answers(bootstrap: str) -> bool:
 
     A fresh broker creates that topic on the first FindCoordinator, and until its partitions are loaded group
     operations fail per partition (``NOT_COORDINATOR``, ``COORDINATOR_LOAD_IN_PROGRESS``) rather than as errors a
-    caller notices, so a broker is not "ready" before this answers cleanly. (OffsetFetch for a group without
-    partitions is not used here: librdkafka 2.16 crashes on it while the coordinator is still loading.)
+    caller notices, so a broker is not "ready" before this answers cleanly (in a child process, :func:`_in_child`).
+    (OffsetFetch for a group without partitions is not used here: librdkafka 2.16 crashes on it while the
+    coordinator is still loading.)
     """
-    from confluent_kafka.admin import AdminClient
-
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
-    [future] = admin.describe_consumer_groups(["streamproc-broker-warmup"], request_timeout=5).values()
-    future.result(timeout=10)
-    return True
+    return _in_child("coordinator", bootstrap)
 
 
 def start(

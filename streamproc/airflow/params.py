@@ -100,6 +100,11 @@ def backfill_params() -> dict[str, Any]:
         "spark_master": optional("string", "Spark master", "Overrides the Spark connection's master.", _SECTION_RUN),
         "state_dir": optional("string", "State directory", "The application's state.dir on this host: the hand-off "
                               "writes each task's stores and .checkpoint there.", _SECTION_RUN),
+        "wait_for_empty_group": optional(
+            "string", "Wait for an empty group", "While the application's group still has members (an instance "
+            "stopped with KafkaStreams#close(), which does not leave the group, or crashed: they leave "
+            "session.timeout.ms after their last heartbeat), wait up to this ISO-8601 duration (e.g. PT60S) for it "
+            "to empty, then plan. Empty: refuse at once.", _SECTION_RUN, pattern=r"^P"),
         "dry_run": Param(
             True, type="boolean", title="Dry run", section=_SECTION_RUN,
             description="Stop after the plan and show the hand-off preview (nothing is fetched or changed).",
@@ -132,6 +137,22 @@ class RunSettings:
     aws_conn_id: str = "aws_default"
     spark_conn_id: str = "spark_default"
     schema_registry_conn_id: str | None = None
+    wait_for_empty_group: str | None = None
+
+    def wait_for_empty_group_ms(self) -> int | None:
+        """``wait_for_empty_group`` in milliseconds (``None``: refuse a group with members at once)."""
+        return None if self.wait_for_empty_group is None else _duration_ms(self.wait_for_empty_group)
+
+
+def _duration_ms(value: str) -> int:
+    """An ISO-8601 duration as ``--wait-for-empty-group`` reads it (Java's ``Duration.parse``), in ms."""
+    from streamproc.plan.refusals import BadRequest
+    from streamproc.plan.reset_formats import NANOS_PER_MILLI, parse_duration
+
+    try:
+        return parse_duration(value, what="param 'wait_for_empty_group'") // NANOS_PER_MILLI
+    except BadRequest as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _given(params: Mapping[str, Any], name: str) -> bool:
@@ -243,13 +264,24 @@ def run_settings(params: Mapping[str, Any]) -> RunSettings:
         aws_conn_id=str(params.get("aws_conn_id") or "aws_default"),
         spark_conn_id=str(params.get("spark_conn_id") or "spark_default"),
         schema_registry_conn_id=params.get("schema_registry_conn_id") or None,
+        wait_for_empty_group=_wait_for_empty_group(params),
     )
+
+
+def _wait_for_empty_group(params: Mapping[str, Any]) -> str | None:
+    """The param when given, refused at once (one line naming it) when it is not a duration."""
+    if not _given(params, "wait_for_empty_group"):
+        return None
+    value = str(params["wait_for_empty_group"])
+    _duration_ms(value)
+    return value
 
 
 #: The Airflow Variable (JSON object) holding the incremental DAG's settings: the params' names and values.
 INCREMENTAL_VARIABLE = "STREAMPROC_INCREMENTAL"
 _INCREMENTAL_KEYS = ("application_id", "topology", "store", "processing_guarantee", "spark_master", "state_dir",
-                     "kafka_conn_id", "aws_conn_id", "spark_conn_id", "schema_registry_conn_id")  # fmt: skip
+                     "kafka_conn_id", "aws_conn_id", "spark_conn_id", "schema_registry_conn_id",
+                     "wait_for_empty_group")  # fmt: skip
 
 
 def incremental_params() -> dict[str, Any]:
@@ -268,6 +300,7 @@ def incremental_params() -> dict[str, Any]:
         "aws_conn_id": "The S3 connection (default aws_default).",
         "spark_conn_id": "The Spark connection (default spark_default).",
         "schema_registry_conn_id": "The Schema Registry connection (default none).",
+        "wait_for_empty_group": "An ISO-8601 duration (e.g. PT60S) to wait for the group to empty (default: none).",
     }
     return {
         key: Param("", type="string", title=key.replace("_", " ").capitalize(), section="Application",

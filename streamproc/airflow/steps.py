@@ -144,13 +144,11 @@ def plan_step(
     from airflow.sdk.exceptions import AirflowSkipException
 
     from streamproc.airflow.hooks import schema_registry_settings
-    from streamproc.engine.topology_loader import load_topology
+    from streamproc.cli.topology import checked_topology
     from streamproc.fetch import planned_ranges
     from streamproc.handoff.preview import preview
-    from streamproc.kafka.cluster import sink_partition_counts
     from streamproc.kafka.planner import plan_run
     from streamproc.ledger import ApplicationBusy
-    from streamproc.schema_registry.client import check_registries, collected
     from streamproc.spark.job import plan_id as plan_hash
 
     with open_ledger() as ledger:
@@ -175,9 +173,9 @@ def plan_step(
     run = settings()
     client_config = KafkaClusterHook(run.kafka_conn_id).client_config()
     store_options(run.store, run.aws_conn_id)  # a missing S3 connection fails the plan, not the fetch
-    with collected() as registries:
-        topology = load_topology(run.topology, schema_registry_settings(run.schema_registry_conn_id))[0]
-    check_registries(registries)  # a registry that is down or refuses is this task's one-line error
+    # everything the topology can be checked for, before any data moves (a registry that is down among it)
+    app_settings = schema_registry_settings(run.schema_registry_conn_id)
+    topology = checked_topology(run.topology, app_settings, application_id=run.application_id)
     state_dir = Path(run.state_dir) if run.state_dir else None
     plan = plan_run(
         client_config,
@@ -187,6 +185,7 @@ def plan_step(
         processing_guarantee=run.processing_guarantee,
         state_dir=state_dir,
         source_topic_changelogs=topology.source_topic_changelogs,
+        wait_for_empty_group_ms=run.wait_for_empty_group_ms(),
     )
     plan_id = plan_hash(plan)
     work = ref.work_dir()
@@ -219,7 +218,6 @@ def plan_step(
         "preview": shown,
         "preview_markdown": preview_markdown(shown),
         "records": records,
-        "partitions": [f"{t}={n}" for t, n in sink_partition_counts(client_config, topology).items()],
     }
 
 
@@ -307,8 +305,6 @@ def process_arguments(ref: DagRunRef, plan_info: Mapping[str, Any]) -> tuple[lis
 
     settings = read_settings(ref)
     args = ["--plan", str(ref.work_dir() / PLAN_FILE), "--store", settings.store, "--topology", settings.topology]
-    for item in plan_info.get("partitions", ()):
-        args += ["--partitions", str(item)]
     if settings.spark_master:
         args += ["--master", settings.spark_master]
     if settings.state_dir:

@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from streamproc.cli.options import bootstrap_option, client_config, client_setting_option, pairs, read_text
+from streamproc.cli.group_wait import wait_for_empty_group_ms, wait_for_empty_group_option
+from streamproc.cli.options import (
+    application_settings,
+    bootstrap_option,
+    client_config,
+    client_setting_option,
+    pairs,
+    read_text,
+    streams_config_option,
+)
 from streamproc.cli.output import catch_errors, emit
 from streamproc.errors import ConfigError
 
 if TYPE_CHECKING:
+    from streamproc.plan.internal_topics import StoreKind
     from streamproc.plan.run_plan import RunPlan
 
 
@@ -21,9 +32,16 @@ if TYPE_CHECKING:
 @click.option("--application-id", required=True, help="The Kafka Streams application.id (its group id).")
 @click.option(
     "--topology",
-    "topology_file",
+    "topology_reference",
+    metavar="MODULE:FUNCTION|FILE",
+    help="The application's topology: the Python port (MODULE:FUNCTION, as process and run take it; its store kinds "
+    "and source-topic changelogs come with it), or a file with the Java app's Topology#describe() text.",
+)
+@click.option(
+    "--describe",
+    "describe_file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="A file with the application's Topology#describe() text.",
+    help="With a Python --topology: the Java app's Topology#describe() text, which the port must match.",
 )
 @click.option("--input-topic", "input_topics", multiple=True, help="Plan these topics instead of a topology.")
 @click.option("--to-earliest", is_flag=True, help="Start at the log start offset.")
@@ -87,19 +105,22 @@ if TYPE_CHECKING:
     help="With --create-internal-topics: a store's kind, which decides its changelog's configs: key_value, "
     "window:<retention ms>, session:<retention ms>, versioned:<history retention ms> or unlogged (repeatable).",
 )
+@streams_config_option
 @click.option(
     "--streams-setting",
     "streams_settings",
     multiple=True,
     metavar="KEY=VALUE",
-    help="With --create-internal-topics: the application's replication.factor, "
-    "windowstore.changelog.additional.retention.ms or topic.<config> setting (repeatable).",
+    help="One of the application's settings, over --streams-config's (repeatable): a Python topology's function "
+    "gets them; --create-internal-topics takes replication.factor, windowstore.changelog.additional.retention.ms "
+    "and topic.<config> from them.",
 )
 @click.option(
     "--topology-optimization",
     help="The application's topology.optimization (all, or a list with reuse.ktable.source.topics): its tables "
     "restore from their source topics, which describe() does not show (default: none).",
 )
+@wait_for_empty_group_option
 @click.option("--dry-run", is_flag=True, help="Print the plan (a table, or JSON with --output json) and stop.")
 @click.pass_context
 @catch_errors
@@ -108,7 +129,8 @@ def plan_command(
     bootstrap: str,
     client_settings: tuple[str, ...],
     application_id: str,
-    topology_file: Path | None,
+    topology_reference: str | None,
+    describe_file: Path | None,
     input_topics: tuple[str, ...],
     to_earliest: bool,
     to_latest: bool,
@@ -129,13 +151,15 @@ def plan_command(
     dry_run: bool,
     create_internal_topics: bool,
     store_kinds: tuple[str, ...],
+    streams_config: Path | None,
     streams_settings: tuple[str, ...],
     topology_optimization: str | None,
+    wait_for_empty_group: str | None,
 ) -> None:
     """Resolve the offset ranges and tasks of a run (the reset tool's scenarios) into a RunPlan."""
     from streamproc.kafka.planner import plan_run
     from streamproc.plan import cluster_snapshot as cs
-    from streamproc.plan.internal_topics import InternalTopicSettings, StoreKind
+    from streamproc.plan.internal_topics import InternalTopicSettings, StoreKind, internal_topic_settings
 
     starts: list[cs.StartSpec] = []
     if to_earliest:
@@ -168,17 +192,17 @@ def plan_command(
         end=ends[0] if ends else cs.LatestEnd(),
         start_policy=cs.StartPolicy.from_on_data_loss(on_data_loss),
     )
-    topology = read_text(topology_file, "--topology") if topology_file else None
+    settings = application_settings(streams_config, streams_settings)
+    topology, kinds, changelogs = _topology(
+        topology_reference, describe_file, settings, application_id, first_run=create_internal_topics
+    )
     first_run = None
     if create_internal_topics:
-        kinds = {
-            store: StoreKind.parse(value, store)
-            for store, value in pairs(store_kinds, "--store-kind", "STORE=KIND").items()
-        }
-        settings = pairs(streams_settings, "--streams-setting", "KEY=VALUE")
-        first_run = InternalTopicSettings.from_streams_settings(settings, kinds)
-    elif store_kinds or streams_settings:
-        raise ConfigError("--store-kind and --streams-setting only matter with --create-internal-topics")
+        for store, value in pairs(store_kinds, "--store-kind", "STORE=KIND").items():
+            kinds[store] = StoreKind.parse(value, store)
+        first_run = InternalTopicSettings.from_streams_settings(internal_topic_settings(settings), kinds)
+    elif store_kinds:
+        raise ConfigError("--store-kind only matters with --create-internal-topics")
     run_plan = plan_run(
         client_config(bootstrap, client_settings),
         application_id,
@@ -192,8 +216,37 @@ def plan_command(
         create_internal_topics=first_run,
         dry_run=dry_run,
         topology_optimization=topology_optimization,
+        source_topic_changelogs=changelogs,
+        wait_for_empty_group_ms=wait_for_empty_group_ms(wait_for_empty_group),
     )
     show_plan(ctx, run_plan, out, dry_run=dry_run)
+
+
+def _topology(
+    reference: str | None, describe_file: Path | None, settings: Mapping[str, str], application_id: str, *,
+    first_run: bool,
+) -> tuple[str | None, dict[str, StoreKind], Mapping[str, str] | None]:  # fmt: skip
+    """The ``describe()`` text to plan from, the store kinds known without ``--store-kind`` and the stores that
+    restore from their source topics: a Python topology gives all three (built and checked first), a describe()
+    file the text only."""
+    if reference is None:
+        if describe_file is not None:
+            raise ConfigError("--describe checks a Python --topology MODULE:FUNCTION against the Java app's text")
+        return None, {}, None
+    if Path(reference).is_file():
+        if describe_file is not None:
+            raise ConfigError(f"--describe: --topology {reference} is describe() text already; give MODULE:FUNCTION")
+        return read_text(Path(reference), "--topology"), {}, None
+    if ":" not in reference:
+        raise ConfigError(f"--topology {reference}: no such file, and not MODULE:FUNCTION (e.g. myapp.topology:build)")
+    from streamproc.cli.topology import checked_topology
+    from streamproc.plan.internal_topics import store_kinds_of
+
+    describe = read_text(describe_file, "--describe") if describe_file is not None else None
+    topology = checked_topology(
+        reference, settings, application_id=application_id, describe=describe, first_run=first_run
+    )
+    return str(topology.describe()), store_kinds_of(topology), topology.source_topic_changelogs
 
 
 def show_plan(ctx: click.Context, run_plan: RunPlan, out: Path | None, *, dry_run: bool) -> None:

@@ -68,7 +68,7 @@ def partition_counts(values: tuple[str, ...]) -> dict[str, int]:
     "--partitions",
     "partition_values",
     multiple=True,
-    help="TOPIC=N: partition count of an output topic the plan does not read (repeatable).",
+    help="TOPIC=N: partition count of an output topic that did not exist when the plan was made (repeatable).",
 )
 @click.option(
     "--state-dir",

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import click
 
 from streamproc.cli.fetch import show_fetch
+from streamproc.cli.group_wait import wait_for_empty_group_ms, wait_for_empty_group_option
 from streamproc.cli.handoff import hand_off
 from streamproc.cli.options import (
     application_settings,
@@ -26,12 +27,15 @@ from streamproc.cli.options import (
     client_config,
     client_setting_option,
     kafka_streams_version_option,
+    read_text,
     streams_config_option,
     streams_setting_option,
 )
 from streamproc.cli.output import FAILURE_KEY, catch_errors
 from streamproc.cli.plan import show_plan
 from streamproc.cli.process import conf_settings, partition_counts, process_with_progress, show_process
+from streamproc.cli.topology import checked_topology
+from streamproc.errors import HandoffNotConfirmed
 
 if TYPE_CHECKING:
     from streamproc.ledger.run_recording import RunRecording
@@ -88,7 +92,12 @@ class StepTimes:
 )
 @click.option("--master", default=None, help="Spark master URL (default: local[*]).")
 @click.option("--conf", "conf_values", multiple=True, help="A Spark setting KEY=VALUE (repeatable).")
-@click.option("--partitions", "partition_values", multiple=True, help="TOPIC=N for output topics (repeatable).")
+@click.option(
+    "--partitions",
+    "partition_values",
+    multiple=True,
+    help="TOPIC=N for an output topic that does not exist yet (the plan reads the others'; repeatable).",
+)
 @click.option(
     "--create-internal-topics",
     is_flag=True,
@@ -97,6 +106,13 @@ class StepTimes:
 )
 @streams_config_option
 @streams_setting_option
+@click.option(
+    "--describe",
+    "describe_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The Java app's Topology#describe() text: the port must match it before anything runs.",
+)
+@wait_for_empty_group_option
 @click.option("--dry-run", is_flag=True, help="Stop after the plan (printed).")
 @click.option("--no-handoff", is_flag=True, help="Stop after processing.")
 @click.option("--yes", is_flag=True, help="Hand off without asking for confirmation.")
@@ -126,6 +142,8 @@ def run_command(
     create_internal_topics: bool,
     streams_config: Path | None,
     streams_settings: tuple[str, ...],
+    describe_file: Path | None,
+    wait_for_empty_group: str | None,
     dry_run: bool,
     no_handoff: bool,
     yes: bool,
@@ -172,29 +190,33 @@ def _run_steps(
     create_internal_topics: bool,
     streams_config: Path | None,
     streams_settings: tuple[str, ...],
+    describe_file: Path | None,
+    wait_for_empty_group: str | None,
     dry_run: bool,
     no_handoff: bool,
     yes: bool,
     kafka_streams_version: str,
 ) -> None:
-    from streamproc.engine.topology_loader import load_topology
     from streamproc.fetch import fetch_plan
-    from streamproc.kafka.cluster import sink_partition_counts
     from streamproc.kafka.planner import plan_run
     from streamproc.plan.cluster_snapshot import PlanRequest
     from streamproc.plan.internal_topics import InternalTopicSettings, internal_topic_settings, store_kinds_of
-    from streamproc.schema_registry.client import check_registries, collected
 
     settings = application_settings(streams_config, streams_settings)
+    wait_ms = wait_for_empty_group_ms(wait_for_empty_group)  # a bad DURATION before any work
     with times.step("plan"):
+        # everything the topology can be checked for, before any Kafka or Spark work (cli/topology.py)
+        app_topology = checked_topology(
+            topology,
+            settings,
+            application_id=application_id,
+            describe=None if describe_file is None else read_text(describe_file, "--describe"),
+            first_run=create_internal_topics,
+        )
         work_dir.mkdir(parents=True, exist_ok=True)
-        with collected() as registries:
-            app_topology = load_topology(topology, settings)[0]
-        check_registries(registries)  # before any data moves: a registry that is down is one line now
         describe = str(app_topology.describe())
         (work_dir / "topology.txt").write_text(describe, encoding="utf-8")
         config = client_config(bootstrap, client_settings)
-        sink_counts = sink_partition_counts(config, app_topology)
         plan = plan_run(
             config,
             application_id,
@@ -209,6 +231,7 @@ def _run_steps(
             else None,
             dry_run=dry_run,
             source_topic_changelogs=app_topology.source_topic_changelogs,
+            wait_for_empty_group_ms=wait_ms,
         )
         plan_file = work_dir / PLAN_FILE
         show_plan(ctx, plan, plan_file, dry_run=dry_run)
@@ -229,7 +252,7 @@ def _run_steps(
             topology=topology,
             master=master,
             conf=conf_settings(conf_values),
-            partitions={**sink_counts, **partition_counts(partition_values)},
+            partitions=partition_counts(partition_values),
             state_dir=state_dir,
             store_options={},
             streams_settings=settings,
@@ -240,16 +263,20 @@ def _run_steps(
         return
     with times.step("hand-off"):
         run.handing_off()
-        hand_off(
-            ctx,
-            plan,
-            client_config=config,
-            store_uri=store_uri,
-            store_options={},
-            state_dir=state_dir,
-            ledger_url=ledger,
-            yes=yes,
-            reduce_changelogs=True,
-            kafka_streams_version=kafka_streams_version,
-        )
+        try:
+            hand_off(
+                ctx,
+                plan,
+                client_config=config,
+                store_uri=store_uri,
+                store_options={},
+                state_dir=state_dir,
+                ledger_url=ledger,
+                yes=yes,
+                reduce_changelogs=True,
+                kafka_streams_version=kafka_streams_version,
+            )
+        except HandoffNotConfirmed as exc:
+            run.rejected(str(exc))
+            raise
         run.handed_off(config, plan)

@@ -86,12 +86,17 @@ def _default_partitioner(topic: str, key: bytes | None, value: bytes | None, num
 
 
 def _missing_serde(node_kind: str, node: str, config: str) -> ConfigError:
-    """Kafka Streams' ``ConfigException`` when neither the node nor the config names a serde."""
+    """Kafka Streams' ``ConfigException`` when neither the node nor the config names a serde, with the fix in both
+    APIs: the Java application sets ``default.*.serde`` in its properties, which the port passes to
+    ``StreamsBuilder.build(props)``."""
     which = "key" if config == DEFAULT_KEY_SERDE_CLASS_CONFIG else "value"
     constant = f"DEFAULT_{which.upper()}_SERDE_CLASS_CONFIG"
+    where = f"{'Consumed' if node_kind == 'source' else 'Produced'}.with_(key_serde, value_serde)"
     return ConfigError(
-        f"{node_kind} {node}: no {which} serde given and no {config} set; pass one to the node or a default serde. "
-        f"Kafka Streams: Please specify a {which} serde or set one through StreamsConfig#{constant}"
+        f"{node_kind} {node}: no {which} serde given and no {config} set; give the Java application's "
+        f"{config} to StreamsBuilder.build({{'{config}': 'String', ...}}) (or to the TopologyTestDriver), or {where} "
+        f"to the operation (the Processor API: a {'deserializer' if node_kind == 'source' else 'serializer'} to the "
+        f"node). Kafka Streams: Please specify a {which} serde or set one through StreamsConfig#{constant}"
     )
 
 

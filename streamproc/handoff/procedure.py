@@ -233,7 +233,7 @@ def handoff(
 
     from streamproc.kafka.cluster import read_committed_offsets, read_group
 
-    group = read_group(admin, plan.application_id)
+    group = read_group(admin, plan.application_id, client_config=client_config)  # members: their session timeouts
     guard.check_group(plan.application_id, group)
     committed, unstable = read_committed_offsets(admin, plan.application_id)
     guard.check_offsets(plan.application_id, guard.expected_offsets(plan, published), committed, unstable=unstable)

@@ -19,7 +19,6 @@ import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from streamproc.engine.topology import SinkNodeSpec, Topology
 from streamproc.errors import PlanError
 from streamproc.kafka import clients as kafka_clients
 from streamproc.plan.cluster_snapshot import (
@@ -193,12 +192,24 @@ def _describe_group(admin: Any, group_id: str, wait_s: float) -> Any:
             delay = min(delay * 2, 2.0)
 
 
-def read_group(admin: Any, group_id: str, *, wait_s: float | None = None) -> GroupState | None:
+def read_group(
+    admin: Any,
+    group_id: str,
+    *,
+    wait_s: float | None = None,
+    client_config: Mapping[str, object] | None = None,
+    session_timeouts: dict[str, int | None] | None = None,
+) -> GroupState | None:
     """The group's state and members; ``None`` when the group does not exist (nothing committed, inactive).
 
     A group that ListGroups lists but DescribeConsumerGroups does not know (or calls ``Dead``) is a KIP-1071 streams
     group: confluent-kafka 2.16's describe and list calls do not show one (seen on 4.2.2 with a running streams app),
     so it comes back as ``protocol="streams"`` for the plan and the hand-off to refuse, never as "no group".
+
+    With ``client_config``, a classic group's members get their ``session.timeout.ms`` from the group's metadata
+    record (:mod:`streamproc.kafka.group_metadata`; read only when the group has members, which DescribeGroups does
+    not tell); ``session_timeouts`` (member id → ms, ``None`` when the record did not give it) is a cache kept across
+    reads, so the record is read again only for members not seen before.
     """
     from confluent_kafka import KafkaException
 
@@ -208,12 +219,34 @@ def read_group(admin: Any, group_id: str, *, wait_s: float | None = None) -> Gro
         if _error_name(exc) == "GROUP_ID_NOT_FOUND":
             return _streams_group(admin, group_id)
         raise PlanError(f"could not describe group '{group_id}': {exc}") from exc
+    described_at_ms = int(time.time() * 1000)
     state = _GROUP_STATES.get(description.state.name, description.state.name.title())
     group_type = getattr(getattr(description, "type", None), "name", "CLASSIC").lower()
-    members = tuple(GroupMember(client_id=m.client_id, host=m.host) for m in description.members)
-    if state == "Dead" and not members:
+    if state == "Dead" and not description.members:
         return _streams_group(admin, group_id)
-    return GroupState(protocol=group_type, state=state, members=members)
+    ids = [str(m.member_id) for m in description.members]
+    timeouts: dict[str, int | None] = {} if session_timeouts is None else session_timeouts
+    if client_config is not None and group_type == "classic" and any(i not in timeouts for i in ids):
+        found = _session_timeouts(client_config, group_id)
+        timeouts.update({i: found.get(i) for i in ids if i not in timeouts})
+    members = tuple(
+        GroupMember(client_id=m.client_id, host=m.host, member_id=i, session_timeout_ms=timeouts.get(i))
+        for m, i in zip(description.members, ids, strict=True)
+    )
+    return GroupState(protocol=group_type, state=state, members=members, described_at_ms=described_at_ms)
+
+
+def _session_timeouts(client_config: Mapping[str, object], group_id: str) -> dict[str, int]:
+    """Member id → ``session.timeout.ms`` from the group's newest metadata record; empty when it cannot be read
+    (the refusal then says Kafka Streams' default, and that the broker did not give the members' own)."""
+    from streamproc.kafka.group_metadata import GroupMetadataUnavailable, read_group_metadata
+
+    try:
+        metadata = read_group_metadata(client_config, group_id)
+    except GroupMetadataUnavailable as exc:
+        log.info("group '%s': the members' session.timeout.ms is unknown: %s", group_id, exc)
+        return {}
+    return {} if metadata is None else metadata.session_timeouts()
 
 
 def _streams_group(admin: Any, group_id: str) -> GroupState | None:
@@ -295,6 +328,7 @@ class ClusterReader:
     """
 
     def __init__(self, client_config: Mapping[str, object]) -> None:
+        self._client_config = client_config
         self._admin = _admin(client_config)
         self._metadata = self._admin.list_topics(timeout=_TIMEOUT_S)
 
@@ -336,7 +370,7 @@ class ClusterReader:
         )
         policies = _cleanup_policies(admin, present)
         ids = _topic_ids(admin, present)
-        group = read_group(admin, app.application_id)
+        group = read_group(admin, app.application_id, client_config=self._client_config)
         committed, unstable = read_committed_offsets(admin, app.application_id)
         by_key = {(tp.topic, tp.partition): tp for tp in kafka_tps}
 
@@ -421,11 +455,3 @@ def _topic_ids(admin: Any, topics: list[str]) -> dict[str, str]:
 def topic_ids(client_config: Mapping[str, object], topics: list[str]) -> dict[str, str]:
     """Kafka's topic id (``Uuid`` text) per existing topic: it changes when a topic is deleted and re-created."""
     return _topic_ids(_admin(client_config), topics)
-
-
-def sink_partition_counts(client_config: Mapping[str, object], topology: Topology) -> dict[str, int]:
-    """The partition count of every static sink topic of ``topology`` that exists (what ``process`` asks
-    ``--partitions`` for): a run reads the cluster anyway, so the user need not repeat what Kafka knows."""
-    sinks = {s.topic for s in topology.nodes if isinstance(s, SinkNodeSpec) and s.topic is not None}
-    metadata = kafka_clients.admin(client_config).list_topics(timeout=30).topics
-    return {t: len(metadata[t].partitions) for t in sorted(sinks) if t in metadata and metadata[t].error is None}

@@ -20,7 +20,15 @@ from streamproc.kafka import clients
 from streamproc.kafka.cluster import ClusterReader, read_group
 from streamproc.kafka.internal_topics import create_internal_topics
 from streamproc.kafka.range_reader import refuse_isolation_setting
-from streamproc.plan.cluster_snapshot import ApplicationSpec, ClusterSnapshot, PartitionState, PlanRequest, TopicState
+from streamproc.plan.cluster_snapshot import (
+    ApplicationSpec,
+    ClusterSnapshot,
+    GroupState,
+    PartitionState,
+    PlanRequest,
+    TopicState,
+)
+from streamproc.plan.empty_group import wait_for_empty_group
 from streamproc.plan.internal_topics import InternalTopicSettings, NewInternalTopic, internal_topics_to_create
 from streamproc.plan.preconditions import check_group
 from streamproc.plan.run_plan import RunPlan
@@ -44,6 +52,7 @@ def plan_run(
     dry_run: bool = False,
     source_topic_changelogs: Mapping[str, str] | None = None,
     topology_optimization: str | None = None,
+    wait_for_empty_group_ms: int | None = None,
 ) -> RunPlan:
     """Resolve a full ``RunPlan``; with no topology, ``source_topics`` are planned as one sub-topology's inputs.
 
@@ -56,6 +65,8 @@ def plan_run(
     ``source_topic_changelogs`` (store -> source topic, ``Topology.source_topic_changelogs``) are the table stores
     that restore from their source topic (``topology.optimization=all``), which describe() does not show; with only
     the text, ``topology_optimization`` (the app's ``topology.optimization``) says the same for every table source.
+    ``wait_for_empty_group_ms`` (``--wait-for-empty-group``): while the group still has members, wait up to that long
+    for it to empty (:func:`await_empty_group`, after the topology's own refusals), then read the cluster afresh.
     """
     refuse_isolation_setting(client_config)
     isolation = isolation_for(processing_guarantee, isolation_level)
@@ -80,11 +91,17 @@ def plan_run(
             )
 
         analysis = analyzed(reader.partition_counts, require_internal_topics=not first_run)
+        if wait_for_empty_group_ms is not None and await_empty_group(
+            client_config, application_id, wait_for_empty_group_ms
+        ):
+            reader = ClusterReader(client_config)  # the cluster as it is once the group is empty
+            analysis = analyzed(reader.partition_counts, require_internal_topics=not first_run)
         if create_internal_topics is not None:
             to_create = internal_topics_to_create(analysis, reader.partition_counts, create_internal_topics)
             if to_create and not dry_run:
                 # the plan's group rule, before its one write: nothing is created for a running application
-                check_group(read_group(clients.admin(client_config), application_id), application_id)
+                group = read_group(clients.admin(client_config), application_id, client_config=client_config)
+                check_group(group, application_id)
                 create_internal_topics_now(client_config, to_create)
                 reader = ClusterReader(client_config)  # the metadata with the new topics
                 analysis = analyzed(reader.partition_counts)
@@ -92,6 +109,10 @@ def plan_run(
     else:
         if create_internal_topics is not None:
             raise PlanError("--create-internal-topics needs the application's topology (its internal topics)")
+        if wait_for_empty_group_ms is not None and await_empty_group(
+            client_config, application_id, wait_for_empty_group_ms
+        ):
+            reader = ClusterReader(client_config)
         app = ApplicationSpec(
             application_id=application_id,
             source_topics=tuple(sorted(set(source_topics))),
@@ -134,6 +155,29 @@ def plan_run(
             )
         return replace(plan, warnings=(*plan.warnings, warning))
     return plan
+
+
+def await_empty_group(client_config: Mapping[str, object], application_id: str, wait_ms: int) -> bool:
+    """Wait up to ``wait_ms`` for the application's group to have no members (``plan/empty_group``), describing it
+    twice a second; whether it had members at first (the caller then reads the cluster afresh).
+
+    A group that still has members at the deadline is refused here, with the plan's refusal naming the wait
+    (``check_group``); one that emptied is checked again, with its committed offsets, by the snapshot read after.
+    The members' session timeouts (for the log line and the refusal) are read from the group's metadata record once
+    per member.
+    """
+    admin = clients.admin(client_config)
+    timeouts: dict[str, int | None] = {}
+    reads = 0
+
+    def read() -> GroupState | None:
+        nonlocal reads
+        reads += 1
+        return read_group(admin, application_id, client_config=client_config, session_timeouts=timeouts)
+
+    group = wait_for_empty_group(read, application_id, wait_ms)
+    check_group(group, application_id, waited_ms=wait_ms if reads > 1 else None)
+    return reads > 1
 
 
 def create_internal_topics_now(client_config: Mapping[str, object], topics: Sequence[NewInternalTopic]) -> None:

@@ -31,6 +31,9 @@ class RunRecording:
         self.run_id = run_id
         #: how the run ends when no error stops it: ``dry_run`` after ``stopped_after_plan``
         self.status = "succeeded"
+        #: why the hand-off was not confirmed, once ``rejected`` says so: the CLI turns that error into an exit
+        #: before it reaches ``recorded_run``, which must still record the run ``rejected``, not ``failed``
+        self.rejection: str | None = None
 
     def planned(self, plan: RunPlan) -> None:
         from streamproc.plan.run_plan import plan_id
@@ -55,6 +58,10 @@ class RunRecording:
 
     def handing_off(self) -> None:
         self.ledger.set_stage(self.run_id, "handoff")
+
+    def rejected(self, reason: str) -> None:
+        """The hand-off was not confirmed: the run ends ``rejected`` whichever way the error then travels."""
+        self.rejection = reason
 
     def handed_off(self, client_config: Mapping[str, object], plan: RunPlan) -> None:
         """The group's lag after the hand-off, on every partition the plan read. The hand-off is done by now:
@@ -109,7 +116,9 @@ def recorded_run(
             _finish(ledger, run_id, "rejected", str(exc))
             raise
         except SystemExit as exc:
-            if exc.code in (0, None):
+            if recording.rejection is not None:
+                _finish(ledger, run_id, "rejected", recording.rejection)
+            elif exc.code in (0, None):
                 _finish(ledger, run_id, recording.status, None)
             else:
                 _finish(ledger, run_id, "failed", failure() or f"a step exited with status {exc.code}")

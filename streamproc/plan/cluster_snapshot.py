@@ -109,19 +109,31 @@ class CommittedOffset:
 
 @dataclass(frozen=True, slots=True)
 class GroupMember:
-    """One member of the application's group as DescribeConsumerGroups/describeStreamsGroups lists it."""
+    """One member of the application's group as DescribeConsumerGroups/describeStreamsGroups lists it.
+
+    ``session_timeout_ms`` is the ``session.timeout.ms`` it joined with, from the group's metadata record in
+    ``__consumer_offsets`` (``kafka/group_metadata``); ``None`` when it could not be read (DescribeGroups does not
+    carry it).
+    """
 
     client_id: str
     host: str = ""
+    member_id: str = ""
+    session_timeout_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class GroupState:
-    """The application's group; ``state`` as Kafka reports it (``Empty``, ``Dead``, ``Stable``, ...)."""
+    """The application's group; ``state`` as Kafka reports it (``Empty``, ``Dead``, ``Stable``, ...).
+
+    ``described_at_ms`` is the wall clock (epoch ms) when the broker described it: a member that no longer heartbeats
+    is gone at most its session timeout later.
+    """
 
     protocol: str = "classic"
     state: str = "Empty"
     members: tuple[GroupMember, ...] = ()
+    described_at_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,9 +10,15 @@ from typing import Final
 
 from streamproc.engine.topology_analysis import check_existing_internal_topic, enforce_copartitioning
 from streamproc.plan.cluster_snapshot import ApplicationSpec, ClusterSnapshot, GroupState
+from streamproc.plan.empty_group import (
+    PLAN_WAIT_HINT,
+    group_is_inactive,
+    members_leave,
+    seconds,
+    wait_duration_hint,
+)
 from streamproc.plan.refusals import GroupActive, MissingTopic, PartitionCountChanged, StreamsGroupRefused
 
-_INACTIVE_GROUP_STATES: Final = frozenset({"Empty", "Dead"})
 #: The state of a group the cluster lists but the client cannot describe (kafka/cluster.read_group: a streams group).
 UNKNOWN_GROUP_STATE: Final = "Unknown"
 
@@ -41,25 +47,39 @@ def streams_group_refusal(application_id: str) -> StreamsGroupRefused:
     )
 
 
-def check_group(group: GroupState | None, application_id: str, *, then: str = "plan again") -> None:
+def check_group(
+    group: GroupState | None,
+    application_id: str,
+    *,
+    then: str = "plan again",
+    wait_hint: str | None = PLAN_WAIT_HINT,
+    waited_ms: int | None = None,
+) -> None:
     """Refuse while the group has members or is not ``Empty``/``Dead`` (a missing group is inactive), and refuse a
     KIP-1071 streams group whose members the client cannot list (state.md §13).
 
-    The plan and the hand-off both ask this (``then`` says what to do once the application is stopped): the broker
-    accepts a tool's offset commit even while the group has members (§8.4), so the tool must see an empty group.
+    The plan and the hand-off both ask this (``then`` says what to do once the application is stopped; ``wait_hint``
+    how to wait for the group instead, ``None`` where no wait is offered; ``waited_ms`` how long the plan waited): the
+    broker accepts a tool's offset commit even while the group has members (§8.4), so the tool must see an empty
+    group. The members may be those of an application that no longer runs (:func:`members_leave`), but nothing is
+    committed while they exist: the refusal says when they will be gone.
     """
     if group is None:
         return
     if group.protocol == "streams" and group.state == UNKNOWN_GROUP_STATE:
         raise streams_group_refusal(application_id)
-    if not group.members and group.state in _INACTIVE_GROUP_STATES:
+    if group_is_inactive(group):
         return
     members = ", ".join(f"{m.client_id} on {m.host or 'an unknown host'}" for m in group.members) or "none listed"
+    still = group.state
+    if waited_ms is not None:
+        still = f"still {group.state} after waiting {seconds(waited_ms)} for it to empty"
+    leave = f"{members_leave(group)}; " if group.members else ""
+    wait = f", {wait_hint}{wait_duration_hint(group)}" if wait_hint and group.members else ""
     raise GroupActive(
-        f"group '{application_id}' is {group.state} with {len(group.members)} member(s) ({members}): the application "
-        f"is running; stop every instance (or wait session.timeout.ms for crashed ones) and {then} "
-        f"(kafka-consumer-groups.sh: Error: Assignments can only be reset if the group '{application_id}' is "
-        f"inactive, but the current state is {group.state}.)",
+        f"group '{application_id}' is {still} with {len(group.members)} member(s) ({members}): {leave}stop every "
+        f"instance and {then}{wait} (kafka-consumer-groups.sh: Error: Assignments can only be reset if the group "
+        f"'{application_id}' is inactive, but the current state is {group.state}.)",
         details={"members": len(group.members), "state": group.state},
     )
 

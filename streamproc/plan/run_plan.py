@@ -189,6 +189,9 @@ class RunPlan:
     internal_topics_created: bool = False
     #: The plan file's version: a plan read from a version 1 file is written back as version 1.
     version: int = VERSION
+    #: The partition count of each output topic the topology's sinks write that the plan does not read (read from
+    #: the cluster when planning): the process step partitions the sinks' records as Kafka's producer would.
+    sink_partitions: Mapping[str, int] = field(default_factory=dict)
 
     # ------------------------------------------------------------------------------------------- building
     @classmethod
@@ -352,6 +355,8 @@ class RunPlan:
                 "created": self.internal_topics_created,
                 "topics": [t.to_dict() for t in self.internal_topics],
             }
+        if self.sink_partitions:  # absent too for a topology without output topics, and in older plans
+            data["sink_partitions"] = dict(sorted(self.sink_partitions.items()))
         return data
 
     def _preview_dict(self) -> dict[str, Any]:
@@ -495,6 +500,7 @@ class RunPlan:
             topology=_optional_topology(data),
             version=version,
             **_optional_internal_topics(data),
+            sink_partitions=_optional_sink_partitions(data),
         )
 
     # ---------------------------------------------------------------------------------------------- text
@@ -618,6 +624,17 @@ def _optional_internal_topics(data: dict[str, Any]) -> dict[str, Any]:
     items = enumerate(v.items("topics"))
     topics = tuple(NewInternalTopic.from_dict(item, f"create_internal_topics.topics[{i}]") for i, item in items)
     return {"internal_topics": topics, "internal_topics_created": v.flag("created")}
+
+
+def _optional_sink_partitions(data: dict[str, Any]) -> dict[str, int]:
+    """The plan's ``sink_partitions`` (absent in plans made before they were recorded: ``--partitions`` gives them)."""
+    block = data.get("sink_partitions") or {}
+    v = _Validator(block, "sink_partitions")
+    counts = {str(topic): v.integer(topic) for topic in block}
+    bad = sorted(topic for topic, count in counts.items() if count < 1)
+    if bad:
+        raise PlanError(f"sink_partitions: {', '.join(bad)} must have at least one partition")
+    return counts
 
 
 def _optional_topology(data: dict[str, Any]) -> str | None:

@@ -137,11 +137,22 @@ def build_run_plan(
     plan = RunPlan.build(
         positions, compacted_topics=compacted, analysis=analysis, restores=restores, topic_ids=ids, topology=topology
     )
+    if analysis is not None:
+        plan = replace(plan, sink_partitions=sink_partitions(analysis, snapshot.partition_counts))
     log.info(
         "Planned %d range(s) over %d task(s), at most %d records",
         len(plan.ranges), len(plan.tasks), sum(r.end - r.start for r in plan.ranges),
     )  # fmt: skip
     return plan
+
+
+def sink_partitions(analysis: TopologyAnalysis, cluster: Mapping[str, int]) -> dict[str, int]:
+    """The partition count of every output topic the topology's static sinks write, as the cluster has it: the
+    process step partitions each sink's records by them (a run's own repartition topics are planned ranges, and an
+    output topic that does not exist yet needs ``--partitions``)."""
+    internal = set(analysis.internal_topics)
+    outputs = {t for sub in analysis.subtopologies for t in sub.sink_topics if t not in internal}
+    return {topic: cluster[topic] for topic in sorted(outputs) if topic in cluster}
 
 
 def _uses_clock(request: PlanRequest) -> bool:

@@ -98,8 +98,9 @@ def check_source_topic_changelogs(plan: RunPlan, topology: Topology, reference: 
 
 
 def partition_counts(plan: RunPlan, extra: Mapping[str, int]) -> dict[str, int]:
-    """Partition counts the sinks need: every planned topic's (the plan lists all its partitions), then ``extra``."""
-    counts: dict[str, int] = {}
+    """Partition counts the sinks need: the output topics' the plan read from the cluster, every planned topic's (the
+    plan lists all its partitions), then ``extra`` (``--partitions``)."""
+    counts: dict[str, int] = dict(plan.sink_partitions)
     for r in plan.ranges:
         counts[r.topic] = max(counts.get(r.topic, 0), r.partition + 1)
     for topic, count in extra.items():
@@ -125,8 +126,8 @@ def check_sink_counts(plan: RunPlan, topology: Topology, counts: Mapping[str, in
     if missing:
         options = " ".join(f"--partitions {topic}=N" for topic in missing)
         raise ConfigError(
-            f"the partition counts of output topics {missing} are not known (the plan does not read them); pass "
-            f"{options} with each topic's partition count in Kafka"
+            f"the partition counts of output topics {missing} are not known (they did not exist when the plan was "
+            f"made); create them and plan again, or pass {options} with each topic's partition count"
         )
 
 

@@ -34,8 +34,9 @@ def commands(command: click.Command, path: tuple[str, ...]) -> Iterator[tuple[tu
 
 
 def documented(text: str, name: str) -> bool:
-    """``name`` (an option such as ``--state-dir`` or an argument such as ``RUN_ID``) in back-quotes in ``text``."""
-    return re.search(rf"`{re.escape(name)}(?=[`\s=|/])", text) is not None
+    """``name`` (an option such as ``--state-dir`` or an argument such as ``RUN_ID``) in back-quotes in ``text``; an
+    option with an optional value as ``--wait-for-empty-group[=DURATION]``."""
+    return re.search(rf"`{re.escape(name)}(?=[`\s=|/[])", text) is not None
 
 
 def test_every_option_of_every_command_is_in_the_reference() -> None:

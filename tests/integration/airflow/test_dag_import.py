@@ -66,6 +66,7 @@ def test_a_bad_param_is_refused_before_a_run_exists(dagbag: Any) -> None:
         ({"start": "yesterday"}, "is not one of"),
         ({"topology": "not a reference"}, "does not match"),
         ({"dry_run": "maybe"}, "is not of type"),
+        ({"wait_for_empty_group": "60 s"}, "does not match"),
     ):
         attempt = ParamsDict(dagbag.get_dag(BACKFILL).params)
         with pytest.raises(ParamValidationError, match=message):

@@ -25,6 +25,7 @@ only the 4.2 layout (a store 4.3 opened is refused, which the 4.3 runs check too
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -168,9 +169,15 @@ def compile_beside(app_classpath: str, sources: list[Path], classes: Path) -> st
     return f"{classes}:{app_classpath}"
 
 
-def run_java_app(classpath: str, args: list[str]) -> dict[str, Any]:
-    """Run a resume app to its end: its ``result`` event, with every event (``events``) and its ``stderr``."""
-    proc = subprocess.run(["java", "-cp", classpath, *args], capture_output=True, text=True, timeout=300, check=False)
+def run_java_app(classpath: str, args: list[str], env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Run a resume app to its end: its ``result`` event, with every event (``events``) and its ``stderr``.
+
+    ``env`` is added to this process' environment: the run protocol's switches (``StateResumeApp``'s
+    ``STREAMPROC_ORACLE_*``)."""
+    environment = None if env is None else {**os.environ, **env}
+    proc = subprocess.run(
+        ["java", "-cp", classpath, *args], capture_output=True, text=True, timeout=300, check=False, env=environment
+    )
     events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     results = [e for e in events if e["event"] == "result"]
     assert proc.returncode == 0 and results, f"Kafka Streams app failed: {events}\n{proc.stderr[-6000:]}"

@@ -78,3 +78,16 @@ def test_the_incremental_run_names_a_setting_nobody_gave() -> None:
         incremental_values({"application_id": "app", "topology": "m:f"}, None)
     with pytest.raises(ConfigError, match="unknown key"):
         incremental_values({}, {**BASE, "storage": "x"})
+
+
+def test_the_plan_waits_for_an_empty_group_only_when_given_a_duration() -> None:
+    assert settings().wait_for_empty_group_ms() is None
+    assert settings(wait_for_empty_group="").wait_for_empty_group_ms() is None
+    assert settings(wait_for_empty_group="PT90S").wait_for_empty_group_ms() == 90_000
+    assert incremental_settings({**BASE, "wait_for_empty_group": "PT1M"}).wait_for_empty_group_ms() == 60_000
+    assert incremental_values({}, {**BASE, "wait_for_empty_group": "PT1M"})["wait_for_empty_group"] == "PT1M"
+
+
+def test_a_wait_that_is_not_a_duration_is_refused_naming_the_param() -> None:
+    with pytest.raises(ConfigError, match=r"^param 'wait_for_empty_group' 'soon' is not a duration \(Java's Duration"):
+        settings(wait_for_empty_group="soon")

@@ -34,8 +34,11 @@ def test_an_empty_or_absent_group_passes() -> None:
 def test_a_group_with_members_is_refused_naming_them_and_their_hosts() -> None:
     group = GroupState("classic", "Stable", (GroupMember("app-1-StreamThread-1-consumer", "/10.0.0.7"),))
     with pytest.raises(guard.GroupActive, match=r"Stable with 1 member\(s\) \(app-1-StreamThread-1-consumer on "
-                       r"/10.0.0.7\): the application is running; stop every instance"):  # fmt: skip
+                       r"/10.0.0.7\): either an instance of the application is running, or") as refused:  # fmt: skip
         guard.check_group(APP, group)
+    # the hand-off offers no wait: members still there when it starts are refused
+    assert "stop every instance and run the hand-off again (kafka-consumer-groups.sh" in str(refused.value)
+    assert "--wait-for-empty-group" not in str(refused.value)
 
 
 def test_a_streams_group_is_refused_with_what_to_do() -> None:
@@ -44,15 +47,18 @@ def test_a_streams_group_is_refused_with_what_to_do() -> None:
 
 
 def test_the_hand_off_and_the_plan_refuse_a_group_with_one_rule() -> None:
-    """The guard asks the plan's precondition (one definition): same classes, the hand-off's own next step."""
+    """The guard asks the plan's precondition (one definition): same classes, the hand-off's own next step and no
+    offer to wait."""
     from streamproc.plan import preconditions, refusals
+    from streamproc.plan.empty_group import PLAN_WAIT_HINT
 
     group = GroupState("classic", "Stable", (GroupMember("c-1", "/10.0.0.7"),))
     with pytest.raises(refusals.GroupActive) as planned:
         preconditions.check_group(group, APP)
     with pytest.raises(guard.GroupActive) as handed:
         guard.check_group(APP, group)
-    assert str(planned.value).replace("plan again", "run the hand-off again") == str(handed.value)
+    plan_text = str(planned.value).replace(f", {PLAN_WAIT_HINT}", "")
+    assert plan_text.replace("plan again", "run the hand-off again") == str(handed.value)
     assert guard.StreamsGroupRefused is refusals.StreamsGroupRefused
 
 

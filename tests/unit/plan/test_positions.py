@@ -670,7 +670,10 @@ def test_active_group_is_refused_before_anything_else() -> None:
         plan(snapshot({0: part(0, 5)}, group=group), ToDatetimeStart("not a date"))
     text = str(info.value)
     assert "group 'app' is Stable with 2 member(s) (c-1 on an unknown host, c-2 on an unknown host)" in text
-    assert "stop every instance (or wait session.timeout.ms for crashed ones) and plan again" in text
+    assert "either an instance of the application is running, or they are the members of one that was stopped" in text
+    assert (
+        "stop every instance and plan again, or let the plan wait until it is empty with --wait-for-empty-group" in text
+    )
     assert "Assignments can only be reset if the group 'app' is inactive, but the current state is Stable." in text
 
 

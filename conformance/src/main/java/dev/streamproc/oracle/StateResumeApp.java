@@ -11,6 +11,7 @@ import java.util.function.Predicate;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.Serdes;
@@ -53,11 +54,20 @@ import com.fasterxml.jackson.databind.ObjectMapper;
  * contents (interactive query), closes cleanly (which writes the task checkpoint) and exits. stdout is JSON lines:
  * {@code restore_start}/{@code restore_batch}/{@code restore_end} from a {@link StateRestoreListener}, then
  * {@code {"event":"result","restored":N,"store":{key:[count,timestamp]}}}.
+ *
+ * <p>Two environment variables change the run protocol of every app that shares it: {@value #SESSION_TIMEOUT_ENV}
+ * sets the main consumer's {@code session.timeout.ms}, and {@value #CLOSE_ENV}={@code REMAIN_IN_GROUP} closes the app
+ * with the plain {@link KafkaStreams#close(Duration)}, whose members stay in the group until their session times out
+ * (the default, {@code LEAVE_GROUP}, leaves it at once).
  */
 public final class StateResumeApp {
     private static final ObjectMapper JSON = new ObjectMapper();
     static final long WINDOW_MS = 60_000L;
     static final long WINDOW_RETENTION_MS = 600_000L;
+    /** The main consumer's {@code session.timeout.ms} (default: Kafka's, 45 s). */
+    static final String SESSION_TIMEOUT_ENV = "STREAMPROC_ORACLE_SESSION_TIMEOUT_MS";
+    /** {@code LEAVE_GROUP} (default) or {@code REMAIN_IN_GROUP}: how the app closes ({@code GroupMembershipOperation}). */
+    static final String CLOSE_ENV = "STREAMPROC_ORACLE_GROUP_MEMBERSHIP_ON_CLOSE";
 
     private StateResumeApp() {
     }
@@ -177,6 +187,11 @@ public final class StateResumeApp {
         props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
         props.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
         props.put("consumer.auto.offset.reset", "earliest");
+        final String sessionTimeout = System.getenv(SESSION_TIMEOUT_ENV);
+        if (sessionTimeout != null && !sessionTimeout.isEmpty()) {
+            props.put(StreamsConfig.mainConsumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG),
+                Integer.parseInt(sessionTimeout));
+        }
         return props;
     }
 
@@ -300,12 +315,24 @@ public final class StateResumeApp {
         }
     }
 
-    /** Leaves the group (so that the tool may commit offsets right away: it must be empty), then the result line. */
+    /**
+     * Leaves the group (so that the tool may commit offsets right away: it must be empty), then the result line; with
+     * {@value #CLOSE_ENV}={@code REMAIN_IN_GROUP} the plain {@code close()} instead, as most applications close: the
+     * members stay in the group until {@code session.timeout.ms} after their last heartbeat. The line's
+     * {@code group_membership_on_close} says which.
+     */
     static void closeAndEmitResult(final KafkaStreams streams, final AtomicLong restored,
                                    final Map<String, Object> contents) {
-        streams.close(CloseOptions.groupMembershipOperation(CloseOptions.GroupMembershipOperation.LEAVE_GROUP)
-            .withTimeout(Duration.ofSeconds(60)));
+        final CloseOptions.GroupMembershipOperation operation =
+            CloseOptions.GroupMembershipOperation.REMAIN_IN_GROUP.name().equals(System.getenv(CLOSE_ENV))
+                ? CloseOptions.GroupMembershipOperation.REMAIN_IN_GROUP
+                : CloseOptions.GroupMembershipOperation.LEAVE_GROUP;
+        if (operation == CloseOptions.GroupMembershipOperation.REMAIN_IN_GROUP) {
+            streams.close(Duration.ofSeconds(60));
+        } else {
+            streams.close(CloseOptions.groupMembershipOperation(operation).withTimeout(Duration.ofSeconds(60)));
+        }
         emit(Map.of("event", "result", "restored", restored.get(), "store", contents,
-            "state", streams.state().toString()));
+            "state", streams.state().toString(), "group_membership_on_close", operation.name()));
     }
 }
