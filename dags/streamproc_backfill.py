@@ -2,7 +2,8 @@
 
 plan → fetch (one mapped task per planned range) → verify → process (Spark) → approve_handoff → handoff.
 A dry run (the default) stops after the plan: its log shows the plan and the hand-off preview. The approval's
-body is that preview; a rejection ends the run without a hand-off. Every step writes the run ledger.
+body is the exact preview the process task made from the task reports (every commit and purge with its offsets,
+every task directory); a rejection ends the run without a hand-off. Every step writes the run ledger.
 The file does no work when parsed: every step runs in its task.
 """
 
@@ -46,6 +47,6 @@ with DAG(
         task_id="approve_handoff",
         subject="Hand off plan {{ ti.xcom_pull(task_ids='plan', key='plan')['plan_id'] }} "
         "of {{ params.application_id }}?",
-        body="{{ ti.xcom_pull(task_ids='plan', key='plan')['preview_markdown'] }}",
+        body="{{ ti.xcom_pull(task_ids='process', key='handoff_preview')['preview_markdown'] }}",
     )
     chain(process, approve, handoff())

@@ -9,8 +9,9 @@ driver as boto3's environment variables at execute time, never as a templated fi
 and never on the command line (which the hook logs). Each task's report comes back through the store, where the
 hand-off reads it too, and goes into the ledger.
 
-**Approval.** The standard provider's ``ApprovalOperator``: the body is the plan's hand-off preview; a rejection
-skips the hand-off and ends the run in the ledger as ``rejected``.
+**Approval.** The standard provider's ``ApprovalOperator``: the body is the exact hand-off preview the process task
+left (``steps.handoff_preview``: every commit and purge with its offsets, every task directory, from the task
+reports); a rejection skips the hand-off and ends the run in the ledger as ``rejected``.
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ class ProcessOperator(_spark_submit_operator()):  # type: ignore[misc]
         self._hook = None
         super().execute(context)
         reports = steps.record_process(ref)
+        context["ti"].xcom_push(key=steps.PREVIEW_XCOM_KEY, value=steps.handoff_preview(ref))
         return [
             {"task_id": r["task_id"], "records_processed": r["records_processed"], "skipped": r.get("skipped", False)}
             for r in reports

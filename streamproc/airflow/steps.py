@@ -329,6 +329,32 @@ def record_process(ref: DagRunRef) -> list[dict[str, Any]]:
     return reports
 
 
+#: The XCom key under which the process task leaves the exact hand-off preview (the approval form's body).
+PREVIEW_XCOM_KEY = "handoff_preview"
+
+
+def handoff_preview(ref: DagRunRef) -> dict[str, Any]:
+    """The exact hand-off preview once the process step's reports are in the store: what ``handoff_step`` will do,
+    by the same definition as ``streamproc handoff``'s prompt (``handoff.preview.processed_preview``), with the
+    settings the hand-off task uses (the run's state dir; no bundle; Kafka Streams 4.2; reduced changelogs)."""
+    from streamproc.handoff.preview import processed_preview
+
+    settings = read_settings(ref)
+    plan, plan_id = read_plan(ref)
+    store, _options = _store(settings)
+    with open_ledger() as ledger:
+        shown = processed_preview(
+            plan,
+            plan_id,
+            client_config=KafkaClusterHook(settings.kafka_conn_id).client_config(),
+            store=store,
+            ledger=ledger,
+            state_dir=Path(settings.state_dir) if settings.state_dir else None,
+        )
+    log.info("%s", shown)
+    return {"preview": shown, "preview_markdown": preview_markdown(shown)}
+
+
 def set_stage(ref: DagRunRef, stage: str) -> None:
     with open_ledger() as ledger:
         ledger.set_stage(ref.run_id, stage)

@@ -38,18 +38,34 @@ def hand_off(
     state_bundle_uri: str | None = None,
     kafka_streams_version: str = "4.2",
 ) -> None:
-    """The preview, the confirmation and the hand-off (``streamproc handoff``, ``streamproc run``)."""
-    from streamproc.handoff.preview import preview
+    """The preview, the confirmation and the hand-off (``streamproc handoff``, ``streamproc run``).
+
+    The preview is the exact one (``handoff.preview.processed_preview``): the process step's reports are in the
+    store by now, so every commit, purge and task directory is shown with its offsets and paths."""
+    from streamproc.handoff.preview import processed_preview
     from streamproc.handoff.procedure import handoff
     from streamproc.ledger import Ledger
     from streamproc.plan.run_plan import plan_id as plan_hash
     from streamproc.storage import load_store
 
     plan_id = plan_hash(plan)
+    store = load_store(store_uri, **store_options)
     if not yes:
         if json_output(ctx):
             raise ConfigError("the hand-off is irreversible: with --output json pass --yes (no prompt is shown)")
-        click.echo(preview(plan, plan_id, state_dir), err=True)
+        with Ledger(ledger_url) as ledger:
+            shown = processed_preview(
+                plan,
+                plan_id,
+                client_config=client_config,
+                store=store,
+                ledger=ledger,
+                state_dir=state_dir,
+                state_bundle=state_bundle_uri,
+                kafka_streams_version=kafka_streams_version,
+                reduce_changelogs=reduce_changelogs,
+            )
+        click.echo(shown, err=True)
         if not click.confirm("Hand off?", err=True):
             raise HandoffNotConfirmed("hand-off not confirmed: nothing was done")
     with Ledger(ledger_url) as ledger:
@@ -57,7 +73,7 @@ def hand_off(
             plan,
             plan_id,
             client_config=client_config,
-            store=load_store(store_uri, **store_options),
+            store=store,
             ledger=ledger,
             state_dir=state_dir,
             state_bundle=load_store(state_bundle_uri, **store_options) if state_bundle_uri else None,

@@ -29,10 +29,11 @@ from streamproc.handoff.state_writer import (
     offsets_for_version,
     write_task_state,
 )
-from streamproc.handoff.task_results import TaskResults, load_results
+from streamproc.handoff.task_results import TaskResults, load_results, planned_commits
 from streamproc.kafka import clients as kafka_clients
 from streamproc.ledger import Ledger
 from streamproc.plan.run_plan import PlannedTask, RunPlan
+from streamproc.state.committable_offsets import purge_offsets, repartition_commit_offset
 from streamproc.state.state_directory import StateDirectory
 from streamproc.storage.object_store import ObjectStore
 
@@ -51,11 +52,12 @@ class HandoffSummary:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-def _restored_last(plan: RunPlan) -> dict[tuple[str, TopicPartition], int]:
+def restored_last(plan: RunPlan, task_id: str) -> dict[TopicPartition, int]:
+    """The last changelog offset the plan restored per store of one task (its restore end − 1)."""
     return {
-        (r.task_id, TopicPartition(r.changelog_topic, r.changelog_partition)): r.end - 1
+        TopicPartition(r.changelog_topic, r.changelog_partition): r.end - 1
         for r in plan.restores
-        if r.end > 0
+        if r.task_id == task_id and r.end > 0
     }
 
 
@@ -72,6 +74,48 @@ def source_changelog_last(task: PlannedTask, committed: Mapping[str, Any]) -> di
         if name in sources and name in committed:
             out[TopicPartition(store.changelog_topic, store.changelog_partition)] = int(committed[name]) - 1
     return out
+
+
+def task_checkpoint(
+    plan: RunPlan, results: TaskResults, persistent: frozenset[str], published: Mapping[str, Any]
+) -> dict[TopicPartition, int]:
+    """The ``.checkpoint`` entries of one task's directory, from its publish step's ledger detail (``published``:
+    the offsets committed, the last offset published per changelog partition)."""
+    stores = {
+        s.name: TopicPartition(s.changelog_topic, s.changelog_partition)
+        for s in results.task.stores
+        if s.name in persistent and s.changelog_topic
+    }
+    last = published.get("changelog_last", {})
+    published_last = {guard.parse_partition(name): int(offset) for name, offset in last.items()}
+    published_last.update(source_changelog_last(results.task, published.get("offsets", {})))
+    return checkpoint_offsets(stores, published_last, restored_last(plan, results.task_id))
+
+
+def purges(plan: RunPlan, committed: Mapping[str, int]) -> list[tuple[str, int]]:
+    """(partition, DeleteRecords offset) after the hand-off committed ``committed`` (partition → offset): each
+    repartition partition it committed, up to that offset (``purge_offsets``, Kafka Streams' rule), in plan order."""
+    internal = [r for r in plan.ranges if r.internal]
+    offsets = purge_offsets(
+        {TopicPartition(r.topic, r.partition): committed[r.name] for r in internal if r.name in committed},
+        {r.topic for r in internal},
+    )
+    return [(str(tp), offset) for tp, offset in offsets.items()]
+
+
+def repartition_log_ends(admin: Any, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
+    """The log end (high watermark, read_uncommitted: past every transaction marker) of each partition."""
+    from confluent_kafka import TopicPartition as KafkaTopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    from streamproc.kafka.cluster import _list_offsets
+    from streamproc.plan.cluster_snapshot import IsolationLevel
+
+    if not partitions:
+        return {}
+    specs = {KafkaTopicPartition(tp.topic, tp.partition): OffsetSpec.latest() for tp in partitions}
+    found = _list_offsets(admin, specs, IsolationLevel.READ_UNCOMMITTED, "log end")
+    return {TopicPartition(tp.topic, tp.partition): offset for tp, offset in found.items()}
 
 
 def _check_sink_topics(admin: Any, results: list[TaskResults]) -> None:
@@ -139,23 +183,15 @@ def warn_changelog_retention(admin: Any, results: list[TaskResults], now_ms: int
 
 
 def _end_offset_resolver(admin: Any, plan: RunPlan) -> Callable[[TopicPartition, int], int]:
-    """A repartition partition whose appended records the task consumed is committed at its log end (those
-    records' transaction markers sit between them); every other offset is the report's."""
-    from confluent_kafka import TopicPartition as KafkaTopicPartition
-    from confluent_kafka.admin import OffsetSpec
-
-    from streamproc.kafka.cluster import _list_offsets
-    from streamproc.plan.cluster_snapshot import IsolationLevel
-
+    """A repartition partition whose appended records the task consumed is committed at its log end, read now
+    (``repartition_commit_offset``); every other offset is the report's."""
     ends = {TopicPartition(r.topic, r.partition): r.end for r in plan.ranges if r.internal}
 
     def resolve(partition: TopicPartition, next_offset: int) -> int:
         end = ends.get(partition)
-        if end is None or next_offset <= end:
+        if end is None:
             return next_offset
-        tp = KafkaTopicPartition(partition.topic, partition.partition)
-        found = _list_offsets(admin, {tp: OffsetSpec.latest()}, IsolationLevel.READ_UNCOMMITTED, "log end")
-        return max(next_offset, next(iter(found.values())))
+        return repartition_commit_offset(next_offset, end, lambda: repartition_log_ends(admin, [partition])[partition])
 
     return resolve
 
@@ -208,10 +244,8 @@ def handoff(
         warn_changelog_retention(admin, results, int(time.time() * 1000))
 
     directory = StateDirectory(state_dir, plan.application_id) if state_dir is not None else None
-    restored_last = _restored_last(plan)
     resolve = _end_offset_resolver(admin, plan)
-    times = {r.name: r.partition_time for r in plan.ranges}
-    planned_commits = {c.partition: (c.after, times.get(c.partition, -1)) for c in plan.commits}
+    planned = planned_commits(plan)
     done_now: dict[str, list[str]] = {"publish": [], "checkpoint": [], "purge": []}
     skipped: list[str] = []
     if directory is not None:
@@ -229,7 +263,7 @@ def handoff(
                     r,
                     reduce_changelogs=reduce_changelogs,
                     resolve_offset=resolve,
-                    planned_commits=planned_commits,
+                    planned_commits=planned,
                 )
                 verify_committed(admin, plan.application_id, task.offsets)
                 published[r.task_id] = ledger.record(plan_id, "publish", r.task_id, task.detail()).detail
@@ -245,20 +279,7 @@ def handoff(
             if r.task_id in checkpointed:
                 skipped.append(f"checkpoint {r.task_id}")
                 continue
-            persistent = r.persistent_stores(bundle)
-            stores = {
-                s.name: TopicPartition(s.changelog_topic, s.changelog_partition)
-                for s in r.task.stores
-                if s.name in persistent and s.changelog_topic
-            }
-            last = published[r.task_id].get("changelog_last", {})
-            published_last = {guard.parse_partition(name): int(offset) for name, offset in last.items()}
-            published_last.update(source_changelog_last(r.task, published[r.task_id].get("offsets", {})))
-            offsets = checkpoint_offsets(
-                stores,
-                published_last,
-                {tp: offset for (task, tp), offset in restored_last.items() if task == r.task_id},
-            )
+            offsets = task_checkpoint(plan, r, r.persistent_stores(bundle), published[r.task_id])
             detail: dict[str, Any] = {"offsets": {str(tp): o for tp, o in offsets.items()}}
             target = offsets_for_version(offsets, kafka_streams_version=kafka_streams_version, eos=eos)
             if target is None:
@@ -296,17 +317,11 @@ def handoff(
             directory.unlock()
 
     committed_now = {name: offset for detail in published.values() for name, offset in detail["offsets"].items()}
-    for planned in plan.ranges:
-        if not planned.internal:
-            continue
-        name = planned.name
-        before = committed_now.get(name)
-        if before is None:
-            continue
+    for name, before in purges(plan, committed_now):
         if ledger.done(plan_id, "purge", name) is not None:
             skipped.append(f"purge {name}")
             continue
-        low = purge_partition(admin, TopicPartition(planned.topic, planned.partition), before)
+        low = purge_partition(admin, guard.parse_partition(name), before)
         ledger.record(plan_id, "purge", name, {"before_offset": before, "log_start": low})
         done_now["purge"].append(name)
         kill_point(f"purge:{name}")

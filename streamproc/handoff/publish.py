@@ -25,7 +25,7 @@ from typing import Any
 from streamproc.errors import HandoffError
 from streamproc.handoff.changelog_reduction import last_per_key
 from streamproc.handoff.kill_points import kill_point, pause_point
-from streamproc.handoff.task_results import Row, TaskResults
+from streamproc.handoff.task_results import Row, TaskResults, task_commits
 from streamproc.handoff.txn_offsets import send_offsets_to_transaction
 from streamproc.kafka import clients as kafka_clients
 from streamproc.plan.cluster_snapshot import TopicPartition
@@ -185,10 +185,8 @@ def publish_task(
             )
         offsets: dict[str, int] = {}
         positions = []
-        for commit in results.commits(planned_commits):
+        for commit in task_commits(results, planned_commits or {}, resolve_offset):
             offset = commit.next_offset
-            if resolve_offset is not None:
-                offset = resolve_offset(commit.partition, offset)
             metadata = TopicPartitionMetadata(commit.partition_time).encode()
             positions.append(
                 KafkaTopicPartition(commit.partition.topic, commit.partition.partition, offset, metadata=metadata)

@@ -10,8 +10,8 @@ import io
 import itertools
 import json
 import tarfile
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +131,28 @@ class TaskResults:
                 elif parts:
                     names.add(parts[0])
         return frozenset(names)
+
+
+def planned_commits(plan: RunPlan) -> dict[str, tuple[int, int]]:
+    """The plan's commits the hand-off makes whatever the reports say (partition → offset, partition time): those
+    that move the group's offset (a start the user chose, with nothing processed). A repartition partition the plan
+    leaves where it is is committed only if the report names it (the upstream stage appended records to it)."""
+    times = {r.name: r.partition_time for r in plan.ranges}
+    return {c.partition: (c.after, times.get(c.partition, -1)) for c in plan.commits if c.moves}
+
+
+def task_commits(
+    results: TaskResults,
+    planned: Mapping[str, tuple[int, int]],
+    resolve_offset: Callable[[TopicPartition, int], int] | None = None,
+) -> list[InputCommit]:
+    """The offsets one task's transaction commits: the report's (plus ``planned`` for partitions it does not name),
+    each through ``resolve_offset`` (a repartition partition past this run's appended records: its log end).
+    The hand-off commits exactly these; the preview shows exactly these."""
+    commits = results.commits(planned)
+    if resolve_offset is None:
+        return commits
+    return [replace(c, next_offset=resolve_offset(c.partition, c.next_offset)) for c in commits]
 
 
 def _split(name: str) -> tuple[str, int]:

@@ -258,15 +258,12 @@ def plan_ranges(snapshot: ClusterSnapshot, app: ApplicationSpec, request: PlanRe
         end = _resolve_end(tp, state, app, request, end_instant, end_offsets, start, notes, failures)
         if end is None:
             continue
+        appended_by: int | None = None
         if internal:
             upstream = stage_of.get(app.subtopology_of.get(tp.topic, -1), 0) - 1
-            followed = (
-                f"records written by stage {upstream} of this run"
-                if upstream >= 0
-                else "records written by the upstream stage of this run"
-            )
-            notes.append(Note("repartition_backlog", (("followed_by", followed),)))
-        if start == end:
+            appended_by = upstream if upstream >= 0 else None
+            notes.append(repartition_note(start == end, upstream))
+        elif start == end:
             notes.append(Note("empty"))
         committed = snapshot.committed.get(tp)
         committed_offset = None if committed is None else committed.offset
@@ -280,6 +277,7 @@ def plan_ranges(snapshot: ClusterSnapshot, app: ApplicationSpec, request: PlanRe
                 internal,
                 committed_offset=committed_offset,
                 start_from_committed=committed_offset is not None and committed_offset == start,
+                appended_by_stage=appended_by,
             )
         )
     failures.raise_first(app)
@@ -305,6 +303,21 @@ def plan_ranges(snapshot: ClusterSnapshot, app: ApplicationSpec, request: PlanRe
         result.end_mode,
     )
     return result
+
+
+def repartition_note(empty: bool, upstream_stage: int) -> Note:
+    """The note of a repartition partition: what its task reads in this run.
+
+    With a backlog (records the application wrote before it stopped and did not process), the backlog, then the
+    records this run's upstream stage writes (``repartition_backlog``). Without one, only those records
+    (``repartition_no_backlog``): the range is empty, yet the partition is not idle, since the hand-off publishes
+    the upstream records to it, commits past them and deletes them, which "empty" alone would hide.
+    """
+    writer = f"stage {upstream_stage}" if upstream_stage >= 0 else "the upstream stage"
+    if not empty:
+        return Note("repartition_backlog", (("followed_by", f"records written by {writer} of this run"),))
+    receives = f"records written by {writer} of this run, which the hand-off commits and then deletes"
+    return Note("repartition_no_backlog", (("receives", receives),))
 
 
 def _backlog_warnings(request: PlanRequest, ranges: list[PartitionRange]) -> list[str]:

@@ -6,6 +6,7 @@ puts them into the ``RunPlan``, and :meth:`ResolvedRanges.report` prints them as
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from streamproc.plan.cluster_snapshot import UNKNOWN_PARTITION_TIME, IsolationLevel, StartPolicy, TopicPartition
@@ -36,6 +37,8 @@ class PartitionRange:
     committed_offset: int | None = None
     start_from_committed: bool = False
     """The start is the group's committed offset (hand-off then commits nothing for an empty range)."""
+    appended_by_stage: int | None = None
+    """A repartition partition: the stage of this run whose records are appended after ``end`` (``None``: none)."""
 
     def to_dict(self) -> dict[str, object]:
         """The plan JSON form of one range."""
@@ -116,6 +119,14 @@ class ResolvedRanges:
             lines.append(f"end timestamp: {self.resolved_end_timestamp_ms}")
         lines.extend(f"warning: {w}" for w in self.warnings)
         return "\n".join(lines)
+
+
+def note_summary(note: Mapping[str, object]) -> str:
+    """A note in the plan report's NOTES column: its code, or for a note whose code alone would mislead (a
+    repartition partition without a backlog is not idle) its code and what it says."""
+    if note.get("code") == "repartition_no_backlog":
+        return f"repartition_no_backlog (receives {note.get('receives')})"
+    return str(note.get("code"))
 
 
 def _note_text(note: Note, r: PartitionRange) -> str:

@@ -1,11 +1,14 @@
 """The ``RunPlan``: the plan step's output, a versioned JSON document that every later step reads.
 
 A plan is pure data (DESIGN.md §1): the ranges per input partition with their notes, the Kafka Streams tasks and
-the stores they restore, and a preview of every irreversible hand-off action (group offsets before → after, the
-``.checkpoint`` files that will be written, the DeleteRecords watermarks of repartition topics), so that an operator
-reviews what will change before anything does. The same inputs give byte-identical JSON (sorted keys, no clock
-unless the request used one). Reading validates the document: a hand-edited or truncated plan is a ``PlanError``
-naming the field, never a half-understood run.
+the stores they restore, and a preview of every irreversible hand-off action (group offsets before → after of input
+and repartition partitions, the task directories replaced and their ``.checkpoint`` files, the DeleteRecords offsets
+of repartition partitions), so that an operator reviews what will change before anything does. Where an offset is
+only known after the process step (a repartition partition's end once this run's upstream stage appended to it),
+the preview says so (``plus_appended_by_stage``); ``streamproc.handoff.preview`` gives the exact offsets from the
+task reports. The same inputs give byte-identical JSON (sorted keys, no clock unless the request used one). Reading
+validates the document: a hand-edited or truncated plan is a ``PlanError`` naming the field, never a
+half-understood run.
 """
 
 from __future__ import annotations
@@ -21,12 +24,16 @@ from typing import Any
 from streamproc.engine.topology_analysis import TopologyAnalysis
 from streamproc.errors import PlanError
 from streamproc.intervals import first_overlap
-from streamproc.plan.cluster_snapshot import IsolationLevel
+from streamproc.plan.cluster_snapshot import IsolationLevel, TopicPartition
 from streamproc.plan.internal_topics import NewInternalTopic
-from streamproc.plan.resolved_ranges import ResolvedRanges
+from streamproc.plan.resolved_ranges import ResolvedRanges, note_summary
+from streamproc.state.committable_offsets import purge_offsets
 
 FORMAT = "streamproc-run-plan"
-VERSION = 1
+#: 2: the hand-off preview lists every repartition commit and purge (``plus_appended_by_stage``) and the task
+#: directories. Version 1 plans still read, and are written back byte for byte (their plan id stays the same).
+VERSION = 2
+READABLE_VERSIONS = (1, 2)
 ISOLATION_LEVELS = tuple(level.value for level in IsolationLevel)
 
 
@@ -99,19 +106,60 @@ class PlannedRestore:
 
 @dataclass(frozen=True, slots=True)
 class OffsetCommitPreview:
-    """Hand-off step 1: the group's offset for one partition, before → after."""
+    """Hand-off step 1: the group's offset for one partition, before → after.
+
+    ``plus_appended_by_stage``: a repartition partition that stage N of this run appends records to; the hand-off
+    commits it at ``after`` plus those records and their transaction markers, a number only the process step's
+    reports give (``None``: ``after`` is exact). With ``before == after`` (no backlog) it is committed only if that
+    stage writes to it at all.
+    """
 
     partition: str
     before: int | None
     after: int
+    plus_appended_by_stage: int | None = None
+
+    @property
+    def moves(self) -> bool:
+        """The hand-off commits it whatever the process step reports: the plan itself moves the offset."""
+        return self.after != self.before
+
+    def text(self) -> str:
+        before = "none" if self.before is None else str(self.before)
+        return f"commit {self.partition}: {before} -> {self.after}{appended_text(self.plus_appended_by_stage)}"
 
 
 @dataclass(frozen=True, slots=True)
 class PurgePreview:
-    """Hand-off step 3: DeleteRecords on a repartition partition up to the committed offset."""
+    """Hand-off step 4: DeleteRecords on a repartition partition up to the offset committed for it.
+
+    ``plus_appended_by_stage`` as for :class:`OffsetCommitPreview`: the committed offset is only known after the
+    process step."""
 
     partition: str
     before_offset: int
+    plus_appended_by_stage: int | None = None
+
+    def text(self) -> str:
+        offset = f"{self.before_offset}{appended_text(self.plus_appended_by_stage)}"
+        return f"delete records of {self.partition} before offset {offset}"
+
+
+def appended_text(stage: int | None) -> str:
+    """What a repartition partition's offset grows by after the plan (the preview's wording, one definition)."""
+    if stage is None:
+        return ""
+    return f" + the records stage {stage} of this run appends (and their transaction markers; known after processing)"
+
+
+def task_directory(application_id: str, task_id: str) -> str:
+    """A task's directory relative to ``state.dir``: ``<application.id>/<task id>`` (``StateDirectory``)."""
+    return f"{application_id}/{task_id}"
+
+
+def state_text(directory: str) -> str:
+    """The preview's line for a task directory the hand-off replaces."""
+    return f"replace {directory} with the process step's stores, then write {directory}/.checkpoint"
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +187,8 @@ class RunPlan:
     #: ``internal_topics_created`` false only previewed (a dry run creates nothing).
     internal_topics: tuple[NewInternalTopic, ...] = ()
     internal_topics_created: bool = False
+    #: The plan file's version: a plan read from a version 1 file is written back as version 1.
+    version: int = VERSION
     #: The partition count of each output topic the topology's sinks write that the plan does not read (read from
     #: the cluster when planning): the process step partitions the sinks' records as Kafka's producer would.
     sink_partitions: Mapping[str, int] = field(default_factory=dict)
@@ -193,17 +243,10 @@ class RunPlan:
                     )
                 )
                 if stores:
-                    checkpoint_files.append(f"{positions.application_id}/{task_id}/.checkpoint")
+                    checkpoint_files.append(f"{task_directory(positions.application_id, str(task_id))}/.checkpoint")
             tasks = tuple(task_list)
             stages = analysis.stages or stages
-        # A range that starts at the group's own committed offset and is empty changes nothing (the live app
-        # would commit nothing either); every other range moves the group to its end (planning.md §8.3).
-        commits = tuple(
-            OffsetCommitPreview(r.name, r.committed_offset, r.end)
-            for r in ranges
-            if not (r.empty and r.committed_offset == r.start)
-        )
-        purges = tuple(PurgePreview(r.name, r.end) for r in ranges if r.internal and r.end > r.start)
+        commits = handoff_commits(positions)
         return cls(
             application_id=positions.application_id,
             isolation_level=positions.isolation_level.value,
@@ -215,26 +258,40 @@ class RunPlan:
             stages=tuple(tuple(s) for s in stages),
             commits=commits,
             checkpoint_files=tuple(checkpoint_files),
-            purges=purges,
+            purges=handoff_purges(commits, {r.topic for r in ranges if r.internal}),
             now_ms=positions.now_ms,
             warnings=(*(analysis.warnings if analysis is not None else ()), *positions.warnings),
             restores=tuple(restores),
             topology=topology,
         )
 
-    def appended_note(self, partition: str) -> str:
-        """For a repartition partition an upstream stage of this run writes to: its commit and purge go further."""
-        internal = {r.name for r in self.ranges if r.internal}
-        fed = any(r.internal for r in self.ranges) and len(self.stages) > 1
-        if partition not in internal or not fed:
-            return ""
-        return " + the records this run's upstream tasks append (then records before it are deleted)"
+    @property
+    def task_directories(self) -> tuple[str, ...]:
+        """The task directories (relative to ``state.dir``) the hand-off replaces: those of the checkpoint files."""
+        return tuple(f.removesuffix("/.checkpoint") for f in self.checkpoint_files)
+
+    def handoff_lines(self, state_dir: Path | None = None, *, no_state_line: str | None = None) -> list[str]:
+        """Every irreversible action of the hand-off, one line each, from the plan alone (the plan report, the
+        Airflow plan log): commits, task directories, purges, in the hand-off's order.
+
+        Paths are relative to ``state.dir`` unless ``state_dir`` is given; ``no_state_line`` replaces the task
+        directories (a hand-off that writes no state). A task whose stores are all in-memory has no directory
+        written (the plan cannot tell from ``describe()``; ``streamproc.handoff.preview`` can, from the reports).
+        """
+        lines = [c.text() for c in self.commits]
+        if no_state_line is not None:
+            lines += [no_state_line] if self.task_directories else []
+        else:
+            for directory in self.task_directories:
+                lines.append(state_text(directory if state_dir is None else str(state_dir / directory)))
+        lines += [p.text() for p in self.purges]
+        return lines
 
     # --------------------------------------------------------------------------------------------- JSON
     def to_dict(self) -> dict[str, Any]:
         data = {
             "format": FORMAT,
-            "version": VERSION,
+            "version": self.version,
             "application_id": self.application_id,
             "isolation_level": self.isolation_level,
             "start_mode": self.start_mode,
@@ -288,13 +345,7 @@ class RunPlan:
                 }
                 for r in self.restores
             ],
-            "handoff_preview": {
-                "commit_offsets": [
-                    {"partition": c.partition, "before": c.before, "after": c.after} for c in self.commits
-                ],
-                "checkpoint_files": list(self.checkpoint_files),
-                "delete_records": [{"partition": p.partition, "before_offset": p.before_offset} for p in self.purges],
-            },
+            "handoff_preview": self._preview_dict(),
             "warnings": list(self.warnings),
         }
         if self.topology is not None:  # absent rather than null: plans made without a topology keep their bytes
@@ -307,6 +358,37 @@ class RunPlan:
         if self.sink_partitions:  # absent too for a topology without output topics, and in older plans
             data["sink_partitions"] = dict(sorted(self.sink_partitions.items()))
         return data
+
+    def _preview_dict(self) -> dict[str, Any]:
+        if self.version == 1:  # exactly the fields version 1 wrote: the same bytes, the same plan id
+            return {
+                "commit_offsets": [
+                    {"partition": c.partition, "before": c.before, "after": c.after} for c in self.commits
+                ],
+                "checkpoint_files": list(self.checkpoint_files),
+                "delete_records": [{"partition": p.partition, "before_offset": p.before_offset} for p in self.purges],
+            }
+        return {
+            "commit_offsets": [
+                {
+                    "partition": c.partition,
+                    "before": c.before,
+                    "after": c.after,
+                    "plus_appended_by_stage": c.plus_appended_by_stage,
+                }
+                for c in self.commits
+            ],
+            "checkpoint_files": list(self.checkpoint_files),
+            "task_directories": list(self.task_directories),
+            "delete_records": [
+                {
+                    "partition": p.partition,
+                    "before_offset": p.before_offset,
+                    "plus_appended_by_stage": p.plus_appended_by_stage,
+                }
+                for p in self.purges
+            ],
+        }
 
     def to_json(self) -> str:
         """Canonical text: sorted keys, two-space indent, trailing newline; equal plans give equal bytes."""
@@ -337,8 +419,11 @@ class RunPlan:
         if v.text("format") != FORMAT:
             raise PlanError(f"'format' must be '{FORMAT}'")
         version = v.integer("version")
-        if version != VERSION:
-            raise PlanError(f"plan version {version} is not supported (this streamproc reads version {VERSION})")
+        if version not in READABLE_VERSIONS:
+            raise PlanError(
+                f"plan version {version} is not supported (this streamproc reads versions "
+                f"{', '.join(map(str, READABLE_VERSIONS))}); re-run `streamproc plan`"
+            )
         ranges = []
         for i, item in enumerate(v.items("ranges")):
             r = _Validator(item, f"ranges[{i}]")
@@ -392,14 +477,7 @@ class RunPlan:
                 )
             )
         preview = _Validator(v.obj("handoff_preview"), "handoff_preview")
-        commits = tuple(
-            OffsetCommitPreview(c.text("partition"), c.optional_integer("before"), c.integer("after"))
-            for c in (_Validator(x, f"commit_offsets[{i}]") for i, x in enumerate(preview.items("commit_offsets")))
-        )
-        purges = tuple(
-            PurgePreview(p.text("partition"), p.integer("before_offset"))
-            for p in (_Validator(x, f"delete_records[{i}]") for i, x in enumerate(preview.items("delete_records")))
-        )
+        commits, checkpoint_files, purges = _read_preview(preview, version)
         isolation_level = v.text("isolation_level")
         if isolation_level not in ISOLATION_LEVELS:
             raise PlanError(f"'isolation_level' must be one of {', '.join(ISOLATION_LEVELS)}, not '{isolation_level}'")
@@ -414,12 +492,13 @@ class RunPlan:
             tasks=tuple(tasks),
             stages=tuple(tuple(int(x) for x in s) for s in v.items("stages")),
             commits=commits,
-            checkpoint_files=tuple(str(f) for f in preview.items("checkpoint_files")),
+            checkpoint_files=checkpoint_files,
             purges=purges,
             now_ms=v.optional_integer("now_ms"),
             warnings=tuple(str(w) for w in v.items("warnings")),
             restores=tuple(restores),
             topology=_optional_topology(data),
+            version=version,
             **_optional_internal_topics(data),
             sink_partitions=_optional_sink_partitions(data),
         )
@@ -433,7 +512,7 @@ class RunPlan:
         width = max([40, *(len(r.name) for r in self.ranges)])
         lines.append(f"{'PARTITION':<{width}} {'START':>12} {'END':>12} {'MAX-RECORDS':>12}  NOTES")
         for r in self.ranges:
-            notes = ", ".join(str(n.get("code")) for n in r.notes)
+            notes = ", ".join(note_summary(n) for n in r.notes)
             lines.append(f"{r.name:<{width}} {r.start:>12} {r.end:>12} {r.end - r.start:>12}  {notes}".rstrip())
         lines.append(f"{len(self.ranges)} partition(s), at most {sum(r.end - r.start for r in self.ranges)} records")
         if self.tasks:
@@ -458,13 +537,7 @@ class RunPlan:
                 lines += ["", "Internal topics to create for the application's first run (dry run: none created yet):"]
             lines.extend(f"  {t.describe()}" for t in self.internal_topics)
         lines += ["", "Hand-off (irreversible, after processing):"]
-        for c in self.commits:
-            before = "none" if c.before is None else str(c.before)
-            lines.append(f"  commit {c.partition}: {before} -> {c.after}{self.appended_note(c.partition)}")
-        lines.extend(f"  write {f}" for f in self.checkpoint_files)
-        lines.extend(f"  delete records of {p.partition} before offset {p.before_offset}" for p in self.purges)
-        if not (self.commits or self.checkpoint_files or self.purges):
-            lines.append("  nothing")
+        lines += [f"  {line}" for line in self.handoff_lines()] or ["  nothing"]
         lines.extend(f"warning: {w}" for w in self.warnings)
         return "\n".join(lines)
 
@@ -482,6 +555,60 @@ def _check_ranges_disjoint(ranges: Sequence[PlannedRange], restores: Sequence[Pl
     if pair is not None:
         (name, a, b), (_, c, d) = pair
         raise PlanError(f"{name} [{a}, {b}) and [{c}, {d}) overlap: they would be fetched twice at once (re-plan)")
+
+
+def handoff_commits(positions: ResolvedRanges) -> tuple[OffsetCommitPreview, ...]:
+    """The group offsets the hand-off commits, from the plan alone.
+
+    A range that starts at the group's own committed offset and is empty changes nothing (the live app would commit
+    nothing either); every other range moves the group to its end (planning.md §8.3). A repartition partition this
+    run's upstream stage appends to moves further, by what that stage writes, and is listed even with no backlog.
+    """
+    commits = []
+    for r in positions.ranges:
+        stage = r.appended_by_stage if r.internal else None
+        if r.start == r.end and r.committed_offset == r.start and stage is None:
+            continue
+        commits.append(OffsetCommitPreview(str(r.tp), r.committed_offset, r.end, stage))
+    return tuple(commits)
+
+
+def handoff_purges(commits: Sequence[OffsetCommitPreview], repartition_topics: set[str]) -> tuple[PurgePreview, ...]:
+    """DeleteRecords of the hand-off: each repartition partition it commits, up to the committed offset
+    (``state.committable_offsets.purge_offsets``, the rule the hand-off runs)."""
+    by_partition = {TopicPartition.parse(c.partition): c for c in commits}
+    purge = purge_offsets({tp: c.after for tp, c in by_partition.items()}, repartition_topics)
+    return tuple(PurgePreview(str(tp), offset, by_partition[tp].plus_appended_by_stage) for tp, offset in purge.items())
+
+
+def _read_preview(
+    preview: _Validator, version: int
+) -> tuple[tuple[OffsetCommitPreview, ...], tuple[str, ...], tuple[PurgePreview, ...]]:
+    """``handoff_preview``: version 1 has no ``plus_appended_by_stage`` and no ``task_directories``; version 2 has
+    both, and its ``task_directories`` must be the checkpoint files' directories."""
+    v2 = version >= 2
+
+    def stage(x: _Validator) -> int | None:
+        return x.optional_integer("plus_appended_by_stage") if v2 else None
+
+    commits = tuple(
+        OffsetCommitPreview(c.text("partition"), c.optional_integer("before"), c.integer("after"), stage(c))
+        for c in (_Validator(x, f"commit_offsets[{i}]") for i, x in enumerate(preview.items("commit_offsets")))
+    )
+    purges = tuple(
+        PurgePreview(p.text("partition"), p.integer("before_offset"), stage(p))
+        for p in (_Validator(x, f"delete_records[{i}]") for i, x in enumerate(preview.items("delete_records")))
+    )
+    checkpoint_files = tuple(str(f) for f in preview.items("checkpoint_files"))
+    if v2:
+        directories = [str(d) for d in preview.items("task_directories")]
+        derived = [f.removesuffix("/.checkpoint") for f in checkpoint_files]
+        if directories != derived:
+            raise PlanError(
+                f"handoff_preview.task_directories {directories} are not the directories of its checkpoint_files "
+                f"{derived}; re-run `streamproc plan`"
+            )
+    return commits, checkpoint_files, purges
 
 
 #: Kafka's topic id (``Uuid``) as text: 16 bytes in base64 without padding.

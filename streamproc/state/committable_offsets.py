@@ -19,7 +19,7 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from streamproc.engine.records import TopicPartition
@@ -116,3 +116,30 @@ def purge_offsets(
         for tp, offset in task_committed_offsets.items()
         if tp.topic in repartition and offset > NOT_COMMITTED
     }
+
+
+def repartition_commit_offset(next_offset: int, planned_end: int, log_end: Callable[[], int]) -> int:
+    """The offset the hand-off commits for a repartition partition whose task reported ``next_offset``.
+
+    Within the planned backlog (``next_offset <= planned_end``) it is the report's offset, as for any input. Beyond
+    it the task consumed records this run's upstream tasks appended; the hand-off published those in one
+    transaction per upstream task, each followed by its commit marker, so the partition is committed at its log end
+    after them (``log_end()``, asked only then): Kafka Streams' consumer position would be past the markers too,
+    and a committed offset short of them would leave the resumed application a lag of markers it can never consume.
+    """
+    if next_offset <= planned_end:
+        return next_offset
+    return max(next_offset, log_end())
+
+
+#: A committed transaction adds one control record (``ControlRecordType.COMMIT``) to each partition it wrote to.
+COMMIT_MARKERS_PER_TRANSACTION = 1
+
+
+def log_end_after_transactions(log_end: int, records_per_transaction: Iterable[int]) -> int:
+    """A partition's log end after committed transactions that each append the given number of records to it.
+
+    Each transaction's records take an offset each, and its commit marker one more; a transaction that wrote
+    nothing to the partition adds nothing (no marker either). This is how the preview knows, before the hand-off,
+    the log end :func:`repartition_commit_offset` will find."""
+    return log_end + sum(n + COMMIT_MARKERS_PER_TRANSACTION for n in records_per_transaction if n > 0)

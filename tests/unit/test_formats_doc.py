@@ -28,6 +28,10 @@ def test_the_run_plan_example_is_a_valid_plan_written_by_streamproc() -> None:
         plan = RunPlan.from_dict(json.loads(body))
         assert plan.to_json() == body
         assert plan.ranges and plan.restores and plan.tasks  # the example shows every part of a plan
+        # and a hand-off that commits and purges repartition partitions by what stage 0 of the run appends
+        assert plan.version == 2 and plan.task_directories
+        appended = [c.partition for c in plan.commits if c.plus_appended_by_stage == 0]
+        assert appended and [p.partition for p in plan.purges] == appended
 
 
 def test_the_manifest_example_is_a_valid_manifest_written_by_streamproc() -> None:
@@ -42,7 +46,9 @@ def test_the_tables_name_every_field() -> None:
     [(_, plan_body)] = examples("run-plan")
     [(_, manifest_body)] = examples("manifest")
     plan, manifest = json.loads(plan_body), json.loads(manifest_body)
+    preview = plan["handoff_preview"]
     fields = set(plan) | set(plan["ranges"][0]) | set(manifest) | set(manifest["proof"])
+    fields |= set(preview) | set(preview["commit_offsets"][0]) | set(preview["delete_records"][0])
     tables = "\n".join(line for line in DOC.splitlines() if line.startswith("|"))
     missing = sorted(f for f in fields if f"`{f}`" not in tables)
     assert not missing, f"fields not described in docs/formats.md: {missing}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -61,7 +62,9 @@ def test_an_approved_run_processes_hands_off_and_the_ledger_holds_its_figures(
     prepare_application(admin, airflow_setup.bootstrap, "approved", app_id)
     conf = backfill_conf(airflow_setup, "approved", app_id, dry_run=False)
 
-    run = run_dag(dagbag, BACKFILL, conf, answer="Approve", log=task_log)
+    bodies: list[str] = []
+    run = run_dag(dagbag, BACKFILL, conf, answer="Approve", before=lambda detail: bodies.append(detail.body),
+                  log=task_log)  # fmt: skip
 
     states = task_states(run)
     assert states == dict.fromkeys(states, "success"), states
@@ -88,6 +91,14 @@ def test_an_approved_run_processes_hands_off_and_the_ledger_holds_its_figures(
         r.name: (r.end - r.start, 0) for r in plan.ranges
     }
     assert {(s.kind, s.subject) for s in detail.steps} >= {("publish", "0_0"), ("publish", "0_1")}
+    # the approval showed the exact preview the process task made: every commit the ledger holds, with its offset
+    [body] = bodies
+    recorded = {
+        name: offset for s in detail.steps if s.kind == "publish" for name, offset in s.detail["offsets"].items()
+    }
+    shown = dict(re.findall(r"- `commit (\S+): \S+ -> (\d+)", body))
+    assert {name: int(offset) for name, offset in shown.items()} == recorded, body
+    assert body.count("- `publish task ") == 2, body
     # no connection's secret in any ledger row (every task log line is searched by run_dag)
     dump = ledger_dump(airflow_setup.ledger_url)
     assert app_id in dump

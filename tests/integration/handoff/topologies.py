@@ -58,6 +58,16 @@ def rekey_count() -> Topology:
     return rekey_count_topology(REKEY_INPUT, REKEY_OUTPUT)
 
 
+#: The preview test's own topics: re-key → count, handed off twice.
+PREVIEW_INPUT = "handoff-preview-orders"
+PREVIEW_OUTPUT = "handoff-preview-totals"
+
+
+def preview_rekey_count() -> Topology:
+    """Re-key → repartition → count (two stages), on the preview test's topics."""
+    return rekey_count_topology(PREVIEW_INPUT, PREVIEW_OUTPUT)
+
+
 def state_resume_43() -> Topology:
     return _state_resume(RESUME_INPUT_43)
 

@@ -783,6 +783,25 @@ def test_repartition_topic_keeps_its_committed_offset_and_is_a_backlog() -> None
     assert ranges(plan(no_commit, application=application))[f"{rep}-0"][:2] == (500, 800)
 
 
+def test_a_repartition_partition_without_backlog_says_it_receives_this_runs_records_not_that_it_is_empty() -> None:
+    """Issue 26 point 4: ``repartition_backlog, empty`` said the opposite of what happens; the partition has no
+    backlog, yet its task reads what stage 0 writes to it, which the hand-off then commits and deletes."""
+    rep = "app-agg-repartition"
+    extra = {rep: TopicState({0: part(500, 800)}, internal=True)}
+    application = app(
+        source_topics=("orders", rep), internal_source_topics=frozenset({rep}), subtopology_of={"orders": 0, rep: 1}
+    )
+    result = plan(snapshot({0: part(0, 1200)}, {O0: 1000, TopicPartition(rep, 0): 800}, extra_topics=extra),
+                  application=application)  # fmt: skip
+    receives = "records written by stage 0 of this run, which the hand-off commits and then deletes"
+    assert ranges(result)[f"{rep}-0"] == (800, 800, [{"code": "repartition_no_backlog", "receives": receives}])
+    [row] = [line for line in result.report().splitlines() if line.startswith(rep)]
+    assert row.split(maxsplit=5)[5] == f"repartition_no_backlog: receives {receives}"
+    assert {str(r.tp): r.appended_by_stage for r in result.ranges} == {"orders-0": None, f"{rep}-0": 0}
+    # an empty input partition is still just empty
+    assert ranges(plan(snapshot({0: part(0, 10)}, {O0: 10})))["orders-0"] == (10, 10, [{"code": "empty"}])
+
+
 def test_timestamps_needed_lists_every_instant() -> None:
     snap = snapshot({0: part(0, 3)}, now_ms=10_000)
     request = PlanRequest(start=ByDurationStart("PT1S"), end=ToDatetimeEnd(9_500))
