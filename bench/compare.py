@@ -45,7 +45,7 @@ from bench.conftest import RESULTS, machine
 from bench.measure import Measured, become_subreaper, run_measured
 from streamproc_dev.broker import libs_dir
 from streamproc_dev.conformance.oracle import ensure_oracle_jar
-from streamproc_dev.versions import cache_dir
+from streamproc_dev.conformance.reset_tool import tools_jar
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKLOADS = ("pass_through", "count", "window")
@@ -164,7 +164,7 @@ class Bench:
         app = (f"bench-ks-{api}-{workload.replace('_', '-')}-{data.records}-{data.partitions}p-t{threads}-{cache}"
                f"-c{cores}-{uuid.uuid4().hex[:6]}")  # fmt: skip
         state = Path(tempfile.mkdtemp(dir=self.work))
-        tools = cache_dir() / "kafka-tools-4.2.0" / "kafka-tools-4.2.0.jar"
+        tools = tools_jar()  # fetched from Maven Central on a fresh machine, as the planning oracle does
         reset = [*_taskset(cores), "java", "-cp", f"{libs_dir()}/*:{tools}", "org.apache.kafka.tools.StreamsResetter",
                  "--bootstrap-server", self.bootstrap, "--application-id", app, "--input-topics", data.topic,
                  "--to-earliest", "--force"]  # fmt: skip
