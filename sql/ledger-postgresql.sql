@@ -177,4 +177,12 @@ COMMENT ON COLUMN partition_lag.lag_before IS 'end - committed (end - planned st
 
 UPDATE alembic_version SET version_num='0002' WHERE alembic_version.version_num = '0001';
 
+-- Running upgrade 0002 -> 0003
+
+ALTER TABLE application_locks ADD COLUMN owner TEXT;
+
+COMMENT ON COLUMN application_locks.owner IS 'the process holding the lock (host@pid:start); none for an Airflow DAG run';
+
+UPDATE alembic_version SET version_num='0003' WHERE alembic_version.version_num = '0002';
+
 COMMIT;

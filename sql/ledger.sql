@@ -128,3 +128,9 @@ CREATE TABLE partition_lag (
 );
 
 UPDATE alembic_version SET version_num='0002' WHERE alembic_version.version_num = '0001';
+
+-- Running upgrade 0002 -> 0003
+
+ALTER TABLE application_locks ADD COLUMN owner TEXT;
+
+UPDATE alembic_version SET version_num='0003' WHERE alembic_version.version_num = '0002';

@@ -4,8 +4,9 @@ Each step is the step package's Python function, shown as the command of the sam
 topology text and the ledger are kept in ``--work-dir``, so that a run that stopped (a failure, ``--dry-run``,
 ``--no-handoff``) can be continued with the individual commands (``streamproc process``/``handoff --plan
 <work-dir>/plan.json``; the hand-off finds the run's ledger beside the plan). A re-run of ``streamproc run`` makes a
-new plan from the group's current offsets. The run is recorded in the ledger (``streamproc.ledger.run_recording``)
-as Airflow's runs are.
+new plan from the group's current offsets, except after a run whose process was killed: that run is taken over and
+resumed at the step it died in, with its plan (``cli/resume.py``). The run is recorded in the ledger
+(``streamproc.ledger.run_recording``) as Airflow's runs are.
 """
 
 from __future__ import annotations
@@ -34,10 +35,12 @@ from streamproc.cli.options import (
 from streamproc.cli.output import FAILURE_KEY, catch_errors
 from streamproc.cli.plan import show_plan
 from streamproc.cli.process import conf_settings, partition_counts, process_with_progress, show_process
+from streamproc.cli.resume import take_over_interrupted
 from streamproc.cli.topology import checked_topology
 from streamproc.errors import HandoffNotConfirmed
 
 if TYPE_CHECKING:
+    from streamproc.cli.resume import Resumption
     from streamproc.ledger.run_recording import RunRecording
 
 #: The plan ``streamproc run`` writes in its work directory (``streamproc process``/``handoff --plan`` take it).
@@ -155,16 +158,29 @@ def run_command(
 
     extras.require(extras.SPARK, "streamproc run")  # before the plan: a run must not stop at its process step
     from streamproc.ledger import run_ledger
+    from streamproc.ledger.owner import ProcessOwner
     from streamproc.ledger.run_recording import recorded_run
 
     times = StepTimes()
     ledger = ledger_url or run_ledger(work_dir)
+    owner = ProcessOwner.current()
+    # a run of this application whose process was killed is taken over and resumed, never planned anew (a dry run
+    # only plans: it is told the application is busy, and how to resume)
+    resumed = None if dry_run else take_over_interrupted(ledger, application_id, work_dir / PLAN_FILE, owner)
+    if resumed is not None:
+        click.echo(resumed.line(), err=True)
     try:
-        with recorded_run(ledger, application_id=application_id, failure=lambda: ctx.meta.get(FAILURE_KEY)) as run:
+        with recorded_run(
+            ledger,
+            application_id=application_id,
+            failure=lambda: ctx.meta.get(FAILURE_KEY),
+            owner=owner,
+            run_id=None if resumed is None else resumed.run_id,
+        ) as run:
             # every option but --ledger, as click parsed them (one list of names: the signatures below); a step's
             # error is printed inside the recording, which then records the printed line as why the run failed
             options = {name: value for name, value in ctx.params.items() if name != "ledger_url"}
-            catch_errors(_run_steps)(ctx, times, run, ledger=ledger, **options)
+            catch_errors(_run_steps)(ctx, times, run, resumed, ledger=ledger, **options)
     finally:
         if times.seconds:
             click.echo(times.line(), err=True)
@@ -174,6 +190,7 @@ def _run_steps(
     ctx: click.Context,
     times: StepTimes,
     run: RunRecording,
+    resumed: Resumption | None,
     *,
     ledger: str,
     bootstrap: str,
@@ -217,48 +234,52 @@ def _run_steps(
         describe = str(app_topology.describe())
         (work_dir / "topology.txt").write_text(describe, encoding="utf-8")
         config = client_config(bootstrap, client_settings)
-        plan = plan_run(
-            config,
-            application_id,
-            PlanRequest(),
-            topology=describe,
-            processing_guarantee=processing_guarantee,
-            state_dir=state_dir,
-            create_internal_topics=InternalTopicSettings.from_streams_settings(
-                internal_topic_settings(settings), store_kinds_of(app_topology)
+        if resumed is not None and resumed.plan is not None:
+            plan = resumed.plan  # the run's own plan, as the ledger recorded it when it was made
+        else:
+            plan = plan_run(
+                config,
+                application_id,
+                PlanRequest(),
+                topology=describe,
+                processing_guarantee=processing_guarantee,
+                state_dir=state_dir,
+                create_internal_topics=InternalTopicSettings.from_streams_settings(
+                    internal_topic_settings(settings), store_kinds_of(app_topology)
+                )
+                if create_internal_topics
+                else None,
+                dry_run=dry_run,
+                source_topic_changelogs=app_topology.source_topic_changelogs,
+                wait_for_empty_group_ms=wait_ms,
             )
-            if create_internal_topics
-            else None,
-            dry_run=dry_run,
-            source_topic_changelogs=app_topology.source_topic_changelogs,
-            wait_for_empty_group_ms=wait_ms,
-        )
-        plan_file = work_dir / PLAN_FILE
-        show_plan(ctx, plan, plan_file, dry_run=dry_run)
-        run.planned(plan)
+            show_plan(ctx, plan, work_dir / PLAN_FILE, dry_run=dry_run)
+            run.planned(plan)
     if dry_run:
         run.stopped_after_plan()
         return
-    with times.step("fetch"):
-        run.fetching()
-        fetched = fetch_plan(config, plan, store_uri)
-        show_fetch(ctx, fetched)
-        run.fetched(fetched)
-    with times.step("process"):
-        run.processing()
-        reports = process_with_progress(
-            plan,
-            store_uri=store_uri,
-            topology=topology,
-            master=master,
-            conf=conf_settings(conf_values),
-            partitions=partition_counts(partition_values),
-            state_dir=state_dir,
-            store_options={},
-            streams_settings=settings,
-        )
-        show_process(ctx, reports)
-        run.processed(reports)
+    if resumed is None or not resumed.skips("fetch"):
+        with times.step("fetch"):
+            run.fetching()
+            fetched = fetch_plan(config, plan, store_uri)
+            show_fetch(ctx, fetched)
+            run.fetched(fetched)
+    if resumed is None or not resumed.skips("process"):
+        with times.step("process"):
+            run.processing()
+            reports = process_with_progress(
+                plan,
+                store_uri=store_uri,
+                topology=topology,
+                master=master,
+                conf=conf_settings(conf_values),
+                partitions=partition_counts(partition_values),
+                state_dir=state_dir,
+                store_options={},
+                streams_settings=settings,
+            )
+            show_process(ctx, reports)
+            run.processed(reports)
     if no_handoff:
         return
     with times.step("hand-off"):

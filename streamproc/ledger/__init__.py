@@ -7,11 +7,12 @@ shows the DDL they run on each database. API contract: ``Ledger`` (one per proce
 from streamproc.errors import ApplicationBusy, LedgerError
 from streamproc.ledger.ledger import Ledger
 from streamproc.ledger.location import LEDGER_URL_ENV, handoff_ledger, ledger_url, run_ledger
-from streamproc.ledger.values import LagRow, LedgerStep, RangeRow, RunDetail, RunSummary, TaskRow
+from streamproc.ledger.values import InterruptedRun, LagRow, LedgerStep, RangeRow, RunDetail, RunSummary, TaskRow
 
 __all__ = [
     "LEDGER_URL_ENV",
     "ApplicationBusy",
+    "InterruptedRun",
     "LagRow",
     "Ledger",
     "LedgerError",

@@ -28,6 +28,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from streamproc.engine.global_state_task import GLOBAL_TASK_ID
 from streamproc.errors import ApplicationBusy, ConfigError, LedgerError
 from streamproc.ledger import queries as q
+from streamproc.ledger.owner import ProcessOwner
 from streamproc.ledger.schema import describe, open_engine, to_url
 from streamproc.ledger.values import (
     RUNNING,
@@ -35,6 +36,7 @@ from streamproc.ledger.values import (
     STEP_KINDS,
     TERMINAL_STATUSES,
     TRIGGERS,
+    InterruptedRun,
     LagRow,
     LedgerStep,
     RangeRow,
@@ -132,8 +134,13 @@ class Ledger:
         dag_id: str | None = None,
         dag_run_id: str | None = None,
         run_id: str | None = None,
+        owner: ProcessOwner | None = None,
     ) -> str:
         """Start a run (status ``running``, stage ``plan``) holding the application's lock; returns its run id.
+
+        ``owner``: the process running it (the CLI's own), recorded on the lock so that a re-run can tell that the
+        process was killed (``interrupted_run``, ``take_over``); ``None`` for runs whose steps are separate processes
+        (Airflow's tasks), which are never taken over.
 
         Raises ``ApplicationBusy`` when another active run of the application holds the lock. Beginning again with
         the same ``run_id`` (an Airflow retry) is allowed: the run is running again and keeps (or retakes) the lock.
@@ -170,12 +177,46 @@ class Ledger:
                 )
             else:
                 db.execute(q.RESTART_RUN, {"b_run_id": run_id, "status": RUNNING})
-            self._take_lock(db, application_id, run_id, started)
+            self._take_lock(db, application_id, run_id, started, None if owner is None else str(owner))
         return run_id
 
-    def _take_lock(self, db: Connection, application_id: str, run_id: str, locked_at: str) -> None:
+    def interrupted_run(self, application_id: str) -> InterruptedRun | None:
+        """The application's active run when its process is gone (``ledger/owner.py``), else ``None``."""
+        with self._transaction("read the application's lock") as db:
+            holder = db.execute(q.LOCK_HOLDER, {"application_id": application_id}).first()
+        if holder is None or holder.status != RUNNING:
+            return None
+        owner = ProcessOwner.parse(holder.owner)
+        if owner is None or not owner.is_gone():
+            return None
+        return InterruptedRun(
+            run_id=holder.run_id,
+            application_id=application_id,
+            stage=holder.stage,
+            plan_id=holder.plan_id,
+            started_at=holder.started_at,
+            owner=holder.owner,
+        )
+
+    def take_over(self, interrupted: InterruptedRun, owner: ProcessOwner) -> bool:
+        """Make ``owner`` the holder of the interrupted run's lock; False when another process took it first."""
+        with self._transaction("take over an interrupted run") as db:
+            moved = db.execute(
+                q.TAKE_OVER_FROM_OWNER,
+                {
+                    "b_application_id": interrupted.application_id,
+                    "b_holder": interrupted.run_id,
+                    "b_owner": interrupted.owner,
+                    "owner": str(owner),
+                    "locked_at": now(),
+                },
+            )
+        return moved.rowcount == 1
+
+    def _take_lock(self, db: Connection, application_id: str, run_id: str, locked_at: str, owner: str | None) -> None:
         taken = db.execute(
-            q.take_lock(self._dialect), {"application_id": application_id, "run_id": run_id, "locked_at": locked_at}
+            q.take_lock(self._dialect),
+            {"application_id": application_id, "run_id": run_id, "locked_at": locked_at, "owner": owner},
         )
         if taken.rowcount == 1:
             return
@@ -190,6 +231,7 @@ class Ledger:
                     "b_holder": holder.run_id,
                     "run_id": run_id,
                     "locked_at": locked_at,
+                    "owner": owner,
                 },
             )
             if moved.rowcount == 1:
@@ -201,11 +243,23 @@ class Ledger:
             started_at=holder.started_at,
             dag_id=holder.dag_id,
             dag_run_id=holder.dag_run_id,
-            hint=(
-                f"; if that run is dead (its process was killed), end it with "
-                f"`streamproc ledger finish {holder.run_id} --status failed --ledger <URL>`"
-            ),
+            hint=self._busy_hint(holder),
         )
+
+    def _busy_hint(self, holder: Any) -> str:
+        """What is known of the active run (its step, its process) and the one command for the case where it is
+        dead but cannot be seen to be (its process on another host)."""
+        owner = ProcessOwner.parse(holder.owner)
+        where = f"it is in its {holder.stage} step" + ("" if owner is None else f", run by {owner.describe()}")
+        finish = f"`streamproc ledger finish {holder.run_id} --status failed --ledger {self.url}`"
+        if owner is not None and owner.is_gone():
+            return (
+                f" (it was interrupted in its {holder.stage} step: {owner.describe()} is gone); `streamproc run` with "
+                f"the options it was started with (no --dry-run) takes it over and resumes it; to abandon it, {finish}"
+            )
+        if owner is not None and owner.host == ProcessOwner.current().host:
+            return f" ({where}); to abandon it instead, {finish}"
+        return f" ({where}); if that run is dead (its process was killed), end it with {finish}"
 
     def record_plan(self, run_id: str, plan: RunPlan, plan_id: str) -> None:
         """The run's plan: its id, its ranges (input and changelog restore), and the lag before per input partition

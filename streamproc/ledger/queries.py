@@ -100,9 +100,18 @@ RESTART_RUN: Update = (
     .values(status=bindparam("status"), finished_at=None, error=None)
 )
 
-#: The run holding an application's lock, with what names it in an error.
+#: The run holding an application's lock, with what names it in an error and what a takeover needs.
 LOCK_HOLDER: Select[Any] = (
-    select(runs.c.run_id, runs.c.status, runs.c.started_at, runs.c.dag_id, runs.c.dag_run_id)
+    select(
+        runs.c.run_id,
+        runs.c.status,
+        runs.c.started_at,
+        runs.c.dag_id,
+        runs.c.dag_run_id,
+        runs.c.stage,
+        runs.c.plan_id,
+        application_locks.c.owner,
+    )
     .select_from(application_locks.join(runs, runs.c.run_id == application_locks.c.run_id))
     .where(application_locks.c.application_id == bindparam("application_id"))
 )
@@ -114,7 +123,19 @@ TAKE_OVER_LOCK: Update = (
         application_locks.c.application_id == bindparam("b_application_id"),
         application_locks.c.run_id == bindparam("b_holder"),
     )
-    .values(run_id=bindparam("run_id"), locked_at=bindparam("locked_at"))
+    .values(run_id=bindparam("run_id"), locked_at=bindparam("locked_at"), owner=bindparam("owner"))
+)
+
+#: Take over the lock of a run whose owner is gone, only if that owner still holds it (compare-and-set: of two
+#: re-runs taking over at once, one wins).
+TAKE_OVER_FROM_OWNER: Update = (
+    update(application_locks)
+    .where(
+        application_locks.c.application_id == bindparam("b_application_id"),
+        application_locks.c.run_id == bindparam("b_holder"),
+        application_locks.c.owner == bindparam("b_owner"),
+    )
+    .values(owner=bindparam("owner"), locked_at=bindparam("locked_at"))
 )
 
 #: Release the locks a run holds.

@@ -18,6 +18,7 @@ from streamproc.ledger.ledger import Ledger
 
 if TYPE_CHECKING:
     from streamproc.fetch import RangeFetchResult
+    from streamproc.ledger.owner import ProcessOwner
     from streamproc.plan.run_plan import RunPlan
 
 log = logging.getLogger(__name__)
@@ -101,13 +102,16 @@ def recorded_run(
     application_id: str,
     trigger: str = "cli",
     failure: Callable[[], str | None] = lambda: None,
+    owner: ProcessOwner | None = None,
+    run_id: str | None = None,
 ) -> Iterator[RunRecording]:
     """Begin a run (``ApplicationBusy`` when another run of the application is active), yield it, and finish it:
     ``succeeded`` (or ``dry_run``); ``rejected`` when the hand-off was not confirmed; ``failed`` with the error's
     text on any error, an exit with an error status (``failure()`` gives the message the failing step printed) or
-    an interrupt. The error is re-raised: recording never swallows it."""
+    an interrupt. The error is re-raised: recording never swallows it. ``owner`` (the process) goes on the lock;
+    ``run_id`` continues a run this process took over (``Ledger.take_over``)."""
     with Ledger(ledger_url) as ledger:
-        run_id = ledger.begin_run(application_id=application_id, trigger=trigger)
+        run_id = ledger.begin_run(application_id=application_id, trigger=trigger, owner=owner, run_id=run_id)
         log.info("run %s of %s recorded in the ledger %s", run_id, application_id, ledger.url)
         recording = RunRecording(ledger, run_id)
         try:

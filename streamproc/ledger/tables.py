@@ -66,6 +66,12 @@ application_locks = Table(
     Column("application_id", Text, nullable=False),
     Column("run_id", Text, nullable=False, comment="the active run holding the lock"),
     Column("locked_at", Text, nullable=False),
+    Column(
+        "owner",
+        Text,
+        nullable=True,
+        comment="the process holding the lock (host@pid:start); none for an Airflow DAG run",
+    ),
     PrimaryKeyConstraint("application_id"),
     ForeignKeyConstraint(["run_id"], ["runs.run_id"]),
 )

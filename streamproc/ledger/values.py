@@ -33,6 +33,20 @@ class LedgerStep:
 
 
 @dataclass(frozen=True, slots=True)
+class InterruptedRun:
+    """A run still holding its application's lock whose process is gone (killed): a re-run takes it over and
+    resumes it at ``stage`` with its plan ``plan_id`` (``None``: it died before its plan was recorded)."""
+
+    run_id: str
+    application_id: str
+    stage: str
+    plan_id: str | None
+    started_at: str
+    #: the dead process, as the lock row named it (``host@pid:start``)
+    owner: str
+
+
+@dataclass(frozen=True, slots=True)
 class RunSummary:
     """One run as the run list shows it; the record counts are sums over its ranges and tasks."""
 

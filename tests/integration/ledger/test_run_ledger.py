@@ -25,6 +25,7 @@ from streamproc.fetch import FETCH_LIMITS
 from streamproc.ledger import Ledger
 from streamproc.plan.run_plan import RunPlan
 from streamproc.spark.job import plan_id
+from tests.conftest import PROJECT_ROOT
 from tests.integration.conftest import create_topic
 from tests.integration.handoff.test_handoff import answer_list_offsets, run
 from tests.integration.ledger import topologies
@@ -167,7 +168,8 @@ def test_a_run_that_resumes_an_interrupted_fetch_records_the_ranges_staged_total
     kafka_broker: str, admin: AdminClient, unique: Callable[[str], str], tmp_path: Path
 ) -> None:
     """``streamproc run`` is killed while fetching, after the first of its range's three segments was staged; the
-    next run fetches only the rest and records the range's every staged record, not only those it copied."""
+    same command run again takes the run over, fetches only the rest and records the range's every staged record,
+    not only those it copied."""
     app_id = unique("ledger-resumed")
     changelog = f"{app_id}-counts-changelog"
     create_topic(admin, topologies.RESUMED_INPUT)
@@ -190,7 +192,12 @@ def test_a_run_that_resumes_an_interrupted_fetch_records_the_ranges_staged_total
             "--master", "local[1]", "--no-handoff"]  # fmt: skip
 
     with (tmp_path / "killed-run.log").open("wb") as output:
-        killed = subprocess.Popen([STREAMPROC, *args], stdout=output, stderr=subprocess.STDOUT)  # noqa: S603
+        killed = subprocess.Popen(  # noqa: S603 - the project's own entry point; the test topology importable
+            [STREAMPROC, *args],
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)},
+        )
         try:
             while not (staged_when_killed := len(list(staging.rglob("*.manifest.json")))):
                 assert killed.poll() is None, (tmp_path / "killed-run.log").read_text()
@@ -202,14 +209,14 @@ def test_a_run_that_resumes_an_interrupted_fetch_records_the_ranges_staged_total
     ledger_file = work / "ledger.sqlite"
     with Ledger(ledger_file) as ledger:
         [dead] = ledger.runs(app_id)
-    assert (dead.status, dead.stage) == ("running", "fetch")  # it died: its lock is freed by hand
-    run("ledger", "finish", dead.run_id, "--ledger", str(ledger_file))
+    assert (dead.status, dead.stage) == ("running", "fetch")  # it died holding the application's lock
 
-    run(*args)
+    resumed_output = run(*args).output  # the same command: it takes the dead run over, no `ledger finish`
+    assert f"resuming interrupted run {dead.run_id} at its fetch step with its plan" in resumed_output
     with Ledger(ledger_file) as ledger:
-        resumed, _dead = ledger.runs(app_id)
+        [resumed] = ledger.runs(app_id)
         detail = ledger.run(resumed.run_id)
-    assert detail is not None and resumed.status == "succeeded"
+    assert detail is not None and (resumed.run_id, resumed.status) == (dead.run_id, "succeeded")
     [staged] = detail.ranges
     assert (staged.topic, staged.start, staged.end) == (topologies.RESUMED_INPUT, 0, RESUMED_RECORDS)
     assert (staged.records_planned, staged.records_staged) == (RESUMED_RECORDS, RESUMED_RECORDS)

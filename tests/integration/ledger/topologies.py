@@ -25,3 +25,9 @@ def count_of_a_missing_topic() -> Topology:
 def count_resumed() -> Topology:
     """The same program on the resumed-fetch test's topics."""
     return count_topology(RESUMED_INPUT, RESUMED_OUTPUT)
+
+
+def count_on(settings: dict[str, str]) -> Topology:
+    """The same program on the topics the application settings name (``test.input``, ``test.output``), so that
+    each test of a module has a pair of its own."""
+    return count_topology(settings["test.input"], settings["test.output"])
