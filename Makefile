@@ -17,7 +17,7 @@ PREREQ_ENV := .prereq.env
 # Runs a recipe's command with those tools.
 WITH_TOOLS := . ./$(PREREQ_ENV) &&
 
-.PHONY: prereq install test unit integration demo screenshots lint typecheck bench bench-quick bench-venv lock services clean conformance
+.PHONY: prereq install test unit integration demo screenshots lint typecheck bench bench-quick bench-venv lock services clean conformance chaos
 
 # Python 3.11, a JDK >= 17, Maven, Go >= 1.24, a C compiler, the PostgreSQL server and Chromium: checked before
 # anything else, installed where possible (apt-get as root; Go from the module proxy), else stop with the command.
@@ -67,6 +67,12 @@ test: services
 	echo "--- conformance report (exit $$conformance), the last lines of conformance/results/report.log:"; \
 	tail -n 15 conformance/results/report.log; \
 	exit $$(( tests != 0 || conformance != 0 ))
+
+# Chaos: `streamproc run` killed at points drawn at random, recovered by the same command (TRIALS=N, SEED=S replays).
+TRIALS ?= 20
+chaos: services
+	@$(WITH_TOOLS) STREAMPROC_CHAOS_TRIALS=$(TRIALS) STREAMPROC_CHAOS_SEED=$(SEED) \
+		$(BIN)/python -m pytest -n $(PYTEST_WORKERS) tests/integration/ledger/test_run_chaos.py $(PYTEST_ARGS)
 
 # Every shared and own scenario through streamproc and the real Kafka Streams oracle: task level and pure state
 # operations in one JVM, restore plans and the application level (ordering scenarios, 4 live runs each) through

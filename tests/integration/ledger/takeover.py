@@ -1,0 +1,183 @@
+"""A ``streamproc run`` killed, then the same command run again, then the final state checked on its own: the
+trial that ``test_run_takeover.py`` (chosen kills) and ``test_run_chaos.py`` (kills drawn at random) share."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient
+
+from streamproc.handoff.kill_points import KILL_AT_ENV
+from streamproc.kafka.cluster import read_committed_offsets
+from streamproc.ledger import Ledger
+from tests.conftest import PROJECT_ROOT
+from tests.integration.conftest import create_topic
+from tests.integration.handoff.test_handoff import answer_list_offsets, read_all
+from tests.integration.spark.conftest import wait_for_leaders
+
+STREAMPROC = str(Path(sys.executable).parent / "streamproc")
+PARTITIONS = 2
+RECORDS = 400
+KEYS = 23
+
+
+def _produce(bootstrap: str, topic: str, seed: int) -> dict[str, int]:
+    """The input, keyed at random: how many records each key has (its outputs must be exactly 1..n)."""
+    rng = random.Random(seed)
+    keys = [f"k{rng.randrange(KEYS)}" for _ in range(RECORDS)]
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i, key in enumerate(keys):
+        # one partition per key: its count is one task's, whose outputs are then exactly 1..n
+        producer.produce(topic, key=key.encode(), value=b"x", partition=int(key[1:]) % PARTITIONS, timestamp=1_000 + i)
+    assert producer.flush(60) == 0
+    return dict(Counter(keys))
+
+
+def _environment(kill_at: str | None = None) -> dict[str, str]:
+    """The test's environment, the repository importable (the topology is a test module), a kill point or none."""
+    env = {k: v for k, v in os.environ.items() if k != KILL_AT_ENV}
+    env["PYTHONPATH"] = str(PROJECT_ROOT)
+    if kill_at is not None:
+        env[KILL_AT_ENV] = kill_at
+    return env
+
+
+def _streamproc(args: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(  # noqa: S603 - the project's own entry point
+        [STREAMPROC, *args], capture_output=True, text=True, timeout=600, env=_environment(), check=False
+    )
+
+
+def _session(args: list[str], log: Path, kill_at: str | None) -> subprocess.Popen[bytes]:
+    env = _environment(kill_at)
+    if kill_at is not None:
+        env[KILL_AT_ENV] = kill_at
+    with log.open("ab") as output:
+        return subprocess.Popen(  # noqa: S603 - the project's own entry point
+            [STREAMPROC, *args], stdout=output, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+
+
+def _kill_session_in_stage(
+    process: subprocess.Popen[bytes], ledger_file: Path, stage: str, delay_s: float, log: Path
+) -> bool:
+    """SIGKILL the run's whole session ``delay_s`` after its ledger says it is in ``stage``; False when the run
+    ended first (a chaos trial whose kill came too late is a clean run, checked all the same)."""
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            assert process.returncode == 0, log.read_text()
+            return False
+        if ledger_file.exists():
+            with Ledger(ledger_file) as ledger:
+                runs = ledger.runs()
+            if runs and runs[0].stage == stage:
+                time.sleep(delay_s)
+                if process.poll() is not None:
+                    return False
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+                return True
+        time.sleep(0.05)
+    pytest.fail(f"the run never reached its {stage} step")
+
+
+@dataclass(frozen=True)
+class Kill:
+    """Where a trial kills the run: the whole session from outside once the ledger shows ``stage`` (after
+    ``delay_s``), or the hand-off's own kill point ``point`` (``in-transaction:0_1``, ``publish:0_0``, …)."""
+
+    stage: str | None = None
+    delay_s: float = 0.0
+    point: str | None = None
+    guarantee: str = "exactly_once_v2"
+
+    def __str__(self) -> str:
+        where = self.point or f"session {self.delay_s:.2f} s into {self.stage}"
+        return f"{where} ({self.guarantee})"
+
+
+def killed_and_run_again(
+    kill: Kill, kafka_broker: str, admin: AdminClient, app_id: str, tmp_path: Path, *, seed: int
+) -> bool:
+    """One trial: the run killed at ``kill``, then the same command again, then the final state checked
+    independently of the ledger's word. Returns whether the kill happened before the run ended."""
+    source, sink, changelog = f"{app_id}-in", f"{app_id}-out", f"{app_id}-counts-changelog"
+    for topic in (source, sink):
+        create_topic(admin, topic, partitions=PARTITIONS)
+    create_topic(admin, changelog, partitions=PARTITIONS, config={"cleanup.policy": "compact"})
+    wait_for_leaders(admin, source, sink, changelog)
+    answer_list_offsets(kafka_broker, [changelog, source], PARTITIONS)
+    per_key = _produce(kafka_broker, source, seed=seed)
+    work, state = tmp_path / "work", tmp_path / "state"
+    args = ["run", "--bootstrap", kafka_broker, "--application-id", app_id,
+            "--topology", "tests.integration.ledger.topologies:count_on",
+            "--streams-setting", f"test.input={source}", "--streams-setting", f"test.output={sink}",
+            "--store", str(tmp_path / "staging"), "--work-dir", str(work), "--state-dir", str(state),
+            "--master", "local[1]", "--processing-guarantee", kill.guarantee, "--yes"]  # fmt: skip
+    ledger_file, log = work / "ledger.sqlite", tmp_path / "run.log"
+
+    if kill.stage is not None:
+        killed = _kill_session_in_stage(_session(args, log, None), ledger_file, kill.stage, kill.delay_s, log)
+    else:
+        process = _session(args, log, kill.point)
+        code = process.wait(timeout=600)
+        assert code in (0, -signal.SIGKILL), log.read_text()
+        killed = code == -signal.SIGKILL
+    with Ledger(ledger_file) as ledger:
+        [first] = ledger.runs(app_id)
+    if killed:
+        assert first.status == "running", first
+        # a dry run does not take the run over: it says what happened and which command resumes it
+        dry = _streamproc([*args, "--dry-run"])
+        assert dry.returncode == 1, dry.stderr
+        [error] = [line for line in dry.stderr.splitlines() if line.startswith("error: ")]
+        assert f"run {first.run_id}" in error and f"interrupted in its {first.stage} step" in error, error
+        assert "takes it over and resumes it" in error and "--dry-run" in error, error
+
+        again = _streamproc(args)
+        assert again.returncode == 0, again.stderr + again.stdout
+        assert f"resuming interrupted run {first.run_id}" in again.stderr, again.stderr
+
+    with Ledger(ledger_file) as ledger:
+        runs = ledger.runs(app_id)
+        detail = ledger.run(first.run_id)
+    statuses = {r.run_id: r.status for r in runs}
+    assert statuses.pop(first.run_id) == "succeeded", runs  # the same run, taken over, not a second one
+    assert set(statuses.values()) <= {"failed"}, runs  # at most the refused dry run
+    assert detail is not None
+    ends = {f"{source}-{p}": n for p, n in _ends(kafka_broker, source).items()}
+    assert {lag.partition: (lag.committed_after, lag.lag_after) for lag in detail.lag} == {
+        name: (end, 0) for name, end in ends.items()
+    }
+    committed, unstable = read_committed_offsets(admin, app_id)
+    assert not unstable
+    assert {str(tp): c.offset for tp, c in committed.items()} == ends
+
+    outputs: dict[str, list[int]] = defaultdict(list)
+    for message in read_all(kafka_broker, sink, PARTITIONS):
+        outputs[message.key().decode()].append(int.from_bytes(message.value(), "big", signed=True))
+    expected = {key: list(range(1, n + 1)) for key, n in per_key.items()}
+    if kill.guarantee == "exactly_once_v2":  # each count once, read_committed
+        assert {key: sorted(values) for key, values in outputs.items()} == expected
+    else:  # at least once: every count, none skipped, none past n
+        assert {key: sorted(set(values)) for key, values in outputs.items()} == expected
+    for p in range(PARTITIONS):
+        assert (state / app_id / f"0_{p}" / ".checkpoint").is_file()
+    return killed
+
+
+def _ends(bootstrap: str, topic: str) -> dict[int, int]:
+    from tests.integration.handoff.test_handoff import log_ends
+
+    return log_ends(bootstrap, topic, PARTITIONS)
