@@ -201,6 +201,7 @@ def publish_task(
             producer.commit_transaction(TRANSACTION_TIMEOUT_S)
         except KafkaException as exc:
             raise _fail(task_id, txn_id, "committed its transaction", exc) from exc
+        kill_point(f"committed:{task_id}")  # committed in Kafka, not yet in the ledger: the reconciling re-run's case
     finally:
         group.close()
         try:
