@@ -22,6 +22,7 @@ from streamproc.handoff import guard
 from streamproc.handoff.kill_points import kill_point
 from streamproc.handoff.publish import publish_task, verify_committed
 from streamproc.handoff.purge import purge_partition
+from streamproc.handoff.reconcile import reconcile_with_kafka
 from streamproc.handoff.state_bundle import task_object, task_tar, write_manifest
 from streamproc.handoff.state_writer import (
     checkpoint_offsets,
@@ -195,12 +196,16 @@ def handoff(
             if done.detail.get("no_state"):
                 stateless_for_version.add(r.task_id)
 
-    from streamproc.kafka.cluster import read_committed_offsets, read_group
+    from streamproc.kafka.cluster import read_group
 
     group = read_group(admin, plan.application_id, client_config=client_config)  # members: their session timeouts
     guard.check_group(plan.application_id, group)
-    committed, unstable = read_committed_offsets(admin, plan.application_id)
-    guard.check_offsets(plan.application_id, guard.expected_offsets(plan, published), committed, unstable=unstable)
+    resolve = _end_offset_resolver(admin, plan)
+    times = {r.name: r.partition_time for r in plan.ranges}
+    planned_commits = {c.partition: (c.after, times.get(c.partition, -1)) for c in plan.commits}
+    # fences the unpublished tasks' transactional ids, records tasks Kafka shows this plan committed, checks offsets
+    published.update(reconcile_with_kafka(admin, client_config, plan, plan_id, results, ledger, published,
+                                          resolve=resolve, planned_commits=planned_commits))  # fmt: skip
     if state_dir is not None:
         guard.check_state_dir(state_dir, plan, skip_tasks=frozenset(checkpointed))
     _check_sink_topics(admin, results)
@@ -209,9 +214,6 @@ def handoff(
 
     directory = StateDirectory(state_dir, plan.application_id) if state_dir is not None else None
     restored_last = _restored_last(plan)
-    resolve = _end_offset_resolver(admin, plan)
-    times = {r.name: r.partition_time for r in plan.ranges}
-    planned_commits = {c.partition: (c.after, times.get(c.partition, -1)) for c in plan.commits}
     done_now: dict[str, list[str]] = {"publish": [], "checkpoint": [], "purge": []}
     skipped: list[str] = []
     if directory is not None:
