@@ -3,7 +3,8 @@
 Per task, in stage order: check the group is still empty, publish the task's records and commit its offsets in one
 transaction (read back and checked), record it; then write its state directory, ``.checkpoint`` last, record it.
 Then purge each repartition partition up to the offset just committed, record it. A re-run (after a crash, a
-refusal or a failed step) skips every recorded step; the guard accepts the offsets the recorded tasks committed.
+refusal or a failed step) skips every recorded step; the guard accepts the offsets the recorded tasks committed, and
+those Kafka shows this plan's own transactions committed unrecorded (``reconcile.py`` records them first).
 """
 
 from __future__ import annotations
