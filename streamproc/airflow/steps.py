@@ -241,6 +241,7 @@ def fetch_step(ref: DagRunRef, rng: Mapping[str, Any]) -> dict[str, Any]:
     records are the range's, not only the last attempt's (``RangeFetchResult.records_staged``).
     """
     from streamproc.fetch import FetchRange, fetch_ranges
+    from streamproc.kafka.transactions import fence_open_transactions
     from streamproc.plan.cluster_snapshot import IsolationLevel
 
     settings = read_settings(ref)
@@ -249,10 +250,13 @@ def fetch_step(ref: DagRunRef, rng: Mapping[str, Any]) -> dict[str, Any]:
         ledger.set_stage(ref.run_id, "fetch")
     client_config = KafkaClusterHook(settings.kafka_conn_id).client_config()
     store, options = _store(settings)
+    planned = FetchRange(**rng)
+    # a killed hand-off's open transaction holding this range back is aborted now, not at its timeout
+    fence_open_transactions(client_config, plan, only=[(planned.topic, planned.partition)])
     results = fetch_ranges(
         client_config,
         store,
-        [FetchRange(**rng)],
+        [planned],
         isolation=IsolationLevel(plan.isolation_level),
         parallelism=1,
         processes=2,

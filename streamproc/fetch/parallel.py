@@ -186,13 +186,16 @@ def fetch_plan(
 
     ``processes=0`` chooses: one per core (at most one per range) for fetches of
     :data:`PROCESS_PER_CORE_FROM_RECORDS` records or more, else one. An unreachable cluster is one error before
-    any range starts, not one per range after their timeouts.
+    any range starts, not one per range after their timeouts. A range that an open transaction of streamproc's own
+    hand-off holds back (a killed hand-off) is freed first by fencing the plan's transactional ids.
     """
     from streamproc.kafka import clients
+    from streamproc.kafka.transactions import fence_open_transactions
 
     ranges = planned_ranges(run_plan)
     options = dict(store_options or {})
     clients.admin(client_config)
+    fence_open_transactions(client_config, run_plan)  # a killed hand-off's transaction is aborted now, not later
     if processes == 0:
         large = sum(r.end - r.start for r in ranges) >= PROCESS_PER_CORE_FROM_RECORDS
         processes = min(os.cpu_count() or 1, len(ranges)) if large else 1

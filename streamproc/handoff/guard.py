@@ -8,7 +8,7 @@ saying what was found and what to do.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from streamproc.plan import preconditions, refusals
 from streamproc.plan.cluster_snapshot import CommittedOffset, GroupState, TopicPartition
 from streamproc.plan.run_plan import RunPlan
 from streamproc.plan.run_planner import GLOBAL_TASK
+from streamproc.state.commit_metadata import handoff_mark
 from streamproc.state.offset_checkpoint import OffsetCheckpoint
 from streamproc.state.state_directory import StateDirectory
 from streamproc.state.store_layout import checkpoint_path
@@ -58,26 +59,52 @@ def check_offsets(
     committed: Mapping[TopicPartition, CommittedOffset],
     *,
     unstable: bool = False,
+    pending: Sequence[TopicPartition] = (),
+    waited_s: float = 0.0,
+    plan_id: str | None = None,
 ) -> None:
-    """Refuse when any partition's committed offset differs from ``expected`` (``None``: nothing committed)."""
+    """Refuse when any partition's committed offset differs from ``expected`` (``None``: nothing committed), or a
+    transactional commit is still pending (``unstable``, on ``pending`` after ``waited_s``).
+
+    Each moved partition says whose commit it is, read from its metadata: streamproc's hand-off of another plan (or
+    of this plan at another offset), or not streamproc's at all (the application, another tool). Commits of this
+    plan's own tasks are recognised before this check (``handoff/reconcile.py``) and are in ``expected``.
+    """
     if unstable:
-        raise OffsetsMoved(
-            f"group '{application_id}' has a transactional offset commit pending (UNSTABLE_OFFSET_COMMIT): a "
-            "producer is still committing for it; wait until its transaction ends and re-plan"
-        )
+        raise OffsetsMoved(refusals.pending_commit_message(application_id, pending, waited_s, "run the hand-off again"))
     moved = []
     for tp, want in sorted(expected.items()):
         got = committed.get(tp)
         now = None if got is None else got.offset
         if now != want:
-            moved.append((tp, want, now))
+            moved.append((tp, want, got))
     if moved:
         planned = ", ".join(f"{tp}={_offset(want)}" for tp, want, _ in moved)
-        found = ", ".join(f"{tp}={_offset(now)}" for tp, _, now in moved)
+        found = ", ".join(f"{tp}={_offset(None if got is None else got.offset)}{_whose(got, plan_id)}"
+                          for tp, _, got in moved)  # fmt: skip
+        by_streamproc = any(got is not None and handoff_mark(got.metadata) is not None for _, _, got in moved)
+        meanwhile = (
+            "another streamproc hand-off of the application committed meanwhile"
+            if by_streamproc
+            else "the application (or another tool) processed records meanwhile"
+        )
         raise OffsetsMoved(
             f"group '{application_id}' committed offsets moved since the plan: planned {planned}; now {found}; "
-            "the application (or another tool) processed records meanwhile: make a new plan from the current offsets"
+            f"{meanwhile}: make a new plan from the current offsets"
         )
+
+
+def _whose(got: CommittedOffset | None, plan_id: str | None) -> str:
+    """Who committed ``got``, from its metadata's hand-off mark (``publish.commit_mark``: ``<plan id>/<task>``)."""
+    if got is None:
+        return ""
+    mark = handoff_mark(got.metadata)
+    if mark is None:
+        return " (not committed by streamproc's hand-off)"
+    plan, _, task = mark.partition("/")
+    if plan == plan_id:
+        return f" (committed by this plan's hand-off of task {task}, at another offset than it commits)"
+    return f" (committed by streamproc's hand-off of task {task} of another plan, {plan})"
 
 
 def _offset(offset: int | None) -> str:

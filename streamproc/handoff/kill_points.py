@@ -9,8 +9,9 @@ from __future__ import annotations
 import os
 import signal
 
-#: ``<point>:<subject>``: ``in-transaction:0_1`` (records produced, transaction open), ``publish:0_1`` (transaction
-#: committed and recorded), ``checkpoint:0_1``, ``purge:<topic>-<partition>``.
+#: ``<point>:<subject>``: ``in-transaction:0_1`` (records produced, transaction open), ``committed:0_1``
+#: (transaction committed, not yet recorded), ``publish:0_1`` (transaction committed and recorded),
+#: ``checkpoint:0_1``, ``purge:<topic>-<partition>``.
 KILL_AT_ENV = "STREAMPROC_HANDOFF_KILL_AT"
 
 

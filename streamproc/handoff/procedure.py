@@ -3,7 +3,8 @@
 Per task, in stage order: check the group is still empty, publish the task's records and commit its offsets in one
 transaction (read back and checked), record it; then write its state directory, ``.checkpoint`` last, record it.
 Then purge each repartition partition up to the offset just committed, record it. A re-run (after a crash, a
-refusal or a failed step) skips every recorded step; the guard accepts the offsets the recorded tasks committed.
+refusal or a failed step) skips every recorded step; the guard accepts the offsets the recorded tasks committed, and
+those Kafka shows this plan's own transactions committed unrecorded (``reconcile.py`` records them first).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from streamproc.handoff import guard
 from streamproc.handoff.kill_points import kill_point
 from streamproc.handoff.publish import publish_task, verify_committed
 from streamproc.handoff.purge import purge_partition
+from streamproc.handoff.reconcile import reconcile_with_kafka
 from streamproc.handoff.state_bundle import task_object, task_tar, write_manifest
 from streamproc.handoff.state_writer import (
     checkpoint_offsets,
@@ -231,12 +233,15 @@ def handoff(
             if done.detail.get("no_state"):
                 stateless_for_version.add(r.task_id)
 
-    from streamproc.kafka.cluster import read_committed_offsets, read_group
+    from streamproc.kafka.cluster import read_group
 
     group = read_group(admin, plan.application_id, client_config=client_config)  # members: their session timeouts
     guard.check_group(plan.application_id, group)
-    committed, unstable = read_committed_offsets(admin, plan.application_id)
-    guard.check_offsets(plan.application_id, guard.expected_offsets(plan, published), committed, unstable=unstable)
+    resolve = _end_offset_resolver(admin, plan)
+    planned = planned_commits(plan)
+    # fences the unpublished tasks' transactional ids, records tasks Kafka shows this plan committed, checks offsets
+    published.update(reconcile_with_kafka(admin, client_config, plan, plan_id, results, ledger, published,
+                                          resolve=resolve, planned_commits=planned))  # fmt: skip
     if state_dir is not None:
         guard.check_state_dir(state_dir, plan, skip_tasks=frozenset(checkpointed))
     _check_sink_topics(admin, results)
@@ -244,8 +249,6 @@ def handoff(
         warn_changelog_retention(admin, results, int(time.time() * 1000))
 
     directory = StateDirectory(state_dir, plan.application_id) if state_dir is not None else None
-    resolve = _end_offset_resolver(admin, plan)
-    planned = planned_commits(plan)
     done_now: dict[str, list[str]] = {"publish": [], "checkpoint": [], "purge": []}
     skipped: list[str] = []
     if directory is not None:

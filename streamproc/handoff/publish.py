@@ -6,11 +6,14 @@ that never joins, generation -1, which the broker accepts for an empty group, §
 Streams' commit metadata (the partition time, §8.2). Either all of it is visible to a read_committed reader, with
 the offsets committed, or none of it.
 
-The transactional id is ``<application.id>-streamproc-<plan id>-<task id>``: a re-run of the same hand-off after a
-crash uses the same id, so ``init_transactions`` fences the crashed attempt and aborts its open transaction before
-anything new is written. The hand-off itself never aborts: under at_least_once the application reads uncommitted
-records (its restore and main consumers are read_uncommitted), so a failed transaction is reported loudly and left
-for the re-run to fence, with what that means for the application.
+The transactional id is ``<application.id>-streamproc-<task id>`` (``streamproc.kafka.transactions``, the one rule):
+a re-run of the hand-off after a crash, or a later plan's fetch or hand-off, uses the same id, so
+``init_transactions`` fences the crashed attempt and aborts its open transaction before anything new is written.
+Each committed offset's metadata carries, after Kafka Streams' own fields, the mark of this plan and task
+(:func:`commit_mark`): after a crash between the commit and the ledger's record, the re-run recognises the commit
+as its own (``handoff/reconcile.py``). The hand-off itself never aborts: under at_least_once the application reads
+uncommitted records (its restore and main consumers are read_uncommitted), so a failed transaction is reported
+loudly and left for the re-run to fence, with what that means for the application.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from streamproc.handoff.kill_points import kill_point, pause_point
 from streamproc.handoff.task_results import Row, TaskResults, task_commits
 from streamproc.handoff.txn_offsets import send_offsets_to_transaction
 from streamproc.kafka import clients as kafka_clients
+from streamproc.kafka.transactions import transactional_id
 from streamproc.plan.cluster_snapshot import TopicPartition
 from streamproc.state.commit_metadata import TopicPartitionMetadata
 
@@ -39,9 +43,10 @@ TRANSACTION_TIMEOUT_S = 60.0
 DeliveryReport = Callable[[Any, Any], None]
 
 
-def transactional_id(application_id: str, plan_id: str, task_id: str) -> str:
-    """The task's transactional id: the same on every attempt of one plan's hand-off, so a retry fences the last."""
-    return f"{application_id}-streamproc-{plan_id}-{task_id}"
+def commit_mark(plan_id: str, task_id: str) -> str:
+    """What the task's committed offsets carry in their metadata (``state/commit_metadata.HANDOFF_MARK``): this
+    plan's hand-off of this task committed them."""
+    return f"{plan_id}/{task_id}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,8 +118,8 @@ def _fail(task_id: str, txn_id: str, what: str, exc: BaseException) -> HandoffEr
     name = error.name() if error is not None else type(exc).__name__
     if name in ("_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"):
         return HandoffError(
-            f"task [{task_id}] transactional id {txn_id} was fenced while it {what} ({name}): another hand-off of "
-            "the same plan is running; let it finish (streamproc handoff --status shows its steps)"
+            f"task [{task_id}] transactional id {txn_id} was fenced while it {what} ({name}): another hand-off (or "
+            "fetch) of the application took the id over; let it finish (streamproc handoff --status shows its steps)"
         )
     return HandoffError(
         f"task [{task_id}] {what} failed: {error.str() if error is not None else exc}; the transaction is left open, "
@@ -143,7 +148,8 @@ def publish_task(
     from confluent_kafka import TopicPartition as KafkaTopicPartition
 
     task_id = results.task_id
-    txn_id = transactional_id(application_id, plan_id, task_id)
+    txn_id = transactional_id(application_id, task_id)
+    mark = commit_mark(plan_id, task_id)
     changelog_partitions = frozenset(results.changelog_partitions())
     deliveries = _Deliveries()
     producer = kafka_clients.producer(
@@ -187,7 +193,7 @@ def publish_task(
         positions = []
         for commit in task_commits(results, planned_commits or {}, resolve_offset):
             offset = commit.next_offset
-            metadata = TopicPartitionMetadata(commit.partition_time).encode()
+            metadata = TopicPartitionMetadata(commit.partition_time).encode(handoff_mark=mark)
             positions.append(
                 KafkaTopicPartition(commit.partition.topic, commit.partition.partition, offset, metadata=metadata)
             )
@@ -199,6 +205,7 @@ def publish_task(
             producer.commit_transaction(TRANSACTION_TIMEOUT_S)
         except KafkaException as exc:
             raise _fail(task_id, txn_id, "committed its transaction", exc) from exc
+        kill_point(f"committed:{task_id}")  # committed in Kafka, not yet in the ledger: the reconciling re-run's case
     finally:
         group.close()
         try:

@@ -5,7 +5,8 @@ The plan rules (``streamproc.plan``) are pure; this adapter is their only window
 analysis), then, per topic the plan needs (sources, changelogs, global-store topics): partitions,
 ``cleanup.policy``, topic id, the log start (ListOffsets EARLIEST), the high watermark (LATEST, read_uncommitted)
 and the last stable offset (LATEST, read_committed); for the group: its state, members and committed offsets with
-their metadata (OffsetFetch with ``require_stable``); then, for the instants the request needs
+their metadata (OffsetFetch with ``require_stable``, the source partitions named, a pending commit waited for up to
+:data:`PENDING_COMMIT_WAIT_S`); then, for the instants the request needs
 (``positions.timestamps_needed``), ListOffsets by timestamp under the run's isolation level.
 
 The leader's log end offset is not exposed by the Admin API; on the single-replica logs this is built for, it
@@ -17,6 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from streamproc.errors import PlanError
@@ -261,39 +263,113 @@ def _streams_group(admin: Any, group_id: str) -> GroupState | None:
     return None
 
 
+#: How long a pending transactional offset commit on the partitions read is waited for before the plan or the
+#: hand-off is refused: a transaction ends within its producer's ``transaction.timeout.ms`` (60 s by default; Kafka
+#: Streams under exactly_once_v2: 10 s), which the broker enforces on its next abort check (every 10 s).
+PENDING_COMMIT_WAIT_S = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class GroupCommits:
+    """A group's committed offsets with their metadata, and what is still pending.
+
+    ``pending``: the partitions read by name whose transactional offset commit is not complete
+    (``UNSTABLE_OFFSET_COMMIT``); ``unstable``: a commit is pending, on one of them or on a partition the group had
+    committed before (then ``committed`` is empty: the coordinator answers for the whole group);
+    ``waited_s``: how long the read waited for them to end.
+    """
+
+    committed: dict[TopicPartition, CommittedOffset]
+    pending: tuple[TopicPartition, ...] = ()
+    unstable: bool = False
+    waited_s: float = 0.0
+
+
+def read_group_commits(
+    admin: Any,
+    group_id: str,
+    partitions: Collection[TopicPartition] = (),
+    *,
+    wait_s: float | None = None,
+    pending_wait_s: float | None = None,
+) -> GroupCommits:
+    """Committed offsets with metadata (``require_stable``), every committed partition's and ``partitions``' by
+    name, waiting up to ``pending_wait_s`` (default :data:`PENDING_COMMIT_WAIT_S`) while a commit is pending.
+
+    Naming the partitions is what makes a pending commit on a partition the group never committed visible: the
+    coordinator's list of all partitions holds committed ones only, and would show "nothing committed" there.
+    The group's coordinator is asked first (:func:`read_group`, waiting up to ``wait_s`` while it loads): listing
+    offsets from a coordinator that is still loading crashes librdkafka 2.16.
+    """
+    read_group(admin, group_id, wait_s=wait_s)
+    bound = PENDING_COMMIT_WAIT_S if pending_wait_s is None else pending_wait_s
+    started = time.monotonic()
+    named = sorted(set(partitions))
+    while True:
+        commits = _read_commits(admin, group_id, named)
+        waited = time.monotonic() - started
+        if not commits.unstable or waited >= bound:
+            return GroupCommits(commits.committed, commits.pending, commits.unstable, round(min(waited, bound), 1))
+        time.sleep(min(0.25, bound - waited))
+
+
 def read_committed_offsets(
     admin: Any, group_id: str, *, wait_s: float | None = None
 ) -> tuple[dict[TopicPartition, CommittedOffset], bool]:
-    """Committed offsets with metadata (``require_stable``); the flag says a transactional commit is pending.
-
-    The group's coordinator is asked first (:func:`read_group`, waiting up to ``wait_s`` while it loads): listing
-    offsets from a coordinator that is still loading crashes librdkafka 2.16.
+    """Every committed partition's offset with its metadata (``require_stable``, not waiting for a pending commit);
+    the flag says a transactional commit is pending (see :func:`read_group_commits`, which also names partitions).
 
     The offsets are listed through librdkafka's own API on ``admin``'s handle (``streamproc.kafka.librdkafka``), which
     reads each metadata string with its exact size: confluent-kafka 2.16's ``list_consumer_group_offsets`` reads
     librdkafka's copy, which is not NUL-terminated, as a C string and returns bytes past its end.
     """
+    commits = read_group_commits(admin, group_id, wait_s=wait_s, pending_wait_s=0.0)
+    return commits.committed, commits.unstable
+
+
+def _read_commits(admin: Any, group_id: str, named: Sequence[TopicPartition]) -> GroupCommits:
+    """One read: all committed partitions, then the ``named`` ones (each with its own pending commit)."""
+    committed, unstable, _ = _list_commits(admin, group_id, None)
+    if not named:
+        return GroupCommits(committed, (), unstable)
+    by_name, named_unstable, pending = _list_commits(admin, group_id, named)
+    if not unstable:
+        committed.update(by_name)
+    return GroupCommits(committed, tuple(pending), unstable or named_unstable or bool(pending))
+
+
+def _list_commits(
+    admin: Any, group_id: str, named: Sequence[TopicPartition] | None
+) -> tuple[dict[TopicPartition, CommittedOffset], bool, list[TopicPartition]]:
+    """(committed offsets, a pending commit answered for the whole group, the partitions with one pending)."""
     from confluent_kafka import KafkaException
 
     from streamproc.kafka.librdkafka import LibrdkafkaUnavailable, list_committed_offsets
 
-    read_group(admin, group_id, wait_s=wait_s)
     try:
-        listed = list_committed_offsets(admin, group_id, require_stable=True, timeout_s=_TIMEOUT_S)
+        listed = list_committed_offsets(
+            admin,
+            group_id,
+            require_stable=True,
+            timeout_s=_TIMEOUT_S,
+            partitions=None if named is None else [(tp.topic, tp.partition) for tp in named],
+        )
     except KafkaException as exc:
         name = _error_name(exc)
         if name == "UNSTABLE_OFFSET_COMMIT":
-            return {}, True
+            return {}, True, []
         if name == "GROUP_ID_NOT_FOUND":
-            return {}, False
+            return {}, False, []
         raise PlanError(f"could not read the committed offsets of group '{group_id}': {exc}") from exc
     except LibrdkafkaUnavailable as exc:
         raise PlanError(f"could not read the committed offsets of group '{group_id}': {exc}") from exc
-    committed = {}
+    committed: dict[TopicPartition, CommittedOffset] = {}
+    pending: list[TopicPartition] = []
     for tp in listed:
         if tp.error:
             if tp.error_name == "UNSTABLE_OFFSET_COMMIT":
-                return {}, True
+                pending.append(TopicPartition(tp.topic, tp.partition))
+                continue
             raise PlanError(
                 f"committed offset of {tp.topic}-{tp.partition} for group '{group_id}': {tp.error_name} "
                 "(the group coordinator's answer for this partition); run again, and check the broker's log if it "
@@ -302,7 +378,9 @@ def read_committed_offsets(
         if tp.offset == _OFFSET_INVALID or tp.offset < 0:
             continue
         committed[TopicPartition(tp.topic, tp.partition)] = CommittedOffset(tp.offset, tp.metadata)
-    return committed, False
+    if pending and named is None:  # the list of all partitions: report as before, for the whole group
+        return {}, True, []
+    return committed, False, sorted(pending)
 
 
 def _cleanup_policies(admin: Any, topics: list[str]) -> dict[str, str]:
@@ -371,7 +449,9 @@ class ClusterReader:
         policies = _cleanup_policies(admin, present)
         ids = _topic_ids(admin, present)
         group = read_group(admin, app.application_id, client_config=self._client_config)
-        committed, unstable = read_committed_offsets(admin, app.application_id)
+        # the source partitions by name: a pending transactional commit on one the group never committed is seen
+        sources = [TopicPartition(tp.topic, tp.partition) for tp in kafka_tps if tp.topic in app.source_topics]
+        commits = read_group_commits(admin, app.application_id, sources)
         by_key = {(tp.topic, tp.partition): tp for tp in kafka_tps}
 
         def partition_state(topic: str, partition: int, times: Mapping[int, int]) -> PartitionState:
@@ -399,10 +479,12 @@ class ClusterReader:
             }
             return ClusterSnapshot(
                 topics=topics,
-                committed=committed,
+                committed=commits.committed,
                 group=group,
                 now_ms=now_ms,
-                unstable_offsets=unstable,
+                unstable_offsets=commits.unstable,
+                pending_commits=commits.pending,
+                pending_waited_s=commits.waited_s,
                 partition_counts=self.partition_counts,
                 topic_ids=ids,
             )

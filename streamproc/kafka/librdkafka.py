@@ -32,6 +32,9 @@ from typing import Any
 
 from streamproc.errors import StreamprocError
 
+#: ``RD_KAFKA_OFFSET_INVALID``: "no offset" (a partition named in a request, or one without a committed offset).
+_OFFSET_INVALID = -1001
+
 
 class TopicPartitionStruct(ctypes.Structure):
     """``rd_kafka_topic_partition_t`` (librdkafka 2.x, public ABI)."""
@@ -208,8 +211,19 @@ class ListedOffset:
         return "" if not self.error else (librdkafka().rd_kafka_err2name(self.error) or b"").decode()
 
 
-def list_committed_offsets(admin: Any, group_id: str, *, require_stable: bool, timeout_s: float) -> list[ListedOffset]:
-    """``rd_kafka_ListConsumerGroupOffsets`` of every partition ``group_id`` committed, on ``admin``'s handle.
+def list_committed_offsets(
+    admin: Any,
+    group_id: str,
+    *,
+    require_stable: bool,
+    timeout_s: float,
+    partitions: Sequence[tuple[str, int]] | None = None,
+) -> list[ListedOffset]:
+    """``rd_kafka_ListConsumerGroupOffsets`` of every partition ``group_id`` committed, or of the ``partitions``
+    named (each answered, a negative offset where nothing is committed), on ``admin``'s handle.
+
+    Only named partitions answer ``UNSTABLE_OFFSET_COMMIT`` for a pending transactional commit the group never
+    committed before: the coordinator's list of all partitions holds committed ones only.
 
     Raises ``KafkaException`` as confluent-kafka's ``list_consumer_group_offsets`` future does: for the request
     (timeout, transport) and for the group (``GROUP_ID_NOT_FOUND``, ``UNSTABLE_OFFSET_COMMIT``, coordinator errors).
@@ -222,12 +236,18 @@ def list_committed_offsets(admin: Any, group_id: str, *, require_stable: bool, t
         if error:
             raise_error(error)
 
-    return _group_offsets_call(
-        admin, group_id, None, timeout_s, "ListConsumerGroupOffsets", configure=configure,
-        new=lib.rd_kafka_ListConsumerGroupOffsets_new, destroy=lib.rd_kafka_ListConsumerGroupOffsets_destroy,
-        call=lib.rd_kafka_ListConsumerGroupOffsets, result=lib.rd_kafka_event_ListConsumerGroupOffsets_result,
-        groups=lib.rd_kafka_ListConsumerGroupOffsets_result_groups,
-    )  # fmt: skip
+    def call(parts: int | None) -> list[ListedOffset]:
+        return _group_offsets_call(
+            admin, group_id, parts, timeout_s, "ListConsumerGroupOffsets", configure=configure,
+            new=lib.rd_kafka_ListConsumerGroupOffsets_new, destroy=lib.rd_kafka_ListConsumerGroupOffsets_destroy,
+            call=lib.rd_kafka_ListConsumerGroupOffsets, result=lib.rd_kafka_event_ListConsumerGroupOffsets_result,
+            groups=lib.rd_kafka_ListConsumerGroupOffsets_result_groups,
+        )  # fmt: skip
+
+    if partitions is None:
+        return call(None)
+    with partition_list([(topic, partition, _OFFSET_INVALID, "") for topic, partition in partitions]) as parts:
+        return call(parts)
 
 
 def alter_committed_offsets(

@@ -256,14 +256,55 @@ class RangeReader:
                 ev.reached_end_by = "eof_position"
                 ev.final_position = position.offset
                 return
-            raise FetchError(
-                f"{ev.topic}-{ev.partition} [{ev.start}, {ev.end}): the readable log ends at "
-                f"{position.offset} ({ev.isolation_level}), before the planned end; the log was "
-                "truncated or a transaction is still open. Re-plan the range"
-            )
+            raise FetchError(self._ended_early(consumer, position.offset))
         if error.code() in (_AUTO_OFFSET_RESET, _OFFSET_OUT_OF_RANGE):
             raise self._lost_to_retention(consumer, error)
         raise FetchError(f"{ev.topic}-{ev.partition} [{ev.start}, {ev.end}): {error.str()}")
+
+    def _ended_early(self, consumer: Any, position: int) -> str:
+        """What is true when the log ended before the planned end, in Kafka's terms: from which offset nothing more
+        was readable, and, asked of the broker, whether an open transaction holds the last stable offset back (its
+        records are there, a read_committed reader may not pass them until it ends) or the log is shorter."""
+        from confluent_kafka import TopicPartition
+
+        ev = self.evidence
+        # the consumer's position is "no offset" (librdkafka's -1001) when not one record was delivered
+        readable_to = position if position >= 0 else ev.start
+        prefix = f"{ev.topic}-{ev.partition} [{ev.start}, {ev.end}): no record is readable under {ev.isolation_level}"
+        where = f" from offset {readable_to} on" if position < 0 else f" past offset {readable_to - 1}"
+        try:
+            _low, stable = consumer.get_watermark_offsets(TopicPartition(ev.topic, ev.partition), timeout=10)
+            high = self._log_end()
+        except Exception as exc:  # the broker could not say more: what is known
+            log.info("could not read the offsets of %s-%d: %s", ev.topic, ev.partition, exc)
+            return (
+                f"{prefix}{where}, before the planned end: a transaction is still open on this partition, or the "
+                "log was truncated; re-plan the range"
+            )
+        if ev.isolation_level == READ_COMMITTED and stable < high and stable < ev.end:
+            return (
+                f"{prefix}{where}, before the planned end: a transaction is still open on this partition (its last "
+                f"stable offset is {stable}, its log end {high}); a streamproc hand-off killed mid-transaction is "
+                "fenced by running its hand-off or the fetch again, any other producer's transaction ends when it "
+                "commits, aborts or times out (transaction.timeout.ms); then fetch again"
+            )
+        return (
+            f"{prefix}{where}, before the planned end: the log ends at {high} (truncated since the plan?); re-plan "
+            "the range"
+        )
+
+    def _log_end(self) -> int:
+        """The partition's high watermark, read_uncommitted (this reader's consumer may be read_committed)."""
+        from confluent_kafka import TopicPartition
+
+        ev = self.evidence
+        settings: dict[str, object] = {"enable.auto.commit": False, "isolation.level": READ_UNCOMMITTED}
+        config = {"group.id": "streamproc-range-reader", **self._config}
+        reader = kafka_clients.consumer(config, topic=ev.topic, **settings)
+        try:
+            return int(reader.get_watermark_offsets(TopicPartition(ev.topic, ev.partition), timeout=10)[1])
+        finally:
+            reader.close()
 
     def _check_partition_exists(self, consumer: Any) -> None:
         """A topic deleted or shrunk since planning is named at once, instead of a read that never starts."""

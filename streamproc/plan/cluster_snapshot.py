@@ -146,7 +146,8 @@ class ClusterSnapshot:
     topic id per topic read, both from the same metadata. ``group`` is ``None`` when the group does not exist
     (``GroupIdNotFoundException``: inactive, nothing committed). ``now_ms`` is the plan's clock, read once per plan
     (planning.md §3 (d)). ``unstable_offsets`` is set by the adapter when OffsetFetch with ``require_stable`` kept
-    answering ``UNSTABLE_OFFSET_COMMIT``.
+    answering ``UNSTABLE_OFFSET_COMMIT`` for ``pending_waited_s``; ``pending_commits`` names the source partitions
+    it answered so for (the adapter names them: a first commit pending is invisible otherwise).
     """
 
     topics: Mapping[str, TopicState]
@@ -154,6 +155,8 @@ class ClusterSnapshot:
     group: GroupState | None = None
     now_ms: int | None = None
     unstable_offsets: bool = False
+    pending_commits: tuple[TopicPartition, ...] = ()
+    pending_waited_s: float = 0.0
     partition_counts: Mapping[str, int] = field(default_factory=dict)
     topic_ids: Mapping[str, str] = field(default_factory=dict)
 

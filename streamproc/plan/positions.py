@@ -65,6 +65,7 @@ from streamproc.plan.refusals import (
     PlanRefusal,
     ResetFileMismatch,
     UnstableOffsets,
+    pending_commit_message,
 )
 from streamproc.plan.reset_formats import (
     LONG_MIN,
@@ -228,8 +229,9 @@ def plan_ranges(snapshot: ClusterSnapshot, app: ApplicationSpec, request: PlanRe
     check_group(snapshot.group, app.application_id)
     if snapshot.unstable_offsets:
         raise UnstableOffsets(
-            f"group '{app.application_id}' has a pending transactional offset commit; wait for the transaction to "
-            f"finish or abort, then plan again"
+            pending_commit_message(
+                app.application_id, snapshot.pending_commits, snapshot.pending_waited_s, then="plan again"
+            )
         )
     check_topics(snapshot, app)
     check_partition_counts(snapshot, app)

@@ -9,6 +9,8 @@ the three refusals about topics (``MissingTopic``, ``NotCopartitioned``, ``Parti
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from streamproc.errors import MissingTopic, NotCopartitioned, PartitionCountChanged, PlanRefusal
 
 __all__ = [
@@ -42,6 +44,18 @@ class StreamsGroupRefused(PlanRefusal):
 
 class UnstableOffsets(PlanRefusal):
     """OffsetFetch kept answering ``UNSTABLE_OFFSET_COMMIT`` (a transactional offset commit is pending)."""
+
+
+def pending_commit_message(group_id: str, pending: Sequence[object], waited_s: float, then: str) -> str:
+    """The refusal of a pending transactional offset commit, the plan's and the hand-off's: where, for how long it
+    was waited for, whose it can be, and what to do."""
+    where = f"on {', '.join(str(tp) for tp in pending)} " if pending else "on partitions it committed before "
+    return (
+        f"group '{group_id}' has a transactional offset commit pending {where}(UNSTABLE_OFFSET_COMMIT), still after "
+        f"{waited_s:.0f} s: a producer's open transaction holds it (the application's, another tool's, or a killed "
+        "streamproc hand-off's: run that hand-off again, it fences its transactions first); wait until that "
+        f"transaction commits or aborts (the broker aborts it after the producer's transaction.timeout.ms), then {then}"
+    )
 
 
 class OffsetOutOfRange(PlanRefusal):

@@ -31,6 +31,14 @@ _BASE64_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01234567
 _BASE64_VALUES = {ch: i for i, ch in enumerate(_BASE64_ALPHABET)}
 
 
+#: What streamproc's hand-off writes after Kafka Streams' fields in the metadata of every offset it commits, then
+#: its plan and task: the proof, read back after a crash, that a commit was that hand-off's own transaction and not
+#: the application's. ``ProcessorMetadata.deserialize`` reads its entry count and entries and ignores what follows
+#: (4.2.0), so the application decodes exactly the partition time and processor metadata it would without it; its
+#: own next commit of the partition replaces the whole string.
+HANDOFF_MARK = b"streamproc-handoff:"
+
+
 class _BufferUnderflow(Exception):
     """``java.nio.BufferUnderflowException``."""
 
@@ -189,9 +197,17 @@ class TopicPartitionMetadata:
     def __post_init__(self) -> None:
         _check_long(self.partition_time, "partition time")
 
-    def encode(self) -> str:
-        """``TopicPartitionMetadata.encode``: ``base64(0x02 ‖ int64_be(partition time) ‖ processor metadata)``."""
+    def encode(self, *, handoff_mark: str | None = None) -> str:
+        """``TopicPartitionMetadata.encode``: ``base64(0x02 ‖ int64_be(partition time) ‖ processor metadata)``.
+
+        ``handoff_mark`` (streamproc's hand-off: its plan and task) follows the processor metadata, see
+        :data:`HANDOFF_MARK`: Kafka Streams decodes the same partition time and processor metadata as without it.
+        """
         payload = struct.pack(">bq", LATEST_MAGIC_BYTE, self.partition_time) + self.processor_metadata.serialize()
+        if handoff_mark is not None:
+            if not self.processor_metadata.entries:
+                payload += struct.pack(">i", 0)  # an explicit empty map: the mark is never read as one
+            payload += HANDOFF_MARK + handoff_mark.encode("utf-8")
         return java_base64_encode(payload)
 
     @classmethod
@@ -219,3 +235,24 @@ class TopicPartitionMetadata:
         except (_BufferUnderflow, _Base64Error):
             LOG.warning("Unsupported offset metadata found: %r", metadata)
         return cls(timestamp, processor_metadata)
+
+
+def handoff_mark(metadata: str) -> str | None:
+    """The mark :meth:`TopicPartitionMetadata.encode` appended (streamproc's hand-off), ``None`` for any other
+    metadata (Kafka Streams' own, another tool's, none)."""
+    try:
+        reader = _Reader(java_base64_decode(metadata))
+        if reader.get_byte() != LATEST_MAGIC_BYTE:
+            return None
+        reader.get_long()
+        if reader.remaining() < 4:
+            return None
+        for _ in range(reader.get_int()):  # the processor metadata's entries
+            reader.take(reader.get_int())
+            reader.get_long()
+        rest = reader.take(reader.remaining())
+    except (_BufferUnderflow, _Base64Error):
+        return None
+    if not rest.startswith(HANDOFF_MARK):
+        return None
+    return rest[len(HANDOFF_MARK) :].decode("utf-8", errors="replace")

@@ -23,13 +23,14 @@ from confluent_kafka.admin import AdminClient
 
 from streamproc.cli import main
 from streamproc.engine.records import TopicPartition
+from streamproc.handoff.guard import parse_partition
 from streamproc.handoff.procedure import handoff
 from streamproc.kafka.cluster import read_committed_offsets
 from streamproc.ledger import Ledger
 from streamproc.plan.run_plan import RunPlan
 from streamproc.spark.job import plan_id, task_work
 from streamproc.spark.task_runner import run_task
-from streamproc.state.commit_metadata import TopicPartitionMetadata
+from streamproc.state.commit_metadata import TopicPartitionMetadata, handoff_mark
 from streamproc.state.offset_checkpoint import OffsetCheckpoint
 from streamproc.storage import load_store
 from streamproc_dev.conformance.oracle import ORACLE_JAR, ensure_oracle_jar
@@ -192,10 +193,14 @@ def test_handoff_publishes_commits_checkpoints_and_a_rerun_skips_everything(
     assert {str(tp): c.offset for tp, c in committed.items()} == {c.partition: c.after for c in plan.commits}
     times = {k: v["partition_time"] for r in run_["reports"] for k, v in r["offsets"].items()}
     assert {str(tp): TopicPartitionMetadata.decode(c.metadata).partition_time for tp, c in committed.items()} == times
-    # ... as Kafka Streams itself reads it: 12 base64 characters, nothing after them (confluent-kafka's own
-    # send_offsets_to_transaction adds a NUL, which Kafka Streams cannot decode: partition time -1)
+    # ... marked as this plan's hand-off of its task (what a re-run after a crash recognises as its own commit) ...
+    marks = {str(tp): handoff_mark(c.metadata) for tp, c in committed.items()}
+    assert marks == {f"{topologies.INPUT}-{p}": f"{plan_id(plan)}/0_{p}" for p in range(PARTITIONS)}
+    # ... as Kafka Streams itself reads it: the partition time, from exactly the characters committed, nothing after
+    # them (confluent-kafka's own send_offsets_to_transaction adds a NUL, which Kafka Streams cannot decode: partition
+    # time -1); the mark after its fields is ignored
     assert kafka_streams_partition_times(committed_metadata_classpath, kafka_broker, app_id) == {
-        name: (12, partition_time) for name, partition_time in times.items()
+        name: (len(committed[parse_partition(name)].metadata), partition_time) for name, partition_time in times.items()
     }
 
     # Outputs: every count the tasks sent, visible to read_committed, nothing else.
@@ -233,12 +238,16 @@ def test_handoff_publishes_commits_checkpoints_and_a_rerun_skips_everything(
     assert "published 0 task(s), wrote 0 checkpoint(s)" in again.output and "4 step(s) already done" in again.output
     assert len(read_all(kafka_broker, topologies.OUTPUT, 2, start=before)) == RECORDS  # nothing published twice
 
-    # The same plan with a fresh ledger: the group's offsets are no longer the plan's, so nothing happens.
-    refused = run("handoff", "--bootstrap", kafka_broker, "--plan", str(run_["plan_file"]), "--store",
-                  str(run_["store"]), "--ledger", str(tmp_path / "other.sqlite"), "--yes", ok=False)  # fmt: skip
-    assert refused.exit_code == 1
-    assert "committed offsets moved since the plan: planned" in refused.output
-    assert "make a new plan from the current offsets" in refused.output
+    # The same plan with a fresh (lost) ledger: the ledger is reconciled with Kafka, whose offsets carry this plan's
+    # mark: both tasks are recognised as published, recorded, and nothing is published twice (issue #27, 2).
+    other = tmp_path / "other.sqlite"
+    lost = run("handoff", "--bootstrap", kafka_broker, "--plan", str(run_["plan_file"]), "--store",
+               str(run_["store"]), "--ledger", str(other), "--yes")  # fmt: skip
+    assert "published 0 task(s), wrote 0 checkpoint(s)" in lost.output and "2 step(s) already done" in lost.output
+    recognised = Ledger(other).steps(plan_id(plan))
+    assert [(s.kind, s.subject) for s in recognised] == [("publish", "0_0"), ("publish", "0_1")]
+    assert [s.detail["changelog_last"] for s in recognised] == [{f"{run_['changelog']}-{p}": last[p]} for p in (0, 1)]
+    assert len(read_all(kafka_broker, topologies.OUTPUT, 2, start=before)) == RECORDS
 
 
 def test_a_rerun_after_a_stop_at_a_step_boundary_finishes_the_rest(

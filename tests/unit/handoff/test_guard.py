@@ -65,10 +65,30 @@ def test_the_hand_off_and_the_plan_refuse_a_group_with_one_rule() -> None:
 def test_moved_offsets_are_refused_showing_both_sets() -> None:
     expected = {IN0: 10, IN1: None}
     guard.check_offsets(APP, expected, {IN0: CommittedOffset(10, "x")})
-    with pytest.raises(guard.OffsetsMoved, match=r"planned orders-0=10, orders-1=none; now orders-0=14, orders-1=3"):
+    not_ours = r" \(not committed by streamproc's hand-off\)"
+    with pytest.raises(
+        guard.OffsetsMoved,
+        match=rf"planned orders-0=10, orders-1=none; now orders-0=14{not_ours}, orders-1=3{not_ours}; the application "
+        r"\(or another tool\) processed records meanwhile",
+    ):
         guard.check_offsets(APP, expected, {IN0: CommittedOffset(14), IN1: CommittedOffset(3)})
     with pytest.raises(guard.OffsetsMoved, match="UNSTABLE_OFFSET_COMMIT"):
         guard.check_offsets(APP, expected, {}, unstable=True)
+
+
+def test_a_move_by_streamproc_says_which_plan_and_task_committed_it() -> None:
+    """The commit metadata's hand-off mark tells streamproc's commits from the application's (issue #27, 2)."""
+    from streamproc.state.commit_metadata import TopicPartitionMetadata
+
+    other = CommittedOffset(14, TopicPartitionMetadata(5).encode(handoff_mark="feedfeedfeedfeed/0_0"))
+    with pytest.raises(
+        guard.OffsetsMoved,
+        match=r"now orders-0=14 \(committed by streamproc's hand-off of task 0_0 of another plan, feedfeedfeedfeed\); "
+        r"another streamproc hand-off of the application committed meanwhile: make a new plan",
+    ):
+        guard.check_offsets(APP, {IN0: 10}, {IN0: other}, plan_id="0123456789abcdef")
+    with pytest.raises(guard.OffsetsMoved, match=r"by this plan's hand-off of task 0_0, at another offset"):
+        guard.check_offsets(APP, {IN0: 10}, {IN0: other}, plan_id="feedfeedfeedfeed")
 
 
 def test_offsets_a_recorded_task_committed_are_expected_on_a_rerun() -> None:

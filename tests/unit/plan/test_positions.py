@@ -698,7 +698,7 @@ def test_group_states(group: GroupState | None, active: bool) -> None:
 
 def test_unstable_offsets_are_refused() -> None:
     snap = ClusterSnapshot(topics={"orders": TopicState({0: part(0, 5)})}, unstable_offsets=True)
-    with pytest.raises(UnstableOffsets, match="pending transactional offset commit"):
+    with pytest.raises(UnstableOffsets, match="transactional offset commit pending on partitions it committed before"):
         plan(snap)
 
 

@@ -99,3 +99,19 @@ def test_round_trip(time: int, processor: dict[str, int]) -> None:
     decoded = TopicPartitionMetadata.decode(metadata.encode())
     assert decoded.partition_time == time
     assert decoded.processor_metadata.as_dict() == processor
+
+
+@pytest.mark.parametrize("entries", [(), (("counts", 1699999940000),)])
+def test_a_handoff_mark_decodes_as_kafka_streams_own_and_reads_back(entries: tuple[tuple[str, int], ...]) -> None:
+    """The mark follows the processor metadata (an explicit empty map when there is none), which Kafka Streams'
+    ``ProcessorMetadata.deserialize`` ignores: the decoded value is the same as without it (issue #27, 2)."""
+    from streamproc.state.commit_metadata import handoff_mark
+
+    plain = TopicPartitionMetadata(1700000000000, ProcessorMetadata(entries))
+    marked = plain.encode(handoff_mark="0123456789abcdef/1_3")
+    assert marked != plain.encode()
+    assert TopicPartitionMetadata.decode(marked) == plain
+    assert handoff_mark(marked) == "0123456789abcdef/1_3"
+    assert handoff_mark(plain.encode()) is None
+    for other in ("", "not base64!", "AQAAAYvP5WgA", "AgAAAYvP5WgAAAAAAA=="):
+        assert handoff_mark(other) is None
