@@ -47,6 +47,8 @@ with DAG(
         task_id="approve_handoff",
         subject="Hand off plan {{ ti.xcom_pull(task_ids='plan', key='plan')['plan_id'] }} "
         "of {{ params.application_id }}?",
-        body="{{ ti.xcom_pull(task_ids='process', key='handoff_preview')['preview_markdown'] }}",
+        # the exact preview the process task left; the plan's when it left none (a process task marked success by hand)
+        body="{{ (ti.xcom_pull(task_ids='process', key='handoff_preview') "
+        "or ti.xcom_pull(task_ids='plan', key='plan'))['preview_markdown'] }}",
     )
     chain(process, approve, handoff())
