@@ -175,7 +175,7 @@ def reset_cluster(bootstrap: str, partitions: int) -> None:
     ``partitions`` each, kept forever (the orders are up to three weeks old: the default 7-day retention would delete
     them), so every demo starts the same way. Returns once every new partition answers ListOffsets."""
     from confluent_kafka import KafkaError, KafkaException, TopicPartition
-    from confluent_kafka.admin import NewTopic, OffsetSpec
+    from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
     from streamproc.kafka import clients
 
@@ -207,6 +207,8 @@ def reset_cluster(bootstrap: str, partitions: int) -> None:
         except Exception:
             if attempt == 299:
                 raise
+            if attempt % 25 == 24:  # a client that saw the deleted topics may keep answering from their metadata
+                admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
             time.sleep(0.2)
 
 
