@@ -16,13 +16,13 @@ from airflow.sdk import DAG, chain, get_current_context, task
 from streamproc.airflow import steps
 from streamproc.airflow.operators import HandoffApprovalOperator
 from streamproc.airflow.params import backfill_params, run_settings
-from streamproc.airflow.tasks import handoff, stage_and_process
+from streamproc.airflow.tasks import default_args, handoff, stage_and_process
 
 with DAG(
     dag_id="streamproc_backfill",
     schedule=None,
     params=backfill_params(),
-    default_args={"on_failure_callback": steps.record_failure, "retries": 0},
+    default_args=default_args(),
     tags=["streamproc"],
     doc_md=__doc__,
     render_template_as_native_obj=False,
@@ -33,13 +33,14 @@ with DAG(
         """Plan the window the form asks for (dry run: stop here)."""
         context = get_current_context()
         params = context["params"]
-        info = steps.plan_step(
-            steps.DagRunRef.from_context(context),
-            application_id=str(params.get("application_id") or ""),
-            settings=lambda: run_settings(params),
-            trigger="manual",
-            skip_when_nothing_new=False,
-        )
+        with steps.no_futile_retry():
+            info = steps.plan_step(
+                steps.DagRunRef.from_context(context),
+                application_id=str(params.get("application_id") or ""),
+                settings=lambda: run_settings(params),
+                trigger="manual",
+                skip_when_nothing_new=False,
+            )
         return steps.plan_result(context, info)
 
     process = stage_and_process(plan())

@@ -14,7 +14,7 @@ from airflow.sdk import DAG, Variable, chain, get_current_context, task
 
 from streamproc.airflow import steps
 from streamproc.airflow.params import INCREMENTAL_VARIABLE, incremental_params, incremental_settings, incremental_values
-from streamproc.airflow.tasks import handoff, stage_and_process
+from streamproc.airflow.tasks import default_args, handoff, stage_and_process
 
 with DAG(
     dag_id="streamproc_incremental",
@@ -22,7 +22,7 @@ with DAG(
     max_active_runs=1,
     catchup=False,
     params=incremental_params(),
-    default_args={"on_failure_callback": steps.record_failure, "retries": 0},
+    default_args=default_args(),
     tags=["streamproc"],
     doc_md=__doc__,
 ) as dag:
@@ -31,16 +31,17 @@ with DAG(
     def plan() -> list[dict[str, Any]]:
         """Plan committed → latest; skip the run when no input partition has a new record."""
         context = get_current_context()
-        values = incremental_values(
-            context["params"], Variable.get(INCREMENTAL_VARIABLE, default=None, deserialize_json=True)
-        )
-        info = steps.plan_step(
-            steps.DagRunRef.from_context(context),
-            application_id=str(values["application_id"]),
-            settings=lambda: incremental_settings(values),
-            trigger="scheduled",
-            skip_when_nothing_new=True,
-        )
+        with steps.no_futile_retry():
+            values = incremental_values(
+                context["params"], Variable.get(INCREMENTAL_VARIABLE, default=None, deserialize_json=True)
+            )
+            info = steps.plan_step(
+                steps.DagRunRef.from_context(context),
+                application_id=str(values["application_id"]),
+                settings=lambda: incremental_settings(values),
+                trigger="scheduled",
+                skip_when_nothing_new=True,
+            )
         return steps.plan_result(context, info)
 
     chain(stage_and_process(plan()), handoff())

@@ -239,5 +239,10 @@ class ApplicationBusy(LedgerError):
         )
 
 
+class RunEnded(LedgerError):
+    """A step of a run that already ended (succeeded, rejected, a dry run, skipped) was run again: it is not resumed,
+    since its hand-off is done or was refused; a new run is the way on."""
+
+
 class HandoffNotConfirmed(ConfigError):
     """The user answered no to the hand-off's confirmation: nothing was handed off (the run is recorded rejected)."""

@@ -52,11 +52,15 @@ class ProcessOperator(_spark_submit_operator()):  # type: ignore[misc]
         self.plan_task_id = plan_task_id
 
     def execute(self, context: Any) -> Any:
+        with steps.no_futile_retry():
+            return self._process(context)
+
+    def _process(self, context: Any) -> Any:
         ref = steps.DagRunRef.from_context(context)
         settings = steps.read_settings(ref)
         self._conn_id = settings.spark_conn_id
         require_connection(self._conn_id, "the Spark master")
-        steps.set_stage(ref, "process")
+        steps.enter_stage(ref, "process")
         plan_info = context["ti"].xcom_pull(task_ids=self.plan_task_id, key=steps.PLAN_XCOM_KEY)
         args, environment = steps.process_arguments(ref, plan_info)
         self.application_args = args
@@ -83,7 +87,7 @@ class HandoffApprovalOperator(_approval_operator()):  # type: ignore[misc]
     """Approve or reject the hand-off the body previews; a rejection is the run's end in the ledger."""
 
     def execute(self, context: Any) -> Any:
-        steps.set_stage(steps.DagRunRef.from_context(context), "approval")
+        steps.enter_stage(steps.DagRunRef.from_context(context), "approval")
         return super().execute(context)
 
     def execute_complete(self, context: Any, event: dict[str, Any]) -> Any:

@@ -17,7 +17,8 @@ import json
 import logging
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from streamproc.airflow.hooks import KafkaClusterHook, store_options
 from streamproc.airflow.ledger_location import airflow_home
 from streamproc.airflow.ledger_location import ledger_location as shared_ledger_location
 from streamproc.airflow.params import RunSettings
-from streamproc.errors import ConfigError, StorageError
+from streamproc.errors import ConfigError, PlanError, RunEnded, StorageError, TopologyError
 from streamproc.ledger import Ledger
 
 log = logging.getLogger(__name__)
@@ -82,6 +83,28 @@ class DagRunRef:
 
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.=-]+", "_", name)
+
+
+# ---------------------------------------------------------------------------------------------------- retries
+@contextmanager
+def no_futile_retry() -> Iterator[None]:
+    """A task's body, retried by Airflow only where a retry can mend it.
+
+    The DAGs retry every task (``tasks.default_args``): a process killed or a machine lost, a broker, store or
+    registry that did not answer, are mended by running the step again, which carries the same run on. A bad
+    setting, a refused plan, a busy application, a group whose offsets moved, a refused state directory or a run
+    that already ended are not: those fail the task at once (``AirflowFailException``), with the error's name and
+    message, so the form's user reads why within seconds rather than after every retry.
+    """
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from streamproc.handoff.guard import OffsetsMoved, StateDirRefused
+    from streamproc.ledger import ApplicationBusy
+
+    try:
+        yield
+    except (ConfigError, TopologyError, PlanError, ApplicationBusy, RunEnded, OffsetsMoved, StateDirRefused) as exc:
+        raise AirflowFailException(f"{type(exc).__name__}: {exc}") from exc
 
 
 # --------------------------------------------------------------------------------------------------- settings
@@ -153,13 +176,16 @@ def plan_step(
 
     with open_ledger() as ledger:
         try:
-            ledger.begin_run(
-                application_id=application_id,
-                trigger=trigger,
-                dag_id=ref.dag_id,
-                dag_run_id=ref.dag_run_id,
-                run_id=ref.run_id,
-            )
+            if ledger.run(ref.run_id) is None:
+                ledger.begin_run(
+                    application_id=application_id,
+                    trigger=trigger,
+                    dag_id=ref.dag_id,
+                    dag_run_id=ref.dag_run_id,
+                    run_id=ref.run_id,
+                )
+            else:  # the plan task retried, or cleared with the run
+                ledger.resume_run(ref.run_id)
         except ApplicationBusy as exc:  # the ledger shows this DAG run too, failed, and why
             ledger.record_refused_run(
                 application_id=application_id,
@@ -177,20 +203,24 @@ def plan_step(
     app_settings = schema_registry_settings(run.schema_registry_conn_id)
     topology = checked_topology(run.topology, app_settings, application_id=run.application_id)
     state_dir = Path(run.state_dir) if run.state_dir else None
-    plan = plan_run(
-        client_config,
-        run.application_id,
-        run.request,
-        topology=str(topology.describe()),
-        processing_guarantee=run.processing_guarantee,
-        state_dir=state_dir,
-        source_topic_changelogs=topology.source_topic_changelogs,
-        wait_for_empty_group_ms=run.wait_for_empty_group_ms(),
-    )
-    plan_id = plan_hash(plan)
+    if state_dir is not None and not state_dir.is_dir():  # the process and hand-off tasks would refuse it later
+        raise ConfigError(f"param 'state_dir': {state_dir} is not a directory on this worker")
     work = ref.work_dir()
-    work.mkdir(parents=True, exist_ok=True)
-    plan.write(work / PLAN_FILE)
+    plan = handed_off_in_part(ref)
+    if plan is None:
+        plan = plan_run(
+            client_config,
+            run.application_id,
+            run.request,
+            topology=str(topology.describe()),
+            processing_guarantee=run.processing_guarantee,
+            state_dir=state_dir,
+            source_topic_changelogs=topology.source_topic_changelogs,
+            wait_for_empty_group_ms=run.wait_for_empty_group_ms(),
+        )
+        work.mkdir(parents=True, exist_ok=True)
+        plan.write(work / PLAN_FILE)
+    plan_id = plan_hash(plan)
     _write_settings(ref, run)
     shown = preview(plan, plan_id, state_dir)
     log.info("Plan %s of application '%s':\n%s", plan_id, run.application_id, plan.report())
@@ -221,6 +251,29 @@ def plan_step(
     }
 
 
+def handed_off_in_part(ref: DagRunRef) -> Any:
+    """The DAG run's own plan when its hand-off has begun (the ledger holds a step of it), else ``None``.
+
+    A plan task run again after the hand-off began (the whole run cleared) must not plan anew: the new plan would
+    start from offsets that some tasks' commits moved and others' did not. It keeps the plan the hand-off is
+    carrying out, and the later tasks finish that one.
+    """
+    with open_ledger() as ledger:
+        detail = ledger.run(ref.run_id)
+        plan_id = None if detail is None else detail.summary.plan_id
+        if plan_id is None or not ledger.steps(plan_id):
+            return None
+    plan, kept_id = read_plan(ref)
+    if kept_id != plan_id:
+        raise ConfigError(
+            f"the hand-off of plan {plan_id} of DAG run '{ref.dag_run_id}' has begun, but "
+            f"{ref.work_dir() / PLAN_FILE} holds plan {kept_id}: restore that plan file to finish the hand-off, or "
+            f"abandon the run with `streamproc ledger finish {ref.run_id} --status failed`"
+        )
+    log.info("the hand-off of plan %s has begun: this run keeps its plan and finishes it", plan_id)
+    return plan
+
+
 PLAN_XCOM_KEY = "plan"
 
 
@@ -246,8 +299,7 @@ def fetch_step(ref: DagRunRef, rng: Mapping[str, Any]) -> dict[str, Any]:
 
     settings = read_settings(ref)
     plan, _plan_id = read_plan(ref)
-    with open_ledger() as ledger:
-        ledger.set_stage(ref.run_id, "fetch")
+    enter_stage(ref, "fetch")
     client_config = KafkaClusterHook(settings.kafka_conn_id).client_config()
     store, options = _store(settings)
     planned = FetchRange(**rng)
@@ -282,8 +334,7 @@ def verify_step(ref: DagRunRef) -> dict[str, Any]:
 
     settings = read_settings(ref)
     plan, _plan_id = read_plan(ref)
-    with open_ledger() as ledger:
-        ledger.set_stage(ref.run_id, "verify")
+    enter_stage(ref, "verify")
     store, _options = _store(settings)
     report = verify(store, planned=planned_ranges(plan))
     for problem in report.problems:
@@ -359,8 +410,11 @@ def handoff_preview(ref: DagRunRef) -> dict[str, Any]:
     return {"preview": shown, "preview_markdown": preview_markdown(shown)}
 
 
-def set_stage(ref: DagRunRef, stage: str) -> None:
+def enter_stage(ref: DagRunRef, stage: str) -> None:
+    """The run's next step begins: a retried or cleared task carries the same run on (``Ledger.resume_run``: running
+    again, its lock retaken, or one clear refusal when it ended otherwise), then the ledger shows the step."""
     with open_ledger() as ledger:
+        ledger.resume_run(ref.run_id)
         ledger.set_stage(ref.run_id, stage)
 
 
@@ -380,8 +434,8 @@ def handoff_step(ref: DagRunRef) -> dict[str, Any]:
     hook = KafkaClusterHook(settings.kafka_conn_id)
     client_config = hook.client_config()
     store, _options = _store(settings)
+    enter_stage(ref, "handoff")
     with open_ledger() as ledger:
-        ledger.set_stage(ref.run_id, "handoff")
         summary = handoff(
             plan,
             plan_id,

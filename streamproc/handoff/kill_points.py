@@ -22,7 +22,8 @@ def kill_point(name: str) -> None:
 
 
 #: ``<point>:<subject>`` where the hand-off pauses (the fenced-producer test: another producer takes the task's
-#: transactional id meanwhile); ``STREAMPROC_HANDOFF_PAUSE_DIR`` gets ``paused``, the run goes on at ``resume``.
+#: transactional id meanwhile; the Airflow recovery test: the paused task's process is killed);
+#: ``STREAMPROC_HANDOFF_PAUSE_DIR`` gets ``paused`` (holding the process id), the run goes on at ``resume``.
 PAUSE_AT_ENV = "STREAMPROC_HANDOFF_PAUSE_AT"
 PAUSE_DIR_ENV = "STREAMPROC_HANDOFF_PAUSE_DIR"
 
@@ -35,7 +36,7 @@ def pause_point(name: str, timeout_s: float = 120.0) -> None:
     from pathlib import Path
 
     directory = Path(os.environ[PAUSE_DIR_ENV])
-    (directory / "paused").touch()
+    (directory / "paused").write_text(str(os.getpid()), encoding="ascii")
     deadline = time.monotonic() + timeout_s
     while not (directory / "resume").exists() and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -451,7 +451,14 @@ class ClusterReader:
         group = read_group(admin, app.application_id, client_config=self._client_config)
         # the source partitions by name: a pending transactional commit on one the group never committed is seen
         sources = [TopicPartition(tp.topic, tp.partition) for tp in kafka_tps if tp.topic in app.source_topics]
-        commits = read_group_commits(admin, app.application_id, sources)
+        commits = read_group_commits(admin, app.application_id, sources, pending_wait_s=0.0)
+        if commits.unstable:
+            from streamproc.kafka.transactions import fence_for_pending_commits
+
+            pending = commits.pending or sources  # the coordinator answered for the whole group: any of them
+            fence_for_pending_commits(self._client_config, app.application_id, app.subtopology_of,
+                                      [(tp.topic, tp.partition) for tp in pending])  # fmt: skip
+            commits = read_group_commits(admin, app.application_id, sources)
         by_key = {(tp.topic, tp.partition): tp for tp in kafka_tps}
 
         def partition_state(topic: str, partition: int, times: Mapping[int, int]) -> PartitionState:

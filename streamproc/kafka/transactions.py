@@ -125,3 +125,27 @@ def fence_open_transactions(
     )
     fence(client_config, ids)
     return ids
+
+
+def fence_for_pending_commits(
+    client_config: Mapping[str, object],
+    application_id: str,
+    subtopology_of: Mapping[str, int],
+    pending: Sequence[tuple[str, int]],
+) -> list[str]:
+    """A transactional offset commit of the group is pending on ``pending`` (source partitions; all of them when the
+    coordinator did not say which): fence the hand-off's transactional ids of the tasks reading them, so that a
+    killed hand-off's open transaction, whose commit it is, is aborted now rather than waited for until the
+    broker's transaction timeout. Another producer's commit (the application's, another tool's) stays pending and
+    is then waited for or reported as before. Returns the ids fenced."""
+    tasks = sorted({f"{subtopology_of[topic]}_{partition}" for topic, partition in pending if topic in subtopology_of})
+    ids = [transactional_id(application_id, task_id) for task_id in tasks]
+    if ids:
+        log.warning(
+            "group '%s' has a transactional offset commit pending; fencing the hand-off's transactional ids of "
+            "task(s) %s (a killed hand-off's transaction is aborted now; another producer's is waited for)",
+            application_id,
+            ", ".join(tasks),
+        )
+        fence(client_config, ids)
+    return ids

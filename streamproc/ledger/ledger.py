@@ -26,7 +26,7 @@ from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from streamproc.engine.global_state_task import GLOBAL_TASK_ID
-from streamproc.errors import ApplicationBusy, ConfigError, LedgerError
+from streamproc.errors import ApplicationBusy, ConfigError, LedgerError, RunEnded
 from streamproc.ledger import queries as q
 from streamproc.ledger.owner import ProcessOwner
 from streamproc.ledger.schema import describe, open_engine, to_url
@@ -179,6 +179,28 @@ class Ledger:
                 db.execute(q.RESTART_RUN, {"b_run_id": run_id, "status": RUNNING})
             self._take_lock(db, application_id, run_id, started, None if owner is None else str(owner))
         return run_id
+
+    def resume_run(self, run_id: str) -> None:
+        """Carry on with run ``run_id`` in a step retried (or cleared) in Airflow: the run is running again and holds
+        its application's lock once more.
+
+        A run the failure callback ended as ``failed`` (its task failed for good, then was cleared) is running
+        again, as ``begin_run`` with its id does; a run that ended any other way is refused with why: a succeeded
+        run's hand-off is done, a rejected one was refused by a person, a dry or skipped one never fetched. Raises
+        ``ApplicationBusy`` when another run of the application took the lock meanwhile.
+        """
+        with self._transaction("resume a run") as db:
+            row = db.execute(q.RUN, {"run_id": run_id}).first()
+            if row is None:
+                raise LedgerError(f"the ledger at {self.url} has no run {run_id}; its plan task did not begin it")
+            if row.status not in (RUNNING, "failed"):
+                raise RunEnded(
+                    f"run {run_id} of application '{row.application_id}' ended as {row.status} in the ledger "
+                    f"{self.url}; it is not resumed: trigger a new run"
+                )
+            if row.status != RUNNING:
+                db.execute(q.RESTART_RUN, {"b_run_id": run_id, "status": RUNNING})
+            self._take_lock(db, row.application_id, run_id, now(), None)
 
     def interrupted_run(self, application_id: str) -> InterruptedRun | None:
         """The application's active run when its process is gone (``ledger/owner.py``), else ``None``."""

@@ -16,15 +16,18 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
+import httpx
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
+from streamproc.handoff.kill_points import PAUSE_AT_ENV, PAUSE_DIR_ENV
 from streamproc_dev.demo_airflow import Approver
 from tests.conftest import PROJECT_ROOT, S3Server
 from tests.integration.airflow import topologies
@@ -113,16 +116,18 @@ def produce(bootstrap: str, topic: str, count: int, *, seed: int, first_timestam
     producer.flush(60)
 
 
-def prepare_application(admin: AdminClient, bootstrap: str, name: str, app_id: str, *, records: int = RECORDS) -> None:
+def prepare_application(
+    admin: AdminClient, bootstrap: str, name: str, app_id: str, *, records: int = RECORDS, partitions: int = PARTITIONS
+) -> None:
     """The test's input and output topics (created once, with ``records`` records) and the app's changelog."""
     existing = admin.list_topics(timeout=10).topics
     if topologies.input_topic(name) not in existing:
-        create_topic(admin, topologies.input_topic(name), partitions=PARTITIONS)
-        create_topic(admin, topologies.output_topic(name), partitions=PARTITIONS)
+        create_topic(admin, topologies.input_topic(name), partitions=partitions)
+        create_topic(admin, topologies.output_topic(name), partitions=partitions)
         wait_for_leaders(admin, topologies.input_topic(name), topologies.output_topic(name))
         produce(bootstrap, topologies.input_topic(name), records, seed=len(name))
     changelog = f"{app_id}-counts-changelog"
-    create_topic(admin, changelog, partitions=PARTITIONS, config={"cleanup.policy": "compact"})
+    create_topic(admin, changelog, partitions=partitions, config={"cleanup.policy": "compact"})
     wait_for_leaders(admin, changelog)
 
 
@@ -290,6 +295,12 @@ def airflow_db_dump(tables: tuple[str, ...] = AIRFLOW_VALUE_TABLES) -> str:
 
 
 # ------------------------------------------------------------------------------- a running Airflow (h-ui's tests)
+#: The task whose hand-off pauses inside its transaction on the running Airflow, until the test lets it go on:
+#: the recovery test's application has more partitions than that, every other test's (``PARTITIONS``) fewer.
+RECOVERY_PAUSED_TASK = "0_3"
+assert int(RECOVERY_PAUSED_TASK.split("_")[1]) >= PARTITIONS
+
+
 @dataclass(frozen=True, slots=True)
 class AirflowUI:
     """``airflow standalone`` serving the repository's DAGs and the streamproc plugin; users ``admin``, ``viewer``."""
@@ -298,6 +309,8 @@ class AirflowUI:
     passwords: dict[str, str]
     log_path: Path
     setup: AirflowSetup
+    #: where a hand-off of task ``RECOVERY_PAUSED_TASK`` pauses inside its transaction (``handoff/kill_points.py``)
+    pause_dir: Path
 
     def token(self, user: str = "admin") -> str:
         from streamproc_dev import airflow_server
@@ -319,9 +332,51 @@ def airflow_ui(airflow_setup: AirflowSetup, tmp_path_factory: pytest.TempPathFac
     importable = workdir / "importable"
     importable.mkdir()
     (importable / "tests").symlink_to(PROJECT_ROOT / "tests")
-    handle = airflow_server.start(workdir, dags_folder=PROJECT_ROOT / "dags", users=users,
-                                  env={**airflow_setup.environment, "PYTHONPATH": str(importable)})  # fmt: skip
+    pause_dir = workdir / "handoff-pause"
+    pause_dir.mkdir()
+    pausing = {PAUSE_AT_ENV: f"in-transaction:{RECOVERY_PAUSED_TASK}", PAUSE_DIR_ENV: str(pause_dir)}
+    environment = {**airflow_setup.environment, "PYTHONPATH": str(importable), **pausing}
+    handle = airflow_server.start(workdir, dags_folder=PROJECT_ROOT / "dags", users=users, env=environment)
     try:
-        yield AirflowUI(handle.address, {u.name: u.password for u in users}, Path(handle.log_path), airflow_setup)
+        yield AirflowUI(handle.address, {u.name: u.password for u in users}, Path(handle.log_path), airflow_setup,
+                        pause_dir)  # fmt: skip
     finally:
         airflow_server.stop(workdir)
+
+
+#: guards against a hung run, not a speed requirement: a run on a loaded 2-core machine takes a few minutes
+RUN_GUARD_S = 900
+
+
+def api(airflow_ui: AirflowUI) -> httpx.Client:
+    return httpx.Client(base_url=airflow_ui.url, headers={"Authorization": f"Bearer {airflow_ui.token()}"}, timeout=30)
+
+
+def wait_for(check: Callable[[], Any], what: str) -> Any:
+    """Poll ``check`` until it returns something truthy; fail naming ``what`` after the guard time.
+
+    An API call that times out counts as "not yet": the API server answers late, not wrongly, while the scheduler,
+    Spark and the broker share a loaded machine (seen at load 27 on 2 cores).
+    """
+    deadline = time.monotonic() + RUN_GUARD_S
+    while True:
+        try:
+            if result := check():
+                return result
+        except httpx.TimeoutException:
+            pass
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(2)
+
+
+def task_state(airflow_ui: AirflowUI, dag_run_id: str, task_id: str) -> str | None:
+    with api(airflow_ui) as client:
+        response = client.get(f"/api/v2/dags/{BACKFILL}/dagRuns/{quote(dag_run_id, safe='')}/taskInstances/{task_id}")
+    state: str | None = response.json().get("state") if response.status_code == 200 else None
+    return state
+
+
+def run_state(airflow_ui: AirflowUI, dag_run_id: str) -> str:
+    with api(airflow_ui) as client:
+        state: str = client.get(f"/api/v2/dags/{BACKFILL}/dagRuns/{quote(dag_run_id, safe='')}").json()["state"]
+    return state

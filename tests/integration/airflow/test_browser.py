@@ -10,13 +10,11 @@ screenshots go to ``docs/img/`` (the README shows them).
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
-import httpx
 import pytest
 from confluent_kafka.admin import AdminClient
 
@@ -24,7 +22,7 @@ from streamproc.ledger import Ledger, RunDetail
 from streamproc_dev.service_process import tail
 from tests.conftest import PROJECT_ROOT
 from tests.integration.airflow import topologies
-from tests.integration.airflow.conftest import BACKFILL, AirflowUI, prepare_application
+from tests.integration.airflow.conftest import BACKFILL, AirflowUI, prepare_application, run_state, task_state, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -34,8 +32,6 @@ CHROMIUM = Path(os.environ.get("STREAMPROC_CHROMIUM") or "/usr/bin/chromium")
 #: directory instead, so that running the tests never changes tracked files
 SCREENSHOTS_INTO_DOCS = PROJECT_ROOT / "docs" / "img"
 VIEWPORT = {"width": 1400, "height": 1000}
-#: guards against a hung run, not a speed requirement: a run on a loaded 2-core machine takes a few minutes
-RUN_GUARD_S = 900
 
 
 @pytest.fixture(autouse=True)
@@ -66,40 +62,6 @@ def page(airflow_ui: AirflowUI) -> Iterator[Any]:
             yield tab
         finally:
             browser.close()
-
-
-def api(airflow_ui: AirflowUI) -> httpx.Client:
-    return httpx.Client(base_url=airflow_ui.url, headers={"Authorization": f"Bearer {airflow_ui.token()}"}, timeout=30)
-
-
-def wait_for(check: Callable[[], Any], what: str) -> Any:
-    """Poll ``check`` until it returns something truthy; fail naming ``what`` after the guard time.
-
-    An API call that times out counts as "not yet": the API server answers late, not wrongly, while the scheduler,
-    Spark and the broker share a loaded machine (seen at load 27 on 2 cores).
-    """
-    deadline = time.monotonic() + RUN_GUARD_S
-    while True:
-        try:
-            if result := check():
-                return result
-        except httpx.TimeoutException:
-            pass
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        time.sleep(2)
-
-
-def task_state(airflow_ui: AirflowUI, dag_run_id: str, task_id: str) -> str | None:
-    with api(airflow_ui) as client:
-        response = client.get(f"/api/v2/dags/{BACKFILL}/dagRuns/{quote(dag_run_id, safe='')}/taskInstances/{task_id}")
-    state: str | None = response.json().get("state") if response.status_code == 200 else None
-    return state
-
-
-def run_state(airflow_ui: AirflowUI, dag_run_id: str) -> str:
-    with api(airflow_ui) as client:
-        state: str = client.get(f"/api/v2/dags/{BACKFILL}/dagRuns/{quote(dag_run_id, safe='')}").json()["state"]
-    return state
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from __future__ import annotations
 from streamproc import Topology
 from tests.integration.spark.topologies import count_topology
 
-NAMES = ("approved", "rejected", "stale", "incremental", "checks", "retry", "browser")
+NAMES = ("approved", "rejected", "stale", "incremental", "checks", "retry", "browser", "recovery")
 
 
 def input_topic(name: str) -> str:
@@ -51,3 +51,7 @@ def retry() -> Topology:
 
 def browser() -> Topology:
     return count_topology(input_topic("browser"), output_topic("browser"))
+
+
+def recovery() -> Topology:
+    return count_topology(input_topic("recovery"), output_topic("recovery"))

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from streamproc.errors import ConfigError, LedgerError
+from streamproc.errors import ConfigError, LedgerError, RunEnded
 from streamproc.ledger import ApplicationBusy, LagRow, Ledger, RangeRow, RunDetail, TaskRow
 from tests.integration.ledger.sample_run import sample_fetch, sample_plan, sample_reports
 
@@ -136,6 +136,34 @@ def test_one_active_run_per_application(ledger: Ledger) -> None:
     assert [r.status for r in ledger.runs()] == ["dry_run", "rejected", "skipped"]
     with pytest.raises(ConfigError, match="is a run of application 'app', not 'other-app'"):
         ledger.begin_run(application_id="other-app", trigger="cli", run_id=first)
+
+
+def test_a_retried_step_resumes_its_run_unless_it_ended_or_another_holds_the_application(ledger: Ledger) -> None:
+    run = ledger.begin_run(application_id="app", trigger="manual", dag_id="backfill", dag_run_id="m__1")
+    ledger.resume_run(run)  # a retry while the run is running: nothing changes
+    ledger.finish_run(run, "failed", error="handoff: KafkaUnavailableError: the broker did not answer")
+    ledger.resume_run(run)  # the failed task cleared: the run carries on, holding the application again
+    running = ledger.run(run)
+    assert running is not None and (running.summary.status, running.summary.error) == ("running", None)
+    with pytest.raises(ApplicationBusy):
+        ledger.begin_run(application_id="app", trigger="cli")
+
+    ledger.finish_run(run, "failed", error="process: the worker was lost")
+    other = ledger.begin_run(application_id="app", trigger="scheduled")  # the application was free meanwhile
+    with pytest.raises(ApplicationBusy) as busy:
+        ledger.resume_run(run)
+    assert busy.value.run_id == other
+    ledger.finish_run(other, "succeeded")
+
+    for ended in ("succeeded", "rejected", "dry_run", "skipped"):
+        ledger.resume_run(run)
+        ledger.finish_run(run, ended)
+        with pytest.raises(RunEnded, match=f"run {run} of application 'app' ended as {ended}.*trigger a new run"):
+            ledger.resume_run(run)
+        ledger.run(run)
+        ledger.record_refused_run(application_id="app", trigger="manual", error="reset", run_id=run)  # failed again
+    with pytest.raises(LedgerError, match="has no run nope"):
+        ledger.resume_run("nope")
 
 
 def test_two_runs_beginning_at_once_one_wins(ledger_url: str) -> None:

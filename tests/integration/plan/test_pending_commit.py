@@ -4,7 +4,8 @@ OffsetFetch for all of a group's partitions lists only committed ones, so a tran
 first offsets is invisible to it: the plan would start from "nothing committed" and the transaction's commit would
 then move the group under the plan. The plan names its partitions, so the commit is reported, and waited for (up to
 a bound): once the transaction commits the plan starts at its offset; while it stays open past the bound the plan is
-refused naming the partition.
+refused naming the partition. A pending commit of streamproc's own hand-off (a killed one's: its transactional id
+is known) is not waited for: the plan fences it at once.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from confluent_kafka.admin import AdminClient
 
 from streamproc.handoff.txn_offsets import send_offsets_to_transaction
 from streamproc.kafka import clients, cluster
+from streamproc.kafka.transactions import transactional_id
 from streamproc.plan.run_plan import RunPlan
 from tests.integration.conftest import create_topic
 from tests.integration.handoff.test_handoff import run
@@ -30,11 +32,14 @@ pytestmark = pytest.mark.integration
 
 
 @contextmanager
-def pending_offset_commit(bootstrap: str, group: str, topic: str, partition: int, offset: int) -> Iterator[Producer]:
-    """A transaction that committed ``offset`` for ``group`` on ``topic-partition`` and stays open."""
-    producer = clients.producer(
-        {"bootstrap.servers": bootstrap}, **{"transactional.id": f"{group}-other-tool", "enable.idempotence": True}
-    )
+def pending_offset_commit(
+    bootstrap: str, group: str, topic: str, partition: int, offset: int, *, transactional_id: str | None = None
+) -> Iterator[Producer]:
+    """A transaction (of another tool, by default) that committed ``offset`` for ``group`` on ``topic-partition``
+    and stays open."""
+    txn_id = transactional_id or f"{group}-other-tool"
+    producer = clients.producer({"bootstrap.servers": bootstrap}, **{"transactional.id": txn_id,
+                                                                     "enable.idempotence": True})  # fmt: skip
     member = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
     try:
         producer.init_transactions(30)
@@ -104,3 +109,18 @@ def test_a_pending_first_commit_is_waited_for_and_the_plan_starts_at_it(
     plan = RunPlan.read(tmp_path / "plan.json")
     starts = {r.name: (r.committed_offset, r.start) for r in plan.ranges}
     assert starts == {f"{first_run['source']}-0": (None, 0), f"{first_run['source']}-1": (4, 4)}
+
+
+def test_a_killed_handoffs_pending_commit_is_fenced_at_once_and_the_plan_starts_before_it(
+    kafka_broker: str, first_run: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:  # fmt: skip
+    # a bound no test waits out: the plan goes on because the transaction was aborted, not because time passed
+    monkeypatch.setattr(cluster, "PENDING_COMMIT_WAIT_S", 600.0, raising=False)
+    own = transactional_id(first_run["app_id"], "0_1")  # task 0_1 reads source partition 1
+    with pending_offset_commit(kafka_broker, first_run["app_id"], first_run["source"], 1, 4, transactional_id=own):
+        run(*plan_args(kafka_broker, first_run, tmp_path / "plan.json"))  # the killed hand-off's producer is left
+    plan = RunPlan.read(tmp_path / "plan.json")
+    starts = {r.name: (r.committed_offset, r.start) for r in plan.ranges}
+    assert starts == {f"{first_run['source']}-0": (None, 0), f"{first_run['source']}-1": (None, 0)}  # aborted
+    assert "fencing the hand-off's transactional ids of task(s) 0_1" in caplog.text
