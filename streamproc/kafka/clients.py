@@ -147,6 +147,17 @@ def no_answer(what: str, timeout_s: float) -> str:
     )
 
 
+def error_text(exc: BaseException) -> str:
+    """librdkafka's own text of a ``KafkaException`` (never its ``KafkaError{code=…,val=-185,…}`` repr, whose code is
+    an internal number), saying so when the error means the cluster could not be reached or did not answer."""
+    error: Any = exc.args[0] if exc.args else None
+    if not hasattr(error, "str"):
+        return str(exc) or type(exc).__name__
+    if error.name() in _CONNECTION_ERRORS:
+        return f"{error.str()} (the Kafka cluster did not answer: a broker down or restarting?)"
+    return str(error.str())
+
+
 def translate(exc: BaseException, client_config: Mapping[str, object]) -> BaseException:
     """A confluent-kafka exception as streamproc's error when it means "unreachable"; anything else unchanged."""
     error: Any = exc.args[0] if exc.args else None
