@@ -240,8 +240,23 @@ def producer(client_config: Mapping[str, object], **settings: object) -> Any:
     return Producer({**_full_config(client_config, ConnectionErrors()), **settings})
 
 
+#: Admin clients replaced by ``renew_admin``: kept until exit, so that none is destroyed while its queue is busy.
+_retired: list[Any] = []
+
+
+def renew_admin(client_config: Mapping[str, object]) -> None:
+    """Make the next :func:`admin` call connect a new client for this cluster. After a broker restart the shared
+    client can keep partition leader epochs from before it (ListOffsets then answers FENCED_LEADER_EPOCH on every
+    retry, seen after a broker SIGKILLed mid hand-off); a new client reads the metadata afresh."""
+    with _admins_lock:
+        client = _admins.pop(_key(client_config), None)
+        if client is not None:
+            _retired.append(client)
+
+
 @atexit.register
 def _close_admins() -> None:
     """Destroy the shared Admin clients before the interpreter tears down the threads that serve them."""
     with _admins_lock:
         _admins.clear()
+        _retired.clear()

@@ -69,13 +69,20 @@ class RunRecording:
         a cluster that cannot answer leaves the lag after empty (and says so) rather than fail a finished run."""
         from confluent_kafka import KafkaException
 
-        try:
-            committed, end_offsets = read_lag_after(client_config, plan)
-        except (StreamprocError, KafkaException) as exc:
-            log.warning(
-                "run %s: the lag after the hand-off could not be read (%s); it stays unrecorded", self.run_id, exc
-            )
-            return
+        from streamproc.kafka import clients
+
+        for attempt in (1, 2):
+            try:
+                committed, end_offsets = read_lag_after(client_config, plan)
+                break
+            except (StreamprocError, KafkaException) as exc:
+                if attempt == 1:  # a broker restarted under the hand-off: its Admin client's metadata may be stale
+                    clients.renew_admin(client_config)
+                    continue
+                log.warning(
+                    "run %s: the lag after the hand-off could not be read (%s); it stays unrecorded", self.run_id, exc
+                )
+                return
         self.ledger.record_lag_after(self.run_id, committed, end_offsets)
 
 
