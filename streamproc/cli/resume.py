@@ -7,6 +7,9 @@ resumes at the step it died in, with the plan it made, read back from its work d
 fetching (what is staged is kept), process where it died processing, and the hand-off (which skips what its ledger
 holds as done and fences a task's open transaction) where it died handing off. A run that died while planning
 had moved nothing: it is planned anew.
+
+A run that failed (not killed) in its hand-off, for instance because the Kafka cluster stopped answering, is the
+same case: it keeps its application's lock (``ledger.values.halted_in_handoff``) and the same command resumes it.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ class Resumption:
     stage: str
     #: the run's plan, read back from its work directory; ``None`` when it died before recording one
     plan: RunPlan | None
+    #: why it failed, when it failed in its hand-off rather than being killed
+    error: str | None = None
 
     def skips(self, step: str) -> bool:
         """Whether the resumed run skips ``step``: a step before the one it died in finished."""
@@ -48,7 +53,8 @@ class Resumption:
     def line(self) -> str:
         if self.plan is None:
             return f"resuming interrupted run {self.run_id}: it died planning, so it plans anew"
-        return f"resuming interrupted run {self.run_id} at its {self.stage} step with its plan"
+        why = "" if self.error is None else " (it failed there, its hand-off part done)"
+        return f"resuming interrupted run {self.run_id} at its {self.stage} step with its plan{why}"
 
 
 def take_over_interrupted(
@@ -70,10 +76,10 @@ def take_over_interrupted(
             return None
     stage = interrupted.stage if interrupted.stage in STEP_ORDER else "handoff"  # 'approval' is Airflow's
     log.info(
-        "run %s of %s was interrupted in its %s step (%s is gone); resuming it",
-        interrupted.run_id, application_id, interrupted.stage, interrupted.owner,
+        "run %s of %s was %s (%s); resuming it",
+        interrupted.run_id, application_id, interrupted.what_happened(), interrupted.error or "its process is gone",
     )  # fmt: skip
-    return Resumption(interrupted.run_id, stage, plan)
+    return Resumption(interrupted.run_id, stage, plan, interrupted.error)
 
 
 def _its_plan(interrupted: InterruptedRun, plan_file: Path, ledger_url: str) -> RunPlan:
@@ -81,7 +87,7 @@ def _its_plan(interrupted: InterruptedRun, plan_file: Path, ledger_url: str) -> 
     from streamproc.plan.run_plan import RunPlan, plan_id
 
     abandon = f"`streamproc ledger finish {interrupted.run_id} --status failed --ledger {ledger_url}`"
-    why = f"run {interrupted.run_id} of {interrupted.application_id!r} was interrupted in its {interrupted.stage} step"
+    why = f"run {interrupted.run_id} of {interrupted.application_id!r} was {interrupted.what_happened()}"
     if not plan_file.is_file():
         raise LedgerError(
             f"{why} with plan {interrupted.plan_id}, and {plan_file} is missing: re-run with the --work-dir it was "

@@ -37,7 +37,7 @@ from streamproc.cli.plan import show_plan
 from streamproc.cli.process import conf_settings, partition_counts, process_with_progress, show_process
 from streamproc.cli.resume import take_over_interrupted
 from streamproc.cli.topology import checked_topology
-from streamproc.errors import HandoffNotConfirmed
+from streamproc.errors import HandoffError, HandoffNotConfirmed, StreamprocError
 
 if TYPE_CHECKING:
     from streamproc.cli.resume import Resumption
@@ -214,6 +214,8 @@ def _run_steps(
     yes: bool,
     kafka_streams_version: str,
 ) -> None:
+    from confluent_kafka import KafkaException
+
     from streamproc.fetch import fetch_plan
     from streamproc.kafka.planner import plan_run
     from streamproc.plan.cluster_snapshot import PlanRequest
@@ -300,4 +302,28 @@ def _run_steps(
         except HandoffNotConfirmed as exc:
             run.rejected(str(exc))
             raise
+        except (StreamprocError, KafkaException, OSError) as exc:
+            raise HandoffError(_halted_in_handoff(run, exc, config)) from exc
         run.handed_off(config, plan)
+
+
+def _halted_in_handoff(run: RunRecording, exc: BaseException, config: dict[str, object]) -> str:
+    """The one line of a run that failed in its hand-off: why, and that the same command resumes it (the run keeps
+    its application's lock, ``ledger.values.halted_in_handoff``), or how to abandon it."""
+    from confluent_kafka import KafkaException
+
+    from streamproc.kafka import clients
+
+    if isinstance(exc, KafkaException):
+        unreachable = clients.translate(exc, config)
+        cause = clients.error_text(exc) if unreachable is exc else str(unreachable)
+    elif isinstance(exc, TimeoutError) and not str(exc):
+        cause = "no answer in time from the Kafka cluster (a broker down or restarting?)"
+    else:
+        cause = str(exc) or type(exc).__name__
+    return (
+        f"run {run.run_id} failed in its hand-off step: {cause}; part of its window may be handed off, so the run "
+        f"keeps the application's lock: run this same `streamproc run` command again (once the cause is fixed) to "
+        f"resume its hand-off, or abandon it with `streamproc ledger finish {run.run_id} --status failed --ledger "
+        f"{run.ledger.url}`"
+    )

@@ -16,14 +16,18 @@ KILL_AT_ENV = "STREAMPROC_HANDOFF_KILL_AT"
 
 
 def kill_point(name: str) -> None:
-    """SIGKILL this process when ``STREAMPROC_HANDOFF_KILL_AT`` names this point."""
+    """SIGKILL this process when ``STREAMPROC_HANDOFF_KILL_AT`` names this point; wait there when
+    ``STREAMPROC_HANDOFF_PAUSE_AT`` does (every kill point is a pause point: the broker-kill tests stop the broker
+    while the run is held at the point, then let it go on against a broker that is gone)."""
     if os.environ.get(KILL_AT_ENV) == name:
         os.kill(os.getpid(), signal.SIGKILL)
+    pause_point(name)
 
 
-#: ``<point>:<subject>`` where the hand-off pauses (the fenced-producer test: another producer takes the task's
-#: transactional id meanwhile; the Airflow recovery test: the paused task's process is killed);
-#: ``STREAMPROC_HANDOFF_PAUSE_DIR`` gets ``paused`` (holding the process id), the run goes on at ``resume``.
+#: ``<point>:<subject>`` (any kill point) where the hand-off pauses (the fenced-producer test: another producer takes
+#: the task's transactional id meanwhile; the broker-kill tests: the broker is killed meanwhile; the Airflow recovery
+#: test: the paused task's process is killed); ``STREAMPROC_HANDOFF_PAUSE_DIR`` gets ``paused`` (holding the process
+#: id), the run goes on at ``resume``.
 PAUSE_AT_ENV = "STREAMPROC_HANDOFF_PAUSE_AT"
 PAUSE_DIR_ENV = "STREAMPROC_HANDOFF_PAUSE_DIR"
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from streamproc.errors import HandoffError
 from streamproc.handoff.changelog_reduction import last_per_key
-from streamproc.handoff.kill_points import kill_point, pause_point
+from streamproc.handoff.kill_points import kill_point
 from streamproc.handoff.task_results import Row, TaskResults, task_commits
 from streamproc.handoff.txn_offsets import send_offsets_to_transaction
 from streamproc.kafka import clients as kafka_clients
@@ -122,7 +122,7 @@ def _fail(task_id: str, txn_id: str, what: str, exc: BaseException) -> HandoffEr
             "fetch) of the application took the id over; let it finish (streamproc handoff --status shows its steps)"
         )
     return HandoffError(
-        f"task [{task_id}] {what} failed: {error.str() if error is not None else exc}; the transaction is left open, "
+        f"task [{task_id}] {what} failed: {kafka_clients.error_text(exc)}; the transaction is left open, "
         f"not aborted (an at_least_once application would read its records): run the hand-off again, which fences "
         f"transactional id {txn_id} and publishes the task anew"
     )
@@ -181,7 +181,6 @@ def publish_task(
         except KafkaException as exc:
             raise _fail(task_id, txn_id, "produced its records", exc) from exc
         kill_point(f"in-transaction:{task_id}")  # records written, transaction open: the crash tests' mid-point
-        pause_point(f"in-transaction:{task_id}")
         if deliveries.errors or remaining:
             cause = "; ".join(deliveries.errors) or f"{remaining} records undelivered"
             raise HandoffError(

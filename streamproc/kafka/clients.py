@@ -147,6 +147,17 @@ def no_answer(what: str, timeout_s: float) -> str:
     )
 
 
+def error_text(exc: BaseException) -> str:
+    """librdkafka's own text of a ``KafkaException`` (never its ``KafkaError{code=…,val=-185,…}`` repr, whose code is
+    an internal number), saying so when the error means the cluster could not be reached or did not answer."""
+    error: Any = exc.args[0] if exc.args else None
+    if not hasattr(error, "str"):
+        return str(exc) or type(exc).__name__
+    if error.name() in _CONNECTION_ERRORS:
+        return f"{error.str()} (the Kafka cluster did not answer: a broker down or restarting?)"
+    return str(error.str())
+
+
 def translate(exc: BaseException, client_config: Mapping[str, object]) -> BaseException:
     """A confluent-kafka exception as streamproc's error when it means "unreachable"; anything else unchanged."""
     error: Any = exc.args[0] if exc.args else None
@@ -229,8 +240,23 @@ def producer(client_config: Mapping[str, object], **settings: object) -> Any:
     return Producer({**_full_config(client_config, ConnectionErrors()), **settings})
 
 
+#: Admin clients replaced by ``renew_admin``: kept until exit, so that none is destroyed while its queue is busy.
+_retired: list[Any] = []
+
+
+def renew_admin(client_config: Mapping[str, object]) -> None:
+    """Make the next :func:`admin` call connect a new client for this cluster. After a broker restart the shared
+    client can keep partition leader epochs from before it (ListOffsets then answers FENCED_LEADER_EPOCH on every
+    retry, seen after a broker SIGKILLed mid hand-off); a new client reads the metadata afresh."""
+    with _admins_lock:
+        client = _admins.pop(_key(client_config), None)
+        if client is not None:
+            _retired.append(client)
+
+
 @atexit.register
 def _close_admins() -> None:
     """Destroy the shared Admin clients before the interpreter tears down the threads that serve them."""
     with _admins_lock:
         _admins.clear()
+        _retired.clear()

@@ -66,7 +66,7 @@ def _result(future: Any, what: str) -> Any:
     except TimeoutError:
         raise PlanError(kafka_clients.no_answer(f"could not read {what}", _TIMEOUT_S)) from None
     except Exception as exc:
-        raise PlanError(f"could not read {what} from the cluster: {exc}") from exc
+        raise PlanError(f"could not read {what} from the cluster: {kafka_clients.error_text(exc)}") from exc
 
 
 #: How long ListOffsets is retried on retriable errors (a partition whose leader the client's metadata does not know
@@ -115,7 +115,10 @@ def _list_offsets(admin: Any, specs: Mapping[Any, Any], isolation: IsolationLeve
                 if _retriable(error) and time.monotonic() < deadline:
                     retry[tp] = pending[tp]
                     continue
-                raise PlanError(f"could not read {what} of {tp.topic}-{tp.partition} from the cluster: {exc}") from exc
+                cause = kafka_clients.error_text(exc)
+                raise PlanError(
+                    f"could not read {what} of {tp.topic}-{tp.partition} from the cluster: {cause}"
+                ) from exc
             except Exception as exc:
                 raise PlanError(f"could not read {what} of {tp.topic}-{tp.partition} from the cluster: {exc}") from exc
         if not retry:
@@ -220,7 +223,7 @@ def read_group(
     except KafkaException as exc:
         if _error_name(exc) == "GROUP_ID_NOT_FOUND":
             return _streams_group(admin, group_id)
-        raise PlanError(f"could not describe group '{group_id}': {exc}") from exc
+        raise PlanError(f"could not describe group '{group_id}': {kafka_clients.error_text(exc)}") from exc
     described_at_ms = int(time.time() * 1000)
     state = _GROUP_STATES.get(description.state.name, description.state.name.title())
     group_type = getattr(getattr(description, "type", None), "name", "CLASSIC").lower()
@@ -360,7 +363,9 @@ def _list_commits(
             return {}, True, []
         if name == "GROUP_ID_NOT_FOUND":
             return {}, False, []
-        raise PlanError(f"could not read the committed offsets of group '{group_id}': {exc}") from exc
+        raise PlanError(
+            f"could not read the committed offsets of group '{group_id}': {kafka_clients.error_text(exc)}"
+        ) from exc
     except LibrdkafkaUnavailable as exc:
         raise PlanError(f"could not read the committed offsets of group '{group_id}': {exc}") from exc
     committed: dict[TopicPartition, CommittedOffset] = {}

@@ -43,6 +43,7 @@ from streamproc.ledger.values import (
     RunDetail,
     RunSummary,
     TaskRow,
+    halted_in_handoff,
 )
 
 if TYPE_CHECKING:
@@ -203,13 +204,17 @@ class Ledger:
             self._take_lock(db, row.application_id, run_id, now(), None)
 
     def interrupted_run(self, application_id: str) -> InterruptedRun | None:
-        """The application's active run when its process is gone (``ledger/owner.py``), else ``None``."""
+        """The application's run that holds its lock but will not go on by itself: its process is gone
+        (``ledger/owner.py``), or it failed in its hand-off (``halted_in_handoff``); else ``None``."""
         with self._transaction("read the application's lock") as db:
             holder = db.execute(q.LOCK_HOLDER, {"application_id": application_id}).first()
-        if holder is None or holder.status != RUNNING:
+        if holder is None:
             return None
         owner = ProcessOwner.parse(holder.owner)
-        if owner is None or not owner.is_gone():
+        if owner is None:  # an Airflow run: its tasks are retried by Airflow, never taken over
+            return None
+        halted = halted_in_handoff(holder.status, holder.stage, holder.plan_id)
+        if not halted and (holder.status != RUNNING or not owner.is_gone()):
             return None
         return InterruptedRun(
             run_id=holder.run_id,
@@ -218,6 +223,7 @@ class Ledger:
             plan_id=holder.plan_id,
             started_at=holder.started_at,
             owner=holder.owner,
+            error=holder.error if halted else None,
         )
 
     def take_over(self, interrupted: InterruptedRun, owner: ProcessOwner) -> bool:
@@ -245,7 +251,8 @@ class Ledger:
         holder = db.execute(q.LOCK_HOLDER, {"application_id": application_id}).one()
         if holder.run_id == run_id:
             return
-        if holder.status != RUNNING:  # its run ended without releasing it (finish_run always releases)
+        halted = halted_in_handoff(holder.status, holder.stage, holder.plan_id)
+        if holder.status != RUNNING and not halted:  # its run ended without releasing it (finish_run releases)
             moved = db.execute(
                 q.TAKE_OVER_LOCK,
                 {
@@ -274,6 +281,12 @@ class Ledger:
         owner = ProcessOwner.parse(holder.owner)
         where = f"it is in its {holder.stage} step" + ("" if owner is None else f", run by {owner.describe()}")
         finish = f"`streamproc ledger finish {holder.run_id} --status failed --ledger {self.url}`"
+        if halted_in_handoff(holder.status, holder.stage, holder.plan_id):
+            return (
+                f" (it failed in its {holder.stage} step, which may be half done, so it keeps the lock); `streamproc "
+                f"run` with the options it was started with (no --dry-run) takes it over and resumes it; to abandon "
+                f"it, {finish}"
+            )
         if owner is not None and owner.is_gone():
             return (
                 f" (it was interrupted in its {holder.stage} step: {owner.describe()} is gone); `streamproc run` with "
@@ -425,6 +438,19 @@ class Ledger:
             self._require_run(db, run_id)
             db.execute(q.FINISH_RUN, {"b_run_id": run_id, "status": status, "finished_at": now(), "error": error})
             db.execute(q.RELEASE_LOCK, {"run_id": run_id})
+
+    def fail_run(self, run_id: str, error: str) -> bool:
+        """End the run ``failed`` with why; a run that failed in its hand-off keeps its application's lock
+        (``halted_in_handoff``: the same command resumes it, ``ledger finish`` abandons it). Returns whether it kept
+        the lock."""
+        with self._transaction("finish the run") as db:
+            self._require_run(db, run_id)
+            run = db.execute(q.RUN, {"run_id": run_id}).one()
+            db.execute(q.FINISH_RUN, {"b_run_id": run_id, "status": "failed", "finished_at": now(), "error": error})
+            halted = halted_in_handoff("failed", run.stage, run.plan_id)
+            if not halted:
+                db.execute(q.RELEASE_LOCK, {"run_id": run_id})
+        return halted
 
     def record_refused_run(
         self,

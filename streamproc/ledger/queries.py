@@ -110,6 +110,7 @@ LOCK_HOLDER: Select[Any] = (
         runs.c.dag_run_id,
         runs.c.stage,
         runs.c.plan_id,
+        runs.c.error,
         application_locks.c.owner,
     )
     .select_from(application_locks.join(runs, runs.c.run_id == application_locks.c.run_id))

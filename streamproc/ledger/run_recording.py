@@ -69,13 +69,20 @@ class RunRecording:
         a cluster that cannot answer leaves the lag after empty (and says so) rather than fail a finished run."""
         from confluent_kafka import KafkaException
 
-        try:
-            committed, end_offsets = read_lag_after(client_config, plan)
-        except (StreamprocError, KafkaException) as exc:
-            log.warning(
-                "run %s: the lag after the hand-off could not be read (%s); it stays unrecorded", self.run_id, exc
-            )
-            return
+        from streamproc.kafka import clients
+
+        for attempt in (1, 2):
+            try:
+                committed, end_offsets = read_lag_after(client_config, plan)
+                break
+            except (StreamprocError, KafkaException) as exc:
+                if attempt == 1:  # a broker restarted under the hand-off: its Admin client's metadata may be stale
+                    clients.renew_admin(client_config)
+                    continue
+                log.warning(
+                    "run %s: the lag after the hand-off could not be read (%s); it stays unrecorded", self.run_id, exc
+                )
+                return
         self.ledger.record_lag_after(self.run_id, committed, end_offsets)
 
 
@@ -108,7 +115,8 @@ def recorded_run(
     """Begin a run (``ApplicationBusy`` when another run of the application is active), yield it, and finish it:
     ``succeeded`` (or ``dry_run``); ``rejected`` when the hand-off was not confirmed; ``failed`` with the error's
     text on any error, an exit with an error status (``failure()`` gives the message the failing step printed) or
-    an interrupt. The error is re-raised: recording never swallows it. ``owner`` (the process) goes on the lock;
+    an interrupt (a run that failed in its hand-off keeps the application's lock, to be resumed by the same command).
+    The error is re-raised: recording never swallows it. ``owner`` (the process) goes on the lock;
     ``run_id`` continues a run this process took over (``Ledger.take_over``)."""
     with Ledger(ledger_url) as ledger:
         run_id = ledger.begin_run(application_id=application_id, trigger=trigger, owner=owner, run_id=run_id)
@@ -135,11 +143,15 @@ def recorded_run(
 
 
 def _finish(ledger: Ledger, run_id: str, status: str, error: str | None) -> None:
-    """End the run; when it is ending in an error already, a ledger that fails now must not hide that error."""
+    """End the run; when it is ending in an error already, a ledger that fails now must not hide that error. A run
+    that failed in its hand-off keeps its application's lock (``Ledger.fail_run``): the same command resumes it."""
     if error is None:
         ledger.finish_run(run_id, status)
         return
     try:
-        ledger.finish_run(run_id, status, error)
+        if status == "failed":
+            ledger.fail_run(run_id, error)
+        else:
+            ledger.finish_run(run_id, status, error)
     except StreamprocError as exc:
         log.error("run %s could not be marked %s in the ledger %s: %s", run_id, status, ledger.url, exc)

@@ -17,8 +17,20 @@ STAGES = ("plan", "fetch", "verify", "process", "approval", "handoff")
 #: The status of a run that is still going; it holds its application's lock.
 RUNNING = "running"
 
-#: How a run can end; each releases its application's lock.
+#: How a run can end; each releases its application's lock, except a run halted in its hand-off (below).
 TERMINAL_STATUSES = ("succeeded", "failed", "skipped", "rejected", "dry_run")
+
+
+def halted_in_handoff(status: str, stage: str, plan_id: str | None) -> bool:
+    """A run that failed (not killed) in its hand-off step, its plan recorded: the one rule for a run that keeps its
+    application's lock after it ended.
+
+    Its window may be half handed off (some tasks' transactions committed, others not), and planning anew over it
+    would plan from offsets some tasks moved and others did not; so, like a run whose process was killed, it holds
+    the lock until the same ``streamproc run`` command takes it over and resumes its hand-off with its plan, or
+    ``streamproc ledger finish`` abandons it (which releases the lock).
+    """
+    return status == "failed" and stage == "handoff" and plan_id is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,8 +46,9 @@ class LedgerStep:
 
 @dataclass(frozen=True, slots=True)
 class InterruptedRun:
-    """A run still holding its application's lock whose process is gone (killed): a re-run takes it over and
-    resumes it at ``stage`` with its plan ``plan_id`` (``None``: it died before its plan was recorded)."""
+    """A run still holding its application's lock whose process is gone (killed), or that failed in its hand-off
+    (``halted_in_handoff``): a re-run takes it over and resumes it at ``stage`` with its plan ``plan_id`` (``None``:
+    it died before its plan was recorded)."""
 
     run_id: str
     application_id: str
@@ -44,6 +57,12 @@ class InterruptedRun:
     started_at: str
     #: the dead process, as the lock row named it (``host@pid:start``)
     owner: str
+    #: why it failed, when it failed in its hand-off (``halted_in_handoff``) rather than being killed
+    error: str | None = None
+
+    def what_happened(self) -> str:
+        """``interrupted in its fetch step`` or ``failed in its handoff step``: how the run stopped, for messages."""
+        return f"{'failed' if self.error is not None else 'interrupted'} in its {self.stage} step"
 
 
 @dataclass(frozen=True, slots=True)

@@ -328,3 +328,45 @@ def test_a_refused_run_is_recorded_failed_without_the_lock(tmp_path: Any) -> Non
         assert detail.summary.finished_at is not None
         ledger.finish_run(holder, "succeeded")  # the lock was never the refused run's
         assert ledger.begin_run(application_id="app", trigger="cli") != holder
+
+
+def test_a_run_that_failed_in_its_handoff_keeps_the_lock_until_resumed_or_abandoned(ledger: Ledger) -> None:
+    """Issue 27: a run that fails (not killed) in its hand-off may have handed off part of its window; a new run must
+    not plan anew over it. It keeps the lock, a re-run takes it over (its plan, its run id), ``ledger finish``
+    abandons it; a run that fails before its hand-off releases the lock as before."""
+    from streamproc.ledger.owner import ProcessOwner
+    from streamproc.plan.run_plan import plan_id
+
+    me = ProcessOwner.current()
+    early = ledger.begin_run(application_id="app", trigger="cli", owner=me)
+    ledger.record_plan(early, sample_plan("app"), "plan-early")
+    ledger.set_stage(early, "process")
+    assert ledger.fail_run(early, "process: a task failed") is False  # nothing handed off: the lock is free
+    assert ledger.interrupted_run("app") is None
+
+    run_id = ledger.begin_run(application_id="app", trigger="cli", owner=me)
+    plan = sample_plan("app")
+    ledger.record_plan(run_id, plan, plan_id(plan))
+    ledger.set_stage(run_id, "handoff")
+    ledger.record(plan_id(plan), "publish", "0_0", {"offsets": {"orders-0": 5000}})
+    assert ledger.fail_run(run_id, "task [0_1] committed its transaction failed: Local: Timed out") is True
+    [summary] = [r for r in ledger.runs("app") if r.run_id == run_id]
+    assert (summary.status, summary.stage) == ("failed", "handoff")
+
+    with pytest.raises(ApplicationBusy) as busy:  # a new plan (a dry run, Airflow) is refused, told how to resume
+        ledger.begin_run(application_id="app", trigger="manual")
+    message = str(busy.value)
+    assert f"run {run_id}" in message and "it failed in its handoff step" in message
+    assert "takes it over and resumes it" in message and f"streamproc ledger finish {run_id}" in message
+
+    halted = ledger.interrupted_run("app")  # its process is alive (this one): it failed, it was not killed
+    assert halted is not None and (halted.run_id, halted.plan_id) == (run_id, plan_id(plan))
+    assert halted.what_happened() == "failed in its handoff step" and "Local: Timed out" in str(halted.error)
+    assert ledger.take_over(halted, me)
+    assert ledger.begin_run(application_id="app", trigger="cli", owner=me, run_id=run_id) == run_id
+    assert ledger.interrupted_run("app") is None  # running again, by a live process
+    assert ledger.fail_run(run_id, "the cluster is still down") is True
+
+    ledger.finish_run(run_id, "failed", "ended by hand with `streamproc ledger finish`")  # abandoned
+    assert ledger.interrupted_run("app") is None
+    assert ledger.begin_run(application_id="app", trigger="cli", owner=me) != run_id
