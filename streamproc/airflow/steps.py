@@ -236,7 +236,7 @@ def plan_step(
         if run.dry_run:
             ledger.finish_run(ref.run_id, "dry_run")
             raise AirflowSkipException(f"dry run: plan {plan_id} made, nothing fetched or handed off")
-        if skip_when_nothing_new and not any(not r.empty for r in plan.ranges if not r.internal):
+        if skip_when_nothing_new and plan.nothing_new:
             ledger.finish_run(ref.run_id, "skipped")
             raise AirflowSkipException(
                 f"nothing new for application '{run.application_id}' since its committed offsets"

@@ -32,7 +32,7 @@ from streamproc.cli.options import (
     streams_config_option,
     streams_setting_option,
 )
-from streamproc.cli.output import FAILURE_KEY, catch_errors
+from streamproc.cli.output import FAILURE_KEY, catch_errors, emit
 from streamproc.cli.plan import show_plan
 from streamproc.cli.process import conf_settings, partition_counts, process_with_progress, show_process
 from streamproc.cli.resume import take_over_interrupted
@@ -259,6 +259,12 @@ def _run_steps(
             run.planned(plan)
     if dry_run:
         run.stopped_after_plan()
+        return
+    if resumed is None and plan.nothing_new:
+        run.nothing_new()
+        message = (f"nothing new for application '{application_id}' since its committed offsets: no fetch, process "
+                   "or hand-off (the run is recorded skipped)")  # fmt: skip
+        emit(ctx, {"skipped": True, "reason": "nothing new", "application_id": application_id}, message)
         return
     if resumed is None or not resumed.skips("fetch"):
         with times.step("fetch"):

@@ -45,6 +45,10 @@ class RunRecording:
         """A dry run: the plan (and its preview) is the whole run."""
         self.status = "dry_run"
 
+    def nothing_new(self) -> None:
+        """The plan found nothing to process or hand off (``RunPlan.nothing_new``): the run ends ``skipped``."""
+        self.status = "skipped"
+
     def fetching(self) -> None:
         self.ledger.set_stage(self.run_id, "fetch")
 

@@ -193,6 +193,14 @@ class RunPlan:
     #: the cluster when planning): the process step partitions the sinks' records as Kafka's producer would.
     sink_partitions: Mapping[str, int] = field(default_factory=dict)
 
+    @property
+    def nothing_new(self) -> bool:
+        """No record to read (no input or repartition backlog) and no committed offset the hand-off would move: a
+        run of this plan would start Spark and a hand-off to change nothing (an idle application's scheduled run),
+        so it stops after planning. A range that is empty but not at the group's committed offset (a first run
+        starting at ``latest``) still makes a hand-off, whose commit fixes where the application starts."""
+        return all(r.empty for r in self.ranges) and not any(c.moves for c in self.commits)
+
     # ------------------------------------------------------------------------------------------- building
     @classmethod
     def build(

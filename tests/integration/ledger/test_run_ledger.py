@@ -138,6 +138,15 @@ def test_streamproc_run_records_its_run_in_postgresql(
         assert [r.run_id for r in ledger.runs(app_id)] == [active, summary.run_id, first.run_id]
         ledger.finish_run(active, "rejected")
 
+    # the idle application's next run: nothing new since the hand-off, so it stops after planning (no Spark)
+    idle = run(*args, "--ledger", url, "--state-dir", str(tmp_path / "state"), "--yes")
+    assert f"nothing new for application '{app_id}' since its committed offsets" in idle.output
+    [times] = [line for line in idle.output.splitlines() if line.startswith("streamproc run: ")]
+    assert times.startswith("streamproc run: plan ") and "fetch" not in times and "process" not in times, times
+    with Ledger(url) as ledger:
+        latest = ledger.runs(app_id)[0]
+    assert (latest.status, latest.stage, latest.records_planned, latest.records_processed) == ("skipped", "plan", 0, 0)
+
 
 def test_a_failed_run_is_recorded_with_the_error_it_printed(
     kafka_broker: str, postgres_server: Any, unique: Callable[[str], str], tmp_path: Path
