@@ -62,7 +62,12 @@ def partition_counts(values: tuple[str, ...]) -> dict[str, int]:
     "--store", "store_uri", required=True, help="The staging location fetch wrote (DIR or s3://bucket/prefix)."
 )
 @click.option("--topology", required=True, help="MODULE:FUNCTION returning the application's Topology.")
-@click.option("--master", default=None, help="Spark master URL (default: local[*], or spark-submit's --master).")
+@click.option(
+    "--master",
+    default=None,
+    help="Spark master URL (default: local[*], or spark-submit's --master); 'inline' runs the tasks in this process "
+    "without Spark.",
+)
 @click.option("--conf", "conf_values", multiple=True, help="A Spark setting KEY=VALUE (repeatable).")
 @click.option(
     "--partitions",

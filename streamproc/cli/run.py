@@ -42,6 +42,7 @@ from streamproc.errors import HandoffError, HandoffNotConfirmed, StreamprocError
 if TYPE_CHECKING:
     from streamproc.cli.resume import Resumption
     from streamproc.ledger.run_recording import RunRecording
+    from streamproc.plan.run_plan import RunPlan
 
 #: The plan ``streamproc run`` writes in its work directory (``streamproc process``/``handoff --plan`` take it).
 PLAN_FILE = "plan.json"
@@ -93,7 +94,12 @@ class StepTimes:
     type=click.Path(file_okay=False, path_type=Path),
     help="The application's state.dir on this host: the hand-off writes each task's stores and .checkpoint there.",
 )
-@click.option("--master", default=None, help="Spark master URL (default: local[*]).")
+@click.option(
+    "--master",
+    default=None,
+    help="Spark master URL, or 'inline' to run the tasks in this process without Spark (default: inline for a window "
+    "of at most 50,000 records, else local[*]).",
+)
 @click.option("--conf", "conf_values", multiple=True, help="A Spark setting KEY=VALUE (repeatable).")
 @click.option(
     "--partitions",
@@ -279,7 +285,7 @@ def _run_steps(
                 plan,
                 store_uri=store_uri,
                 topology=topology,
-                master=master,
+                master=master or _default_master(plan),
                 conf=conf_settings(conf_values),
                 partitions=partition_counts(partition_values),
                 state_dir=state_dir,
@@ -333,3 +339,17 @@ def _halted_in_handoff(run: RunRecording, exc: BaseException, config: dict[str, 
         f"resume its hand-off, or abandon it with `streamproc ledger finish {run.run_id} --status failed --ledger "
         f"{run.ledger.url}`"
     )
+
+
+def _default_master(plan: RunPlan) -> str | None:
+    """No ``--master``: a small window runs in this process (``spark.job.default_master``), and the log says why."""
+    from streamproc.spark.job import INLINE_MAX_RECORDS, default_master, window_records
+
+    master = default_master(plan)
+    if master is not None:
+        click.echo(
+            f"processing the window's {window_records(plan):,} record(s) in this process (--master inline): at most "
+            f"{INLINE_MAX_RECORDS:,}, starting Spark would cost more than the work; give --master to run on Spark",
+            err=True,
+        )
+    return master

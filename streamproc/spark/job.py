@@ -52,6 +52,23 @@ FAIL_FIRST_ATTEMPT_CONF = "spark.streamproc.failFirstAttempt"
 #: Called with (tasks done, tasks in the stage) while the stage runs.
 Progress = Callable[[int, int], None]
 
+#: ``--master inline``: the tasks run one after another in this process, with the same task runner, files and
+#: reports as on Spark, and no Spark started (no JVM, no Python workers, no retries).
+INLINE_MASTER = "inline"
+#: ``streamproc run`` without ``--master`` runs a window of at most this many records (input and restores) inline:
+#: below it, starting Spark costs more CPU than the processing (``bench/test_bench_idle.py``).
+INLINE_MAX_RECORDS = 50_000
+
+
+def window_records(plan: RunPlan) -> int:
+    """The records the process step reads: every planned range's and every store restore's."""
+    return sum(r.end - r.start for r in plan.ranges) + sum(r.end - r.start for r in plan.restores)
+
+
+def default_master(plan: RunPlan) -> str | None:
+    """``streamproc run``'s master when none is given: ``inline`` for a small window, else Spark's default."""
+    return INLINE_MASTER if window_records(plan) <= INLINE_MAX_RECORDS else None
+
 
 class InjectedFailure(RuntimeError):
     """The retry test's executor failure: not a ``StreamprocError``, so Spark retries the task."""
@@ -408,12 +425,28 @@ def run_tasks(sc: SparkContext, work: Sequence[TaskWork], *, progress: Progress 
             watcher.join()
     if progress is not None:
         progress(len(work), len(work))
+    return _reported(reports)
+
+
+def run_inline(work: Sequence[TaskWork], *, progress: Progress | None = None) -> list[dict[str, Any]]:
+    """Run every task of ``work`` in this process, one after another (``--master inline``): the Spark task's body
+    (:func:`_run_partition`, attempt 0) without Spark; returns the reports in task order (raises a task's error)."""
+    reports = []
+    for done, report in enumerate(_run_partition(work), start=1):
+        reports.append(report)
+        if progress is not None:
+            progress(done, len(work))
+    return _reported(reports)
+
+
+def _reported(reports: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The stage's reports, or the first task error among them (every failed task's error logged)."""
     failed = [r for r in reports if "error" in r]
     if failed:
         for report in failed[1:]:
             logger.error("%s", report["error"])
         raise ProcessingError(
-            f"{len(failed)} of {len(work)} task(s) failed; the first: {failed[0]['error']}"
+            f"{len(failed)} of {len(reports)} task(s) failed; the first: {failed[0]['error']}"
             if len(failed) > 1
             else failed[0]["error"]
         )
@@ -430,6 +463,35 @@ def _offset(progress: Progress | None, done: int, total: int) -> Progress | None
         report(done + completed, total)
 
     return stage_progress
+
+
+def _run_on_spark(
+    plan: RunPlan,
+    work: Sequence[TaskWork],
+    master: str | None,
+    settings: Mapping[str, str],
+    topology: str,
+    progress: Progress | None,
+) -> list[dict[str, Any]]:
+    """Every stage's tasks as Spark tasks, on a Spark context started for them and stopped after."""
+    root = _module_root(topology)
+    sc = spark_context(master, settings, python_path=[root] if root else [])
+
+    def run_stage(stage: Stage) -> list[dict[str, Any]]:
+        logger.info(
+            "Processing stage %d of %d: %d task(s) of plan %s on %s",
+            stage.number,
+            stage.count,
+            len(stage.tasks),
+            plan_id(plan),
+            sc.master,
+        )
+        return run_tasks(sc, stage.tasks, progress=_offset(progress, stage.tasks_before, len(work)))
+
+    try:
+        return run_stages(plan, work, run_stage)
+    finally:
+        sc.stop()
 
 
 def process(
@@ -467,24 +529,16 @@ def process(
         state_dir=state_dir,
         streams_settings=streams_settings,
     )
-    root = _module_root(topology)
-    sc = spark_context(master, settings, python_path=[root] if root else [])
+    if master == INLINE_MASTER:
 
-    def run_stage(stage: Stage) -> list[dict[str, Any]]:
-        logger.info(
-            "Processing stage %d of %d: %d task(s) of plan %s on %s",
-            stage.number,
-            stage.count,
-            len(stage.tasks),
-            plan_id(plan),
-            sc.master,
-        )
-        return run_tasks(sc, stage.tasks, progress=_offset(progress, stage.tasks_before, len(work)))
+        def run_stage_inline(stage: Stage) -> list[dict[str, Any]]:
+            logger.info("Processing stage %d of %d: %d task(s) of plan %s in this process (--master inline)",
+                        stage.number, stage.count, len(stage.tasks), plan_id(plan))  # fmt: skip
+            return run_inline(stage.tasks, progress=_offset(progress, stage.tasks_before, len(work)))
 
-    try:
-        reports = run_stages(plan, work, run_stage)
-    finally:
-        sc.stop()
+        reports = run_stages(plan, work, run_stage_inline)
+    else:
+        reports = _run_on_spark(plan, work, master, settings, topology, progress)
     reports.sort(key=lambda r: TaskId.parse(r["task_id"]))
     for report in reports:
         logger.info(

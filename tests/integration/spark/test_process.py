@@ -25,7 +25,7 @@ from streamproc.engine.task_id import TaskId
 from streamproc.engine.topology_builder import build_processor_topology, build_stores
 from streamproc.errors import ConfigError, ProcessingError
 from streamproc.plan.run_plan import RunPlan
-from streamproc.spark.job import FAIL_FIRST_ATTEMPT_CONF, plan_id, process
+from streamproc.spark.job import FAIL_FIRST_ATTEMPT_CONF, INLINE_MASTER, plan_id, process
 from streamproc.spark.task_output import TaskObjects
 from streamproc.state.rocksdb_store import RocksDBKeyValueBytesStore
 from streamproc.state.store_type import StoreType
@@ -170,6 +170,32 @@ def test_process_on_local_spark_equals_the_engine_run_directly_and_reruns_skip(
     assert all(r["skipped"] for r in again)
     assert [r["records_processed"] for r in again] == [r["records_processed"] for r in reports]
     assert output_bytes(store_dir, plan) == first
+
+
+def test_inline_processing_writes_the_same_bytes_and_reports_as_spark(staged: dict[str, Any], tmp_path: Path) -> None:
+    """``--master inline`` (a small window's default in ``streamproc run``): the same task runner in this process,
+    no Spark started; every output, changelog, drop and store is the same as on Spark."""
+    plan: RunPlan = staged["plan"]
+    options = {"topology": TOPOLOGY, "partitions": {topologies.COUNT_OUTPUT: PARTITIONS}}
+    spark_dir, inline_dir = fresh_copy(staged, tmp_path / "spark"), fresh_copy(staged, tmp_path / "inline")
+    on_spark = process(plan, store_uri=str(spark_dir), master="local[2]", **options)  # type: ignore[arg-type]
+    progress: list[tuple[int, int]] = []
+    inline = process(plan, store_uri=str(inline_dir), master=INLINE_MASTER,
+                     progress=lambda done, total: progress.append((done, total)), **options)  # type: ignore[arg-type]  # fmt: skip
+    assert progress[-1] == (PARTITIONS, PARTITIONS)
+    assert output_bytes(inline_dir, plan) == output_bytes(spark_dir, plan)
+    # the store bundle is a tar of RocksDB's files, whose bytes differ from run to run: its entries are compared
+    volatile = ("attempt", "seconds", "timings", "bytes_written", "objects")
+    for a, b in zip(inline, on_spark, strict=True):
+        assert {k for k in a.keys() | b.keys() if k not in volatile and a.get(k) != b.get(k)} == set(), (a, b)
+        bundle = TaskObjects(plan_id(plan), TaskId.parse(a["task_id"])).stores
+        assert {k: v for k, v in a["objects"].items() if k != bundle} == {
+            k: v for k, v in b["objects"].items() if k != bundle
+        }
+    for report in inline:
+        assert store_entries(inline_dir, plan, report["task_id"], tmp_path / "i") == store_entries(
+            spark_dir, plan, report["task_id"], tmp_path / "s"
+        )
 
 
 def test_stores_are_restored_from_the_plans_changelog_ranges_before_processing(
