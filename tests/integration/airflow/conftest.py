@@ -380,3 +380,18 @@ def run_state(airflow_ui: AirflowUI, dag_run_id: str) -> str:
     with api(airflow_ui) as client:
         state: str = client.get(f"/api/v2/dags/{BACKFILL}/dagRuns/{quote(dag_run_id, safe='')}").json()["state"]
     return state
+
+
+def wait_for_the_gate_to_park(airflow_ui: AirflowUI, dag_run_id: str) -> None:
+    """Wait until the run's approval gate awaits input and the scheduler has taken the parked task's process exit.
+
+    Approve only then: Airflow 3.1 marks the gate FAILED when that (stale) executor event arrives after the approval
+    has already resumed the same try ("finished with state success, but the task instance's state attribute is
+    running"), seen on a loaded machine. A person never approves that fast; a test would.
+    """
+    wait_for(lambda: task_state(airflow_ui, dag_run_id, "approve_handoff") == "awaiting_input" or
+             run_state(airflow_ui, dag_run_id) == "failed", "the approval gate")  # fmt: skip
+    assert run_state(airflow_ui, dag_run_id) == "running", "the run failed before the approval gate"
+    parked = (f"Received executor event with state success for task instance TaskInstanceKey(dag_id='{BACKFILL}', "
+              f"task_id='approve_handoff', run_id='{dag_run_id}'")  # fmt: skip
+    wait_for(lambda: parked in airflow_ui.log_path.read_text("utf-8", "replace"), "the scheduler to see the gate park")

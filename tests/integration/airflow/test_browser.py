@@ -22,7 +22,14 @@ from streamproc.ledger import Ledger, RunDetail
 from streamproc_dev.service_process import tail
 from tests.conftest import PROJECT_ROOT
 from tests.integration.airflow import topologies
-from tests.integration.airflow.conftest import BACKFILL, AirflowUI, prepare_application, run_state, task_state, wait_for
+from tests.integration.airflow.conftest import (
+    BACKFILL,
+    AirflowUI,
+    prepare_application,
+    run_state,
+    wait_for,
+    wait_for_the_gate_to_park,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -96,16 +103,7 @@ def test_a_backfill_triggered_from_the_form_and_approved_in_the_ui_shows_the_led
     dag_run_id = unquote(page.url.split("/runs/", 1)[1].split("/")[0])
 
     # the approval gate, answered in the UI
-    wait_for(lambda: task_state(airflow_ui, dag_run_id, "approve_handoff") == "awaiting_input" or
-             run_state(airflow_ui, dag_run_id) == "failed", "the approval gate")  # fmt: skip
-    assert run_state(airflow_ui, dag_run_id) == "running", "the run failed before the approval gate"
-    # Approve only once the scheduler has taken the parked task's process exit: Airflow 3.1 marks the gate FAILED when
-    # that (stale) executor event arrives after the approval has already resumed the same try ("finished with state
-    # success, but the task instance's state attribute is running"), seen on a loaded machine. A person never
-    # approves that fast; the test would.
-    parked = (f"Received executor event with state success for task instance TaskInstanceKey(dag_id='{BACKFILL}', "
-              f"task_id='approve_handoff', run_id='{dag_run_id}'")  # fmt: skip
-    wait_for(lambda: parked in airflow_ui.log_path.read_text("utf-8", "replace"), "the scheduler to see the gate park")
+    wait_for_the_gate_to_park(airflow_ui, dag_run_id)
     page.goto(f"{airflow_ui.url}/required_actions")
     page.get_by_text(f"of {app_id}?").click()  # the subject: "Hand off plan <id> of <application>?"
     approve = page.get_by_test_id("hitl-option-Approve")

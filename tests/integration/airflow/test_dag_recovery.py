@@ -40,6 +40,7 @@ from tests.integration.airflow.conftest import (
     run_state,
     task_state,
     wait_for,
+    wait_for_the_gate_to_park,
 )
 from tests.integration.handoff.test_handoff import log_ends, read_all
 
@@ -66,14 +67,8 @@ def _task_instance(airflow_ui: AirflowUI, dag_run_id: str, task_id: str) -> dict
 
 
 def _approve(airflow_ui: AirflowUI, dag_run_id: str) -> None:
-    """A user approves the hand-off (the REST API the Required Actions page uses), once the scheduler has taken the
-    parked gate's process exit (see the browser test: an approval faster than that is one no person makes)."""
-    wait_for(lambda: task_state(airflow_ui, dag_run_id, "approve_handoff") == "awaiting_input" or
-             run_state(airflow_ui, dag_run_id) == "failed", "the approval gate")  # fmt: skip
-    assert run_state(airflow_ui, dag_run_id) == "running", "the run failed before the approval gate"
-    parked = (f"Received executor event with state success for task instance TaskInstanceKey(dag_id='{BACKFILL}', "
-              f"task_id='approve_handoff', run_id='{dag_run_id}'")  # fmt: skip
-    wait_for(lambda: parked in airflow_ui.log_path.read_text("utf-8", "replace"), "the scheduler to see the gate park")
+    """A user approves the hand-off (the REST API the Required Actions page uses) once the gate has parked."""
+    wait_for_the_gate_to_park(airflow_ui, dag_run_id)
     gate = f"/api/v2/dags/{BACKFILL}/dagRuns/{quote(dag_run_id, safe='')}/taskInstances/approve_handoff/-1"
     with api(airflow_ui) as client:
         response = client.patch(f"{gate}/hitlDetails", json={"chosen_options": ["Approve"], "params_input": {}})
