@@ -138,14 +138,17 @@ def fence_for_pending_commits(
     killed hand-off's open transaction, whose commit it is, is aborted now rather than waited for until the
     broker's transaction timeout. Another producer's commit (the application's, another tool's) stays pending and
     is then waited for or reported as before. Returns the ids fenced."""
-    tasks = sorted({f"{subtopology_of[topic]}_{partition}" for topic, partition in pending if topic in subtopology_of})
-    ids = [transactional_id(application_id, task_id) for task_id in tasks]
+    from streamproc.engine.task_id import TaskId
+
+    read = [(topic, partition) for topic, partition in pending if topic in subtopology_of]
+    tasks = sorted({TaskId(subtopology_of[topic], partition) for topic, partition in read})
+    ids = [transactional_id(application_id, str(task)) for task in tasks]
     if ids:
         log.warning(
             "group '%s' has a transactional offset commit pending; fencing the hand-off's transactional ids of "
             "task(s) %s (a killed hand-off's transaction is aborted now; another producer's is waited for)",
             application_id,
-            ", ".join(tasks),
+            ", ".join(map(str, tasks)),
         )
         fence(client_config, ids)
     return ids
