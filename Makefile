@@ -24,7 +24,7 @@ WITH_TOOLS := . ./$(PREREQ_ENV) &&
 prereq:
 	@PYTHON=$(PYTHON) sh tools/prereq.sh $(PREREQ_ENV)
 
-$(STAMP): requirements.lock pyproject.toml streamproc/engine/_bulk_kernel.c | prereq
+$(STAMP): requirements.lock pyproject.toml streamproc/engine/_bulk_kernel.c streamproc/kafka/_message_kernel.c | prereq
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 	@# --compile-bytecode: .pyc files written once here, so no process (Spark's Python workers, Airflow's CLI and

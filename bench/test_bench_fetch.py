@@ -12,9 +12,11 @@ and threads into S3. Run with ``make bench`` or ``pytest bench/test_bench_fetch.
 from __future__ import annotations
 
 import os
+import resource
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -30,6 +32,19 @@ from tests.integration.conftest import create_topic
 PARTITIONS = int(os.environ.get("STREAMPROC_BENCH_PARTITIONS", "8"))
 RECORDS = int(os.environ.get("STREAMPROC_BENCH_RECORDS", "100000"))
 VALUE = b"x" * 190
+
+T = TypeVar("T")
+
+
+def measured(run: Callable[[], T]) -> tuple[T, float, float]:
+    """``run()``'s result, wall seconds and CPU seconds: every thread of this process (librdkafka's included) and
+    every child process reaped meanwhile (the fetch's worker processes, joined before it returns)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu, wall = time.process_time(), time.perf_counter()
+    result = run()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    children_s = (after.ru_utime - children.ru_utime) + (after.ru_stime - children.ru_stime)
+    return result, time.perf_counter() - wall, time.process_time() - cpu + children_s
 
 
 def seed(bootstrap: str, topic: str) -> None:
@@ -74,27 +89,21 @@ def test_fetch_vs_bare_consume_loop(
     ranges = [FetchRange(topic, p, 0, RECORDS) for p in range(PARTITIONS)]
     client = {"bootstrap.servers": kafka_broker}
 
-    started = time.perf_counter()
-    records, size = bare_consume(kafka_broker, topic)
-    baseline_s = time.perf_counter() - started
-
-    started = time.perf_counter()
-    results = fetch_ranges(client, load_store(str(tmp_path / "stage")), ranges, isolation=IsolationLevel.READ_COMMITTED)
-    fetch_s = time.perf_counter() - started
-
+    (records, size), baseline_s, baseline_cpu = measured(lambda: bare_consume(kafka_broker, topic))
+    stage = load_store(str(tmp_path / "stage"))
+    isolation = IsolationLevel.READ_COMMITTED
+    results, fetch_s, fetch_cpu = measured(lambda: fetch_ranges(client, stage, ranges, isolation=isolation))
     processes = os.cpu_count() or 1
-    started = time.perf_counter()
-    fetch_ranges(client, load_store(str(tmp_path / "stage-processes")), ranges, processes=processes)
-    processes_s = time.perf_counter() - started
+    stage_processes = load_store(str(tmp_path / "stage-processes"))
+    _, processes_s, processes_cpu = measured(lambda: fetch_ranges(client, stage_processes, ranges, processes=processes))
 
     bucket = unique("bench")
     s3_server.client().create_bucket(Bucket=bucket)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", s3_server.access_key)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3_server.secret_key)
     monkeypatch.setenv("AWS_DEFAULT_REGION", s3_server.region)
-    started = time.perf_counter()
-    fetch_ranges(client, load_store(f"s3://{bucket}/stage", endpoint_url=s3_server.endpoint), ranges)
-    s3_s = time.perf_counter() - started
+    s3_stage = load_store(f"s3://{bucket}/stage", endpoint_url=s3_server.endpoint)
+    _, s3_s, s3_cpu = measured(lambda: fetch_ranges(client, s3_stage, ranges))
 
     total = PARTITIONS * RECORDS
     assert records == total and sum(r.records for r in results) == total
@@ -104,6 +113,13 @@ def test_fetch_vs_bare_consume_loop(
         "records_per_partition": RECORDS,
         "record_bytes": size // records,
         "baseline_records_per_s": round(total / baseline_s),
+        "baseline_records_per_cpu_s": round(total / baseline_cpu),
+        "fetch_local_records_per_cpu_s": round(total / fetch_cpu),
+        "fetch_local_processes_records_per_cpu_s": round(total / processes_cpu),
+        "fetch_s3_records_per_cpu_s": round(total / s3_cpu),
+        "ratio_per_cpu_local_over_baseline": round(baseline_cpu / fetch_cpu, 3),
+        "ratio_per_cpu_local_processes_over_baseline": round(baseline_cpu / processes_cpu, 3),
+        "ratio_per_cpu_s3_over_baseline": round(baseline_cpu / s3_cpu, 3),
         "fetch_local_records_per_s": round(total / fetch_s),
         "fetch_s3_records_per_s": round(total / s3_s),
         "fetch_local_processes": processes,

@@ -25,6 +25,7 @@ from streamproc.engine.records import TimestampType
 from streamproc.errors import FetchError
 from streamproc.fetch.ranges import FETCH_LIMITS, FetchRange, RangeFetchResult
 from streamproc.kafka.cluster import topic_ids
+from streamproc.kafka.message_kernel import message_kernel
 from streamproc.kafka.range_reader import READ_COMMITTED, READ_UNCOMMITTED, RangeReader, refuse_isolation_setting
 from streamproc.plan.cluster_snapshot import IsolationLevel, TopicPartition
 from streamproc.plan.completeness import CompletenessProof, prove_two_pass
@@ -155,10 +156,11 @@ def _fetch_subrange(
     segment_start = start
     columns = SegmentColumns()
     types = _TIMESTAMP_TYPE_IDS
+    kernel = message_kernel()
     for batch in reader.batches():
         index, count = 0, len(batch)
         while index < count:
-            index, added = columns.fill(batch, index, max_records, max_bytes, types)
+            index, added = columns.fill(batch, index, max_records, max_bytes, types, kernel)
             progress.bytes += added
             if index < count:  # the message at index would pass a limit: it starts the next segment
                 offset = batch[index].offset()

@@ -19,6 +19,7 @@ from typing import Any
 from streamproc.engine.records import ConsumerRecord, TimestampType
 from streamproc.errors import ConfigError, FetchError
 from streamproc.kafka import clients as kafka_clients
+from streamproc.kafka.message_kernel import SCAN_ALL, SCAN_ERROR, SCAN_LAST_OFFSET, SCAN_PAST_END, scan
 
 log = logging.getLogger(__name__)
 
@@ -200,33 +201,21 @@ class RangeReader:
                         )
                     continue
                 last_progress = time.monotonic()
-                batch: list[Any] = []
-                finished = recorded = False
-                for message in messages:
-                    if message.error() is not None:
-                        self._record(batch)  # the evidence holds what was delivered, even if the read fails here
-                        recorded = True
-                        self._raise_or_finish(consumer, message.error())
-                        finished = True
-                        break
-                    offset = message.offset()
-                    if offset >= end:
-                        ev.dropped_past_end += 1
-                        ev.reached_end_by = "record_at_end"
-                        ev.final_position = end
-                        finished = True
-                        break
-                    batch.append(message)
-                    if offset == end - 1:
-                        ev.reached_end_by = "last_offset"
-                        ev.final_position = end
-                        finished = True
-                        break
+                count, ended = scan(messages, end)
+                batch = messages if count == len(messages) else messages[:count]
+                self._record(batch)  # the evidence holds what was delivered, even if the read fails below
+                if ended == SCAN_ERROR:
+                    self._raise_or_finish(consumer, messages[count].error())
+                elif ended == SCAN_PAST_END:
+                    ev.dropped_past_end += 1
+                    ev.reached_end_by = "record_at_end"
+                    ev.final_position = end
+                elif ended == SCAN_LAST_OFFSET:
+                    ev.reached_end_by = "last_offset"
+                    ev.final_position = end
                 if batch:
-                    if not recorded:
-                        self._record(batch)
                     yield batch
-                if finished:
+                if ended != SCAN_ALL:
                     return
         finally:
             consumer.close()

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NoReturn
 
 from streamproc.errors import ManifestError
-from streamproc.intervals import Interval, count, to_intervals
+from streamproc.intervals import Interval, count, is_run, to_intervals
 from streamproc.plan.cluster_snapshot import IsolationLevel, RecordKind, TopicPartition
 
 logger = logging.getLogger(__name__)
@@ -87,21 +88,46 @@ class CompletenessProof:
         }
 
 
-def _delivered_in_range(tp: TopicPartition, start: int, end: int, delivered: Iterable[int]) -> tuple[set[int], bool]:
-    """Rule 1: offsets ≥ end are dropped (and prove the reader passed ``end``); below ``start`` is a reader bug."""
+def _delivered_in_range(
+    tp: TopicPartition, start: int, end: int, delivered: Iterable[int]
+) -> tuple[tuple[Interval, ...], bool]:
+    """Rule 1: offsets ≥ end are dropped (and prove the reader passed ``end``); below ``start`` is a reader bug.
+
+    Returns the delivered offsets inside the range as runs. A reading that delivered one unbroken run (the usual
+    fetch) is settled from its first and last offsets alone.
+    """
+    if isinstance(delivered, Sequence) and is_run(delivered):
+        first, last = delivered[0], delivered[-1]
+        if first < start:
+            _below_start(tp, first, start)
+        inside_last = min(last, end - 1)
+        return (((first, inside_last),) if first <= inside_last else ()), last >= end
     inside: set[int] = set()
     beyond = False
     for offset in delivered:
         if offset < start:
-            raise ManifestError(
-                f"{tp}: the reader delivered offset {offset} below the range start {start}; the reader is broken, "
-                f"fetch the range again"
-            )
+            _below_start(tp, offset, start)
         if offset >= end:
             beyond = True
         else:
             inside.add(offset)
-    return inside, beyond
+    return to_intervals(inside), beyond
+
+
+def _below_start(tp: TopicPartition, offset: int, start: int) -> NoReturn:
+    raise ManifestError(
+        f"{tp}: the reader delivered offset {offset} below the range start {start}; the reader is broken, "
+        f"fetch the range again"
+    )
+
+
+def _undelivered(start: int, end: int, delivered: tuple[Interval, ...]) -> Iterator[int]:
+    """The offsets of ``[start, end)`` outside the delivered runs, in order (usually none: no Python step each)."""
+    position = start
+    for first, last in delivered:
+        yield from range(position, first)
+        position = last + 1
+    yield from range(position, end)
 
 
 def _finish(
@@ -109,7 +135,7 @@ def _finish(
     start: int,
     end: int,
     isolation: IsolationLevel,
-    delivered: set[int],
+    delivered: tuple[Interval, ...],
     explained: dict[Reason, list[int]],
     unexplained: list[int],
     reached: bool,
@@ -123,7 +149,7 @@ def _finish(
             unexplained=runs,
         )
     if not reached:
-        last = max(delivered) if delivered else None
+        last = delivered[-1][1] if delivered else None
         raise IncompleteRange(
             f"{tp}: the reader did not prove it reached the end {end} of [{start}, {end}) (last delivered offset "
             f"{last}, no partition EOF at or after {end}); fetch the partition again",
@@ -134,7 +160,7 @@ def _finish(
         start=start,
         end=end,
         isolation_level=isolation,
-        delivered=to_intervals(delivered),
+        delivered=delivered,
         explained={reason: to_intervals(offsets) for reason, offsets in explained.items() if offsets},
     )
     if proof.delivered_count + proof.explained_count != end - start:
@@ -145,12 +171,12 @@ def _finish(
     return proof
 
 
-def _reached_end(start: int, end: int, delivered: set[int], beyond: bool, eof_position: int | None) -> bool:
+def _reached_end(start: int, end: int, delivered: tuple[Interval, ...], beyond: bool, eof_position: int | None) -> bool:
     """Rule 4: a delivered offset ≥ end − 1, a dropped record ≥ end, or partition EOF at a position ≥ end."""
     return (
         start == end
         or beyond
-        or (bool(delivered) and max(delivered) >= end - 1)
+        or (bool(delivered) and delivered[-1][1] >= end - 1)
         or (eof_position is not None and eof_position >= end)
     )
 
@@ -179,9 +205,7 @@ def prove_two_pass(
     explained: dict[Reason, list[int]] = {}
     unexplained: list[int] = []
     gap_reason = Reason.CONTROL_OR_COMPACTED if compacted else Reason.CONTROL
-    for offset in range(start, end):
-        if offset in delivered:
-            continue
+    for offset in _undelivered(start, end, delivered):
         if offset in second:
             if isolation is IsolationLevel.READ_COMMITTED:
                 explained.setdefault(Reason.ABORTED, []).append(offset)
@@ -213,9 +237,7 @@ def prove_from_batch_headers(
     inside, beyond = _delivered_in_range(tp, start, end, delivered)
     explained: dict[Reason, list[int]] = {}
     unexplained: list[int] = []
-    for offset in range(start, end):
-        if offset in inside:
-            continue
+    for offset in _undelivered(start, end, inside):
         kind = log.get(offset)
         if kind is None:
             if compacted:

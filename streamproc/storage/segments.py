@@ -17,6 +17,7 @@ import logging
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 import pyarrow as pa
@@ -249,19 +250,39 @@ class SegmentColumns:
 
     def fill(
         self,
+        messages: list[Any],
+        first: int,
+        max_records: int,
+        max_bytes: int,
+        timestamp_type_ids: dict[int, int],
+        kernel: ModuleType | None,
+    ) -> tuple[int, int]:
+        """Append confluent-kafka ``messages[first:]`` until the next one would close the segment; returns the index
+        of the first message not appended (``len(messages)``: all were) and the bytes appended.
+
+        A non-empty segment closes before the row that would pass ``max_records`` or ``max_bytes`` (the rule of
+        ``staging.split_range``); an empty one always takes its first row. The fetch's per-record loop: ``kernel``'s
+        compiled ``fill`` (``streamproc.kafka.message_kernel``, which the fetch passes on), else
+        :meth:`fill_python`, its reference.
+        """
+        if kernel is None:
+            return self.fill_python(messages, first, max_records, max_bytes, timestamp_type_ids)
+        index, added, self.size = kernel.fill(
+            messages, first, max_records, max_bytes, RECORD_OVERHEAD_BYTES, timestamp_type_ids, self.size,
+            self.offsets, self.timestamps, self.timestamp_types, self.keys, self.values, self.header_offsets,
+            self.header_keys, self.header_values, self.leader_epochs,
+        )  # fmt: skip
+        return index, added
+
+    def fill_python(
+        self,
         messages: Sequence[Any],
         first: int,
         max_records: int,
         max_bytes: int,
         timestamp_type_ids: Mapping[int, int],
     ) -> tuple[int, int]:
-        """Append confluent-kafka ``messages[first:]`` until the next one would close the segment; returns the index
-        of the first message not appended (``len(messages)``: all were) and the bytes appended.
-
-        A non-empty segment closes before the row that would pass ``max_records`` or ``max_bytes`` (the rule of
-        ``staging.split_range``); an empty one always takes its first row. The fetch's per-record loop: the column
-        appends bound once per batch and each size counted once (:meth:`append` per row cost a fifth of a fetch).
-        """
+        """:meth:`fill` in Python: the column appends bound once per batch and each size counted once."""
         offsets, timestamps, types, keys, values = (
             self.offsets, self.timestamps, self.timestamp_types, self.keys, self.values,
         )  # fmt: skip
@@ -308,8 +329,8 @@ class SegmentColumns:
         headers = pa.ListArray.from_arrays(pa.array(self.header_offsets, pa.int32()), header_rows, type=header_type)
         table = pa.Table.from_arrays(
             [
-                pa.array([topic] * n, pa.string()),
-                pa.array([partition] * n, pa.int32()),
+                pa.repeat(pa.scalar(topic, pa.string()), n),  # one value n times: no list of n
+                pa.repeat(pa.scalar(partition, pa.int32()), n),
                 pa.array(self.offsets, pa.int64()),
                 pa.array(self.timestamps, pa.int64()),
                 pa.array(self.timestamp_types, pa.int8()),

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from streamproc.errors import ManifestError
 from streamproc.plan.cluster_snapshot import IsolationLevel, RecordKind, TopicPartition
@@ -138,3 +142,29 @@ def test_batch_headers_undelivered_committed_record_is_unexplained() -> None:
             TP, 0, 10, isolation=RC, compacted=True, delivered=[0, 1, 7, 8], log=LOG, eof_position=10
         )
     assert info.value.unexplained == ((2, 2),)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(0, 40), max_size=30),
+    st.integers(0, 3),
+    st.integers(0, 40),
+    st.booleans(),
+    st.sampled_from(IsolationLevel),
+)
+def test_a_delivered_run_is_proved_as_any_other_delivery(
+    offsets: list[int], start: int, length: int, run: bool, isolation: IsolationLevel
+) -> None:
+    """The one-run shortcut (a sequence of consecutive offsets) proves or refuses exactly as the general rule does."""
+    delivered = list(range(offsets[0], offsets[0] + len(offsets))) if run and offsets else sorted(set(offsets))
+    end = start + length
+
+    def prove(first_pass: Iterable[int]) -> object:
+        try:
+            return prove_two_pass(
+                TP, start, end, isolation=isolation, compacted=False, first_pass=first_pass, second_pass=[]
+            )
+        except ManifestError as error:  # IncompleteRange too
+            return str(error)
+
+    assert prove(delivered) == prove(iter(delivered))
