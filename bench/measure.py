@@ -30,9 +30,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from bench.resources import peak_rss_mb
 
@@ -292,3 +293,18 @@ def run_measured(
         broker_cpu_s=_cpu(broker_pid) - broker_cpu0,
         broker_disk_write_bytes=broker_io1.get("write_bytes", 0) - broker_io0.get("write_bytes", 0),
     )
+
+
+T = TypeVar("T")
+
+
+def measured_here(run: Callable[[], T]) -> tuple[T, float, float]:
+    """``run()``'s result, wall seconds and CPU seconds, for work done in this process: every thread of it
+    (librdkafka's included) and every child process reaped meanwhile (e.g. a fetch's worker processes, joined
+    before it returns). The in-process counterpart of :func:`run_measured`."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu, wall = time.process_time(), time.perf_counter()
+    result = run()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    children_s = (after.ru_utime - children.ru_utime) + (after.ru_stime - children.ru_stime)
+    return result, time.perf_counter() - wall, time.process_time() - cpu + children_s

@@ -12,17 +12,15 @@ and threads into S3. Run with ``make bench`` or ``pytest bench/test_bench_fetch.
 from __future__ import annotations
 
 import os
-import resource
-import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from bench.conftest import record
+from bench.measure import measured_here
 from streamproc.fetch import FetchRange, fetch_ranges
 from streamproc.plan.cluster_snapshot import IsolationLevel
 from streamproc.storage import load_store
@@ -32,19 +30,6 @@ from tests.integration.conftest import create_topic
 PARTITIONS = int(os.environ.get("STREAMPROC_BENCH_PARTITIONS", "8"))
 RECORDS = int(os.environ.get("STREAMPROC_BENCH_RECORDS", "100000"))
 VALUE = b"x" * 190
-
-T = TypeVar("T")
-
-
-def measured(run: Callable[[], T]) -> tuple[T, float, float]:
-    """``run()``'s result, wall seconds and CPU seconds: every thread of this process (librdkafka's included) and
-    every child process reaped meanwhile (the fetch's worker processes, joined before it returns)."""
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu, wall = time.process_time(), time.perf_counter()
-    result = run()
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    children_s = (after.ru_utime - children.ru_utime) + (after.ru_stime - children.ru_stime)
-    return result, time.perf_counter() - wall, time.process_time() - cpu + children_s
 
 
 def seed(bootstrap: str, topic: str) -> None:
@@ -89,13 +74,15 @@ def test_fetch_vs_bare_consume_loop(
     ranges = [FetchRange(topic, p, 0, RECORDS) for p in range(PARTITIONS)]
     client = {"bootstrap.servers": kafka_broker}
 
-    (records, size), baseline_s, baseline_cpu = measured(lambda: bare_consume(kafka_broker, topic))
+    (records, size), baseline_s, baseline_cpu = measured_here(lambda: bare_consume(kafka_broker, topic))
     stage = load_store(str(tmp_path / "stage"))
     isolation = IsolationLevel.READ_COMMITTED
-    results, fetch_s, fetch_cpu = measured(lambda: fetch_ranges(client, stage, ranges, isolation=isolation))
+    results, fetch_s, fetch_cpu = measured_here(lambda: fetch_ranges(client, stage, ranges, isolation=isolation))
     processes = os.cpu_count() or 1
     stage_processes = load_store(str(tmp_path / "stage-processes"))
-    _, processes_s, processes_cpu = measured(lambda: fetch_ranges(client, stage_processes, ranges, processes=processes))
+    _, processes_s, processes_cpu = measured_here(
+        lambda: fetch_ranges(client, stage_processes, ranges, processes=processes)
+    )
 
     bucket = unique("bench")
     s3_server.client().create_bucket(Bucket=bucket)
@@ -103,7 +90,7 @@ def test_fetch_vs_bare_consume_loop(
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3_server.secret_key)
     monkeypatch.setenv("AWS_DEFAULT_REGION", s3_server.region)
     s3_stage = load_store(f"s3://{bucket}/stage", endpoint_url=s3_server.endpoint)
-    _, s3_s, s3_cpu = measured(lambda: fetch_ranges(client, s3_stage, ranges))
+    _, s3_s, s3_cpu = measured_here(lambda: fetch_ranges(client, s3_stage, ranges))
 
     total = PARTITIONS * RECORDS
     assert records == total and sum(r.records for r in results) == total

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,8 +21,9 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from bench.conftest import record
+from bench.measure import measured_here
 from streamproc.engine.task_id import TaskId
-from streamproc.handoff.publish import publish_task, verify_committed
+from streamproc.handoff.publish import PublishedTask, publish_task, verify_committed
 from streamproc.handoff.task_results import TaskResults
 from streamproc.kafka import clients
 from streamproc.plan.run_plan import PlannedTask
@@ -89,19 +89,22 @@ def test_publish_vs_bare_transactional_loop(
     warm.produce(topic, value=b"warm-up", partition=0)
     warm.commit_transaction(60)
 
-    started = time.perf_counter()
-    bare_transactional_loop(kafka_broker, topic)
-    bare_s = time.perf_counter() - started
+    _, bare_s, bare_cpu = measured_here(lambda: bare_transactional_loop(kafka_broker, topic))
 
-    started = time.perf_counter()
-    published = publish_task(config, app_id, "benchplan", results)
-    verify_committed(clients.admin(config), app_id, published.offsets)
-    publish_s = time.perf_counter() - started
+    def publish() -> PublishedTask:
+        published = publish_task(config, app_id, "benchplan", results)
+        verify_committed(clients.admin(config), app_id, published.offsets)
+        return published
+
+    published, publish_s, publish_cpu = measured_here(publish)
 
     assert published.output_records == RECORDS
     assert published.offsets == {f"{topic}-0": 0}
     ratio = bare_s / publish_s
     result = {"records": RECORDS, "bare_records_per_s": round(RECORDS / bare_s), "publish_records_per_s":
-              round(RECORDS / publish_s), "ratio": round(ratio, 3), "goal": 0.8}  # fmt: skip
+              round(RECORDS / publish_s), "ratio": round(ratio, 3), "goal": 0.8,
+              "bare_records_per_cpu_s": round(RECORDS / bare_cpu), "publish_records_per_cpu_s":
+              round(RECORDS / publish_cpu), "ratio_per_cpu_s": round(bare_cpu / publish_cpu, 3),
+              "goal_per_cpu_s": 0.9}  # fmt: skip
     print(f"\nhand-off publish: {result}")
     record("handoff", result)

@@ -89,6 +89,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--profile", type=Path, default=None)
     parser.add_argument("--conf", action="append", default=[], help="extra Spark KEY=VALUE")
+    parser.add_argument(
+        "--master",
+        default=None,
+        help="the process step's master (default: local[CORES]); 'default': none given, as a user runs it",
+    )
     args = parser.parse_args(argv)
     become_subreaper()
     account = _CpuAccount()
@@ -158,9 +163,10 @@ def _profile(args: argparse.Namespace, account: _CpuAccount) -> int:
 
         SparkContext.stop = dump_then_stop  # type: ignore[method-assign]
     factory = f"bench.workloads:{args.workload}"
+    master = [] if args.master == "default" else ["--master", args.master or f"local[{args.cores}]"]
     command = ["run", "--bootstrap", args.bootstrap, "--application-id", app, "--topology", factory,
                "--store", str(work / "staging"), "--work-dir", str(work / "work"), "--state-dir", str(work / "state"),
-               "--master", f"local[{args.cores}]", "--create-internal-topics", "--streams-setting",
+               *master, "--create-internal-topics", "--streams-setting",
                "replication.factor=1", "--yes"]  # fmt: skip
     for c in conf:
         command += ["--conf", c]

@@ -311,7 +311,6 @@ def fetch_step(ref: DagRunRef, rng: Mapping[str, Any]) -> dict[str, Any]:
         [planned],
         isolation=IsolationLevel(plan.isolation_level),
         parallelism=1,
-        processes=2,
         store_options=options,
     )
     [result] = results

@@ -32,8 +32,10 @@ if TYPE_CHECKING:
 @click.option(
     "--processes",
     type=int,
-    default=0,
-    help="Worker processes (0: one per core for fetches of 500 000 records or more, else 1).",
+    default=1,
+    show_default=True,
+    help="Worker processes (1: threads in this process, which fetch faster and with less CPU than processes on a "
+    "machine of a few cores).",
 )
 @s3_options
 @click.pass_context

@@ -65,8 +65,8 @@ def partition_counts(values: tuple[str, ...]) -> dict[str, int]:
 @click.option(
     "--master",
     default=None,
-    help="Spark master URL (default: local[*], or spark-submit's --master); 'inline' runs the tasks in this process "
-    "without Spark.",
+    help="Spark master URL (default: local[*], or spark-submit's --master); without Spark, 'inline' runs the tasks in "
+    "this process, 'processes[N]' in N worker processes of this machine (processes: one per core).",
 )
 @click.option("--conf", "conf_values", multiple=True, help="A Spark setting KEY=VALUE (repeatable).")
 @click.option(

@@ -97,8 +97,9 @@ class StepTimes:
 @click.option(
     "--master",
     default=None,
-    help="Spark master URL, or 'inline' to run the tasks in this process without Spark (default: inline for a window "
-    "of at most 50,000 records, else local[*]).",
+    help="Spark master URL (local[*], spark://…), or without Spark: 'inline' runs the tasks in this process, "
+    "'processes[N]' in N worker processes (default: a worker process per 1,000,000 records of the window, at most one "
+    "per core, and inline for one or none; with --conf, local[*]).",
 )
 @click.option("--conf", "conf_values", multiple=True, help="A Spark setting KEY=VALUE (repeatable).")
 @click.option(
@@ -272,6 +273,8 @@ def _run_steps(
                    "or hand-off (the run is recorded skipped)")  # fmt: skip
         emit(ctx, {"skipped": True, "reason": "nothing new", "application_id": application_id}, message)
         return
+    if master is None and not conf_values:  # Spark settings without a master: Spark's default master, local[*]
+        master = _default_master(plan)
     if resumed is None or not resumed.skips("fetch"):
         with times.step("fetch"):
             run.fetching()
@@ -285,7 +288,7 @@ def _run_steps(
                 plan,
                 store_uri=store_uri,
                 topology=topology,
-                master=master or _default_master(plan),
+                master=master,
                 conf=conf_settings(conf_values),
                 partitions=partition_counts(partition_values),
                 state_dir=state_dir,
@@ -341,15 +344,19 @@ def _halted_in_handoff(run: RunRecording, exc: BaseException, config: dict[str, 
     )
 
 
-def _default_master(plan: RunPlan) -> str | None:
-    """No ``--master``: a small window runs in this process (``spark.job.default_master``), and the log says why."""
-    from streamproc.spark.job import INLINE_MAX_RECORDS, default_master, window_records
+def _default_master(plan: RunPlan) -> str:
+    """No ``--master``: the window runs on this machine without Spark (``spark.job.default_master``), in this
+    process or in worker processes, and the log says which and why."""
+    from streamproc.spark.job import INLINE_MASTER, RECORDS_PER_WORKER, default_master, processes_of, window_records
 
     master = default_master(plan)
-    if master is not None:
-        click.echo(
-            f"processing the window's {window_records(plan):,} record(s) in this process (--master inline): at most "
-            f"{INLINE_MAX_RECORDS:,}, starting Spark would cost more than the work; give --master to run on Spark",
-            err=True,
-        )
+    if master == INLINE_MASTER:
+        where = "in this process (--master inline)"
+    else:
+        where = f"in {processes_of(master)} worker processes (--master {master})"
+    click.echo(
+        f"processing the window's {window_records(plan):,} record(s) {where}: a worker process per "
+        f"{RECORDS_PER_WORKER:,} records, at most one per core; give --master to run on Spark (local[*], a cluster)",
+        err=True,
+    )
     return master

@@ -3,17 +3,9 @@ than one core (it holds the GIL)."""
 
 from __future__ import annotations
 
-import ctypes
 import logging
-import multiprocessing
-import os
-import signal
-import sys
-import threading
-import time
-from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, wait
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
 
 from streamproc.errors import FetchError, StreamprocError
@@ -23,62 +15,12 @@ from streamproc.kafka.range_reader import refuse_isolation_setting
 from streamproc.plan.cluster_snapshot import IsolationLevel
 from streamproc.storage.object_store import ObjectStore, load_store
 from streamproc.storage.staging import SegmentLimits
+from streamproc.worker_processes import worker_pool
 
 if TYPE_CHECKING:
     from streamproc.plan.run_plan import RunPlan
 
 log = logging.getLogger(__name__)
-
-PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
-
-
-@contextmanager
-def _workers_skip_parent_main() -> Iterator[None]:
-    """Spawned workers start without re-running the parent's ``__main__``: they need only this module.
-
-    By spawn's rule a worker first runs the parent's main module as ``__mp_main__``. Inside an Airflow task that is
-    the ``airflow`` command, and importing airflow in the worker fails: the task runner blocks the metadata DB by
-    setting ``AIRFLOW__DATABASE__SQL_ALCHEMY_CONN`` to a URL nothing parses, which the worker inherits. Hiding the
-    main module's path and spec while the pool starts its workers makes spawn skip that step.
-    """
-    main = sys.modules.get("__main__")
-    if main is None:
-        yield
-        return
-    saved = dict(main.__dict__)
-    main.__dict__.pop("__file__", None)
-    main.__spec__ = None
-    try:
-        yield
-    finally:
-        for name in ("__file__", "__spec__"):
-            if name in saved:
-                main.__dict__[name] = saved[name]
-
-
-def _die_with_parent(parent_pid: int) -> None:
-    """Worker initializer: a worker never outlives the fetch that started it, even one killed with ``kill -9``.
-
-    On Linux the kernel sends the worker SIGKILL when its parent dies (``prctl(PR_SET_PDEATHSIG)``); elsewhere a
-    daemon thread watches the parent pid. A parent that died before this ran is caught by the pid check.
-    """
-    armed = False
-    if sys.platform.startswith("linux"):
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            armed = libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
-        except (OSError, AttributeError):
-            armed = False
-    if os.getppid() != parent_pid:
-        os._exit(1)
-    if not armed:
-
-        def watch() -> None:
-            while os.getppid() == parent_pid:
-                time.sleep(1.0)
-            os._exit(1)
-
-        threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 def _fetch_range_in_process(
@@ -120,13 +62,7 @@ def fetch_ranges(
     refuse_isolation_setting(client_config, isolation.value)
     check_disjoint(ranges)
     if processes > 1:
-        context = multiprocessing.get_context("spawn")  # fresh interpreters: no librdkafka threads forked
-        with (
-            _workers_skip_parent_main(),
-            ProcessPoolExecutor(
-                max_workers=processes, mp_context=context, initializer=_die_with_parent, initargs=(os.getpid(),)
-            ) as process_pool,
-        ):
+        with worker_pool(processes) as process_pool:
             futures = [
                 process_pool.submit(
                     _fetch_range_in_process,
@@ -168,11 +104,6 @@ def fetch_ranges(
     return results
 
 
-#: A fetch of at least this many records gets a worker process per core by default (``processes=0``): below it the
-#: processes' start costs more than the second core gives.
-PROCESS_PER_CORE_FROM_RECORDS = 500_000
-
-
 def fetch_plan(
     client_config: Mapping[str, object],
     run_plan: RunPlan,
@@ -180,14 +111,18 @@ def fetch_plan(
     *,
     store_options: Mapping[str, Any] | None = None,
     parallelism: int = 4,
-    processes: int = 0,
+    processes: int = 1,
 ) -> list[RangeFetchResult]:
     """Stage every range of ``run_plan`` at its isolation level (``streamproc fetch``, ``streamproc run``).
 
-    ``processes=0`` chooses: one per core (at most one per range) for fetches of
-    :data:`PROCESS_PER_CORE_FROM_RECORDS` records or more, else one. An unreachable cluster is one error before
-    any range starts, not one per range after their timeouts. A range that an open transaction of streamproc's own
-    hand-off holds back (a killed hand-off) is freed first by fencing the plan's transactional ids.
+    ``processes`` 1, the default: the ranges in threads of this process. Since the per-message loops are compiled
+    (``kafka/_message_kernel.c``) a fetch holds the GIL for well under a microsecond per record, and threads fetch
+    both faster and with less CPU than a worker process per core (measured on 2 M records, two cores: 143 000 against
+    112 000 records/s, 181 000 against 158 000 records per CPU-second, ``bench/test_bench_fetch.py``).
+
+    An unreachable cluster is one error before any range starts, not one per range after their timeouts. A range
+    that an open transaction of streamproc's own hand-off holds back (a killed hand-off) is freed first by fencing
+    the plan's transactional ids.
     """
     from streamproc.kafka import clients
     from streamproc.kafka.transactions import fence_open_transactions
@@ -196,9 +131,6 @@ def fetch_plan(
     options = dict(store_options or {})
     clients.admin(client_config)
     fence_open_transactions(client_config, run_plan)  # a killed hand-off's transaction is aborted now, not later
-    if processes == 0:
-        large = sum(r.end - r.start for r in ranges) >= PROCESS_PER_CORE_FROM_RECORDS
-        processes = min(os.cpu_count() or 1, len(ranges)) if large else 1
     return fetch_ranges(
         client_config,
         load_store(store_uri, **options),

@@ -18,9 +18,12 @@ import dataclasses
 import importlib.util
 import logging
 import os
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,6 +42,7 @@ from streamproc.schema_registry.client import check_registries, collected
 from streamproc.spark.global_stores import GlobalRestoreRange
 from streamproc.spark.task_output import UNASSIGNED, TaskObjects
 from streamproc.spark.task_runner import InputRange, RestoreRange, TaskWork, run_task
+from streamproc.worker_processes import worker_pool
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -55,9 +59,18 @@ Progress = Callable[[int, int], None]
 #: ``--master inline``: the tasks run one after another in this process, with the same task runner, files and
 #: reports as on Spark, and no Spark started (no JVM, no Python workers, no retries).
 INLINE_MASTER = "inline"
-#: ``streamproc run`` without ``--master`` runs a window of at most this many records (input and restores) inline:
-#: below it, starting Spark costs more CPU than the processing (``bench/test_bench_idle.py``).
-INLINE_MAX_RECORDS = 50_000
+#: ``--master processes[N]``: the tasks run in N worker processes of this machine (``processes``: one per core),
+#: with the same task runner, files and reports as on Spark, and no Spark started: no JVM, no Spark Python daemon,
+#: no retries. On one machine that is the parallelism of ``local[N]`` for a fraction of the CPU (``bench/README.md``,
+#: issue #28: Spark's JVM and Python workers cost 15 CPU-s of a 1 M record count that takes 4 CPU-s inline).
+PROCESSES_MASTER = "processes"
+_PROCESSES = re.compile(r"processes(?:\[([1-9][0-9]*)\])?")
+#: ``streamproc run`` without ``--master`` starts a worker process per this many records of the window (input and
+#: restores), at most one per core, and runs the window in its own process when that makes one or none. A worker
+#: costs about 1.5 CPU-s before its first record (its interpreter and the task runner's imports: pyarrow, polars,
+#: pandera, rocksdict), what the count processes 400 000 records in: below a million records a worker adds more CPU
+#: than it saves wall time (``bench/README.md``, issue #28).
+RECORDS_PER_WORKER = 1_000_000
 
 
 def window_records(plan: RunPlan) -> int:
@@ -65,9 +78,21 @@ def window_records(plan: RunPlan) -> int:
     return sum(r.end - r.start for r in plan.ranges) + sum(r.end - r.start for r in plan.restores)
 
 
-def default_master(plan: RunPlan) -> str | None:
-    """``streamproc run``'s master when none is given: ``inline`` for a small window, else Spark's default."""
-    return INLINE_MASTER if window_records(plan) <= INLINE_MAX_RECORDS else None
+def default_master(plan: RunPlan, cores: int | None = None) -> str:
+    """``streamproc run``'s master when none is given: ``processes[N]`` with a worker per
+    :data:`RECORDS_PER_WORKER` records of the window and at most one per core (``cores``: this machine's), or
+    ``inline`` where that is one worker or none. Spark is for a cluster (``--master spark://…``, the Airflow DAGs'
+    spark-submit), or ``local[N]`` by choice."""
+    workers = min(cores or os.cpu_count() or 1, window_records(plan) // RECORDS_PER_WORKER)
+    return f"{PROCESSES_MASTER}[{workers}]" if workers > 1 else INLINE_MASTER
+
+
+def processes_of(master: str | None) -> int | None:
+    """N of ``processes[N]`` (this machine's cores for ``processes``); ``None`` for any other master."""
+    match = _PROCESSES.fullmatch(master or "")
+    if match is None:
+        return None
+    return int(match.group(1)) if match.group(1) else os.cpu_count() or 1
 
 
 class InjectedFailure(RuntimeError):
@@ -439,6 +464,40 @@ def run_inline(work: Sequence[TaskWork], *, progress: Progress | None = None) ->
     return _reported(reports)
 
 
+def _run_one(work: TaskWork) -> dict[str, Any]:
+    """A worker process's share of ``--master processes``: one task, the Spark task's body at attempt 0."""
+    [report] = _run_partition([work])
+    return report
+
+
+def run_in_processes(
+    work: Sequence[TaskWork], pool: ProcessPoolExecutor, *, progress: Progress | None = None
+) -> list[dict[str, Any]]:
+    """Run every task of ``work`` in ``pool``'s worker processes (``--master processes[N]``), a task at a time each;
+    returns the reports in task order (raises a task's error once every task has ended).
+
+    A task's error is its report's, as on Spark. A worker that dies (killed, out of memory) ends the stage: the
+    tasks with a report are done and a re-run of the same command runs only the others.
+    """
+    reports: dict[int, dict[str, Any]] = {}
+    futures = {pool.submit(_run_one, item): index for index, item in enumerate(work)}
+    for done, future in enumerate(as_completed(futures), start=1):
+        index = futures[future]
+        try:
+            reports[index] = future.result()
+        except BrokenProcessPool:
+            lost = sorted(work[i].task_id for i in range(len(work)) if i not in reports)
+            raise ProcessingError(
+                f"a worker process died (killed, or out of memory) before task(s) {', '.join(lost)} reported; "
+                "the tasks with a report are done: re-run the same command to run the others"
+            ) from None
+        except Exception as exc:  # the injected failure of the retry tests, or a bug: the task's error
+            reports[index] = {"task_id": work[index].task_id, "error": error_text(exc)}
+        if progress is not None:
+            progress(done, len(work))
+    return _reported([reports[index] for index in range(len(work))])
+
+
 def _reported(reports: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The stage's reports, or the first task error among them (every failed task's error logged)."""
     failed = [r for r in reports if "error" in r]
@@ -537,6 +596,18 @@ def process(
             return run_inline(stage.tasks, progress=_offset(progress, stage.tasks_before, len(work)))
 
         reports = run_stages(plan, work, run_stage_inline)
+    elif (processes := processes_of(master)) is not None:
+        widest = max(len(stage) for stage in stages(plan, work)) if work else 1
+        # one pool for every stage: each worker imports the task runner once, not once per stage
+        with worker_pool(min(processes, widest)) as pool:
+
+            def run_stage_in_processes(stage: Stage) -> list[dict[str, Any]]:
+                logger.info("Processing stage %d of %d: %d task(s) of plan %s in %d worker process(es) (--master "
+                            "%s)", stage.number, stage.count, len(stage.tasks), plan_id(plan),
+                            min(processes, widest), master)  # fmt: skip
+                return run_in_processes(stage.tasks, pool, progress=_offset(progress, stage.tasks_before, len(work)))
+
+            reports = run_stages(plan, work, run_stage_in_processes)
     else:
         reports = _run_on_spark(plan, work, master, settings, topology, progress)
     reports.sort(key=lambda r: TaskId.parse(r["task_id"]))

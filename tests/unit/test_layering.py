@@ -17,8 +17,9 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "streamproc"
 
-#: Modules of ``streamproc/`` every floor may import: errors, shared values, the optional-dependency check.
-SHARED = ("errors", "intervals", "target", "extras")
+#: Modules of ``streamproc/`` every floor may import: errors, shared values, the optional-dependency check, the
+#: worker processes (the fetch's and the process step's).
+SHARED = ("errors", "intervals", "target", "extras", "worker_processes")
 
 #: From the ground up; a name is a package (``streamproc/<name>/``) or a module (``streamproc/<name>.py``).
 FLOORS: tuple[tuple[str, ...], ...] = (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
 import tarfile
 from collections.abc import Callable
@@ -25,7 +26,7 @@ from streamproc.engine.task_id import TaskId
 from streamproc.engine.topology_builder import build_processor_topology, build_stores
 from streamproc.errors import ConfigError, ProcessingError
 from streamproc.plan.run_plan import RunPlan
-from streamproc.spark.job import FAIL_FIRST_ATTEMPT_CONF, INLINE_MASTER, plan_id, process
+from streamproc.spark.job import FAIL_FIRST_ATTEMPT_CONF, INLINE_MASTER, plan_id, process, processes_of
 from streamproc.spark.task_output import TaskObjects
 from streamproc.state.rocksdb_store import RocksDBKeyValueBytesStore
 from streamproc.state.store_type import StoreType
@@ -172,30 +173,62 @@ def test_process_on_local_spark_equals_the_engine_run_directly_and_reruns_skip(
     assert output_bytes(store_dir, plan) == first
 
 
-def test_inline_processing_writes_the_same_bytes_and_reports_as_spark(staged: dict[str, Any], tmp_path: Path) -> None:
-    """``--master inline`` (a small window's default in ``streamproc run``): the same task runner in this process,
-    no Spark started; every output, changelog, drop and store is the same as on Spark."""
+def test_inline_and_worker_processes_write_the_same_bytes_and_reports_as_spark(
+    staged: dict[str, Any], tmp_path: Path
+) -> None:
+    """``--master inline`` (a small window's default in ``streamproc run``) and ``--master processes[2]`` (a larger
+    one's): the same task runner in this process or in two worker processes, no Spark started; every output,
+    changelog, drop and store is the same as on Spark."""
     plan: RunPlan = staged["plan"]
     options = {"topology": TOPOLOGY, "partitions": {topologies.COUNT_OUTPUT: PARTITIONS}}
-    spark_dir, inline_dir = fresh_copy(staged, tmp_path / "spark"), fresh_copy(staged, tmp_path / "inline")
+    spark_dir = fresh_copy(staged, tmp_path / "spark")
     on_spark = process(plan, store_uri=str(spark_dir), master="local[2]", **options)  # type: ignore[arg-type]
-    progress: list[tuple[int, int]] = []
-    inline = process(plan, store_uri=str(inline_dir), master=INLINE_MASTER,
-                     progress=lambda done, total: progress.append((done, total)), **options)  # type: ignore[arg-type]  # fmt: skip
-    assert progress[-1] == (PARTITIONS, PARTITIONS)
-    assert output_bytes(inline_dir, plan) == output_bytes(spark_dir, plan)
-    # the store bundle is a tar of RocksDB's files, whose bytes differ from run to run: its entries are compared
-    volatile = ("attempt", "seconds", "timings", "bytes_written", "objects")
-    for a, b in zip(inline, on_spark, strict=True):
-        assert {k for k in a.keys() | b.keys() if k not in volatile and a.get(k) != b.get(k)} == set(), (a, b)
-        bundle = TaskObjects(plan_id(plan), TaskId.parse(a["task_id"])).stores
-        assert {k: v for k, v in a["objects"].items() if k != bundle} == {
-            k: v for k, v in b["objects"].items() if k != bundle
-        }
-    for report in inline:
-        assert store_entries(inline_dir, plan, report["task_id"], tmp_path / "i") == store_entries(
-            spark_dir, plan, report["task_id"], tmp_path / "s"
-        )
+    for master in (INLINE_MASTER, "processes[2]"):
+        local_dir = fresh_copy(staged, tmp_path / master)
+        progress: list[tuple[int, int]] = []
+        local = process(plan, store_uri=str(local_dir), master=master,
+                        progress=lambda done, total, seen=progress: seen.append((done, total)), **options)  # type: ignore[arg-type]  # fmt: skip
+        assert progress[-1] == (PARTITIONS, PARTITIONS)
+        assert output_bytes(local_dir, plan) == output_bytes(spark_dir, plan), master
+        # the store bundle is a tar of RocksDB's files, whose bytes differ from run to run: its entries are compared
+        volatile = ("attempt", "seconds", "timings", "bytes_written", "objects")
+        for a, b in zip(local, on_spark, strict=True):
+            assert {k for k in a.keys() | b.keys() if k not in volatile and a.get(k) != b.get(k)} == set(), (a, b)
+            bundle = TaskObjects(plan_id(plan), TaskId.parse(a["task_id"])).stores
+            assert {k: v for k, v in a["objects"].items() if k != bundle} == {
+                k: v for k, v in b["objects"].items() if k != bundle
+            }
+        for report in local:
+            assert store_entries(local_dir, plan, report["task_id"], tmp_path / "l") == store_entries(
+                spark_dir, plan, report["task_id"], tmp_path / "s"
+            )
+
+
+def test_a_worker_process_that_dies_fails_the_step_and_the_same_call_runs_only_the_tasks_left(
+    staged: dict[str, Any], tmp_path: Path
+) -> None:
+    """``--master processes``: task 0_1's worker dies after writing its outputs, before its report (as when the
+    kernel kills it). The step fails naming the tasks without a report; run again, it runs only those, and the
+    objects are those of an uninterrupted run."""
+    plan: RunPlan = staged["plan"]
+    options = {"topology": TOPOLOGY, "partitions": {topologies.COUNT_OUTPUT: PARTITIONS}}
+    clean_dir, killed_dir = fresh_copy(staged, tmp_path / "clean"), fresh_copy(staged, tmp_path / "killed")
+    process(plan, store_uri=str(clean_dir), master=INLINE_MASTER, **options)  # type: ignore[arg-type]
+    died = r"a worker process died .* before task\(s\) (\d_\d, )*0_1(, \d_\d)* reported"
+    with pytest.raises(ProcessingError, match=died):
+        process(plan, store_uri=str(killed_dir), master="processes[1]", conf={FAIL_FIRST_ATTEMPT_CONF: "0_1:crash"},
+                **options)  # type: ignore[arg-type]  # fmt: skip
+    reported = {p.parent.name for p in (killed_dir / "process").rglob("report.json")}
+    assert "0_1" not in reported
+    again = process(plan, store_uri=str(killed_dir), master="processes[2]", **options)  # type: ignore[arg-type]
+    assert {r["task_id"] for r in again if r.get("skipped")} == reported
+    assert output_bytes(killed_dir, plan) == output_bytes(clean_dir, plan)
+
+
+def test_processes_masters_are_read_and_others_are_left_to_spark() -> None:
+    assert processes_of("processes[3]") == 3
+    assert processes_of("processes") == (os.cpu_count() or 1)
+    assert [processes_of(m) for m in ("processes[0]", "processes[]", "local[2]", "inline", None)] == [None] * 5
 
 
 def test_stores_are_restored_from_the_plans_changelog_ranges_before_processing(
