@@ -12,6 +12,9 @@ from collections.abc import Callable, Iterable
 from operator import attrgetter
 from typing import TypeVar
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from streamproc.handoff.task_results import OutgoingRecord
 
 T = TypeVar("T")
@@ -30,3 +33,14 @@ def last_per_key(items: Iterable[T], key: Callable[[T], bytes | None]) -> list[T
 def last_value_per_key(records: Iterable[OutgoingRecord]) -> list[OutgoingRecord]:
     """The last record of each key, in the order of those last writes (:func:`last_per_key` on records)."""
     return last_per_key(records, attrgetter("key"))
+
+
+def last_write_per_key(table: pa.Table) -> pa.Table:
+    """:func:`last_per_key` over a table with a ``key`` column, in Arrow's hash aggregation instead of a Python
+    loop (the reduction was a quarter of a 1 M record hand-off's CPU): the rows of each key's last write, in the
+    order of those last writes."""
+    if table.num_rows == 0:
+        return table
+    rows = pa.table({"key": table.column("key"), "row": pa.array(range(table.num_rows), pa.int64())})
+    last = rows.group_by("key", use_threads=False).aggregate([("row", "max")]).column("row_max")
+    return table.take(pc.take(last, pc.sort_indices(last)))

@@ -22,13 +22,12 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from operator import itemgetter
 from typing import Any
 
 from streamproc.errors import HandoffError
-from streamproc.handoff.changelog_reduction import last_per_key
+from streamproc.handoff.changelog_reduction import last_write_per_key
 from streamproc.handoff.kill_points import kill_point
-from streamproc.handoff.task_results import Row, TaskResults, task_commits
+from streamproc.handoff.task_results import Row, TaskResults, table_rows, task_commits
 from streamproc.handoff.txn_offsets import send_offsets_to_transaction
 from streamproc.kafka import clients as kafka_clients
 from streamproc.kafka.transactions import transactional_id
@@ -172,9 +171,10 @@ def publish_task(
                 outputs += _produce(producer, topic, partition, rows, deliveries.output)
                 producer.poll(0)
             for topic, partition in sorted(changelog_partitions):
-                rows = results.changelog_rows(topic, partition)
                 if reduce_changelogs:
-                    rows = last_per_key(rows, itemgetter(1))
+                    rows = table_rows(last_write_per_key(results.changelog_table(topic, partition)))
+                else:
+                    rows = results.changelog_rows(topic, partition)
                 changelog_records += _produce(producer, topic, partition, rows, deliveries.changelog)
                 producer.poll(0)
             remaining = producer.flush(TRANSACTION_TIMEOUT_S)

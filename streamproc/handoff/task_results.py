@@ -109,6 +109,11 @@ class TaskResults:
         """:meth:`changelog` as plain rows."""
         return _rows(self.store, self.objects.changelog(topic, partition))
 
+    def changelog_table(self, topic: str, partition: int) -> pa.Table:
+        """:meth:`changelog` as one table of :data:`ROW_COLUMNS` (to be reduced whole, then produced)."""
+        data = self.store.get(self.objects.changelog(topic, partition))
+        return pq.read_table(pa.BufferReader(data), columns=ROW_COLUMNS, use_threads=ARROW_USE_THREADS)
+
     @property
     def has_bundle(self) -> bool:
         """The process step wrote a store bundle (the task has persistent stores)."""
@@ -169,14 +174,26 @@ def _records(rows: Iterable[Row], topic: str, partition: int) -> Iterator[Outgoi
 _BATCH_ROWS = 64 * 1024
 
 
+#: The columns of an output or changelog object that its records are produced from, in :data:`Row` order.
+ROW_COLUMNS = ["timestamp", "key", "value", "headers"]
+
+
 def _rows(store: ObjectStore, name: str) -> Iterator[Row]:
     """The rows of one output or changelog object, in file order, a batch of columns at a time."""
     parquet = pq.ParquetFile(pa.BufferReader(store.get(name)))
-    for batch in parquet.iter_batches(
-        batch_size=_BATCH_ROWS, columns=["timestamp", "key", "value", "headers"], use_threads=ARROW_USE_THREADS
-    ):
-        timestamps, keys, values = (batch.column(i).to_pylist() for i in range(3))
-        yield from zip(timestamps, keys, values, _headers(batch.column(3)), strict=True)
+    for batch in parquet.iter_batches(batch_size=_BATCH_ROWS, columns=ROW_COLUMNS, use_threads=ARROW_USE_THREADS):
+        yield from _batch_rows(batch)
+
+
+def table_rows(table: pa.Table) -> Iterator[Row]:
+    """The rows of a table of :data:`ROW_COLUMNS` (e.g. a reduced changelog), in table order."""
+    for batch in table.to_batches(max_chunksize=_BATCH_ROWS):
+        yield from _batch_rows(batch)
+
+
+def _batch_rows(batch: pa.RecordBatch) -> Iterator[Row]:
+    timestamps, keys, values = (batch.column(i).to_pylist() for i in range(3))
+    yield from zip(timestamps, keys, values, _headers(batch.column(3)), strict=True)
 
 
 _NO_HEADERS: Headers = ()

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import random
 import struct
+from operator import itemgetter
 from pathlib import Path
+
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from streamproc.engine.records import ConsumerRecord, TopicPartition
 from streamproc.engine.serdes import serde_for
 from streamproc.engine.task_id import TaskId
-from streamproc.handoff.changelog_reduction import last_value_per_key
-from streamproc.handoff.task_results import OutgoingRecord
+from streamproc.handoff.changelog_reduction import last_per_key, last_value_per_key, last_write_per_key
+from streamproc.handoff.task_results import OutgoingRecord, table_rows
 from streamproc.state.processor_state_manager import ProcessorStateManager, StoreDefinition
 from streamproc.state.restore_plan import ChangelogState
 from streamproc.state.state_directory import StateDirectory
@@ -72,3 +77,16 @@ def test_reduction_keeps_each_keys_last_record_with_its_timestamp() -> None:
     a2 = OutgoingRecord("c", 0, 12, b"a", b"2", ())
     assert last_value_per_key([a1, b1, a2]) == [b1, a2]
     assert last_value_per_key([]) == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2**40), st.sampled_from([b"a", b"b", b"", b"ccc", b"\x00"]),
+                          st.one_of(st.none(), st.binary(max_size=4))), max_size=60))  # fmt: skip
+def test_the_table_reduction_keeps_what_the_row_reduction_keeps(rows: list[tuple[int, bytes, bytes | None]]) -> None:
+    table = pa.table(
+        {"timestamp": [r[0] for r in rows], "key": [r[1] for r in rows], "value": [r[2] for r in rows],
+         "headers": [[] for _ in rows]},
+        schema=pa.schema([("timestamp", pa.int64()), ("key", pa.binary()), ("value", pa.binary()),
+                          ("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])))]),
+    )  # fmt: skip
+    assert list(table_rows(last_write_per_key(table))) == last_per_key(list(table_rows(table)), itemgetter(1))
