@@ -69,7 +69,17 @@ _WRITE_OPTIONS: dict[str, object] = {
     "version": "2.6",
     "compression": "zstd",
     "compression_level": 3,
-    "use_dictionary": True,
+    # Dictionary pages only where values repeat: offsets, timestamps and values rarely do, and trying them cost a
+    # third of a segment's encoding for a larger file (100 000 bench records: 4.4 MB with them, 4.0 without).
+    "use_dictionary": [
+        "topic",
+        "partition",
+        "timestamp_type",
+        "key",
+        "leader_epoch",
+        "headers.list.element.key",
+        "headers.list.element.value",
+    ],
     "write_statistics": True,
     "data_page_version": "1.0",
     "data_page_size": 1024 * 1024,
