@@ -90,7 +90,19 @@ _WRITE_OPTIONS: dict[str, Any] = {
     "version": "2.6",
     "compression": "zstd",
     "compression_level": 3,
-    "use_dictionary": True,
+    # Dictionary pages only where values repeat (names, partitions, keys, headers): sequence numbers and timestamps
+    # never do and values seldom, and trying them made a 125 000 record count output twice the size (1.17 MB
+    # against 0.61) for 40 % more CPU
+    "use_dictionary": [
+        "topic",
+        "partition",
+        "key",
+        "store",
+        "processor_node_id",
+        "reason",
+        "headers.list.element.key",
+        "headers.list.element.value",
+    ],
     "write_statistics": True,
     "data_page_version": "1.0",
     "use_compliant_nested_type": True,
