@@ -128,7 +128,8 @@ bench: services bench-venv
 	$(WITH_TOOLS) $(BIN)/python -m pytest bench -s $(PYTEST_ARGS)
 	$(WITH_TOOLS) $(BIN)/python -m bench.compare --full
 
-# The comparison on 1 M records, 8 partitions, one repeat (under 10 minutes): bench/results/<date>-<machine>-compare.*
+# The comparison on 1 M records, 8 partitions, one repeat (≈ 15 minutes, 7 of them Spark Structured Streaming's 4
+# runs): bench/results/<date>-<machine>-compare.*
 bench-quick: services bench-venv
 	$(WITH_TOOLS) $(BIN)/python -m bench.compare --quick
 

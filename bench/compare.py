@@ -547,6 +547,8 @@ def main(argv: list[str] | None = None) -> int:
         args.label = args.label or "scaling"
     plan = override(plan, sizes=args.sizes, partitions=args.partitions, cores=args.cores, repeats=args.repeats,
                     apis=args.apis, ks_variants=args.ks_variants)  # fmt: skip
+    if args.merge:  # no runs: no peer's venv needed
+        return merge([Path(f) for f in args.merge], _stamp(args.label))
     if "quix-streams" in args.systems and not QUIX_PYTHON.exists():
         print(f"Quix Streams' venv {QUIX_PYTHON.parent.parent} is missing: run `make bench-venv`", file=sys.stderr)
         return 2
@@ -554,8 +556,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Spark Structured Streaming's venv {SSS_PYTHON.parent.parent} is missing: run `make bench-venv`",
               file=sys.stderr)  # fmt: skip
         return 2
-    if args.merge:
-        return merge([Path(f) for f in args.merge], _stamp(args.label))
     workloads = tuple(args.workloads.split(","))
     systems = set(args.systems.split(","))
     become_subreaper()
