@@ -1,4 +1,5 @@
-"""streamproc against real Kafka Streams 4.2 and Quix Streams on the same records (issue #17): ``make bench-quick``,
+"""streamproc against real Kafka Streams 4.2, Quix Streams and Spark Structured Streaming on the same records (issues
+#17, #28): ``make bench-quick``,
 ``make bench`` (``python -m bench.compare --quick|--full``).
 
 Every system reprocesses the same cached data set (:mod:`bench.generator`) from its first offset to its end offsets,
@@ -13,7 +14,10 @@ the way its users do it today, each in processes of its own that this one measur
   its own JVM), then the app: wipe state (``cleanUp``), start, run until its last stage has seen every record, stop;
   1 and 2 stream threads, the record cache at its default (10 MiB) and off;
 - **Quix Streams 3.28** (``bench/quix_app.py``, its own venv): a new consumer group and state directory, run until
-  its last stage has seen every record, stop.
+  its last stage has seen every record, stop;
+- **Spark Structured Streaming 4.2** (``bench/sss_app.py``, its own venv, the Kafka connector's jars from
+  :mod:`bench.sss_connector`): the same logic as SQL queries and ``transformWithStateInPandas``, a fresh checkpoint
+  location, ``Trigger.AvailableNow`` (it stops once it has processed what the topic held at its start).
 
 One core or two: ``taskset`` on every process of the run (and ``local[1]``/``local[2]`` for Spark). CPU seconds are
 those of every process the run started (for Kafka Streams the reset tool too) — the figure that stays meaningful on
@@ -38,9 +42,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
-from bench import generator
+from bench import generator, sss_connector
 from bench.conftest import RESULTS, machine
 from bench.measure import Measured, become_subreaper, run_measured
 from streamproc_dev.broker import libs_dir
@@ -54,7 +59,14 @@ DSL_ONLY_WORKLOADS = ("filter_count", "window_count", "aggregate")
 _ORDER = (*WORKLOADS, *DSL_ONLY_WORKLOADS)
 STEP = re.compile(r"(plan|fetch|process|hand-off) (\d+\.\d) s")
 QUIX_PYTHON = ROOT / ".venv-quix" / "bin" / "python"
-SYSTEMS = "streamproc,streamproc-engine,kafka-streams,quix-streams"
+SSS_PYTHON = ROOT / ".venv-sss" / "bin" / "python"
+SSS = "spark-structured-streaming"
+#: Spark Structured Streaming's versions of each workload: ``dsl`` the SQL query (``groupBy(key).count()`` …),
+#: ``papi`` the Processor API count as ``transformWithStateInPandas`` (``bench/sss_app.py``)
+SSS_APIS = {"pass_through": ("dsl",), "count": ("dsl", "papi"), "window": ("dsl",)}
+SYSTEMS = f"streamproc,streamproc-engine,kafka-streams,quix-streams,{SSS}"
+#: the systems' order in tables and plots
+SYSTEM_ORDER = ("streamproc", "streamproc-engine", "kafka-streams", "quix-streams", SSS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +115,12 @@ class Bench:
         if names:
             for future in self.admin.delete_topics(names).values():
                 future.result(60)
+
+    def records_on(self, topic: str) -> int:
+        """The records a run wrote to its new output topic: the sum of its end offsets."""
+        partitions = self.admin.list_topics(topic, timeout=30).topics[topic].partitions
+        request = {TopicPartition(topic, p): OffsetSpec.latest() for p in partitions}
+        return sum(future.result(60).offset for future in self.admin.list_offsets(request).values())
 
     def measured(self, commands: list[list[str]], env: dict[str, str]) -> Measured:
         return run_measured(commands, env=env, cwd=ROOT, log=self.log, broker_pid=self.broker_pid)
@@ -208,6 +226,46 @@ class Bench:
         inner = json.loads(m.stdout[0].strip().splitlines()[-1])
         return {**_figures(m, data.records), "processing_s": round(inner["processing_s"], 2)}
 
+    def spark_structured_streaming(
+        self, data: generator.DataSet, workload: str, api: str, cores: int
+    ) -> dict[str, Any]:
+        jars = ",".join(str(j) for j in sss_connector.jars())  # fetched before the measured command, once
+        output = self.topic(data.partitions)
+        checkpoint = Path(tempfile.mkdtemp(dir=self.work))
+        command = [*_taskset(cores), str(SSS_PYTHON), str(ROOT / "bench" / "sss_app.py"), self.bootstrap, workload,
+                   api, data.topic, output, "--partitions", str(data.partitions), "--cores", str(cores),
+                   "--checkpoint", str(checkpoint), "--jars", jars]  # fmt: skip
+        env = {k: v for k, v in self.env.items() if k != "PYTHONPATH"}
+        try:
+            m = self.measured([command], env)
+            written = self.records_on(output)
+        finally:
+            shutil.rmtree(checkpoint, ignore_errors=True)
+            self.drop_topics(output)
+        inner = json.loads(m.stdout[0].strip().splitlines()[-1])
+        if failure := sss_incomplete(inner, written, data.records, api):
+            raise RuntimeError(f"Spark Structured Streaming {workload} ({api}): {failure}")
+        return {**_figures(m, data.records), "processing_s": round(inner["processing_s"], 2),
+                "output_records": written, "batches": inner["batches"]}  # fmt: skip
+
+
+def sss_incomplete(inner: dict[str, Any], written: int, records: int, api: str) -> str | None:
+    """Why a Spark Structured Streaming run cannot report a speed, or ``None``: it read every record, dropped none as
+    late, and its output topic holds what its sink says it wrote (the Processor API count: one record per input)."""
+    if inner["input_rows"] != records:
+        return f"read {inner['input_rows']} of {records} records"
+    if inner["dropped_by_watermark"]:
+        return f"dropped {inner['dropped_by_watermark']} records as late"
+    if written == 0 or written != inner["output_rows"]:
+        return f"the output topic holds {written} records, the sink reported {inner['output_rows']}"
+    if api == "papi" and written != records:
+        return f"sent {written} counts for {records} records"
+    return None
+
+
+def sss_variant(api: str, cores: int) -> str:
+    return f"{'dsl' if api == 'dsl' else 'papi transformWithStateInPandas'} local[{cores}]"
+
 
 def _figures(m: Measured, records: int) -> dict[str, Any]:
     return {
@@ -255,6 +313,11 @@ def runs_for(plan: Plan, workloads: tuple[str, ...]) -> list[dict[str, Any]]:
         for cores in plan.cores:
             out.append({"system": "quix-streams", "variant": "quix", "workload": workload, "api": "quix",
                         "cores": cores})  # fmt: skip
+    for workload in (w for w in workloads if w in SSS_APIS):
+        for api in SSS_APIS[workload]:
+            for cores in plan.cores:
+                out.append({"system": SSS, "variant": sss_variant(api, cores), "workload": workload, "api": api,
+                            "cores": cores})  # fmt: skip
     return out
 
 
@@ -266,6 +329,8 @@ def run_one(bench: Bench, data: generator.DataSet, spec: dict[str, Any]) -> dict
         return bench.engine_only(data, workload, api)
     if system == "kafka-streams":
         return bench.kafka_streams(data, workload, api, spec["threads"], spec["cache"], cores)
+    if system == SSS:
+        return bench.spark_structured_streaming(data, workload, api, cores)
     return bench.quix(data, workload, cores)
 
 
@@ -346,13 +411,19 @@ def goals(summary: list[dict[str, Any]], records: int, partitions: int, cores: i
         add(f"streamproc run {workload} ≥ 1.0× KS reset + restart (all its CPU)", run, "records_per_cpu_s", ks,
             "records_per_cpu_s", 1.0)  # fmt: skip
         add(f"streamproc run {workload} ≥ 3× Quix Streams", run, "records_per_cpu_s", quix, "records_per_cpu_s", 3.0)
+        # issue #28: against the peer a Spark user would write, each of its versions of the workload
+        for api in SSS_APIS[workload]:
+            sss = _find(summary, system=SSS, variant=sss_variant(api, cores), workload=workload, **base)
+            peer = "Spark Structured Streaming" + (" transformWithStateInPandas" if api == "papi" else "")
+            add(f"streamproc run {workload} ≥ 1.5× {peer}", run, "records_per_cpu_s", sss, "records_per_cpu_s", 1.5)
     return out
 
 
 def markdown(results: dict[str, Any]) -> str:
     m = results["machine"]
     lines = [
-        f"# streamproc, Kafka Streams 4.2.2, Quix Streams 3.28.1 on the same records — {results['date']}",
+        f"# streamproc, Kafka Streams 4.2.2, Quix Streams 3.28.1, Spark Structured Streaming 4.2.0 on the same records "
+        f"— {results['date']}",
         "",
         f"Machine: {m['cpu_model']}, {m['cpus']} CPUs, {m.get('memory_gb', '?')} GB, Python {m['python']}, "
         f"{m['platform']}; load average (1 min) at the start {results['load_average_start']}, at the end "
@@ -365,8 +436,10 @@ def markdown(results: dict[str, Any]) -> str:
         ),
         "",
         "rec/CPU-s counts every process the run started (Kafka Streams: the reset tool's JVM and the app's JVM, JIT "
-        "and GC included; streamproc run: the CLI, Spark's JVM and Python workers); *no JIT/GC* leaves out the JVM's "
-        "compiler and GC threads, *stream thr.* counts only the stream threads' CPU (Kafka Streams' steady state). "
+        "and GC included; streamproc run: the CLI, Spark's JVM and Python workers; Spark Structured Streaming: its "
+        "Python driver, Spark's JVM and, for transformWithStateInPandas, its Python workers); *no JIT/GC* leaves out "
+        "the JVM's compiler and GC threads, *stream thr.* counts only the stream threads' CPU (Kafka Streams' steady "
+        "state). "
         "Peak RSS: the largest process / the sum of every process's peak. Disk: bytes the run's processes read and "
         "wrote through the block layer (the broker's own writes apart).",
         "",
@@ -375,7 +448,7 @@ def markdown(results: dict[str, Any]) -> str:
         "| steps s; engine stages |",
         "|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
-    order = {s: i for i, s in enumerate(("streamproc", "streamproc-engine", "kafka-streams", "quix-streams"))}
+    order = {s: i for i, s in enumerate(SYSTEM_ORDER)}
     rows = sorted(results["summary"], key=lambda r: (r["records"], r["partitions"], _ORDER.index(r["workload"]),
                                                      order[r["system"]], r["variant"], r["cores"]))  # fmt: skip
     for r in rows:
@@ -383,6 +456,8 @@ def markdown(results: dict[str, Any]) -> str:
             f"stage {n}: {st['records']:,} rec, {st['cpu_s']} CPU-s, {st['wall_s']} s"
             for n, st in enumerate(r.get("stages", ()), start=1)
         )
+        if "batches" in r:  # Spark Structured Streaming: update mode sends a key's last value per micro-batch
+            steps = f"{r['batches']} batch(es), {r['output_records']:,} records out, query {r['processing_s']} s"
         lines.append(
             f"| {r['records']:,} | {r['partitions']} | {r['workload']} | {r['system']} | {r['variant']} | {r['cores']} "
             f"| {r['wall_s']} | {r['records_per_s']:,} | {r['cpu_s']} | {r['records_per_cpu_s']:,} "
@@ -472,11 +547,15 @@ def main(argv: list[str] | None = None) -> int:
         args.label = args.label or "scaling"
     plan = override(plan, sizes=args.sizes, partitions=args.partitions, cores=args.cores, repeats=args.repeats,
                     apis=args.apis, ks_variants=args.ks_variants)  # fmt: skip
+    if args.merge:  # no runs: no peer's venv needed
+        return merge([Path(f) for f in args.merge], _stamp(args.label))
     if "quix-streams" in args.systems and not QUIX_PYTHON.exists():
         print(f"Quix Streams' venv {QUIX_PYTHON.parent.parent} is missing: run `make bench-venv`", file=sys.stderr)
         return 2
-    if args.merge:
-        return merge([Path(f) for f in args.merge], _stamp(args.label))
+    if SSS in args.systems and not SSS_PYTHON.exists():
+        print(f"Spark Structured Streaming's venv {SSS_PYTHON.parent.parent} is missing: run `make bench-venv`",
+              file=sys.stderr)  # fmt: skip
+        return 2
     workloads = tuple(args.workloads.split(","))
     systems = set(args.systems.split(","))
     become_subreaper()

@@ -29,7 +29,7 @@ def per_cpu_second(summary: list[dict[str, Any]], records: int, partitions: int,
     fig, ax = plt.subplots(figsize=(11, 0.45 * len(labels) * len(WORKLOADS) + 1.5))
     y, ticks, names = 0.0, [], []
     colours = {"streamproc": "tab:blue", "streamproc-engine": "tab:cyan", "kafka-streams": "tab:orange",
-               "quix-streams": "tab:green"}  # fmt: skip
+               "quix-streams": "tab:green", "spark-structured-streaming": "tab:red"}  # fmt: skip
     for workload in WORKLOADS:
         for label in labels:
             row = next((r for r in rows if r["workload"] == workload and _label(r) == label), None)

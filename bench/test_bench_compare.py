@@ -23,13 +23,53 @@ def test_quick_runs_every_system_on_every_workload_and_feeds_every_goal() -> Non
     rows = _rows(compare.QUICK, compare.WORKLOADS)
     systems = {(r["system"], r["workload"]) for r in rows}
     for workload in compare.WORKLOADS:
-        for system in ("streamproc", "kafka-streams", "quix-streams"):
+        for system in ("streamproc", "kafka-streams", "quix-streams", compare.SSS):
             assert (system, workload) in systems
     assert {w for s, w in systems if s == "streamproc-engine"} == set(compare.WORKLOADS)  # the window's 2 stages too
     goals = compare.goals(rows, 1_000_000, 8, 2)
-    # engine: pass-through (cache off), count (cache off, default); run: each workload against KS and Quix
-    assert len(goals) == 3 + 2 * len(compare.WORKLOADS)
+    # engine: pass-through (cache off), count (cache off, default); run: each workload against KS and Quix, and
+    # against each of Spark Structured Streaming's versions (the count: SQL and transformWithStateInPandas)
+    sss_versions = sum(len(apis) for apis in compare.SSS_APIS.values())
+    assert len(goals) == 3 + 2 * len(compare.WORKLOADS) + sss_versions
     assert len({(r["system"], r["variant"], r["workload"], r["cores"]) for r in rows}) == len(rows)  # no repeats
+
+
+def test_spark_structured_streaming_runs_the_sql_queries_and_the_processor_api_count() -> None:
+    """Issue #28: ``groupBy(key).count()``, the windowed sum and the pass-through as SQL (api ``dsl``), the count
+    also as ``transformWithStateInPandas`` (``papi``), each against ``streamproc run`` per CPU-second."""
+    rows = _rows(compare.QUICK, compare.WORKLOADS)
+    sss = {(r["workload"], r["api"], r["variant"]) for r in rows if r["system"] == compare.SSS}
+    assert sss == {
+        ("pass_through", "dsl", "dsl local[2]"),
+        ("count", "dsl", "dsl local[2]"),
+        ("count", "papi", "papi transformWithStateInPandas local[2]"),
+        ("window", "dsl", "dsl local[2]"),
+    }
+    count = [g["goal"] for g in compare.goals(rows, 1_000_000, 8, 2) if "Spark" in g["goal"] and "count" in g["goal"]]
+    assert count == [
+        "streamproc run count ≥ 1.5× Spark Structured Streaming",
+        "streamproc run count ≥ 1.5× Spark Structured Streaming transformWithStateInPandas",
+    ]
+
+
+def test_a_spark_structured_streaming_run_that_missed_records_reports_no_speed() -> None:
+    """Its app's progress and the output topic must agree with the data set, as the other peers' counts must."""
+    done = {"input_rows": 1000, "output_rows": 40, "dropped_by_watermark": 0}
+    assert compare.sss_incomplete(done, 40, 1000, "dsl") is None
+    assert compare.sss_incomplete({**done, "input_rows": 999}, 40, 1000, "dsl") == "read 999 of 1000 records"
+    assert compare.sss_incomplete({**done, "dropped_by_watermark": 3}, 40, 1000, "dsl") is not None
+    assert compare.sss_incomplete(done, 39, 1000, "dsl") is not None  # the sink said 40
+    assert compare.sss_incomplete(done, 0, 1000, "dsl") is not None
+    assert compare.sss_incomplete({**done, "output_rows": 1000}, 1000, 1000, "papi") is None
+    assert compare.sss_incomplete(done, 40, 1000, "papi") == "sent 40 counts for 1000 records"
+
+
+def test_the_spark_peer_runs_the_connector_release_its_venv_pins() -> None:
+    """``bench/sss-pom.xml``'s spark-sql-kafka-0-10 and ``.venv-sss``'s pyspark are one Spark release."""
+    from bench import sss_connector
+
+    pins = sss_connector.REQUIREMENTS.read_text().splitlines()
+    assert f"pyspark=={sss_connector.spark_version()}" in pins
 
 
 def test_the_dsl_window_has_an_engine_row_and_goals_against_both_cache_settings() -> None:
