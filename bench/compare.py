@@ -5,8 +5,10 @@
 Every system reprocesses the same cached data set (:mod:`bench.generator`) from its first offset to its end offsets,
 the way its users do it today, each in processes of its own that this one measures (:mod:`bench.measure`):
 
-- **streamproc**: ``streamproc run`` end to end (plan + fetch + process on Spark ``local[c]`` + hand-off), a new
-  application id and empty state, at_least_once; the per-step wall seconds are the line it prints;
+- **streamproc**: ``streamproc run`` end to end (plan + fetch + process + hand-off) as a user runs it (no
+  ``--master``: the window processed inline or in worker processes, ``--streamproc-master`` chooses another, e.g.
+  ``local`` for Spark's ``local[c]``), a new application id and empty state, at_least_once; the per-step wall seconds
+  are the line it prints;
 - **streamproc engine**: the same plan's tasks run one after the other in one Python process, staged segments →
   engine → output files, no Spark (:mod:`bench.engine_only`; the window's two stages joined by ``streamproc run``'s
   own hand-over): the engine's own cost, set against Kafka Streams' stream threads (its steady state);
@@ -93,6 +95,23 @@ FULL = Plan(sizes=(1_000_000, 10_000_000), partitions=(8, 32), repeats=3, cores=
             ks_variants=((1, "default"), (1, "off"), (2, "default"), (2, "off")), apis=("papi", "dsl"))  # fmt: skip
 
 
+#: ``streamproc run``'s process step: ``default`` as a user runs it (no ``--master``: inline or worker processes by
+#: the window, ``spark.job.default_master``), ``local`` Spark's ``local[c]``, else that master.
+STREAMPROC_MASTER = "default"
+
+
+def streamproc_variant(api: str, cores: int, master: str) -> str:
+    if master == "default":
+        return f"run {api}"
+    return f"run {api} {f'local[{cores}]' if master == 'local' else master}"
+
+
+def _master_flags(master: str, cores: int) -> list[str]:
+    if master == "default":
+        return []
+    return ["--master", f"local[{cores}]" if master == "local" else master]
+
+
 def _taskset(cores: int) -> list[str]:
     return ["taskset", "-c", ",".join(str(c) for c in range(cores))]
 
@@ -127,7 +146,9 @@ class Bench:
 
     # -- the systems -------------------------------------------------------------------------------------------
 
-    def streamproc(self, data: generator.DataSet, workload: str, cores: int, api: str) -> dict[str, Any]:
+    def streamproc(
+        self, data: generator.DataSet, workload: str, cores: int, api: str, master: str = STREAMPROC_MASTER
+    ) -> dict[str, Any]:
         output = self.topic(data.partitions)
         app = f"bench-sp-{workload.replace('_', '-')}-{uuid.uuid4().hex[:8]}"
         run_dir = Path(tempfile.mkdtemp(dir=self.work))
@@ -135,7 +156,7 @@ class Bench:
         command = [*_taskset(cores), str(ROOT / ".venv" / "bin" / "streamproc"), "run", "--bootstrap", self.bootstrap,
                    "--application-id", app, "--topology", factory, "--store", str(run_dir / "staging"),
                    "--work-dir", str(run_dir / "work"), "--state-dir", str(run_dir / "state"),
-                   "--master", f"local[{cores}]", "--create-internal-topics",
+                   *_master_flags(master, cores), "--create-internal-topics",
                    "--streams-setting", "replication.factor=1", "--yes"]  # fmt: skip
         env = {**self.env, "STREAMPROC_BENCH_INPUT": data.topic, "STREAMPROC_BENCH_OUTPUT": output}
         try:
@@ -283,8 +304,9 @@ def _figures(m: Measured, records: int) -> dict[str, Any]:
     }
 
 
-def runs_for(plan: Plan, workloads: tuple[str, ...]) -> list[dict[str, Any]]:
-    """Every (system, variant) to run per data set, in order."""
+def runs_for(plan: Plan, workloads: tuple[str, ...], master: str = STREAMPROC_MASTER) -> list[dict[str, Any]]:
+    """Every (system, variant) to run per data set, in order; ``master``: streamproc run's (see
+    :data:`STREAMPROC_MASTER`)."""
     from bench.workloads import DSL_WORKLOADS, PAPI_WORKLOADS
 
     out: list[dict[str, Any]] = []
@@ -293,8 +315,8 @@ def runs_for(plan: Plan, workloads: tuple[str, ...]) -> list[dict[str, Any]]:
         names = tuple(w for w in workloads if w in (PAPI_WORKLOADS if api == "papi" else DSL_WORKLOADS))
         for workload in names:
             for cores in plan.cores:
-                out.append({"system": "streamproc", "variant": f"run {api} local[{cores}]", "workload": workload,
-                            "api": api, "cores": cores})  # fmt: skip
+                out.append({"system": "streamproc", "variant": streamproc_variant(api, cores, master),
+                            "workload": workload, "api": api, "cores": cores, "master": master})  # fmt: skip
             out.append({"system": "streamproc-engine", "variant": f"engine {api}", "workload": workload,
                         "api": api, "cores": 1})  # fmt: skip
     for api in plan.apis:
@@ -324,7 +346,7 @@ def runs_for(plan: Plan, workloads: tuple[str, ...]) -> list[dict[str, Any]]:
 def run_one(bench: Bench, data: generator.DataSet, spec: dict[str, Any]) -> dict[str, Any]:
     system, workload, cores, api = spec["system"], spec["workload"], spec["cores"], spec["api"]
     if system == "streamproc":
-        return bench.streamproc(data, workload, cores, api)
+        return bench.streamproc(data, workload, cores, api, spec.get("master", STREAMPROC_MASTER))
     if system == "streamproc-engine":
         return bench.engine_only(data, workload, api)
     if system == "kafka-streams":
@@ -354,6 +376,18 @@ def summarise(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _find(summary: list[dict[str, Any]], **where: Any) -> dict[str, Any] | None:
     for row in summary:
         if all(row.get(k) == v for k, v in where.items()):
+            return row
+    return None
+
+
+def _streamproc_run(
+    summary: list[dict[str, Any]], api: str, workload: str, cores: int, base: dict[str, Any]
+) -> dict[str, Any] | None:
+    """``streamproc run``'s row for the goals: as a user runs it (no ``--master``) where measured, else Spark's."""
+    for master in ("default", "local"):
+        row = _find(summary, system="streamproc", variant=streamproc_variant(api, cores, master), workload=workload,
+                    **base)  # fmt: skip
+        if row is not None:
             return row
     return None
 
@@ -398,13 +432,13 @@ def goals(summary: list[dict[str, Any]], records: int, partitions: int, cores: i
             add(f"DSL engine {workload} ≥ {target}× KS DSL stream thread, {settings}", engine, "records_per_cpu_s", ks,
                 "records_per_stream_thread_cpu_s", target)  # fmt: skip
     for workload, target in (("window", 1.0),):  # two stages: streamproc run end to end too
-        run = _find(summary, system="streamproc", variant=f"run dsl local[{cores}]", workload=workload, **base)
+        run = _streamproc_run(summary, "dsl", workload, cores, base)
         off = _find(summary, system="kafka-streams", variant="dsl 1t cache off", workload=workload, cores=cores,
                     **base)  # fmt: skip
         add(f"DSL streamproc run {workload} ≥ {target}× KS DSL reset + restart, cache off (all its CPU)", run,
             "records_per_cpu_s", off, "records_per_cpu_s", target)  # fmt: skip
     for workload in WORKLOADS:
-        run = _find(summary, system="streamproc", variant=f"run papi local[{cores}]", workload=workload, **base)
+        run = _streamproc_run(summary, "papi", workload, cores, base)
         ks = _find(summary, system="kafka-streams", variant="papi 1t cache default", workload=workload, cores=cores,
                    **base)  # fmt: skip
         quix = _find(summary, system="quix-streams", workload=workload, cores=cores, **base)
@@ -526,6 +560,9 @@ def main(argv: list[str] | None = None) -> int:
                         "invocations share one broker and its data sets")  # fmt: skip
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
     parser.add_argument("--systems", default=SYSTEMS)
+    parser.add_argument("--streamproc-master", default=STREAMPROC_MASTER,
+                        help="streamproc run's master: 'default' (none given, as a user runs it), 'local' (Spark's "
+                        "local[c]) or a master such as processes[2] or inline")  # fmt: skip
     parser.add_argument("--apis", default=None, help="papi,dsl: the workloads' APIs (overrides the plan's)")
     parser.add_argument("--ks-variants", default=None, help="Kafka Streams' THREADS:CACHE, e.g. 1:off,2:default")
     parser.add_argument("--label", default="", help="results under <date>-<machine>-<label>-compare.* (a subset's)")
@@ -579,7 +616,7 @@ def main(argv: list[str] | None = None) -> int:
                 results["data_sets"].append(generator.ensure(handle.address, data))
                 print(f"data set {data.topic}: ready in {time.perf_counter() - started:.0f} s", flush=True)
                 for repeat in range(plan.repeats):
-                    for spec in runs_for(plan, workloads):
+                    for spec in runs_for(plan, workloads, args.streamproc_master):
                         name = f"{spec['system']} {spec['variant']} {spec['workload']} cores={spec['cores']}"
                         if spec["system"] not in systems or (args.only and not re.search(args.only, name)):
                             continue

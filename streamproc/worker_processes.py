@@ -80,3 +80,12 @@ def worker_pool(processes: int) -> Iterator[ProcessPoolExecutor]:
         ) as pool,
     ):
         yield pool
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity: ``taskset``, a container's cpuset), which is what a pool
+    of workers can use; ``os.cpu_count()`` counts the machine's."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1

@@ -42,7 +42,7 @@ from streamproc.schema_registry.client import check_registries, collected
 from streamproc.spark.global_stores import GlobalRestoreRange
 from streamproc.spark.task_output import UNASSIGNED, TaskObjects
 from streamproc.spark.task_runner import InputRange, RestoreRange, TaskWork, run_task
-from streamproc.worker_processes import worker_pool
+from streamproc.worker_processes import usable_cores, worker_pool
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -80,19 +80,19 @@ def window_records(plan: RunPlan) -> int:
 
 def default_master(plan: RunPlan, cores: int | None = None) -> str:
     """``streamproc run``'s master when none is given: ``processes[N]`` with a worker per
-    :data:`RECORDS_PER_WORKER` records of the window and at most one per core (``cores``: this machine's), or
+    :data:`RECORDS_PER_WORKER` records of the window and at most one per core (``cores``: those it may use), or
     ``inline`` where that is one worker or none. Spark is for a cluster (``--master spark://…``, the Airflow DAGs'
     spark-submit), or ``local[N]`` by choice."""
-    workers = min(cores or os.cpu_count() or 1, window_records(plan) // RECORDS_PER_WORKER)
+    workers = min(cores or usable_cores(), window_records(plan) // RECORDS_PER_WORKER)
     return f"{PROCESSES_MASTER}[{workers}]" if workers > 1 else INLINE_MASTER
 
 
 def processes_of(master: str | None) -> int | None:
-    """N of ``processes[N]`` (this machine's cores for ``processes``); ``None`` for any other master."""
+    """N of ``processes[N]`` (the cores this process may use for ``processes``); ``None`` for any other master."""
     match = _PROCESSES.fullmatch(master or "")
     if match is None:
         return None
-    return int(match.group(1)) if match.group(1) else os.cpu_count() or 1
+    return int(match.group(1)) if match.group(1) else usable_cores()
 
 
 class InjectedFailure(RuntimeError):

@@ -227,7 +227,7 @@ def test_a_worker_process_that_dies_fails_the_step_and_the_same_call_runs_only_t
 
 def test_processes_masters_are_read_and_others_are_left_to_spark() -> None:
     assert processes_of("processes[3]") == 3
-    assert processes_of("processes") == (os.cpu_count() or 1)
+    assert processes_of("processes") == len(os.sched_getaffinity(0))
     assert [processes_of(m) for m in ("processes[0]", "processes[]", "local[2]", "inline", None)] == [None] * 5
 
 
