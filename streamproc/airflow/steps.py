@@ -311,6 +311,7 @@ def fetch_step(ref: DagRunRef, rng: Mapping[str, Any]) -> dict[str, Any]:
         [planned],
         isolation=IsolationLevel(plan.isolation_level),
         parallelism=1,
+        processes=2,  # its one range in a spawned worker process, which the fetch-retry test kills mid-range
         store_options=options,
     )
     [result] = results
