@@ -1,5 +1,5 @@
-"""Fetch many ranges at once: partitions in threads, or in worker processes where the per-record work needs more
-than one core (it holds the GIL)."""
+"""Fetch many ranges at once: partitions in threads (the default: the per-record work is compiled and holds the GIL
+only briefly), or in worker processes by choice."""
 
 from __future__ import annotations
 
@@ -52,10 +52,10 @@ def fetch_ranges(
     an ``isolation.level`` in ``client_config`` is refused rather than silently overridden.
 
     With ``processes`` > 1 the partitions are spread over that many worker processes (each running ``parallelism``
-    threads' worth of ranges one after the other): the per-record work is Python and holds the GIL, so threads
-    alone use one core. Workers open the store from ``store.uri`` and ``store_options`` (e.g. explicit S3
-    credentials). Every range that completed stays staged, so re-running after a failure fetches only what is
-    still missing.
+    threads' worth of ranges one after the other), for a machine where one process's GIL would still be the limit
+    (see :func:`fetch_plan` for what threads cost here). Workers open the store from ``store.uri`` and
+    ``store_options`` (e.g. explicit S3 credentials). Every range that completed stays staged, so re-running after a
+    failure fetches only what is still missing.
     """
     if parallelism < 1 or processes < 1:
         raise FetchError(f"parallelism and processes must be at least 1, not {parallelism} and {processes}")
