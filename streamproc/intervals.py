@@ -14,7 +14,10 @@ Interval = tuple[int, int]
 
 def is_run(offsets: Sequence[int]) -> bool:
     """``offsets`` is exactly ``first, first + 1, …`` (non-empty): a fetch's usual segment, checked without a
-    Python step per offset (``map`` and ``all`` iterate in C), so that proving it costs next to nothing."""
+    Python step per offset (``map`` and ``all`` iterate in C; a ``range`` of step 1 by its type), so that proving it
+    costs next to nothing."""
+    if isinstance(offsets, range):
+        return len(offsets) > 0 and offsets.step == 1
     return bool(offsets) and all(map(operator.eq, offsets, range(offsets[0], offsets[0] + len(offsets))))
 
 

@@ -89,6 +89,7 @@ def _prove_segment(
     last: bool,
     eof_position: int | None,
 ) -> CompletenessProof:
+    """``offsets``: the segment's, a ``range`` where they are one run (``SegmentColumns.offset_sequence``)."""
     if len(offsets) == end - start:
         gaps: list[int] = []  # every offset delivered: nothing to explain, no second reading
     else:
@@ -96,7 +97,12 @@ def _prove_segment(
         gaps = [o for o in range(start, end) if o not in present]
     second = _second_pass(client_config, rng, gaps) if isolation is IsolationLevel.READ_COMMITTED else []
     # A segment that is not the last ends where the next segment's first record is: that record proves the end.
-    first_pass = offsets if last else [*offsets, end]
+    first_pass: Sequence[int] = offsets
+    if not last:
+        if isinstance(offsets, range) and offsets.stop == end:
+            first_pass = range(offsets.start, end + 1)
+        else:
+            first_pass = [*offsets, end]
     return prove_two_pass(
         TopicPartition(rng.topic, rng.partition),
         start,
@@ -123,7 +129,7 @@ def _write_segment(
 ) -> None:
     """Prove ``[start, end)`` from the rows read, then write its segment and manifest (each atomically)."""
     proof = _prove_segment(
-        client_config, rng, start, end, columns.offsets, isolation, last=last, eof_position=eof_position
+        client_config, rng, start, end, columns.offset_sequence(), isolation, last=last, eof_position=eof_position
     )
     segment_proof = SegmentProof.from_dict(proof.to_dict(), isolation_level=proof.isolation_level.value)
     key = SegmentKey(rng.topic, rng.partition, start, end)

@@ -7,8 +7,8 @@
  * file is the same two loops, statement for statement, on the same Python objects:
  *
  * - ``scan``: RangeReader.batches' check, message by message, of an error or an offset at or past the range's end;
- * - ``fill``: SegmentColumns.fill_python's appends to the segment's column lists until the next message would close
- *   the segment.
+ * - ``fill``: SegmentColumns.fill_python's appends to the segment's columns (Arrow's buffers, as bytearrays) until
+ *   the next message would close the segment.
  *
  * The Python definitions stay the reference and the fallback when this module is not built;
  * ``tests/unit/kafka/test_message_kernel.py`` proves with hypothesis that both give the same results. Messages are
@@ -91,100 +91,238 @@ static int sized(PyObject *obj, Py_ssize_t *size) {
     return 0;
 }
 
-/* Append ``obj`` to ``list`` and drop the caller's reference (steals ``obj``; NULL passes an error through). */
-static int append_steal(PyObject *list, PyObject *obj) {
+/*
+ * ``n`` more bytes at the end of a bytearray, returned for writing. The bytearray grows by doubling: its own
+ * resize grows an append-at-a-time buffer by an eighth, which copies a segment's value bytes several times over.
+ */
+static char *extend(PyObject *array, Py_ssize_t n) {
+    PyByteArrayObject *bytes = (PyByteArrayObject *)array;
+    if (bytes->ob_exports > 0) {
+        PyErr_SetString(PyExc_BufferError, "a segment column is exported (encoded) and cannot grow");
+        return NULL;
+    }
+    Py_ssize_t size = Py_SIZE(array), wanted = size + n;
+    if ((bytes->ob_start - bytes->ob_bytes) + wanted + 1 > bytes->ob_alloc) {
+        if (PyByteArray_Resize(array, wanted < 64 ? 128 : 2 * wanted) < 0) {
+            return NULL;
+        }
+    }
+    Py_SET_SIZE(array, wanted);
+    bytes->ob_start[wanted] = '\0';
+    return bytes->ob_start + size;
+}
+
+static int put_int64(PyObject *array, long long value) {
+    char *at = extend(array, 8);
+    if (at == NULL) {
+        return -1;
+    }
+    int64_t cell = (int64_t)value;
+    memcpy(at, &cell, 8);
+    return 0;
+}
+
+static int put_int32(PyObject *array, long long value) {
+    char *at = extend(array, 4);
+    if (at == NULL) {
+        return -1;
+    }
+    int32_t cell = (int32_t)value;
+    memcpy(at, &cell, 4);
+    return 0;
+}
+
+/* A binary cell: its bytes, its end offset, its validity bit (the bitmap's byte for the row already added). */
+static int put_binary(PyObject *data, PyObject *offsets, PyObject *validity, Py_ssize_t row, PyObject *obj) {
+    if (obj != Py_None) {
+        Py_buffer view;
+        if (PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE) < 0) {
+            return -1;
+        }
+        char *at = extend(data, view.len);
+        if (at == NULL) {
+            PyBuffer_Release(&view);
+            return -1;
+        }
+        memcpy(at, view.buf, view.len);
+        PyBuffer_Release(&view);
+        PyByteArray_AS_STRING(validity)[row / 8] |= (char)(1 << (row % 8));
+    }
+    if (PyByteArray_GET_SIZE(data) > INT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "a segment's binary column passed 2 GiB");
+        return -1;
+    }
+    return put_int32(offsets, PyByteArray_GET_SIZE(data));
+}
+
+/* The columns of a SegmentColumns, in its slot order; borrowed from the object for one fill. */
+enum {
+    C_OFFSETS, C_TIMESTAMPS, C_TYPES, C_KEY_OFFSETS, C_KEY_DATA, C_KEY_VALIDITY, C_VALUE_OFFSETS, C_VALUE_DATA,
+    C_VALUE_VALIDITY, C_HEADER_OFFSETS, C_HEADER_KEYS, C_HEADER_VALUES, C_EPOCHS, C_EPOCH_VALIDITY, C_COUNT_OF
+};
+static PyObject *s_columns[C_COUNT_OF];
+static PyObject *s_count, *s_size;
+
+static int read_long(PyObject *owner, PyObject *name, long long *value) {
+    PyObject *obj = PyObject_GetAttr(owner, name);
     if (obj == NULL) {
         return -1;
     }
-    int failed = PyList_Append(list, obj);
+    *value = PyLong_AsLongLong(obj);
+    Py_DECREF(obj);
+    return (*value == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+static int write_long(PyObject *owner, PyObject *name, long long value) {
+    PyObject *obj = PyLong_FromLongLong(value);
+    if (obj == NULL) {
+        return -1;
+    }
+    int failed = PyObject_SetAttr(owner, name, obj);
     Py_DECREF(obj);
     return failed;
 }
 
-/*
- * fill(messages, first, max_records, max_bytes, overhead, timestamp_type_ids, size_now,
- *      offsets, timestamps, types, keys, values, header_offsets, header_keys, header_values, epochs)
- *   -> (index, added, size_now)
- *
- * SegmentColumns.fill_python: append ``messages[first:]`` until the next one would close the segment (a non-empty
- * segment closes before the row that would pass ``max_records`` or ``max_bytes``).
- */
-static PyObject *fill(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 16 || !PyList_Check(args[0]) || !PyDict_Check(args[5])) {
-        PyErr_SetString(PyExc_TypeError, "fill(messages: list, first, max_records, max_bytes, overhead, "
-                                         "timestamp_type_ids: dict, size_now, offsets, timestamps, types, keys, "
-                                         "values, header_offsets, header_keys, header_values, epochs)");
-        return NULL;
-    }
-    for (int a = 7; a < 16; a++) {
-        if (!PyList_Check(args[a])) {
-            PyErr_SetString(PyExc_TypeError, "fill: the column arguments must be lists");
-            return NULL;
+/* One row's cells after its headers (SegmentColumns._append_row). */
+static int put_row(PyObject **c, Py_ssize_t row, PyObject *message, PyObject *key, PyObject *value,
+                   PyObject *type_ids, PyObject *stamp) {
+    if (row % 8 == 0) {
+        for (int v = 0; v < 3; v++) {
+            int column = v == 0 ? C_KEY_VALIDITY : v == 1 ? C_VALUE_VALIDITY : C_EPOCH_VALIDITY;
+            char *at = extend(c[column], 1);
+            if (at == NULL) {
+                return -1;
+            }
+            *at = 0;
         }
     }
-    PyObject *messages = args[0], *type_ids = args[5];
-    PyObject *offsets = args[7], *timestamps = args[8], *types = args[9], *keys = args[10], *values = args[11];
-    PyObject *header_offsets = args[12], *header_keys = args[13], *header_values = args[14], *epochs = args[15];
-    Py_ssize_t first = PyLong_AsSsize_t(args[1]);
-    long long max_records = PyLong_AsLongLong(args[2]);
-    long long max_bytes = PyLong_AsLongLong(args[3]);
-    long long overhead = PyLong_AsLongLong(args[4]); /* segments.RECORD_OVERHEAD_BYTES */
-    long long size_now = PyLong_AsLongLong(args[6]);
+    PyObject *offset = PyObject_CallMethodNoArgs(message, s_offset);
+    if (offset == NULL) {
+        return -1;
+    }
+    long long offset_value = PyLong_AsLongLong(offset);
+    Py_DECREF(offset);
+    if ((offset_value == -1 && PyErr_Occurred()) || put_int64(c[C_OFFSETS], offset_value) < 0) {
+        return -1;
+    }
+    long long timestamp = PyLong_AsLongLong(PyTuple_GET_ITEM(stamp, 1));
+    if ((timestamp == -1 && PyErr_Occurred()) || put_int64(c[C_TIMESTAMPS], timestamp) < 0) {
+        return -1;
+    }
+    PyObject *type_id = PyDict_GetItemWithError(type_ids, PyTuple_GET_ITEM(stamp, 0));
+    if (type_id == NULL && PyErr_Occurred()) {
+        return -1;
+    }
+    long type_value = type_id == NULL ? -1 : PyLong_AsLong(type_id);
+    if (type_value == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    char *type_at = extend(c[C_TYPES], 1);
+    if (type_at == NULL) {
+        return -1;
+    }
+    *type_at = (char)type_value;
+    if (put_binary(c[C_KEY_DATA], c[C_KEY_OFFSETS], c[C_KEY_VALIDITY], row, key) < 0 ||
+        put_binary(c[C_VALUE_DATA], c[C_VALUE_OFFSETS], c[C_VALUE_VALIDITY], row, value) < 0 ||
+        put_int32(c[C_HEADER_OFFSETS], PyList_GET_SIZE(c[C_HEADER_KEYS])) < 0) {
+        return -1;
+    }
+    PyObject *epoch = PyObject_CallMethodNoArgs(message, s_leader_epoch);
+    if (epoch == NULL) {
+        return -1;
+    }
+    long long epoch_value = 0;
+    if (epoch != Py_None) {
+        epoch_value = PyLong_AsLongLong(epoch);
+        PyByteArray_AS_STRING(c[C_EPOCH_VALIDITY])[row / 8] |= (char)(1 << (row % 8));
+    }
+    Py_DECREF(epoch);
+    if (epoch_value == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    return put_int32(c[C_EPOCHS], epoch_value);
+}
+
+/*
+ * fill(columns, messages, first, max_records, max_bytes, overhead, timestamp_type_ids) -> (index, added)
+ *
+ * SegmentColumns.fill_python: append ``messages[first:]`` to ``columns`` (a SegmentColumns) until the next one
+ * would close the segment (a non-empty segment closes before the row that would pass ``max_records`` or
+ * ``max_bytes``).
+ */
+static PyObject *fill(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 7 || !PyList_Check(args[1]) || !PyDict_Check(args[6])) {
+        PyErr_SetString(PyExc_TypeError, "fill(columns: SegmentColumns, messages: list, first, max_records, "
+                                         "max_bytes, overhead, timestamp_type_ids: dict)");
+        return NULL;
+    }
+    PyObject *owner = args[0], *messages = args[1], *type_ids = args[6];
+    Py_ssize_t first = PyLong_AsSsize_t(args[2]);
+    long long max_records = PyLong_AsLongLong(args[3]);
+    long long max_bytes = PyLong_AsLongLong(args[4]);
+    long long overhead = PyLong_AsLongLong(args[5]); /* segments.RECORD_OVERHEAD_BYTES */
     if (PyErr_Occurred()) {
         return NULL;
     }
-    long long added = 0;
-    Py_ssize_t count = PyList_GET_SIZE(offsets);
-    Py_ssize_t index = first, end = PyList_GET_SIZE(messages);
-    PyObject *minus_one = PyLong_FromLong(-1);
-    if (minus_one == NULL) {
+    long long count, size_now;
+    if (read_long(owner, s_count, &count) < 0 || read_long(owner, s_size, &size_now) < 0) {
         return NULL;
     }
+    PyObject *c[C_COUNT_OF] = {NULL};
+    PyObject *result = NULL;
+    for (int i = 0; i < C_COUNT_OF; i++) {
+        c[i] = PyObject_GetAttr(owner, s_columns[i]);
+        if (c[i] == NULL) {
+            goto done;
+        }
+        int is_list = i == C_HEADER_KEYS || i == C_HEADER_VALUES;
+        if (is_list ? !PyList_CheckExact(c[i]) : !PyByteArray_CheckExact(c[i])) {
+            PyErr_SetString(PyExc_TypeError, "fill: a SegmentColumns' column is not of its type");
+            goto done;
+        }
+    }
+    long long added = 0;
+    Py_ssize_t index = first, end = PyList_GET_SIZE(messages);
     for (; index < end; index++) {
         PyObject *message = PyList_GET_ITEM(messages, index);
-        PyObject *key = NULL, *value = NULL, *headers = NULL, *stamp = NULL;
+        PyObject *key = NULL, *value = NULL, *headers = NULL, *stamp = NULL, *header_list = NULL;
         key = PyObject_CallMethodNoArgs(message, s_key);
         if (key == NULL) {
-            goto error;
+            goto row_error;
         }
         value = PyObject_CallMethodNoArgs(message, s_value);
         if (value == NULL) {
-            goto error;
+            goto row_error;
         }
         headers = PyObject_CallMethodNoArgs(message, s_headers);
         if (headers == NULL) {
-            goto error;
+            goto row_error;
         }
         Py_ssize_t key_size, value_size;
         if (sized(key, &key_size) < 0 || sized(value, &value_size) < 0) {
-            goto error;
+            goto row_error;
         }
         long long size = overhead + key_size + value_size;
         int has_headers = headers != Py_None && PyObject_IsTrue(headers);
         if (has_headers < 0) {
-            goto error;
+            goto row_error;
         }
-        PyObject *header_list = NULL;
         if (has_headers) {
             header_list = PySequence_Fast(headers, "headers must be a sequence of (key, value) pairs");
             if (header_list == NULL) {
-                goto error;
+                goto row_error;
             }
             Py_ssize_t h = PySequence_Fast_GET_SIZE(header_list);
             for (Py_ssize_t j = 0; j < h; j++) {
                 PyObject *pair = PySequence_Fast_GET_ITEM(header_list, j);
-                PyObject *hk, *hv;
                 if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
                     PyErr_SetString(PyExc_TypeError, "a header must be a (key, value) tuple");
-                    Py_DECREF(header_list);
-                    goto error;
+                    goto row_error;
                 }
-                hk = PyTuple_GET_ITEM(pair, 0);
-                hv = PyTuple_GET_ITEM(pair, 1);
                 Py_ssize_t key_bytes, value_bytes;
-                if (PyUnicode_AsUTF8AndSize(hk, &key_bytes) == NULL || sized(hv, &value_bytes) < 0) {
-                    Py_DECREF(header_list);
-                    goto error;
+                if (PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(pair, 0), &key_bytes) == NULL ||
+                    sized(PyTuple_GET_ITEM(pair, 1), &value_bytes) < 0) {
+                    goto row_error;
                 }
                 size += key_bytes + value_bytes;
             }
@@ -196,69 +334,62 @@ static PyObject *fill(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
             Py_DECREF(headers);
             break;
         }
+        stamp = PyObject_CallMethodNoArgs(message, s_timestamp);
+        if (stamp == NULL) {
+            goto row_error;
+        }
+        if (!PyTuple_Check(stamp) || PyTuple_GET_SIZE(stamp) != 2) {
+            PyErr_SetString(PyExc_TypeError, "a message's timestamp() must be a (type, timestamp) tuple");
+            goto row_error;
+        }
         if (header_list != NULL) {
             Py_ssize_t h = PySequence_Fast_GET_SIZE(header_list);
             for (Py_ssize_t j = 0; j < h; j++) {
                 PyObject *pair = PySequence_Fast_GET_ITEM(header_list, j);
-                if (PyList_Append(header_keys, PyTuple_GET_ITEM(pair, 0)) < 0 ||
-                    PyList_Append(header_values, PyTuple_GET_ITEM(pair, 1)) < 0) {
-                    Py_DECREF(header_list);
-                    goto error;
+                if (PyList_Append(c[C_HEADER_KEYS], PyTuple_GET_ITEM(pair, 0)) < 0 ||
+                    PyList_Append(c[C_HEADER_VALUES], PyTuple_GET_ITEM(pair, 1)) < 0) {
+                    goto row_error;
                 }
             }
-            Py_DECREF(header_list);
         }
-        Py_CLEAR(headers);
-        if (append_steal(header_offsets, PyLong_FromSsize_t(PyList_GET_SIZE(header_keys))) < 0) {
-            goto error;
+        if (put_row(c, (Py_ssize_t)count, message, key, value, type_ids, stamp) < 0) {
+            goto row_error;
         }
-        stamp = PyObject_CallMethodNoArgs(message, s_timestamp);
-        if (stamp == NULL) {
-            goto error;
-        }
-        if (!PyTuple_Check(stamp) || PyTuple_GET_SIZE(stamp) != 2) {
-            PyErr_SetString(PyExc_TypeError, "a message's timestamp() must be a (type, timestamp) tuple");
-            goto error;
-        }
-        if (append_steal(offsets, PyObject_CallMethodNoArgs(message, s_offset)) < 0 ||
-            PyList_Append(timestamps, PyTuple_GET_ITEM(stamp, 1)) < 0) {
-            goto error;
-        }
-        PyObject *type_id = PyDict_GetItemWithError(type_ids, PyTuple_GET_ITEM(stamp, 0));
-        if (type_id == NULL && PyErr_Occurred()) {
-            goto error;
-        }
-        if (PyList_Append(types, type_id != NULL ? type_id : minus_one) < 0) {
-            goto error;
-        }
-        Py_CLEAR(stamp);
-        int failed = PyList_Append(keys, key) < 0 || PyList_Append(values, value) < 0;
-        Py_CLEAR(key);
-        Py_CLEAR(value);
-        if (failed || append_steal(epochs, PyObject_CallMethodNoArgs(message, s_leader_epoch)) < 0) {
-            goto error;
-        }
+        Py_XDECREF(header_list);
+        Py_DECREF(key);
+        Py_DECREF(value);
+        Py_DECREF(headers);
+        Py_DECREF(stamp);
         size_now += size;
         added += size;
         count++;
         continue;
-    error:
+    row_error:
+        Py_XDECREF(header_list);
         Py_XDECREF(key);
         Py_XDECREF(value);
         Py_XDECREF(headers);
         Py_XDECREF(stamp);
-        Py_DECREF(minus_one);
-        return NULL;
+        /* the rows appended before this one stay, counted, as Python's loop leaves them */
+        write_long(owner, s_count, count);
+        write_long(owner, s_size, size_now);
+        goto done;
     }
-    Py_DECREF(minus_one);
-    return Py_BuildValue("(nLL)", index, added, size_now);
+    if (write_long(owner, s_count, count) == 0 && write_long(owner, s_size, size_now) == 0) {
+        result = Py_BuildValue("(nL)", index, added);
+    }
+done:
+    for (int i = 0; i < C_COUNT_OF; i++) {
+        Py_XDECREF(c[i]);
+    }
+    return result;
 }
 
 static PyMethodDef methods[] = {
     {"scan", (PyCFunction)(void (*)(void))scan, METH_FASTCALL,
      "RangeReader.batches' per-message check: (deliverable count, why the scan stopped)."},
     {"fill", (PyCFunction)(void (*)(void))fill, METH_FASTCALL,
-     "SegmentColumns.fill_python: append messages to the column lists until the segment would close."},
+     "SegmentColumns.fill_python: append messages to the segment's columns until the segment would close."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -283,6 +414,16 @@ PyMODINIT_FUNC PyInit__message_kernel(void) {
     INTERN(s_headers, "headers");
     INTERN(s_timestamp, "timestamp");
     INTERN(s_leader_epoch, "leader_epoch");
+    INTERN(s_count, "count");
+    INTERN(s_size, "size");
+    static const char *column_names[C_COUNT_OF] = {
+        "offsets", "timestamps", "timestamp_types", "key_offsets", "key_data", "key_validity", "value_offsets",
+        "value_data", "value_validity", "header_offsets", "header_keys", "header_values", "leader_epochs",
+        "leader_epoch_validity",
+    };
+    for (int i = 0; i < C_COUNT_OF; i++) {
+        INTERN(s_columns[i], column_names[i]);
+    }
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL) {
         return NULL;

@@ -9,20 +9,11 @@ SCAN_LAST_OFFSET: int
 
 def scan(messages: list[Any], end: int) -> tuple[int, int]: ...
 def fill(
+    columns: Any,  # a streamproc.storage.segments.SegmentColumns, appended to in place
     messages: list[Any],
     first: int,
     max_records: int,
     max_bytes: int,
     overhead: int,
     timestamp_type_ids: dict[int, int],
-    size_now: int,
-    offsets: list[int],
-    timestamps: list[int],
-    timestamp_types: list[int],
-    keys: list[bytes | None],
-    values: list[bytes | None],
-    header_offsets: list[int],
-    header_keys: list[str],
-    header_values: list[bytes | None],
-    leader_epochs: list[int | None],
-) -> tuple[int, int, int]: ...
+) -> tuple[int, int]: ...

@@ -10,14 +10,17 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from streamproc.engine.records import ConsumerRecord, TimestampType
 from streamproc.errors import ConfigError, ManifestError
-from streamproc.storage import LocalObjectStore
+from streamproc.storage import LocalObjectStore, segments
 from streamproc.storage.segments import (
     ROW_GROUP_ROWS,
     SEGMENT_SCHEMA,
     SEGMENT_SCHEMA_FINGERPRINT,
+    SegmentColumns,
     SegmentKey,
     SegmentWriter,
     decode_segment,
@@ -285,3 +288,46 @@ def test_decoding_in_streamprocs_own_process_leaves_no_arrow_thread_to_abort_its
     )
     before, after = map(int, done.stdout.split())
     assert after == before, done.stdout
+
+
+_payload = st.one_of(st.none(), st.binary(max_size=12))
+_rows = st.lists(
+    st.tuples(
+        st.just(0), st.integers(-1, 2**45), st.sampled_from([-1, 0, 1]), _payload, _payload,
+        st.one_of(st.none(), st.lists(st.tuples(st.text(max_size=4), _payload), max_size=2)),
+        st.one_of(st.none(), st.integers(0, 2**31 - 1)),
+    ),
+    max_size=40,
+)  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(_rows)
+def test_segment_buffers_encode_as_the_same_rows_built_by_pyarrow_from_python_values(rows: list[tuple]) -> None:  # type: ignore[type-arg]
+    """``SegmentColumns`` writes Arrow's buffers itself (bit-packed validity, int32 binary offsets); the bytes must be
+    what pyarrow makes of the same rows as Python values, nulls, empty keys and headers included."""
+    rows = [(offset, *row[1:]) for offset, row in zip(range(7, 7 + 3 * len(rows), 3), rows, strict=True)]
+    columns = SegmentColumns()
+    for row in rows:
+        columns.append(*row)
+    offsets, timestamps, types, keys, values, headers, epochs = (
+        (list(c) for c in zip(*rows, strict=True)) if rows else ([],) * 7
+    )
+    header_type = SEGMENT_SCHEMA.field("headers").type
+    expected = pa.Table.from_arrays(
+        [
+            pa.array(["t"] * len(rows), pa.string()), pa.array([3] * len(rows), pa.int32()),
+            pa.array(offsets, pa.int64()), pa.array(timestamps, pa.int64()), pa.array(types, pa.int8()),
+            pa.array(keys, pa.binary()), pa.array(values, pa.binary()),
+            pa.array([[{"key": k, "value": v} for k, v in h or ()] for h in headers], header_type),
+            pa.array(epochs, pa.int32()),
+        ],
+        schema=SEGMENT_SCHEMA,
+    )  # fmt: skip
+    table = decode_segment(columns.encode("t", 3), "t+3")
+    assert table.equals(expected)
+    assert table.column("key").null_count == keys.count(None)
+    sink = pa.BufferOutputStream()
+    pq.write_table(expected, sink, **segments._WRITE_OPTIONS)
+    assert columns.encode("t", 3) == sink.getvalue().to_pybytes()
+    assert list(columns.offset_sequence()) == offsets
