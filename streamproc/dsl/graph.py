@@ -113,17 +113,21 @@ class StatefulProcessorNode(ProcessorGraphNode):
         supplier: ProcessorSupplier,
         store: object | None = None,
         store_names: Sequence[str] | Callable[[], Sequence[str]] = (),
+        *,
+        key_local: bool = False,
     ) -> None:
         super().__init__(name, supplier)
         self.store = store
         self.store_names = store_names
+        #: ``KStream.process(..., key_local=True)``: the program's promise for its Processor-API processor
+        self.key_local = key_local
 
     def connected_store_names(self) -> tuple[str, ...]:
         names = self.store_names() if callable(self.store_names) else self.store_names
         return tuple(names)
 
     def write(self, topology: Topology) -> None:
-        topology.add_processor(self.node_name, self.supplier, *self.parent_names())
+        topology.add_processor(self.node_name, self.supplier, *self.parent_names(), key_local=self.key_local)
         store = self.store() if callable(self.store) else self.store
         if store is not None:
             topology.add_state_store(store, self.node_name)

@@ -219,14 +219,37 @@ class KStream:
         """``split([named])``: a ``BranchedKStream`` (``KSTREAM-BRANCH-``; children ``<splitter><index|name>``)."""
         return BranchedKStream(self, _name(named))
 
-    def process(self, supplier: Callable[[], object], *store_names: str, named: Named | None = None) -> KStream:
-        """``process(supplier[, named], stateStoreNames...)``: ``KSTREAM-PROCESSOR-`` (a given name burns none)."""
-        return self._process(supplier, store_names, named, "KSTREAM-PROCESSOR-", repartition_required=True)
+    def process(
+        self,
+        supplier: Callable[[], object],
+        *store_names: str,
+        named: Named | None = None,
+        key_local: bool = False,
+    ) -> KStream:
+        """``process(supplier[, named], stateStoreNames...)``: ``KSTREAM-PROCESSOR-`` (a given name burns none).
 
-    def process_values(self, supplier: Callable[[], object], *store_names: str, named: Named | None = None) -> KStream:
-        """``processValues(supplier[, named], stateStoreNames...)``: ``KSTREAM-PROCESSVALUES-``; the key is kept."""
+        ``key_local``: the program's promise that lets the sub-topology be split by key (``Topology.add_processor``
+        says what it promises)."""
         return self._process(
-            supplier, store_names, named, "KSTREAM-PROCESSVALUES-", repartition_required=self._repartition_required
+            supplier, store_names, named, "KSTREAM-PROCESSOR-", repartition_required=True, key_local=key_local
+        )
+
+    def process_values(
+        self,
+        supplier: Callable[[], object],
+        *store_names: str,
+        named: Named | None = None,
+        key_local: bool = False,
+    ) -> KStream:
+        """``processValues(supplier[, named], stateStoreNames...)``: ``KSTREAM-PROCESSVALUES-``; the key is kept.
+        ``key_local`` as for :meth:`process`."""
+        return self._process(
+            supplier,
+            store_names,
+            named,
+            "KSTREAM-PROCESSVALUES-",
+            repartition_required=self._repartition_required,
+            key_local=key_local,
         )
 
     def _process(
@@ -237,11 +260,12 @@ class KStream:
         prefix: str,
         *,
         repartition_required: bool,
+        key_local: bool,
     ) -> KStream:
         if supplier is None:
             raise TopologyError("processorSupplier can't be null")
         name = _name(named) or self._builder.new_processor_name(prefix)
-        node = StatefulProcessorNode(name, supplier, None, store_names)
+        node = StatefulProcessorNode(name, supplier, None, store_names, key_local=key_local)
         self._builder.add_graph_node(self._node, node)
         return KStream(self._builder, name, node, self._source_nodes, repartition_required=repartition_required)
 

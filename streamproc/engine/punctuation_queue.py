@@ -113,6 +113,10 @@ class PunctuationQueue:
     def close(self) -> None:
         self._pq.clear()
 
+    def nodes(self) -> tuple[str, ...]:
+        """The nodes that have a schedule here that is not cancelled, in name order (for messages)."""
+        return tuple(sorted({s.node for s in self._pq if not s.is_cancelled}))
+
     def maybe_punctuate(self, timestamp: int, punctuation_type: PunctuationType, punctuate: NodePunctuator) -> bool:
         """Fire every schedule due at ``timestamp`` once, in heap order; returns whether anything fired."""
         pq = self._pq

@@ -173,6 +173,7 @@ class Topology:
         self._internal_topics: dict[str, int | None] = {}
         self._reprocess_on_restore: dict[str, bool] = {}
         self._source_topic_changelogs: dict[str, str] = {}
+        self._key_local: set[str] = set()
 
     # ------------------------------------------------------------------------------------------------ validation
 
@@ -270,12 +271,22 @@ class Topology:
         self._grouper.add(name)
         return self
 
-    def add_processor(self, name: str, supplier: ProcessorSupplier, *parent_names: str) -> Topology:
-        """``Topology#addProcessor``; stores the supplier declares through ``stores()`` are added and connected."""
+    def add_processor(
+        self, name: str, supplier: ProcessorSupplier, *parent_names: str, key_local: bool = False
+    ) -> Topology:
+        """``Topology#addProcessor``; stores the supplier declares through ``stores()`` are added and connected.
+
+        ``key_local`` (streamproc's own, not part of describe()) is the program's promise that the processor reads
+        and writes its stores only at the key of the record it is processing, keeps nothing in the processor object
+        from one record to the next, forwards records only under that key, schedules no punctuation and never reads
+        the wall clock: what lets a task of its sub-topology be split by key (``engine/key_locality.py``, issue #29).
+        Without it a Processor-API processor's sub-topology runs unsplit."""
         self._verify_name(name)
         _check_supplier(supplier)
         self._verify_parents(name, parent_names)
         self._nodes[name] = ProcessorNodeSpec(name, supplier, tuple(parent_names))
+        if key_local:
+            self._key_local.add(name)
         self._processor_stores[name] = []
         self._grouper.add(name)
         self._grouper.unite(name, *parent_names)
@@ -467,6 +478,10 @@ class Topology:
                     key_serializer=key_serde if spec.key_serializer is None else spec.key_serializer,
                     value_serializer=value_serde if spec.value_serializer is None else spec.value_serializer,
                 )
+
+    def declared_key_local(self, processor_name: str) -> bool:
+        """Whether the program declared the processor key-local (``add_processor(..., key_local=True)``)."""
+        return processor_name in self._key_local
 
     def stores_of(self, processor_name: str) -> tuple[str, ...]:
         """The stores connected to a processor, in connection order."""

@@ -20,6 +20,7 @@ from streamproc.dsl.internals.processor_support import (
     sent_change,
 )
 from streamproc.engine.dropped_records import REASON_NULL_KEY_OR_VALUE
+from streamproc.engine.key_locality import KeyLocality
 from streamproc.engine.processor import ProcessorContext
 from streamproc.engine.records import Record
 from streamproc.state.stores import TimestampedKeyValueStore, ValueAndTimestamp
@@ -49,6 +50,10 @@ class _StoreProcessor(ContextualProcessor):
         assert isinstance(store, TimestampedKeyValueStore), f"{self.store_name} is not a timestamped key-value store"
         self.store = store
         self.forward = context.forward
+
+    def key_locality(self) -> KeyLocality:
+        """``get_for_update`` and ``put_serialized`` at the record's key, nothing else: no time, no other key."""
+        return KeyLocality.stateful()
 
     def _skip(self, record: Record[Any, Any]) -> bool:
         if record.key is None or record.value is None:

@@ -20,6 +20,7 @@ from streamproc.dsl.internals.outer_join_store import LeftOrRightValue, OuterJoi
 from streamproc.dsl.internals.processor_support import ContextualProcessor, ValueJoinerWithKey, record_dropped
 from streamproc.dsl.internals.windows import JoinWindows
 from streamproc.engine.dropped_records import REASON_NULL_KEY_OR_VALUE
+from streamproc.engine.key_locality import Forwarding, KeyLocality, StreamTimeNeed, TaskWideKind
 from streamproc.engine.processor import ProcessorContext
 from streamproc.engine.records import Record
 from streamproc.engine.task_id import TaskId
@@ -40,6 +41,24 @@ class KStreamJoinWindowProcessor(ContextualProcessor):
         window = context.get_state_store(self.window_name)
         assert isinstance(window, WindowStore), f"{self.window_name} is not a window store"
         self.window = window
+
+    def key_locality(self) -> KeyLocality:
+        """Forwards every record, then puts it at its key. The store's stream time (the largest timestamp put, any
+        key) bounds what the other side's join fetches (``its stream time - retention + 1``) and which puts are
+        dropped as expired, so shards need it at every record."""
+        return KeyLocality(
+            True,
+            Forwarding.ONE_TO_ONE,
+            needs=(
+                StreamTimeNeed(
+                    TaskWideKind.STORE_STREAM_TIME,
+                    "running maximum of the timestamps of the records with a non-null key that reach it (with a "
+                    "null value too only for an in-memory store: RocksDB's never receives a null put with duplicates "
+                    "kept)",
+                    self.window_name,
+                ),
+            ),
+        )
 
     def process(self, record: Record[Any, Any]) -> None:
         self.context().forward(record)
@@ -109,6 +128,21 @@ class KStreamKStreamJoinProcessor(ContextualProcessor):
             assert isinstance(store, KeyValueStore), f"{self.s.outer_join_store_name} is not a key-value store"
             self.outer_store = OuterJoinStore(store)
             self.tracker.emit_interval_ms = self.s.emit_interval_ms
+
+    def key_locality(self) -> KeyLocality:
+        """An inner join (or a left/outer one without the spurious-result fix) fetches the other side's window
+        store at the record's key only (the other store's stream time is declared by the processor that puts into
+        it). A left/outer join with the fix is not key-local: its waiting records are emitted when a record of
+        *any* key advances the shared stream time past their window (``emitNonJoinedOuterRecords`` iterates the
+        whole shared store, throttled by the wall clock), like suppress."""
+        s = self.s
+        if s.windows.spurious_result_fix and s.outer_join_store_name is not None:
+            return KeyLocality.not_key_local(
+                f"left/outer stream-stream join: records without a partner wait in {s.outer_join_store_name} and "
+                "are emitted when a record of any key advances the join's shared stream time past their window "
+                "(emitNonJoinedOuterRecords scans the whole store)"
+            )
+        return KeyLocality.stateful()
 
     def process(self, record: Record[Any, Any]) -> None:
         s = self.s

@@ -20,6 +20,7 @@ from streamproc.dsl.internals.processor_support import (
     value_or_none,
 )
 from streamproc.engine.dropped_records import REASON_NULL_KEY_OR_VALUE
+from streamproc.engine.key_locality import KeyLocality
 from streamproc.engine.processor import ProcessorContext
 from streamproc.engine.records import Record
 
@@ -38,6 +39,11 @@ class KStreamKTableJoinProcessor(ContextualProcessor):
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self.getter.init(context)
+
+    def key_locality(self) -> KeyLocality:
+        """Reads the table at the stream record's key; a global-table join reads at ``key_mapper``'s key, but a
+        global store is a constant of the run, not task state (``engine/key_locality.py``)."""
+        return KeyLocality.stateful()
 
     def process(self, record: Record[Any, Any]) -> None:
         s = self.s

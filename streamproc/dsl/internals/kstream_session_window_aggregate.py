@@ -23,6 +23,7 @@ from streamproc.dsl.internals.processor_support import (
 )
 from streamproc.dsl.internals.windows import SessionWindows
 from streamproc.engine.dropped_records import REASON_EXPIRED_WINDOW, REASON_NULL_KEY_OR_VALUE
+from streamproc.engine.key_locality import KeyLocality, StreamTimeNeed, TaskWideKind
 from streamproc.engine.processor import ProcessorContext
 from streamproc.engine.records import Record
 from streamproc.state.stores import SessionStore, TimeWindow, Windowed
@@ -46,6 +47,26 @@ class KStreamSessionWindowAggregateProcessor(ContextualProcessor):
         store = context.get_state_store(self.store_name)
         assert isinstance(store, SessionStore), f"{self.store_name} is not a session store"
         self.store = store
+
+    def key_locality(self) -> KeyLocality:
+        """Key-local: a merge reads and removes other sessions of the *same* key only (``find_sessions(key, ...)``).
+        Two task-wide times decide what it does: this processor's ``observedStreamTime`` (late records), and the
+        session store's, which bounds ``find_sessions`` at ``its stream time - retention + 1`` (a session of this
+        key that ended just before that bound is not merged). The store's equals ``max(restored, this
+        processor's)``: the record that advances stream time is never late, so it puts a session ending at its
+        timestamp, and no put ends later (a handled exception in the aggregator or merger of that record would break
+        this; the executor must check, docs/split.md)."""
+        return KeyLocality.stateful(
+            StreamTimeNeed(
+                TaskWideKind.PROCESSOR_STREAM_TIME,
+                "running maximum of the timestamps of the records with a non-null key that reach it",
+            ),
+            StreamTimeNeed(
+                TaskWideKind.STORE_STREAM_TIME,
+                "max(the store's restored stream time, the processor stream time at the record)",
+                self.store_name,
+            ),
+        )
 
     def process(self, record: Record[Any, Any]) -> None:
         if record.key is None:

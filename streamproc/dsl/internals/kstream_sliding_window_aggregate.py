@@ -23,6 +23,7 @@ from streamproc.dsl.internals.processor_support import (
 )
 from streamproc.dsl.internals.windows import SlidingWindows
 from streamproc.engine.dropped_records import REASON_EXPIRED_WINDOW, REASON_NULL_KEY_OR_VALUE
+from streamproc.engine.key_locality import KeyLocality
 from streamproc.engine.processor import ProcessorContext
 from streamproc.engine.records import Record
 from streamproc.errors import ProcessingError
@@ -44,6 +45,20 @@ class KStreamSlidingWindowAggregateProcessor(ContextualProcessor):
         store = context.get_state_store(self.s.store_name)
         assert isinstance(store, TimestampedWindowStore), f"{self.s.store_name} is not a timestamped window store"
         self.store = store
+
+    def key_locality(self) -> KeyLocality:
+        """Not splittable yet, although it reads its own key only: a record at ``t`` fetches ``[t - 2d, t + 1]``
+        from a store that returns nothing before ``its stream time - retention + 1`` (``getActualFrom``), and that
+        stream time is the largest window start put by any key, a right window ``t' + 1`` included, which exists
+        only when the key had a later record within ``d`` of ``t'``: per-key state, so no value computed before the
+        split reproduces it. With the default retention (2d + grace) a fetch of a record that is not late can reach
+        below the bound; a retention of at least 3d + grace + 2 would keep every fetch above it (not recognised
+        yet)."""
+        return KeyLocality.not_key_local(
+            f"sliding-window aggregate: its fetches are bounded by the window store {self.s.store_name}'s stream "
+            "time, the largest window start any key put (right windows included, which depend on each key's "
+            "records), so it cannot be computed before a split by key"
+        )
 
     def process(self, record: Record[Any, Any]) -> None:
         if record.key is None or record.value is None:

@@ -26,6 +26,7 @@ from streamproc.dsl.internals.processor_support import (
 )
 from streamproc.dsl.internals.windows import TimeWindows
 from streamproc.engine.dropped_records import REASON_EXPIRED_WINDOW, REASON_NULL_KEY_OR_VALUE
+from streamproc.engine.key_locality import KeyLocality, StreamTimeNeed, TaskWideKind
 from streamproc.engine.processor import ProcessorContext
 from streamproc.engine.records import Record
 from streamproc.state.stores import TimestampedWindowStore, ValueAndTimestamp, Windowed
@@ -63,6 +64,28 @@ class KStreamWindowAggregateProcessor(ContextualProcessor):
         store = context.get_state_store(self.store_name)
         assert isinstance(store, TimestampedWindowStore), f"{self.store_name} is not a timestamped window store"
         self.store = store
+
+    def key_locality(self) -> KeyLocality:
+        """Key-local (``fetch_at``/``put`` at the record's key), but which windows are still open depends on this
+        processor's ``observedStreamTime``, the running maximum over every key's records that reached it
+        (``AbstractKStreamTimeWindowAggregateProcessor#updateObservedStreamTime``; a null key returns before it,
+        ``KStreamWindowAggregate#process``). The store's own stream time (the largest window start put) never
+        hides an open window: an open window starts after ``stream time - grace - size``, and the store's bound
+        is ``its stream time - retention + 1`` with retention ≥ size + grace; only the merged store's expired
+        segments depend on it."""
+        return KeyLocality.stateful(
+            StreamTimeNeed(
+                TaskWideKind.PROCESSOR_STREAM_TIME,
+                "running maximum of the timestamps of the records with a non-null key that reach it",
+            ),
+            StreamTimeNeed(
+                TaskWideKind.STORE_STREAM_TIME,
+                "the largest window start put (after the restored value): the merged store deletes the segments "
+                "the unsplit task would have deleted",
+                self.store_name,
+                per_record=False,
+            ),
+        )
 
     def process(self, record: Record[Any, Any]) -> None:
         if record.key is None:

@@ -21,6 +21,7 @@ from streamproc.dsl.internals.processor_support import (
     forward_change,
     value_or_none,
 )
+from streamproc.engine.key_locality import KeyLocality
 from streamproc.engine.processor import ProcessorContext
 from streamproc.engine.records import Record
 from streamproc.errors import ProcessingError
@@ -40,6 +41,10 @@ class _TableFoldProcessor(ContextualProcessor):
         store = context.get_state_store(self.store_name)
         assert isinstance(store, TimestampedKeyValueStore), f"{self.store_name} is not a timestamped key-value store"
         self.store = store
+
+    def key_locality(self) -> KeyLocality:
+        """Reads and writes its store at the record's (the group's) key only."""
+        return KeyLocality.stateful()
 
     def process(self, record: Record[Any, Change[Any]]) -> None:
         if record.key is None:

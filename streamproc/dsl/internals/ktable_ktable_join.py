@@ -28,6 +28,7 @@ from streamproc.dsl.internals.processor_support import (
     value_or_none,
 )
 from streamproc.engine.dropped_records import REASON_NULL_KEY_OR_VALUE
+from streamproc.engine.key_locality import KeyLocality
 from streamproc.engine.processor import ProcessorContext
 from streamproc.engine.records import Record
 from streamproc.state.stores import TimestampedKeyValueStore, ValueAndTimestamp
@@ -53,6 +54,10 @@ class KTableKTableJoinProcessor(ContextualProcessor):
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self.getter.init(context)
+
+    def key_locality(self) -> KeyLocality:
+        """A primary-key join: reads the other table at the record's key only."""
+        return KeyLocality.stateful()
 
     def _join(self, this_value: Any, other_value: Any) -> Any:
         if self.s.this_is_left:
@@ -136,6 +141,10 @@ class KTableKTableJoinMergerProcessor(ContextualProcessor):
             store = context.get_state_store(self.queryable_name)
             assert isinstance(store, TimestampedKeyValueStore), f"{self.queryable_name} is not a timestamped store"
             self.store = store
+
+    def key_locality(self) -> KeyLocality:
+        """Puts the join's result at the record's key."""
+        return KeyLocality.stateful()
 
     def process(self, record: Record[Any, Change[Any]]) -> None:
         change = record.value

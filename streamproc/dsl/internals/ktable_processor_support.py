@@ -13,6 +13,7 @@ from streamproc.dsl.internals.processor_support import (
     forward_change,
     value_or_none,
 )
+from streamproc.engine.key_locality import KeyLocality
 from streamproc.engine.processor import ProcessorContext
 from streamproc.engine.records import Record
 from streamproc.state.stores import TimestampedKeyValueStore, ValueAndTimestamp
@@ -71,6 +72,11 @@ class KTableTransformProcessor(ContextualProcessor):
             store = context.get_state_store(self.s.queryable_name)
             assert isinstance(store, TimestampedKeyValueStore), f"{self.s.queryable_name} is not a timestamped store"
             self.store = store
+
+    def key_locality(self) -> KeyLocality:
+        """A materialized filter or mapValues reads and writes its store at the record's key (an unmaterialized
+        one reads nothing); what it forwards may depend on the old value (a filter's "both filtered out")."""
+        return KeyLocality.stateful()
 
     def skip(self, new_value: Any, old_value: Any) -> bool:
         """Whether an update need not be forwarded (the filter's "both sides filtered out")."""

@@ -12,6 +12,7 @@ from typing import Any
 
 from streamproc.dsl.internals.change import Change
 from streamproc.dsl.internals.processor_support import ContextualProcessor
+from streamproc.engine.key_locality import KeyLocality
 from streamproc.engine.records import Record
 from streamproc.errors import ProcessingError
 
@@ -26,6 +27,10 @@ def _usable(pair: tuple[Any, Any] | None) -> bool:
 class KTableRepartitionMapProcessor(ContextualProcessor):
     def __init__(self, mapper: KeyValueMapper) -> None:
         self.mapper = mapper
+
+    def key_locality(self) -> KeyLocality:
+        """The grouping's new key goes to the repartition topic: the next sub-topology's key, not this one's."""
+        return KeyLocality.per_record(changes_key=True)
 
     def process(self, record: Record[Any, Change[Any]]) -> None:
         if record.key is None:

@@ -20,6 +20,7 @@ from streamproc.dsl.internals.processor_support import (
     record_dropped,
 )
 from streamproc.engine.dropped_records import REASON_NULL_KEY_OR_VALUE
+from streamproc.engine.key_locality import KeyLocality
 from streamproc.engine.processor import ProcessorContext
 from streamproc.engine.records import Record
 from streamproc.state.stores import TimestampedKeyValueStore, ValueAndTimestamp
@@ -37,6 +38,11 @@ class KTableSourceProcessor(ContextualProcessor):
             store = context.get_state_store(self.store_name)
             assert isinstance(store, TimestampedKeyValueStore), f"{self.store_name} is not a timestamped KV store"
             self.store = store
+
+    def key_locality(self) -> KeyLocality:
+        """Reads and writes its store at the record's key; every record with a key goes on, one for one, with its
+        key and timestamp (no user code), so it does not hide which records reach the processors after it."""
+        return KeyLocality.one_to_one()
 
     def process(self, record: Record[Any, Any]) -> None:
         if record.key is None:

@@ -23,6 +23,7 @@ from typing import Any, cast
 
 from streamproc.dsl.internals.change import Change
 from streamproc.dsl.internals.processor_support import ContextualProcessor
+from streamproc.engine.key_locality import KeyLocality
 from streamproc.engine.processor import ProcessorContext
 from streamproc.engine.records import ProcessorRecordContext, Record
 from streamproc.engine.serdes import Deserializer, Serde, Serializer
@@ -155,6 +156,15 @@ class KTableSuppressProcessor(ContextualProcessor):
         if self.windowed is not None and key_serde is not None and not isinstance(key_serde.serializer, _WINDOWED):
             store.key_serde = self.windowed.serde(key_serde)
         self._buffer = store
+
+    def key_locality(self) -> KeyLocality:
+        """Not key-local: a record of one key evicts (emits) buffered records of other keys, when it advances this
+        processor's stream time past their buffer time or fills the buffer. A split would have to carry each
+        eviction's position (issue #29)."""
+        return KeyLocality.not_key_local(
+            f"suppress: its buffer {self.store_name} emits a key's record when a record of another key advances "
+            "stream time (or fills the buffer), so the evictions depend on every key's records"
+        )
 
     @property
     def buffer(self) -> InMemoryTimeOrderedKeyValueChangeBuffer:

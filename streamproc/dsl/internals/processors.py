@@ -13,18 +13,27 @@ import importlib
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from streamproc.engine.key_locality import KeyLocality
 from streamproc.engine.processor import Processor, ProcessorContext
 from streamproc.engine.records import Record
 from streamproc.errors import TopologyError
 
 
 class _Forwarding(Processor):
-    """A processor that keeps its context."""
+    """A processor that keeps its context.
+
+    Every one of these is stateless: what it forwards is decided by the record alone (the DSL's user functions are
+    taken to be functions of their arguments, as Kafka Streams' restores and rebalances assume), so it never stops
+    a task from being split by key (``engine/key_locality.py``); one that changes the key says so.
+    """
 
     context: ProcessorContext
 
     def init(self, context: ProcessorContext) -> None:
         self.context = context
+
+    def key_locality(self) -> KeyLocality:
+        return KeyLocality.per_record()
 
 
 class KStreamFilter(_Forwarding):
@@ -62,6 +71,9 @@ class KStreamMap(_Forwarding):
         node.key_selector = selector
         return node
 
+    def key_locality(self) -> KeyLocality:
+        return KeyLocality.per_record(changes_key=True)
+
     def process(self, record: Record[Any, Any]) -> None:
         pair = self.mapper(record.key, record.value)
         if pair is None:
@@ -90,6 +102,10 @@ class KTableToStream(_Forwarding):
     Kafka's node is a ``KStreamMapValues`` with that mapper; this is the same processor without the mapper call
     (it runs once per update of every table sent on, e.g. every count)."""
 
+    def key_locality(self) -> KeyLocality:
+        """No user code: every update goes on with its key and timestamp."""
+        return KeyLocality.one_to_one()
+
     def process(self, record: Record[Any, Any]) -> None:
         self.context.forward(Record(record.key, record.value.new_value, record.timestamp, record.headers))
 
@@ -99,6 +115,9 @@ class KStreamFlatMap(_Forwarding):
 
     def __init__(self, mapper: Callable[[Any, Any], Iterable[tuple[Any, Any]]]) -> None:
         self.mapper = mapper
+
+    def key_locality(self) -> KeyLocality:
+        return KeyLocality.per_record(changes_key=True)
 
     def process(self, record: Record[Any, Any]) -> None:
         for key, value in self.mapper(record.key, record.value):
@@ -153,6 +172,9 @@ class NotYetReplayable(Processor):
     def __init__(self, operator: str, node: str) -> None:
         self.operator = operator
         self.node = node
+
+    def key_locality(self) -> KeyLocality:
+        return KeyLocality.not_key_local(f"the DSL operator {self.operator} has no streamproc processor yet")
 
     def init(self, context: ProcessorContext) -> None:
         from streamproc.errors import ProcessingError
