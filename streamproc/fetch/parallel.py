@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
 
 from streamproc.errors import FetchError, StreamprocError
-from streamproc.fetch.range_fetch import fetch_range
+from streamproc.fetch.range_fetch import RangeFetch, fetch_range, prepare_range
 from streamproc.fetch.ranges import FETCH_LIMITS, FetchRange, RangeFetchResult, check_disjoint, planned_ranges
 from streamproc.kafka.range_reader import refuse_isolation_setting
 from streamproc.plan.cluster_snapshot import IsolationLevel
@@ -35,6 +35,41 @@ def _fetch_range_in_process(
     return fetch_range(client_config, load_store(store_uri, **store_options), rng, isolation=isolation, limits=limits)
 
 
+def _fetch_pieces_in_threads(
+    client_config: Mapping[str, object],
+    store: ObjectStore,
+    ranges: Sequence[FetchRange],
+    isolation: IsolationLevel,
+    limits: SegmentLimits,
+    parallelism: int,
+) -> list[Future[RangeFetchResult]]:
+    """Every range's pieces in one pool of ``parallelism`` threads, so that a few large partitions (one, at the
+    extreme) keep every thread busy as many small ones do; a future per range, in ``ranges``' order."""
+    results: list[Future[RangeFetchResult]] = [Future() for _ in ranges]
+    with ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="fetch") as pool:
+        prepared = [
+            pool.submit(prepare_range, client_config, store, r, isolation=isolation, limits=limits) for r in ranges
+        ]
+        pieces: list[tuple[int, RangeFetch, list[Future[int]]]] = []
+        for index, future in enumerate(prepared):
+            error = future.exception()
+            if error is not None:
+                results[index].set_exception(error)
+                continue
+            fetch = future.result()
+            pieces.append(
+                (index, fetch, [pool.submit(fetch.fetch_piece, client_config, store, piece) for piece in fetch.pieces])
+            )
+        for index, fetch, piece_futures in pieces:
+            wait(piece_futures)
+            errors = [f.exception() for f in piece_futures if f.exception() is not None]
+            if errors:
+                results[index].set_exception(errors[0])  # the range's other pieces stay staged
+            else:
+                results[index].set_result(fetch.result(sum(f.result() for f in piece_futures)))
+    return results
+
+
 def fetch_ranges(
     client_config: Mapping[str, object],
     store: ObjectStore,
@@ -46,7 +81,7 @@ def fetch_ranges(
     processes: int = 1,
     store_options: Mapping[str, Any] | None = None,
 ) -> list[RangeFetchResult]:
-    """Stage every range, ``parallelism`` partitions at a time; the first failure is raised after the others end.
+    """Stage every range, ``parallelism`` pieces at a time; the first failure is raised after the others end.
 
     Ranges of one partition must not overlap (:func:`check_disjoint`), and the isolation level is the plan's:
     an ``isolation.level`` in ``client_config`` is refused rather than silently overridden.
@@ -77,10 +112,7 @@ def fetch_ranges(
             ]
             wait(futures)
     else:
-        with ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="fetch") as pool:
-            futures = [
-                pool.submit(fetch_range, client_config, store, r, isolation=isolation, limits=limits) for r in ranges
-            ]
+        futures = _fetch_pieces_in_threads(client_config, store, ranges, isolation, limits, parallelism)
     results: list[RangeFetchResult] = []
     errors: list[tuple[FetchRange, BaseException]] = []
     for rng, future in zip(ranges, futures, strict=True):

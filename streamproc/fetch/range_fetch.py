@@ -10,16 +10,19 @@ exactly at that end, and the last one by the reader's end-of-range evidence. Onl
 manifest written, each atomically, so a crash leaves whole segments and nothing half-counted.
 
 A retry asks :func:`~streamproc.storage.staging.range_status` which sub-ranges are still missing and fetches only
-those; because segment boundaries depend only on the records from a boundary on, the retried segments are
-byte-identical to those of an uninterrupted fetch.
+those; because segment boundaries depend only on the records from a boundary on (and on the fixed piece boundaries,
+multiples of ``SegmentLimits.piece_offsets``, which no segment spans), the retried segments are byte-identical to
+those of an uninterrupted fetch, and so are the segments of a range read as pieces in parallel.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import dataclass, field, replace
 
 from streamproc.engine.records import TimestampType
 from streamproc.errors import FetchError
@@ -32,7 +35,7 @@ from streamproc.plan.completeness import CompletenessProof, prove_two_pass
 from streamproc.storage.manifest import Manifest, SegmentProof, write_manifest
 from streamproc.storage.object_store import ObjectStore
 from streamproc.storage.segments import SegmentColumns, SegmentKey
-from streamproc.storage.staging import SegmentLimits, range_status
+from streamproc.storage.staging import RangeStatus, SegmentLimits, range_status
 
 log = logging.getLogger(__name__)
 
@@ -47,18 +50,22 @@ _TIMESTAMP_TYPE_IDS = {
 
 
 class _Progress:
-    """Counts what one range's reader delivered and logs every ``PROGRESS_EVERY_RECORDS`` records."""
+    """Counts what one range's readers delivered and logs every ``PROGRESS_EVERY_RECORDS`` records; its pieces may
+    be read in several threads at once."""
 
     def __init__(self, label: str) -> None:
         self.label = label
         self.records = 0
         self.bytes = 0
         self._started = time.monotonic()
+        self._lock = threading.Lock()
 
-    def add_batch(self, records: int) -> None:
-        """Count a batch (its bytes were added row by row) and log when a multiple of the interval was passed."""
-        before = self.records
-        self.records += records
+    def add_batch(self, records: int, size: int) -> None:
+        """Count a batch and log when a multiple of the interval was passed."""
+        with self._lock:
+            before = self.records
+            self.records += records
+            self.bytes += size
         if self.records // PROGRESS_EVERY_RECORDS > before // PROGRESS_EVERY_RECORDS:
             elapsed = max(time.monotonic() - self._started, 1e-9)
             log.info(
@@ -164,17 +171,17 @@ def _fetch_subrange(
     types = _TIMESTAMP_TYPE_IDS
     kernel = message_kernel()
     for batch in reader.batches():
-        index, count = 0, len(batch)
+        index, count, size = 0, len(batch), 0
         while index < count:
             index, added = columns.fill(batch, index, max_records, max_bytes, types, kernel)
-            progress.bytes += added
+            size += added
             if index < count:  # the message at index would pass a limit: it starts the next segment
                 offset = batch[index].offset()
                 _write_segment(client_config, store, rng, segment_start, offset, columns, isolation, last=False,
                                eof_position=None)  # fmt: skip
                 written += 1
                 segment_start, columns = offset, SegmentColumns()
-        progress.add_batch(count)
+        progress.add_batch(count, size)
     evidence = reader.evidence
     if evidence.reached_end_by is None:
         raise FetchError(f"{rng}: the reader stopped before reaching {end}; fetch again")
@@ -193,6 +200,79 @@ def _check_topic_id(client_config: Mapping[str, object], rng: FetchRange) -> Non
         )
 
 
+@dataclass(slots=True)
+class RangeFetch:
+    """One range's fetch, prepared: what is already staged, and the pieces still to read.
+
+    The pieces (``SegmentLimits.pieces`` of every missing sub-range) are independent readings, each proved and
+    staged on its own, so they may run in parallel (:func:`fetch_pieces`, ``parallel.fetch_ranges``): a partition's
+    range no longer needs to be read by one thread. Segments never span a piece boundary, so the same segments are
+    staged however many pieces run at once, and a retry reads only the pieces' missing parts.
+    """
+
+    range: FetchRange
+    isolation: IsolationLevel
+    limits: SegmentLimits
+    status: RangeStatus
+    pieces: list[tuple[int, int]]
+    progress: _Progress
+    started: float = field(default_factory=time.monotonic)
+
+    def fetch_piece(self, client_config: Mapping[str, object], store: ObjectStore, piece: tuple[int, int]) -> int:
+        """Read, prove and stage one piece; returns the segments written."""
+        start, end = piece
+        rng = self.range
+        log.info("Fetching %s-%d [%d, %d) (%s)", rng.topic, rng.partition, start, end, self.isolation.value)
+        return _fetch_subrange(client_config, store, self.range, start, end, self.isolation, self.limits, self.progress)
+
+    def result(self, written: int) -> RangeFetchResult:
+        """The range's result once every piece was staged, ``written`` segments by this fetch."""
+        status, progress, rng = self.status, self.progress, self.range
+        result = RangeFetchResult(
+            range=rng,
+            segments_written=written,
+            segments_already_complete=len(status.complete),
+            records=progress.records,
+            bytes=progress.bytes,
+            seconds=time.monotonic() - self.started,
+            # the segments found complete by their manifests' counts, and every record copied now (each went into a
+            # segment that now has its manifest): the range's staged total, whichever attempt staged each segment
+            records_staged=sum(m.record_count for m in status.complete) + progress.records,
+        )
+        if result.skipped:
+            log.info("%s: already staged in %d segment(s); nothing fetched", rng, len(status.complete))
+        else:
+            log.info(
+                "Fetched %s: %d records, %.1f MB, %d new segment(s) in %d piece(s), %d already staged, %.1fs",
+                rng, result.records, result.bytes / 1e6, written, len(self.pieces), len(status.complete),
+                result.seconds,
+            )  # fmt: skip
+        return result
+
+
+def prepare_range(
+    client_config: Mapping[str, object],
+    store: ObjectStore,
+    rng: FetchRange,
+    *,
+    isolation: IsolationLevel = IsolationLevel.READ_COMMITTED,
+    limits: SegmentLimits = FETCH_LIMITS,
+) -> RangeFetch:
+    """Check the range against the cluster (its topic id) and the store, and cut what is missing into pieces.
+
+    A segment counts as staged only when its bytes match its manifest (hash, schema, offsets), not merely its
+    size: a segment corrupted in place is fetched again, to the same bytes.
+    """
+    refuse_isolation_setting(client_config, isolation.value)
+    if rng.topic_id is not None:
+        _check_topic_id(client_config, rng)
+    status = range_status(
+        store, rng.topic, rng.partition, rng.start, rng.end, check_content=True, topic_id=rng.topic_id
+    )
+    pieces = [piece for start, end in status.missing for piece in limits.pieces(start, end)]
+    return RangeFetch(rng, isolation, limits, status, pieces, _Progress(str(rng)))
+
+
 def fetch_range(
     client_config: Mapping[str, object],
     store: ObjectStore,
@@ -200,40 +280,13 @@ def fetch_range(
     *,
     isolation: IsolationLevel = IsolationLevel.READ_COMMITTED,
     limits: SegmentLimits = FETCH_LIMITS,
+    threads: int = 1,
 ) -> RangeFetchResult:
-    """Stage one range: skip what is already complete, fetch and prove the rest.
-
-    A segment counts as staged only when its bytes match its manifest (hash, schema, offsets), not merely its
-    size: a segment corrupted in place is fetched again, to the same bytes.
-    """
-    started = time.monotonic()
-    refuse_isolation_setting(client_config, isolation.value)
-    if rng.topic_id is not None:
-        _check_topic_id(client_config, rng)
-    status = range_status(
-        store, rng.topic, rng.partition, rng.start, rng.end, check_content=True, topic_id=rng.topic_id
-    )
-    progress = _Progress(str(rng))
-    written = 0
-    for start, end in status.missing:
-        log.info("Fetching %s-%d [%d, %d) (%s)", rng.topic, rng.partition, start, end, isolation.value)
-        written += _fetch_subrange(client_config, store, rng, start, end, isolation, limits, progress)
-    result = RangeFetchResult(
-        range=rng,
-        segments_written=written,
-        segments_already_complete=len(status.complete),
-        records=progress.records,
-        bytes=progress.bytes,
-        seconds=time.monotonic() - started,
-        # the segments found complete by their manifests' counts, and every record copied now (each went into a
-        # segment that now has its manifest): the range's staged total, whichever attempt staged each segment
-        records_staged=sum(m.record_count for m in status.complete) + progress.records,
-    )
-    if result.skipped:
-        log.info("%s: already staged in %d segment(s); nothing fetched", rng, len(status.complete))
-    else:
-        log.info(
-            "Fetched %s: %d records, %.1f MB, %d new segment(s), %d already staged, %.1fs",
-            rng, result.records, result.bytes / 1e6, written, len(status.complete), result.seconds,
-        )  # fmt: skip
-    return result
+    """Stage one range: skip what is already complete, fetch and prove the rest, ``threads`` pieces at a time."""
+    fetch = prepare_range(client_config, store, rng, isolation=isolation, limits=limits)
+    if threads <= 1 or len(fetch.pieces) <= 1:
+        return fetch.result(sum(fetch.fetch_piece(client_config, store, piece) for piece in fetch.pieces))
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="fetch-piece") as pool:
+        futures = [pool.submit(fetch.fetch_piece, client_config, store, piece) for piece in fetch.pieces]
+        wait(futures)
+    return fetch.result(sum(future.result() for future in futures))  # the first failure, after the others end

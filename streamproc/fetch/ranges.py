@@ -14,8 +14,10 @@ if TYPE_CHECKING:
     from streamproc.plan.run_plan import RunPlan
 
 # Segment limits of a fetch. A segment is held in memory until it is proved, so they bound a fetch's memory
-# (two segments per partition in flight); they also decide segment names, so a retry must use the same limits.
-FETCH_LIMITS = SegmentLimits(max_segment_bytes=64 * 1024 * 1024, max_segment_records=200_000)
+# (two segments per piece in flight); they also decide segment names, so a retry must use the same limits. Pieces
+# of 400 000 offsets (two full segments) let a partition's range be read in parallel (range_fetch.RangeFetch) at the
+# cost of a consumer and one fetch read past its end per piece.
+FETCH_LIMITS = SegmentLimits(max_segment_bytes=64 * 1024 * 1024, max_segment_records=200_000, piece_offsets=400_000)
 
 
 @dataclass(frozen=True, slots=True)

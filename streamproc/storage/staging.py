@@ -43,6 +43,10 @@ class SegmentLimits:
 
     max_segment_bytes: int = DEFAULT_MAX_SEGMENT_BYTES
     max_segment_records: int = DEFAULT_MAX_SEGMENT_RECORDS
+    #: No segment spans a multiple of it (``None``: no such bound). What lets a fetch read one partition's range as
+    #: pieces ``[k·n, (k+1)·n)`` in parallel and stage the same segments as one reading would, so that a retry or a
+    #: fetch with other parallelism still rewrites the same objects.
+    piece_offsets: int | None = None
 
     def __post_init__(self) -> None:
         if self.max_segment_bytes <= 0 or self.max_segment_records <= 0:
@@ -50,6 +54,19 @@ class SegmentLimits:
                 f"max_segment_bytes ({self.max_segment_bytes}) and max_segment_records ({self.max_segment_records}) "
                 f"must be positive"
             )
+        if self.piece_offsets is not None and self.piece_offsets <= 0:
+            raise ConfigError(f"piece_offsets ({self.piece_offsets}) must be positive")
+
+    def pieces(self, start: int, end: int) -> list[tuple[int, int]]:
+        """``[start, end)`` cut at every multiple of :attr:`piece_offsets` inside it (the whole range without one)."""
+        if start >= end:
+            return []
+        n = self.piece_offsets
+        if n is None:
+            return [(start, end)]
+        cuts = range((start // n + 1) * n, end, n)
+        bounds = [start, *cuts, end]
+        return list(zip(bounds, bounds[1:], strict=False))
 
 
 DEFAULT_LIMITS = SegmentLimits()
@@ -71,7 +88,9 @@ def split_range(
 
     A chunk ends where the next one's first record is, so offsets without a record (markers, aborted, compacted)
     belong to the chunk before them; the last chunk ends at ``end``. An empty range gives no chunk; a non-empty
-    range without records gives one empty chunk (its manifest still has to prove the range).
+    range without records gives one empty chunk (its manifest still has to prove the range). With
+    ``limits.piece_offsets`` each piece (:meth:`SegmentLimits.pieces`) is cut on its own: the chunks end at the
+    piece's end, and a piece without records is an empty chunk.
     """
     if not 0 <= start <= end:
         raise ConfigError(f"[{start}, {end}) is not a valid offset range")
@@ -81,6 +100,35 @@ def split_range(
                 f"{record.topic}-{record.partition}@{record.offset}: a record in the empty range [{start}, {end})"
             )
         return
+    pieces = limits.pieces(start, end)
+    if len(pieces) == 1:
+        yield from _split_piece(start, end, records, limits)
+        return
+    queue = iter(records)
+    pending: RawRecord | None = None
+    for piece_start, piece_end in pieces:
+        taken: list[RawRecord] = []
+        if pending is not None:
+            if pending.offset >= piece_end:
+                yield from _split_piece(piece_start, piece_end, taken, limits)
+                continue
+            taken.append(pending)
+            pending = None
+        for record in queue:
+            if record.offset >= piece_end:
+                pending = record
+                break
+            taken.append(record)
+        yield from _split_piece(piece_start, piece_end, taken, limits)
+    if pending is not None:
+        raise ManifestError(
+            f"{pending.topic}-{pending.partition}@{pending.offset}: outside [{start}, {end}); records must be in "
+            "strictly increasing offset order inside the range"
+        )
+
+
+def _split_piece(start: int, end: int, records: Iterable[RawRecord], limits: SegmentLimits) -> Iterator[SegmentChunk]:
+    """:func:`split_range` within one piece: chunks closed by the record and byte limits alone."""
     chunk_start = start
     current: list[RawRecord] = []
     current_bytes = 0

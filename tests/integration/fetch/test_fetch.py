@@ -77,6 +77,44 @@ def test_read_uncommitted_stages_aborted_records_as_kafka_streams_at_least_once_
     assert [r.offset for r in read_range(store, txn_topic, 0, 0, 9)] == [0, 1, 2, 4, 5, 7]
 
 
+@pytest.mark.parametrize("piece_offsets", [1, 2, 3])
+def test_a_range_read_as_pieces_in_parallel_is_proved_piece_by_piece_as_one_reading_proves_it(
+    kafka_broker: str, txn_topic: str, tmp_path: Path, piece_offsets: int
+) -> None:
+    """Issue #29's fetch split: pieces start and end on markers and aborted records; every offset is still delivered
+    or explained once, and the pieces' segments are the same however many threads read them."""
+    client = {"bootstrap.servers": kafka_broker}
+    limits = SegmentLimits(piece_offsets=piece_offsets)
+    rng = FetchRange(txn_topic, 0, 0, 9)
+    parallel, sequential, whole = (load_store(str(tmp_path / name)) for name in ("parallel", "sequential", "whole"))
+
+    [result] = fetch_ranges(client, parallel, [rng], limits=limits, parallelism=4)
+    fetch_range(client, sequential, rng, limits=limits, threads=1)
+    fetch_range(client, whole, rng)
+
+    def proofs(store: ObjectStore) -> tuple[list[list[int]], dict[str, list[list[int]]]]:
+        delivered: list[list[int]] = []
+        explained: dict[str, list[list[int]]] = {}
+        for name in sorted(n for n in store.list("topics/") if n.endswith(".manifest.json")):
+            proof = json.loads(store.get(name))["proof"]
+            delivered += proof["delivered"]
+            for reason, runs in proof["explained"].items():
+                explained.setdefault(reason, []).extend(runs)
+        return delivered, explained
+
+    def offsets(runs: list[list[int]]) -> list[int]:
+        return [o for first, last in runs for o in range(first, last + 1)]
+
+    assert result.segments_written == len(limits.pieces(0, 9))
+    assert objects(parallel) == objects(sequential)
+    for store in (parallel, whole):
+        assert verify(store).ok
+        assert [r.value for r in read_range(store, txn_topic, 0, 0, 9)] == [b"a", b"b", b"c", b"d"]
+    (d_pieces, e_pieces), (d_whole, e_whole) = proofs(parallel), proofs(whole)
+    assert offsets(d_pieces) == offsets(d_whole) == [0, 1, 2, 7]
+    assert {r: offsets(runs) for r, runs in e_pieces.items()} == {r: offsets(runs) for r, runs in e_whole.items()}
+
+
 def test_split_segments_and_a_retry_fetches_only_what_is_missing_with_identical_bytes(
     kafka_broker: str, admin: AdminClient, unique: Callable[[str], str], tmp_path: Path
 ) -> None:

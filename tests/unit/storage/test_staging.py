@@ -121,6 +121,32 @@ def test_split_tiles_the_range_deterministically(
 
 
 # --------------------------------------------------------------------------------------------------- staging
+@given(
+    offsets=st.sets(st.integers(0, 120), max_size=50),
+    start=st.integers(0, 40),
+    extra=st.integers(0, 30),
+    piece=st.integers(1, 25),
+    max_records=st.integers(1, 6),
+)
+def test_pieces_are_split_each_on_its_own_and_no_chunk_spans_a_piece_boundary(
+    offsets: set[int], start: int, extra: int, piece: int, max_records: int
+) -> None:
+    """What a fetch of a range's pieces in parallel stages (issue #29): each piece's chunks, as if it were a range."""
+    end = max([start, *offsets]) + 1 + extra
+    recs = [sized(o, 10) for o in sorted(o for o in offsets if start <= o)]
+    limits = SegmentLimits(max_segment_records=max_records, piece_offsets=piece)
+    pieces = limits.pieces(start, end)
+    assert pieces[0][0] == start and pieces[-1][1] == end
+    assert all(a[1] == b[0] and b[0] % piece == 0 for a, b in zip(pieces, pieces[1:], strict=False))
+    per_piece = [
+        chunk
+        for piece_start, piece_end in pieces
+        for chunk in bounds(piece_start, piece_end, [r for r in recs if piece_start <= r.offset < piece_end],
+                            SegmentLimits(max_segment_records=max_records))
+    ]  # fmt: skip
+    assert bounds(start, end, recs, limits) == per_piece
+
+
 def test_restaging_rewrites_the_same_objects_with_the_same_bytes(store: ObjectStore) -> None:
     recs = records("orders", 0, DELIVERED)
     limits = SegmentLimits(max_segment_records=2)
