@@ -310,7 +310,7 @@ def fetch_step(ref: DagRunRef, rng: Mapping[str, Any]) -> dict[str, Any]:
         store,
         [planned],
         isolation=IsolationLevel(plan.isolation_level),
-        parallelism=1,
+        parallelism=4,  # a large range's pieces (400 000 offsets each) two at a time in the worker
         processes=2,  # its one range in a spawned worker process, which the fetch-retry test kills mid-range
         store_options=options,
     )

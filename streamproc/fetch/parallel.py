@@ -30,9 +30,12 @@ def _fetch_range_in_process(
     rng: FetchRange,
     isolation: IsolationLevel,
     limits: SegmentLimits,
+    threads: int,
 ) -> RangeFetchResult:
-    """A worker process's share: open the store by URI (stores are not shared across processes) and fetch."""
-    return fetch_range(client_config, load_store(store_uri, **store_options), rng, isolation=isolation, limits=limits)
+    """A worker process's share: open the store by URI (stores are not shared across processes) and fetch the
+    range's pieces in ``threads`` threads."""
+    store = load_store(store_uri, **store_options)
+    return fetch_range(client_config, store, rng, isolation=isolation, limits=limits, threads=threads)
 
 
 def _fetch_pieces_in_threads(
@@ -86,8 +89,8 @@ def fetch_ranges(
     Ranges of one partition must not overlap (:func:`check_disjoint`), and the isolation level is the plan's:
     an ``isolation.level`` in ``client_config`` is refused rather than silently overridden.
 
-    With ``processes`` > 1 the partitions are spread over that many worker processes (each running ``parallelism``
-    threads' worth of ranges one after the other), for a machine where one process's GIL would still be the limit
+    With ``processes`` > 1 the ranges are spread over that many worker processes (each range's pieces in
+    ``parallelism // processes`` threads, at least one), for a machine where one process's GIL would still be the limit
     (see :func:`fetch_plan` for what threads cost here). Workers open the store from ``store.uri`` and
     ``store_options`` (e.g. explicit S3 credentials). Every range that completed stays staged, so re-running after a
     failure fetches only what is still missing.
@@ -107,6 +110,7 @@ def fetch_ranges(
                     r,
                     isolation,
                     limits,
+                    max(1, parallelism // processes),
                 )  # fmt: skip
                 for r in ranges
             ]
