@@ -28,7 +28,13 @@ if TYPE_CHECKING:
 @click.option(
     "--store", "store_uri", required=True, help="Staging location: a directory, file://… or s3://bucket/prefix."
 )
-@click.option("--parallelism", type=int, default=4, show_default=True, help="Partitions fetched at once per process.")
+@click.option(
+    "--parallelism",
+    type=int,
+    default=4,
+    show_default=True,
+    help="Pieces (of 400 000 offsets, a partition's range cut at their multiples) fetched at once per process.",
+)
 @click.option(
     "--processes",
     type=int,
