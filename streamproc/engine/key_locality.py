@@ -103,6 +103,14 @@ class StreamTimeNeed:
     per_record: bool = True
 
 
+#: A DSL windowed processor's own ``observedStreamTime`` (``AbstractKStreamTimeWindowAggregateProcessor``,
+#: ``KStreamSessionWindowAggregate``): updated after the null-key check, so only keyed records advance it.
+OBSERVED_STREAM_TIME = StreamTimeNeed(
+    TaskWideKind.PROCESSOR_STREAM_TIME,
+    "running maximum of the timestamps of the records with a non-null key that reach it",
+)
+
+
 @dataclass(frozen=True, slots=True)
 class KeyLocality:
     """What a processor declares about the keys it touches (see the module docstring)."""

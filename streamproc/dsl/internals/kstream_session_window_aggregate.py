@@ -23,7 +23,7 @@ from streamproc.dsl.internals.processor_support import (
 )
 from streamproc.dsl.internals.windows import SessionWindows
 from streamproc.engine.dropped_records import REASON_EXPIRED_WINDOW, REASON_NULL_KEY_OR_VALUE
-from streamproc.engine.key_locality import KeyLocality, StreamTimeNeed, TaskWideKind
+from streamproc.engine.key_locality import OBSERVED_STREAM_TIME, KeyLocality, StreamTimeNeed, TaskWideKind
 from streamproc.engine.processor import ProcessorContext
 from streamproc.engine.records import Record
 from streamproc.state.stores import SessionStore, TimeWindow, Windowed
@@ -57,10 +57,7 @@ class KStreamSessionWindowAggregateProcessor(ContextualProcessor):
         timestamp, and no put ends later (a handled exception in the aggregator or merger of that record would break
         this; the executor must check, docs/split.md)."""
         return KeyLocality.stateful(
-            StreamTimeNeed(
-                TaskWideKind.PROCESSOR_STREAM_TIME,
-                "running maximum of the timestamps of the records with a non-null key that reach it",
-            ),
+            OBSERVED_STREAM_TIME,
             StreamTimeNeed(
                 TaskWideKind.STORE_STREAM_TIME,
                 "max(the store's restored stream time, the processor stream time at the record)",

@@ -26,7 +26,7 @@ from streamproc.dsl.internals.processor_support import (
 )
 from streamproc.dsl.internals.windows import TimeWindows
 from streamproc.engine.dropped_records import REASON_EXPIRED_WINDOW, REASON_NULL_KEY_OR_VALUE
-from streamproc.engine.key_locality import KeyLocality, StreamTimeNeed, TaskWideKind
+from streamproc.engine.key_locality import OBSERVED_STREAM_TIME, KeyLocality, StreamTimeNeed, TaskWideKind
 from streamproc.engine.processor import ProcessorContext
 from streamproc.engine.records import Record
 from streamproc.state.stores import TimestampedWindowStore, ValueAndTimestamp, Windowed
@@ -74,10 +74,7 @@ class KStreamWindowAggregateProcessor(ContextualProcessor):
         is ``its stream time - retention + 1`` with retention ≥ size + grace; only the merged store's expired
         segments depend on it."""
         return KeyLocality.stateful(
-            StreamTimeNeed(
-                TaskWideKind.PROCESSOR_STREAM_TIME,
-                "running maximum of the timestamps of the records with a non-null key that reach it",
-            ),
+            OBSERVED_STREAM_TIME,
             StreamTimeNeed(
                 TaskWideKind.STORE_STREAM_TIME,
                 "the largest window start put (after the restored value): the merged store deletes the segments "
