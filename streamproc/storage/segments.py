@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -29,6 +28,7 @@ import pyarrow.parquet as pq
 from streamproc.engine.records import NULL_SIZE, ConsumerRecord, RawRecord, TimestampType
 from streamproc.engine.slotted_init import build_slotted
 from streamproc.errors import ConfigError, ManifestError
+from streamproc.intervals import is_run
 from streamproc.storage.object_store import ObjectStore
 
 logger = logging.getLogger(__name__)
@@ -354,10 +354,10 @@ class SegmentColumns:
     def offset_sequence(self) -> Sequence[int]:
         """The rows' offsets: a ``range`` when they are one run (a fetch's usual segment, which proofs and manifests
         then settle from its ends), else a tuple."""
-        offsets = np.frombuffer(self.offsets, dtype=np.int64)
-        if self.count and int(offsets[-1]) - int(offsets[0]) == self.count - 1 and bool(np.all(np.diff(offsets) == 1)):
-            return range(int(offsets[0]), int(offsets[-1]) + 1)
-        return tuple(offsets.tolist())
+        with memoryview(self.offsets) as view, view.cast("q") as offsets:  # released: the buffer may grow again
+            if is_run(offsets):
+                return range(offsets[0], offsets[-1] + 1)
+            return tuple(offsets)
 
     def encode(self, topic: str, partition: int) -> bytes:
         """The Parquet bytes of these rows, with the fixed writer settings."""
@@ -394,14 +394,14 @@ class SegmentColumns:
         offsets = self.offset_sequence()
         if offsets and not (start <= offsets[0] and offsets[-1] < end):
             raise ManifestError(f"{key}: offsets {offsets[0]}..{offsets[-1]} lie outside the segment's range")
-        timestamps = np.frombuffer(self.timestamps, dtype=np.int64)
+        stamps = pc.min_max(_array(pa.int64(), self.count, self.timestamps)) if self.count else None
         data = self.encode(topic, partition)
         store.put(key.segment_name, data)
         return WrittenSegment(
             key=key,
             record_count=self.count,
-            min_timestamp=int(timestamps.min()) if self.count else None,
-            max_timestamp=int(timestamps.max()) if self.count else None,
+            min_timestamp=None if stamps is None else stamps["min"].as_py(),
+            max_timestamp=None if stamps is None else stamps["max"].as_py(),
             offsets=offsets,
             size_bytes=len(data),
             sha256=hashlib.sha256(data).hexdigest(),
