@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import wait
 from typing import TYPE_CHECKING, Any
 
 from streamproc.errors import FetchError, StreamprocError
-from streamproc.fetch.range_fetch import RangeFetch, fetch_range, prepare_range
+from streamproc.fetch.range_fetch import fetch_pieces, fetch_range
 from streamproc.fetch.ranges import FETCH_LIMITS, FetchRange, RangeFetchResult, check_disjoint, planned_ranges
 from streamproc.kafka.range_reader import refuse_isolation_setting
 from streamproc.plan.cluster_snapshot import IsolationLevel
@@ -36,41 +36,6 @@ def _fetch_range_in_process(
     range's pieces in ``threads`` threads."""
     store = load_store(store_uri, **store_options)
     return fetch_range(client_config, store, rng, isolation=isolation, limits=limits, threads=threads)
-
-
-def _fetch_pieces_in_threads(
-    client_config: Mapping[str, object],
-    store: ObjectStore,
-    ranges: Sequence[FetchRange],
-    isolation: IsolationLevel,
-    limits: SegmentLimits,
-    parallelism: int,
-) -> list[Future[RangeFetchResult]]:
-    """Every range's pieces in one pool of ``parallelism`` threads, so that a few large partitions (one, at the
-    extreme) keep every thread busy as many small ones do; a future per range, in ``ranges``' order."""
-    results: list[Future[RangeFetchResult]] = [Future() for _ in ranges]
-    with ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="fetch") as pool:
-        prepared = [
-            pool.submit(prepare_range, client_config, store, r, isolation=isolation, limits=limits) for r in ranges
-        ]
-        pieces: list[tuple[int, RangeFetch, list[Future[int]]]] = []
-        for index, future in enumerate(prepared):
-            error = future.exception()
-            if error is not None:
-                results[index].set_exception(error)
-                continue
-            fetch = future.result()
-            pieces.append(
-                (index, fetch, [pool.submit(fetch.fetch_piece, client_config, store, piece) for piece in fetch.pieces])
-            )
-        for index, fetch, piece_futures in pieces:
-            wait(piece_futures)
-            errors = [f.exception() for f in piece_futures if f.exception() is not None]
-            if errors:
-                results[index].set_exception(errors[0])  # the range's other pieces stay staged
-            else:
-                results[index].set_result(fetch.result(sum(f.result() for f in piece_futures)))
-    return results
 
 
 def fetch_ranges(
@@ -116,7 +81,7 @@ def fetch_ranges(
             ]
             wait(futures)
     else:
-        futures = _fetch_pieces_in_threads(client_config, store, ranges, isolation, limits, parallelism)
+        futures = fetch_pieces(client_config, store, ranges, isolation=isolation, limits=limits, threads=parallelism)
     results: list[RangeFetchResult] = []
     errors: list[tuple[FetchRange, BaseException]] = []
     for rng, future in zip(ranges, futures, strict=True):

@@ -21,7 +21,7 @@ import logging
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 
 from streamproc.engine.records import TimestampType
@@ -273,6 +273,43 @@ def prepare_range(
     return RangeFetch(rng, isolation, limits, status, pieces, _Progress(str(rng)))
 
 
+def fetch_pieces(
+    client_config: Mapping[str, object],
+    store: ObjectStore,
+    ranges: Sequence[FetchRange],
+    *,
+    isolation: IsolationLevel,
+    limits: SegmentLimits,
+    threads: int,
+) -> list[Future[RangeFetchResult]]:
+    """Every range's pieces in one pool of ``threads`` threads, so that a few large partitions (one, at the extreme)
+    keep every thread busy as many small ones do; a future per range, in ``ranges``' order, which holds the range's
+    first failure once its other pieces ended (they stay staged)."""
+    results: list[Future[RangeFetchResult]] = [Future() for _ in ranges]
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="fetch") as pool:
+        prepared = [
+            pool.submit(prepare_range, client_config, store, r, isolation=isolation, limits=limits) for r in ranges
+        ]
+        pieces: list[tuple[int, RangeFetch, list[Future[int]]]] = []
+        for index, future in enumerate(prepared):
+            error = future.exception()
+            if error is not None:
+                results[index].set_exception(error)
+                continue
+            fetch = future.result()
+            pieces.append(
+                (index, fetch, [pool.submit(fetch.fetch_piece, client_config, store, piece) for piece in fetch.pieces])
+            )
+        for index, fetch, piece_futures in pieces:
+            wait(piece_futures)
+            errors = [f.exception() for f in piece_futures if f.exception() is not None]
+            if errors:
+                results[index].set_exception(errors[0])
+            else:
+                results[index].set_result(fetch.result(sum(f.result() for f in piece_futures)))
+    return results
+
+
 def fetch_range(
     client_config: Mapping[str, object],
     store: ObjectStore,
@@ -283,10 +320,5 @@ def fetch_range(
     threads: int = 1,
 ) -> RangeFetchResult:
     """Stage one range: skip what is already complete, fetch and prove the rest, ``threads`` pieces at a time."""
-    fetch = prepare_range(client_config, store, rng, isolation=isolation, limits=limits)
-    if threads <= 1 or len(fetch.pieces) <= 1:
-        return fetch.result(sum(fetch.fetch_piece(client_config, store, piece) for piece in fetch.pieces))
-    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="fetch-piece") as pool:
-        futures = [pool.submit(fetch.fetch_piece, client_config, store, piece) for piece in fetch.pieces]
-        wait(futures)
-    return fetch.result(sum(future.result() for future in futures))  # the first failure, after the others end
+    [result] = fetch_pieces(client_config, store, [rng], isolation=isolation, limits=limits, threads=max(threads, 1))
+    return result.result()
