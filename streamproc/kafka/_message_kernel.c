@@ -112,24 +112,24 @@ static char *extend(PyObject *array, Py_ssize_t n) {
     return bytes->ob_start + size;
 }
 
-static int put_int64(PyObject *array, long long value) {
-    char *at = extend(array, 8);
+/* A fixed-width cell (``size`` bytes, native order, as Arrow's buffers hold them) at the end of ``array``. */
+static int put_cell(PyObject *array, const void *cell, Py_ssize_t size) {
+    char *at = extend(array, size);
     if (at == NULL) {
         return -1;
     }
-    int64_t cell = (int64_t)value;
-    memcpy(at, &cell, 8);
+    memcpy(at, cell, size);
     return 0;
 }
 
+static int put_int64(PyObject *array, long long value) {
+    int64_t cell = (int64_t)value;
+    return put_cell(array, &cell, 8);
+}
+
 static int put_int32(PyObject *array, long long value) {
-    char *at = extend(array, 4);
-    if (at == NULL) {
-        return -1;
-    }
     int32_t cell = (int32_t)value;
-    memcpy(at, &cell, 4);
-    return 0;
+    return put_cell(array, &cell, 4);
 }
 
 /* A binary cell: its bytes, its end offset, its validity bit (the bitmap's byte for the row already added). */
