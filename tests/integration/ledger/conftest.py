@@ -8,7 +8,10 @@ from typing import Any
 
 import pytest
 
-from streamproc.ledger import Ledger
+# the takeover trials assert in a helper module: rewrite its asserts so a failure shows both sides
+pytest.register_assert_rewrite("tests.integration.ledger.takeover")
+
+from streamproc.ledger import Ledger  # noqa: E402 - after the rewrite hook, as pytest asks
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
