@@ -147,9 +147,9 @@ class ShardGate:
         """``source.process`` for the records this shard owns; the others return at once.
 
         An owned record goes on exactly as in the unsplit task: where the compiled bulk loop would hand it to the
-        source's children itself (``bulk_replay.inlines_source_forward``, known once the task runs), the gate does
-        the same, without a frame of its own in a child's exception's traceback; otherwise through the source's own
-        ``process``.
+        source's children itself (``bulk_replay.inlines_source_forward``, known once the task runs, for the heads
+        the loop decoded), the gate does the same, without a frame of its own in a child's exception's traceback
+        (the DLQ's stack trace header); otherwise through the source's own ``process``.
         """
         index = self.shard.index
         process = source.process
@@ -162,7 +162,10 @@ class ShardGate:
                 inline.append(inlines_source_forward(task, source))
             self.processing = True
             try:
-                if inline[0]:
+                # a head the bulk loop decoded itself goes to the children from the loop (compiled: no forward
+                # frame); a head RecordQueue decoded (the first of a queue, the one after a dropped record) through
+                # StreamTask._do_process and the source's own process, which installs it as _lazy_stamped
+                if inline[0] and source._context is not None and source._context._lazy_stamped is None:
                     _forward_to_children(source, record)
                 else:
                     process(record)
