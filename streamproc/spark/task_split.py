@@ -4,7 +4,8 @@ the two waves a stage then runs in.
 ``--split off`` runs every task whole, as before. ``--split N`` splits every task of a sub-topology this executor
 can split into N shards; ``--split auto`` (the default) only where it pays: a stage whose tasks leave cores idle
 (``cores // tasks`` ≥ 2) and a task with at least :data:`AUTO_RECORDS_PER_SHARD` planned input records per shard
-(every shard reads and orders the whole task's input, so a small task gains nothing).
+(every shard reads and orders the whole task's input, so a small task gains nothing) — and for now nowhere
+(:data:`AUTO_SPLIT_PAYS`: measured, this slice's shards do not pay yet).
 
 What this executor splits (the first slice of #29): a sub-topology that ``split_decisions`` calls splittable with no
 task-wide values (stateless chains, grouped count/reduce/aggregate, table sources, materialized table filter and
@@ -41,6 +42,13 @@ Split = Literal["auto", "off"] | int
 #: Planned input records per shard below which ``auto`` does not split a task: each shard reads, deserializes and
 #: orders the whole task's input (``engine/key_shards.py``), so a shard must have enough of its own to process.
 AUTO_RECORDS_PER_SHARD = 250_000
+#: Whether ``auto`` splits at all. Not yet: measured on 2 busy cores (a DSL count, String serdes, one partition of
+#: 400 000 records run per record), a shard took 7.2-8.4 s where the whole task took 9.1 s (every shard reads,
+#: deserializes and orders the whole input, and gates every record) and the merge 4.3 s (sorting the stamped rows,
+#: rebuilding the store from the other shard's changelog records): 2 shards in 2 processes took 22 s wall. ``auto``
+#: so runs every task whole until the shards stop paying for the task's whole input (docs/split.md, "The rest");
+#: ``--split N`` splits on request.
+AUTO_SPLIT_PAYS = False
 #: The store kinds the merge rebuilds from changelog records (segmented stores need task-wide stream times).
 _MERGED_STORE_TYPES = (StoreType.KEY_VALUE, StoreType.TIMESTAMPED_KEY_VALUE)
 
@@ -109,6 +117,8 @@ def shard_count(split: Split, task_records: int, tasks_in_stage: int, cores: int
         return 1
     if split != "auto":
         return int(split)
+    if not AUTO_SPLIT_PAYS:
+        return 1
     spare = cores // max(tasks_in_stage, 1)
     return max(1, min(spare, task_records // AUTO_RECORDS_PER_SHARD))
 

@@ -12,6 +12,7 @@ from streamproc import Stores
 from streamproc.dsl import Consumed, Materialized, StreamsBuilder
 from streamproc.engine.serdes import serde_for
 from streamproc.errors import ConfigError
+from streamproc.spark import task_split
 from streamproc.spark.task_runner import InputRange, TaskWork
 from streamproc.spark.task_split import (
     AUTO_RECORDS_PER_SHARD,
@@ -33,7 +34,14 @@ def test_split_values_are_auto_off_or_a_count() -> None:
             parse_split(bad)
 
 
-def test_auto_splits_only_tasks_large_enough_where_cores_would_idle() -> None:
+def test_auto_does_not_split_until_shards_pay() -> None:
+    assert not task_split.AUTO_SPLIT_PAYS
+    assert shard_count("auto", 100 * AUTO_RECORDS_PER_SHARD, 1, 16) == 1
+    assert shard_count(2, 10, 1, 1) == 2
+
+
+def test_auto_splits_only_tasks_large_enough_where_cores_would_idle(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(task_split, "AUTO_SPLIT_PAYS", True)
     big = 4 * AUTO_RECORDS_PER_SHARD
     assert shard_count("off", big, 1, 8) == 1
     assert shard_count(3, 10, 1, 1) == 3
@@ -48,7 +56,8 @@ def _work(task: str, subtopology: int, records: int) -> TaskWork:
     return TaskWork("0" * 16, "app", task, subtopology, "m:f", "/s", (InputRange("t", 0, 0, records, -1),))
 
 
-def test_plan_shards_names_only_split_tasks_of_splittable_subtopologies() -> None:
+def test_plan_shards_names_only_split_tasks_of_splittable_subtopologies(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(task_split, "AUTO_SPLIT_PAYS", True)
     big = 4 * AUTO_RECORDS_PER_SHARD
     stages = [[_work("0_0", 0, big), _work("1_0", 1, big)], [_work("2_0", 2, 10)]]
     refusals = {0: None, 1: "sub-topology 1 runs unsplit (one shard per task): no", 2: None}
