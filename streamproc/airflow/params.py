@@ -98,6 +98,12 @@ def backfill_params() -> dict[str, Any]:
             "directory every worker can read.",
         ),
         "spark_master": optional("string", "Spark master", "Overrides the Spark connection's master.", _SECTION_RUN),
+        "split": Param(
+            "auto", type="string", pattern=r"^(auto|off|[1-9][0-9]*)$", title="Key shards per task",
+            section=_SECTION_RUN,
+            description="The process step's --split: N key shards per task, 'off' one, 'auto' as many as keep the "
+            "cores busy where a task is large enough (sub-topologies that cannot be split run whole).",
+        ),
         "state_dir": optional("string", "State directory", "The application's state.dir on this host: the hand-off "
                               "writes each task's stores and .checkpoint there.", _SECTION_RUN),
         "wait_for_empty_group": optional(
@@ -131,6 +137,8 @@ class RunSettings:
     request: cs.PlanRequest
     processing_guarantee: str = "at_least_once"
     spark_master: str | None = None
+    #: ``--split`` of the process step (``auto``, ``off`` or a shard count).
+    split: str = "auto"
     state_dir: str | None = None
     dry_run: bool = False
     kafka_conn_id: str = "kafka_default"
@@ -258,6 +266,7 @@ def run_settings(params: Mapping[str, Any]) -> RunSettings:
         request=request,
         processing_guarantee=str(params.get("processing_guarantee") or "at_least_once"),
         spark_master=params.get("spark_master") or None,
+        split=str(params.get("split") or "auto"),
         state_dir=params.get("state_dir") or None,
         dry_run=bool(params.get("dry_run", False)),
         kafka_conn_id=str(params.get("kafka_conn_id") or "kafka_default"),

@@ -362,6 +362,8 @@ def process_arguments(ref: DagRunRef, plan_info: Mapping[str, Any]) -> tuple[lis
     args = ["--plan", str(ref.work_dir() / PLAN_FILE), "--store", settings.store, "--topology", settings.topology]
     if settings.spark_master:
         args += ["--master", settings.spark_master]
+    if settings.split != "auto":
+        args += ["--split", settings.split]
     if settings.state_dir:
         args += ["--state-dir", settings.state_dir]
     environment = s3_environment(store_options(settings.store, settings.aws_conn_id))

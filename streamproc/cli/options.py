@@ -53,6 +53,17 @@ kafka_streams_version_option = click.option(
 )
 
 
+split_option = click.option(
+    "--split",
+    default="auto",
+    show_default=True,
+    metavar="auto|off|N",
+    help="Process a task as key shards in parallel, merged back into the task's exact results (issue #29): N shards "
+    "per task, 'off' one each, 'auto' as many as pay (none yet: docs/split.md). Sub-topologies that cannot be split "
+    "(windows, joins of streams, Processor API code...) run whole; the log says why.",
+)
+
+
 def client_config(bootstrap: str, settings: tuple[str, ...]) -> dict[str, object]:
     """``bootstrap.servers`` plus ``-X key=value`` client settings (security, timeouts), as librdkafka names them."""
     from streamproc.kafka import clients

@@ -12,6 +12,7 @@ import click
 from streamproc.cli.options import (
     application_settings,
     s3_options,
+    split_option,
     store_options,
     streams_config_option,
     streams_setting_option,
@@ -81,6 +82,7 @@ def partition_counts(values: tuple[str, ...]) -> dict[str, int]:
     help="The state.dir the plan was made with (--state-dir of plan): each task starts from its task directory "
     "there and restores the rest of the changelog. Every executor must be able to read it.",
 )
+@split_option
 @streams_config_option
 @streams_setting_option
 @s3_options
@@ -95,6 +97,7 @@ def process_command(
     conf_values: tuple[str, ...],
     partition_values: tuple[str, ...],
     state_dir: Path | None,
+    split: str,
     streams_config: Path | None,
     streams_settings: tuple[str, ...],
     s3_connect_timeout: float | None,
@@ -117,6 +120,7 @@ def process_command(
         state_dir=state_dir,
         store_options=store_options(s3_connect_timeout, s3_read_timeout, s3_max_attempts, store_uri),
         streams_settings=application_settings(streams_config, streams_settings),
+        split=split,
     )
     show_process(ctx, reports)
 
@@ -132,6 +136,7 @@ def process_with_progress(
     state_dir: Path | None,
     store_options: Mapping[str, Any],
     streams_settings: Mapping[str, str],
+    split: str = "auto",
 ) -> list[dict[str, Any]]:
     """Run the plan's tasks on Spark (``streamproc.spark.job.process``) with a bar of the tasks done on stderr; the
     caller has checked that the ``spark`` extra is installed."""
@@ -139,6 +144,9 @@ def process_with_progress(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from streamproc.spark.job import process
+    from streamproc.spark.task_split import parse_split
+
+    shards = parse_split(split)
 
     with Progress(
         TextColumn("[bold]process[/bold] tasks"),
@@ -164,6 +172,7 @@ def process_with_progress(
             store_options=dict(store_options),
             progress=advance,
             streams_settings=streams_settings,
+            split=shards,
         )
 
 

@@ -29,6 +29,7 @@ from streamproc.cli.options import (
     client_setting_option,
     kafka_streams_version_option,
     read_text,
+    split_option,
     streams_config_option,
     streams_setting_option,
 )
@@ -114,6 +115,7 @@ class StepTimes:
     help="A new application's first run: the plan creates its missing repartition and changelog topics as Kafka "
     "Streams would (store kinds from the topology); with --dry-run they are only shown.",
 )
+@split_option
 @streams_config_option
 @streams_setting_option
 @click.option(
@@ -150,6 +152,7 @@ def run_command(
     conf_values: tuple[str, ...],
     partition_values: tuple[str, ...],
     create_internal_topics: bool,
+    split: str,
     streams_config: Path | None,
     streams_settings: tuple[str, ...],
     describe_file: Path | None,
@@ -212,6 +215,7 @@ def _run_steps(
     conf_values: tuple[str, ...],
     partition_values: tuple[str, ...],
     create_internal_topics: bool,
+    split: str,
     streams_config: Path | None,
     streams_settings: tuple[str, ...],
     describe_file: Path | None,
@@ -294,6 +298,7 @@ def _run_steps(
                 state_dir=state_dir,
                 store_options={},
                 streams_settings=settings,
+                split=split,
             )
             show_process(ctx, reports)
             run.processed(reports)

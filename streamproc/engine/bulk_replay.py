@@ -117,6 +117,21 @@ def ineligibility(task: StreamTask) -> str | None:
     return None
 
 
+def inlines_source_forward(task: StreamTask, source: SourceNode) -> bool:
+    """Whether the compiled loop hands ``source``'s records to its children itself (``_bulk_kernel.c``'s
+    ``forward_to_children``), with no ``ProcessorContextImpl.forward`` frame: a key shard's gate then forwards the
+    same way, so that a traceback a handler records (the DLQ's stack trace header) is the unsplit task's."""
+    context = task.context
+    return (
+        _bulk_kernel is not None
+        and not os.environ.get(PURE_PYTHON_ENV)
+        and ineligibility(task) is None
+        and type(source) is SourceNode
+        and source._context is context
+        and type(context).forward is ProcessorContextImpl.forward
+    )
+
+
 def _due(queue: PunctuationQueue) -> int:
     due = queue.next_due()
     return NEVER if due is None else due
@@ -213,7 +228,9 @@ class _BulkLoop:
         for queue in self.queues:
             source = queue.source
             # SourceNode.process is context.forward with the source as current node (which is installed).
-            via_context = type(source) is SourceNode and source._context is context
+            # A source whose ``process`` was replaced on the instance (a key shard's gate, ``key_shards.py``) is
+            # called as it is, never bypassed through ``context.forward``.
+            via_context = type(source) is SourceNode and source._context is context and "process" not in vars(source)
             inline = via_context and type(context).forward is ProcessorContextImpl.forward
             statics.append(
                 (

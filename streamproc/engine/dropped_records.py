@@ -51,15 +51,27 @@ class DroppedRecord:
 class DroppedRecordsSensor:
     """Counts drops per reason and, unless ``keep_events`` is false, remembers each one in order."""
 
-    __slots__ = ("_counts", "_events", "_keep_events", "_records_processed")
+    __slots__ = ("_counts", "_events", "_keep_events", "_records_processed", "observer")
 
     def __init__(self, records_processed: Callable[[], int], *, keep_events: bool = True) -> None:
         self._records_processed = records_processed
         self._keep_events = keep_events
         self._counts: Counter[str] = Counter()
         self._events: list[DroppedRecord] = []
+        #: Sees every drop before it counts and answers whether it counts here at all: a key shard of a split task
+        #: (``engine/key_shards.py``) keeps only the drops that are its own and remembers where each happened.
+        self.observer: Callable[[DroppedRecord], bool] | None = None
 
     def record(self, topic: str | None, partition: int, offset: int, reason: str) -> None:
+        observer = self.observer
+        if observer is not None:
+            event = DroppedRecord(topic, partition, offset, reason, self._records_processed())
+            if not observer(event):
+                return
+            self._counts[reason] += 1
+            if self._keep_events:
+                self._events.append(event)
+            return
         self._counts[reason] += 1
         if self._keep_events:
             self._events.append(DroppedRecord(topic, partition, offset, reason, self._records_processed()))

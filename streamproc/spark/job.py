@@ -40,8 +40,18 @@ from streamproc.plan.run_plan import plan_id as plan_id  # defined with the plan
 from streamproc.plan.run_planner import GLOBAL_TASK
 from streamproc.schema_registry.client import check_registries, collected
 from streamproc.spark.global_stores import GlobalRestoreRange
+from streamproc.spark.shard_merge import merge_shards
 from streamproc.spark.task_output import UNASSIGNED, TaskObjects
 from streamproc.spark.task_runner import InputRange, RestoreRange, TaskWork, run_task
+from streamproc.spark.task_split import (
+    MergeWork,
+    Split,
+    log_refusals,
+    plan_shards,
+    split_refusals,
+    split_stage,
+    widest_wave,
+)
 from streamproc.worker_processes import usable_cores, worker_pool
 
 if TYPE_CHECKING:
@@ -55,6 +65,9 @@ FAIL_FIRST_ATTEMPT_CONF = "spark.streamproc.failFirstAttempt"
 
 #: Called with (tasks done, tasks in the stage) while the stage runs.
 Progress = Callable[[int, int], None]
+
+#: What an executor runs: a whole task or one key shard of it (``TaskWork``), or a split task's merge.
+WorkItem = TaskWork | MergeWork
 
 #: ``--master inline``: the tasks run one after another in this process, with the same task runner, files and
 #: reports as on Spark, and no Spark started (no JVM, no Python workers, no retries).
@@ -304,7 +317,7 @@ class Stage:
     number: int  # from 1
     count: int  # stages in the run
     tasks_before: int  # tasks of the earlier stages (for progress over the whole run)
-    tasks: tuple[TaskWork, ...]
+    tasks: tuple[WorkItem, ...]
 
 
 def run_stages(
@@ -325,7 +338,7 @@ def run_stages(
     return reports
 
 
-def _run_partition(items: Iterable[TaskWork]) -> Iterator[dict[str, Any]]:
+def _run_partition(items: Iterable[WorkItem]) -> Iterator[dict[str, Any]]:
     """The Spark task: run each (in practice: the one) task of this partition; return its report or its error."""
     from pyspark import TaskContext
 
@@ -334,6 +347,15 @@ def _run_partition(items: Iterable[TaskWork]) -> Iterator[dict[str, Any]]:
     local_dirs = os.environ.get("SPARK_LOCAL_DIRS", "")
     local_dir = local_dirs.split(",")[0] or None
     for work in items:
+        if isinstance(work, MergeWork):
+            try:
+                yield merge_shards(dataclasses.replace(work.work, local_dir=local_dir), work.shards, attempt=attempt)
+            except StreamprocError as exc:
+                logging.getLogger(__name__).error("task [%s] failed: %s", work.task_id, exc)
+                yield {"task_id": work.task_id, "error": error_text(exc)}
+            continue
+        if work.shard is not None:  # the retry tests inject their failure into whole tasks and merges only
+            work = dataclasses.replace(work, fail_before_report=False, crash_before_report=False)
         inject, crash = work.fail_before_report and attempt == 0, work.crash_before_report
         work = dataclasses.replace(work, local_dir=local_dir, fail_before_report=False, crash_before_report=False)
         if inject:
@@ -424,7 +446,7 @@ def _watch(sc: SparkContext, total: int, progress: Progress, done: threading.Eve
         progress(completed, total)
 
 
-def run_tasks(sc: SparkContext, work: Sequence[TaskWork], *, progress: Progress | None = None) -> list[dict[str, Any]]:
+def run_tasks(sc: SparkContext, work: Sequence[WorkItem], *, progress: Progress | None = None) -> list[dict[str, Any]]:
     """Run every task of ``work`` as its own Spark task; returns the reports in task order (raises a task's error)."""
     if not work:
         return []
@@ -453,7 +475,7 @@ def run_tasks(sc: SparkContext, work: Sequence[TaskWork], *, progress: Progress 
     return _reported(reports)
 
 
-def run_inline(work: Sequence[TaskWork], *, progress: Progress | None = None) -> list[dict[str, Any]]:
+def run_inline(work: Sequence[WorkItem], *, progress: Progress | None = None) -> list[dict[str, Any]]:
     """Run every task of ``work`` in this process, one after another (``--master inline``): the Spark task's body
     (:func:`_run_partition`, attempt 0) without Spark; returns the reports in task order (raises a task's error)."""
     reports = []
@@ -464,14 +486,14 @@ def run_inline(work: Sequence[TaskWork], *, progress: Progress | None = None) ->
     return _reported(reports)
 
 
-def _run_one(work: TaskWork) -> dict[str, Any]:
+def _run_one(work: WorkItem) -> dict[str, Any]:
     """A worker process's share of ``--master processes``: one task, the Spark task's body at attempt 0."""
     [report] = _run_partition([work])
     return report
 
 
 def run_in_processes(
-    work: Sequence[TaskWork], pool: ProcessPoolExecutor, *, progress: Progress | None = None
+    work: Sequence[WorkItem], pool: ProcessPoolExecutor, *, progress: Progress | None = None
 ) -> list[dict[str, Any]]:
     """Run every task of ``work`` in ``pool``'s worker processes (``--master processes[N]``), a task at a time each;
     returns the reports in task order (raises a task's error once every task has ended).
@@ -531,10 +553,13 @@ def _run_on_spark(
     settings: Mapping[str, str],
     topology: str,
     progress: Progress | None,
+    split: Split = "off",
+    refusals: Mapping[int, str | None] | None = None,
 ) -> list[dict[str, Any]]:
     """Every stage's tasks as Spark tasks, on a Spark context started for them and stopped after."""
     root = _module_root(topology)
     sc = spark_context(master, settings, python_path=[root] if root else [])
+    shards = plan_shards(stages(plan, work), refusals or {}, split, sc.defaultParallelism)
 
     def run_stage(stage: Stage) -> list[dict[str, Any]]:
         logger.info(
@@ -548,7 +573,7 @@ def _run_on_spark(
         return run_tasks(sc, stage.tasks, progress=_offset(progress, stage.tasks_before, len(work)))
 
     try:
-        return run_stages(plan, work, run_stage)
+        return run_stages(plan, work, split_stage(run_stage, shards))
     finally:
         sc.stop()
 
@@ -565,8 +590,13 @@ def process(
     state_dir: str | None = None,
     progress: Progress | None = None,
     streams_settings: Mapping[str, str] | None = None,
+    split: Split = "auto",
 ) -> list[dict[str, Any]]:
     """The process step: check the topology against the plan, then run every task on Spark (see the module doc).
+
+    ``split`` (``--split``, ``spark/task_split.py``): ``off`` runs every task whole; ``N`` or ``auto`` runs the
+    tasks of the sub-topologies this executor can split as key shards in parallel, merged back into each task's
+    objects (issue #29).
 
     ``streams_settings`` are the application's (its topology factory's and its serdes'): every task gets them with
     its work, so executors need no file of the driver's; every Schema Registry the serdes were configured for must
@@ -588,6 +618,8 @@ def process(
         state_dir=state_dir,
         streams_settings=streams_settings,
     )
+    refusals = split_refusals(user_topology)
+    log_refusals(refusals, split)
     if master == INLINE_MASTER:
 
         def run_stage_inline(stage: Stage) -> list[dict[str, Any]]:
@@ -595,9 +627,11 @@ def process(
                         stage.number, stage.count, len(stage.tasks), plan_id(plan))  # fmt: skip
             return run_inline(stage.tasks, progress=_offset(progress, stage.tasks_before, len(work)))
 
-        reports = run_stages(plan, work, run_stage_inline)
+        shards = plan_shards(stages(plan, work), refusals, split, 1)
+        reports = run_stages(plan, work, split_stage(run_stage_inline, shards))
     elif (processes := processes_of(master)) is not None:
-        widest = max(len(stage) for stage in stages(plan, work)) if work else 1
+        shards = plan_shards(stages(plan, work), refusals, split, processes)
+        widest = widest_wave(stages(plan, work), shards) if work else 1
         # one pool for every stage: each worker imports the task runner once, not once per stage
         with worker_pool(min(processes, widest)) as pool:
 
@@ -607,9 +641,9 @@ def process(
                             min(processes, widest), master)  # fmt: skip
                 return run_in_processes(stage.tasks, pool, progress=_offset(progress, stage.tasks_before, len(work)))
 
-            reports = run_stages(plan, work, run_stage_in_processes)
+            reports = run_stages(plan, work, split_stage(run_stage_in_processes, shards))
     else:
-        reports = _run_on_spark(plan, work, master, settings, topology, progress)
+        reports = _run_on_spark(plan, work, master, settings, topology, progress, split, refusals)
     reports.sort(key=lambda r: TaskId.parse(r["task_id"]))
     for report in reports:
         logger.info(

@@ -29,7 +29,7 @@ import logging
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from streamproc.engine.assigned_streams_tasks import AssignedStreamsTasks, TaskInputs
+from streamproc.engine.key_shards import ShardGate, ShardKey, ShardSpec, store_shard_key
 from streamproc.engine.records import ConsumerRecord, RawRecord, TopicPartition
 from streamproc.engine.replay import PartitionInput
 from streamproc.engine.stream_task import StreamTask
@@ -59,8 +60,14 @@ from streamproc.spark.task_output import (
     report_bytes,
 )
 from streamproc.spark.task_schemas import DEAD_LETTER_QUEUE, DROPS, check_file, check_report
+from streamproc.spark.task_shards import (
+    ShardChangelogCollector,
+    ShardObjects,
+    ShardOutputCollector,
+    shard_drops_bytes,
+)
 from streamproc.state.offset_checkpoint import OffsetCheckpoint
-from streamproc.state.processor_state_manager import ProcessorStateManager
+from streamproc.state.processor_state_manager import ProcessorStateManager, StoreDefinition
 from streamproc.state.restore_plan import ChangelogState
 from streamproc.state.state_directory import StateDirectory
 from streamproc.state.store_builders import store_definitions
@@ -128,6 +135,9 @@ class TaskWork:
     #: This task's report carries the global bootstrap's drops (``global_dropped``): the driver sets it on one task
     #: of the run, so they are counted once however many workers bootstrap.
     reports_global_drops: bool = False
+    #: Run only this key shard of the task (issue #29, ``engine/key_shards.py``): publish the shard's stamped objects
+    #: for the merge (``spark/shard_merge.py``) instead of the task's; ``None``: the whole task.
+    shard: ShardSpec | None = None
 
 
 #: Allocations of container objects between two young-generation collections while a task runs (CPython's
@@ -159,6 +169,12 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
         report: dict[str, Any] = json.loads(store.get(objects.report))
         logger.info("task [%s] already done (report %s exists): skipped", task_id, objects.report)
         return {**report, "skipped": True}
+    if work.shard is not None:
+        objects = ShardObjects(work.plan_id, task_id, work.shard)
+        if store.exists(objects.report):
+            report = json.loads(store.get(objects.report))
+            logger.info("task [%s] shard %s already done: skipped", task_id, work.shard)
+            return {**report, "skipped": True}
     topology, config = load_topology(work.topology, work.streams_settings)
     config = dataclasses.replace(config, application_id=work.application_id)
 
@@ -175,7 +191,12 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
         for sub in ("state", "outputs", "changelogs"):
             (work_dir / sub).mkdir()
         state_directory = StateDirectory(work_dir / "state", work.application_id)
-        changelog_collector = TaskChangelogCollector(task_id, work_dir / "changelogs")
+        gate = None if work.shard is None else ShardGate(work.shard)
+        changelog_collector = (
+            TaskChangelogCollector(task_id, work_dir / "changelogs")
+            if gate is None
+            else ShardChangelogCollector(task_id, work_dir / "changelogs", gate)
+        )
         reused = topology.source_topic_changelogs  # table stores restored from their source topic, unlogged
         definitions = [
             dataclasses.replace(d, changelog_topic=reused[d.name]) if d.name in reused else d
@@ -216,7 +237,11 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                 r.store: state.restore(r.store, read_records(store, staged_restores[r.store], task=work.task_id))
                 for r in work.restores
             }
-            collector = TaskOutputCollector(work.partition_counts, work_dir / "outputs", task_id)
+            collector = (
+                TaskOutputCollector(work.partition_counts, work_dir / "outputs", task_id)
+                if gate is None
+                else ShardOutputCollector(work.partition_counts, work_dir / "outputs", task_id, gate)
+            )
             appended_counts: dict[str, int] = {}
             graph = build_processor_topology(topology, work.subtopology, application_id=work.application_id)
             # over columns when the columnar path takes the task (spark/columnar/), else per record
@@ -233,7 +258,8 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                 "collector": collector,
                 "changelog_collector": changelog_collector,
             }
-            columnar = columnar_plan(**facts)
+            # a shard runs per record: the gate sits on the per-record path's source nodes
+            columnar = columnar_plan(**facts) if gate is None else f"key shard {work.shard} of a split task"
             if not isinstance(columnar, str):
                 logger.info("task [%s] runs the columnar %s", task_id, columnar.describe())
                 try:
@@ -248,6 +274,8 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                 stores = dict(state.stores) if global_stores is None else {**state.stores, **global_stores.read_only}
                 task = StreamTask(task_id, graph, partitions, config=config, stores=stores, collector=collector)
                 state.attach(task.context)
+                if gate is not None:
+                    gate.install(task, shard_key(state.stores, definitions))
                 inputs = tuple(
                     PartitionInput(
                         TopicPartition(r.topic, r.partition),
@@ -286,13 +314,18 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                 store, objects.changelog(topic, partition), path
             )
         dead_letters = collector.dead_letter_file()
-        check_file(DEAD_LETTER_QUEUE, dead_letters, objects.dead_letter_queue, work.task_id)
+        if gate is None:
+            check_file(DEAD_LETTER_QUEUE, dead_letters, objects.dead_letter_queue, work.task_id)
         written[objects.dead_letter_queue] = publish_file(store, objects.dead_letter_queue, dead_letters)
-        drops = drops_bytes(result.dropped)
-        check_file(DROPS, drops, objects.drops, work.task_id)
+        if gate is None:
+            drops = drops_bytes(result.dropped)
+            check_file(DROPS, drops, objects.drops, work.task_id)
+        else:  # every drop the shard kept, with its stamp (the merge checks the task's drops)
+            drops = shard_drops_bytes(result.dropped, gate.drop_stamps if config.keep_drop_events else ())
         store.put(objects.drops, drops)
         written[objects.drops] = len(drops)
-        if any(d.persistent for d in definitions):
+        # of a split task, shard 0's stores are the merge's base (spark/shard_merge.py); the others' are not needed
+        if any(d.persistent for d in definitions) and (work.shard is None or work.shard.index == 0):
             bundle = bundle_bytes(state_directory.task_dir(task_id))
             store.put(objects.stores, bundle)
             written[objects.stores] = len(bundle)
@@ -339,6 +372,8 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
             "bytes_written": sum(written.values()),
             "seconds": round(time.monotonic() - started, 3),
         }
+        if work.shard is not None:
+            report["shard"] = str(work.shard)
         check_report(report)
         store.put(objects.report, report_bytes(report))
         logger.info(
@@ -352,6 +387,18 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
         return {**report, "skipped": False}
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
+
+
+def shard_key(stores: Mapping[str, Any], definitions: Sequence[StoreDefinition]) -> ShardKey | None:
+    """What a shard's records are split by: the key as the task's first store (by name) serializes it, the bytes
+    that address the key's entry; ``None`` (round-robin by position) for a task without stores.
+
+    Every store of a splittable sub-topology is read and written at the record's key (``engine/key_locality.py``);
+    a store's serde is the one that decides which keys share an entry (a join's two stores address a key alike, as
+    co-partitioning needs).
+    """
+    names = sorted(d.name for d in definitions)
+    return store_shard_key(stores[names[0]]) if names else None
 
 
 def copy_task_directory(work: TaskWork, task_id: TaskId, state_directory: StateDirectory) -> bool:

@@ -1,0 +1,210 @@
+"""One task's records processed as K key shards (issue #29, docs/split.md): which shard owns a record, the gate a
+shard puts in front of its source nodes, and the stamp everything a record causes carries for the merge.
+
+How a shard gets the task's order
+    A shard runs the *whole* task's input through the task's own ``PartitionGroup`` (the same queues, deserializers,
+    timestamp extractors and bulk loop as the unsplit task) and lets only the records it owns reach its processors.
+    ``PartitionGroup``'s order is not a function of any key's records alone: which queue goes next depends on every
+    partition's head timestamp, on which records fail to deserialize or carry a negative timestamp (they are dropped
+    while a head is chosen, RQ-6), and ties break by the shape of ``java.util.PriorityQueue``'s heap; reproducing it
+    elsewhere would be a second implementation of ordering.md to keep equal to the first. Running it in every shard
+    is correct by construction, and makes everything the task's order decides identical in every shard: the
+    positions, ``records_processed`` at every step (a gated record still counts as processed, so every drop carries
+    the unsplit task's count), stream time, committable offsets and partition times. The price is that every shard
+    reads and deserializes every record (docs/split.md says what that costs and what would remove it).
+
+Positions and phases
+    A record's position is its step in the task's order: ``records_processed + len(skip_steps)`` while it is polled
+    and processed. A step has two phases: the *poll* (the next head of the record's queue is deserialized and
+    timestamped, RQ-9, which may drop records and send dead-letter records, identically in every shard) and the
+    *processing* (only in the shard that owns the record). Everything is stamped ``(position, phase)`` and a
+    shard-local sequence; a shard keeps poll-phase events only when it is shard 0, so each ``(position, phase)``
+    belongs to exactly one shard and the task's streams are the shards' streams merged on
+    ``(position, phase, sequence)``.
+
+Which shard owns a record
+    ``partition_for_key(shard_key(key), K)`` (Kafka's murmur2 rule) where ``shard_key`` serializes the deserialized
+    key as the sub-topology's stores address it (so two byte strings that deserialize to equal keys, which touch one
+    store entry, go to one shard); a null key, a key that serializes to null, or a sub-topology without stores (no
+    state: any record may go anywhere) goes round-robin by position.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from streamproc.engine.bulk_replay import inlines_source_forward
+from streamproc.engine.dropped_records import DroppedRecord
+from streamproc.engine.partitioner import partition_for_key
+
+if TYPE_CHECKING:
+    from streamproc.engine.processor_topology import SourceNode
+    from streamproc.engine.records import Record
+    from streamproc.engine.stream_task import StreamTask
+
+#: The phase of a step in which the next head of the polled queue is deserialized (every shard sees it).
+POLL = 0
+#: The phase of a step in which the record is processed (only its owner shard sees it).
+PROCESS = 1
+
+#: A key as the bytes its shard is chosen from (``None``: a key that serializes to null goes round-robin).
+ShardKey = Callable[[Any], bytes | None]
+
+
+@dataclass(frozen=True, slots=True)
+class ShardSpec:
+    """Shard ``index`` of ``count`` (0-based) of one task."""
+
+    index: int
+    count: int
+
+    def __post_init__(self) -> None:
+        if self.count < 1 or not 0 <= self.index < self.count:
+            raise ValueError(f"shard {self.index} of {self.count}: a shard is 0 <= index < count, count >= 1")
+
+    def __str__(self) -> str:
+        return f"{self.index}-of-{self.count}"
+
+
+@dataclass(frozen=True, slots=True)
+class Stamp:
+    """Where in the task's order an event happened: its record's position, the phase, and the shard's sequence."""
+
+    position: int
+    phase: int
+    sequence: int
+
+
+class ShardGate:
+    """A shard's view of the task's order: installed on a :class:`StreamTask`'s source nodes (:meth:`install`).
+
+    Collectors ask :meth:`keeps` and :meth:`stamp` for every event; the task's drop sensor is observed so that its
+    counts and events are the shard's own, and :attr:`drop_stamps` says where each kept drop happened.
+    """
+
+    __slots__ = ("_sequence", "_shard_key", "_task", "drop_stamps", "processing", "shard")
+
+    def __init__(self, shard: ShardSpec) -> None:
+        self.shard = shard
+        self._shard_key: ShardKey | None = None
+        self._task: StreamTask | None = None
+        #: True while a record this shard owns is being processed (its events are the processing phase's).
+        self.processing = False
+        self._sequence = 0
+        #: One stamp per drop the shard kept, in the order of the task's sensor's events.
+        self.drop_stamps: list[Stamp] = []
+
+    def owner(self, key: object, position: int) -> int:
+        """The shard that processes the record at ``position`` with deserialized key ``key``."""
+        count = self.shard.count
+        if count == 1:
+            return 0
+        if key is None or self._shard_key is None:
+            return position % count
+        try:
+            data = self._shard_key(key)
+        except Exception:  # noqa: BLE001 - the store could not address it either: it touches no entry
+            return position % count
+        if data is None:
+            return position % count
+        return partition_for_key(data, count)
+
+    def position(self) -> int:
+        """The position of the record being polled or processed."""
+        task = self._task
+        assert task is not None, "the gate is not installed"
+        return task.records_processed + len(task.skip_steps)
+
+    @property
+    def keeps(self) -> bool:
+        """Whether an event happening now is this shard's to publish (processing: always; poll: shard 0's)."""
+        return self.processing or self.shard.index == 0
+
+    def stamp(self) -> Stamp:
+        """The stamp of an event this shard keeps, happening now."""
+        sequence = self._sequence
+        self._sequence = sequence + 1
+        return Stamp(self.position(), PROCESS if self.processing else POLL, sequence)
+
+    def install(self, task: StreamTask, shard_key: ShardKey | None) -> None:
+        """Gate every source node of ``task`` and observe its drop sensor (before the task starts); ``shard_key``:
+        the bytes a key's shard is chosen from (``None``: round-robin, for a sub-topology without stores)."""
+        self._task = task
+        self._shard_key = shard_key
+        for source in task.topology.sources:
+            source.process = self._gated(task, source)  # type: ignore[method-assign,assignment]
+        task.dropped.observer = self._observe_drop
+
+    def _observe_drop(self, _event: DroppedRecord) -> bool:
+        if not self.keeps:
+            return False
+        self.drop_stamps.append(self.stamp())
+        return True
+
+    def _gated(self, task: StreamTask, source: SourceNode) -> Callable[[Record[Any, Any]], None]:
+        """``source.process`` for the records this shard owns; the others return at once.
+
+        An owned record goes on exactly as in the unsplit task: where the compiled bulk loop would hand it to the
+        source's children itself (``bulk_replay.inlines_source_forward``, known once the task runs, for the heads
+        the loop decoded), the gate does the same, without a frame of its own in a child's exception's traceback
+        (the DLQ's stack trace header); otherwise through the source's own ``process``.
+        """
+        index = self.shard.index
+        process = source.process
+        inline: list[bool] = []
+
+        def gated(record: Record[Any, Any]) -> None:
+            if self.owner(record.key, self.position()) != index:
+                return
+            if not inline:
+                inline.append(inlines_source_forward(task, source))
+            self.processing = True
+            try:
+                # a head the bulk loop decoded itself goes to the children from the loop (compiled: no forward
+                # frame); a head RecordQueue decoded (the first of a queue, the one after a dropped record) through
+                # StreamTask._do_process and the source's own process, which installs it as _lazy_stamped
+                if inline[0] and source._context is not None and source._context._lazy_stamped is None:
+                    _forward_to_children(source, record)
+                else:
+                    process(record)
+            finally:
+                self.processing = False
+
+        return gated
+
+
+def _forward_to_children(source: SourceNode, record: Record[Any, Any]) -> None:
+    """``_bulk_kernel.c``'s ``forward_to_children``: each child processes the record, a failure goes to the child's
+    ``failed`` with this frame cut from its traceback (the compiled loop has none); then the record context is lazy
+    again and, after a failure, the source is the current node."""
+    context = source._context
+    assert context is not None
+    try:
+        for child in source.children:
+            context.current_node = child
+            try:
+                child.run(record)
+            except Exception as exception:
+                traceback = exception.__traceback__
+                if traceback is not None:
+                    exception.__traceback__ = traceback.tb_next
+                child.failed(record, exception)
+    except BaseException:
+        context.current_node = source
+        raise
+    finally:
+        context._record_context = None
+
+
+def store_shard_key(store: Any) -> ShardKey:
+    """A typed store's key serializer with its serde topic: the bytes the store addresses a key by."""
+    serialize = store.key_serde.serializer.serialize
+    topic = store.serde_topic
+
+    def shard_key(key: object) -> bytes | None:
+        data: bytes | None = serialize(topic, key)
+        return data
+
+    return shard_key

@@ -1,0 +1,184 @@
+"""What one key shard of a split task writes (issue #29, docs/split.md): the task's files with each row's stamp.
+
+A shard (``engine/key_shards.py``) writes the same outputs, dead-letter records, changelog records and drops as the
+unsplit task would for its records, each row with two more columns: ``position`` (the record's step in the task's
+order) and ``phase`` (``POLL``/``PROCESS``); ``sequence`` is the shard's own production order. The merge
+(``spark/shard_merge.py``) orders the shards' rows on ``(position, phase, sequence)``, renumbers ``sequence`` the
+task's way and writes the task's files under the task's names. Shard objects live beside the task's, under
+``process/<plan id>/shards/<task id>/<index>-of-<count>/``, so nothing that reads a task's prefix sees them; the
+merge deletes them once the task's report is published.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from streamproc.engine.dead_letter_queue import DeadLetterQueueRecord
+from streamproc.engine.dropped_records import DroppedRecord
+from streamproc.engine.key_shards import ShardGate, ShardSpec, Stamp
+from streamproc.engine.processor_topology import Partitioner
+from streamproc.engine.records import Headers, TopicPartition
+from streamproc.engine.task_id import TaskId
+from streamproc.errors import ProcessingError
+from streamproc.spark.task_output import (
+    _NO_HEADERS,
+    _WRITE_OPTIONS,
+    CHANGELOG_SCHEMA,
+    DROPS_SCHEMA,
+    OUTPUT_SCHEMA,
+    UNASSIGNED,
+    TaskChangelogCollector,
+    TaskObjects,
+    TaskOutputCollector,
+    _headers,
+    _ParquetFiles,
+)
+from streamproc.state.changelog import ChangelogRecord
+
+_STAMP_FIELDS = [pa.field("position", pa.int64(), nullable=False), pa.field("phase", pa.int8(), nullable=False)]
+#: A shard's outputs and dead-letter records: the task's columns, then the stamp.
+SHARD_OUTPUT_SCHEMA = pa.schema([*OUTPUT_SCHEMA, *_STAMP_FIELDS])
+#: A shard's changelog records.
+SHARD_CHANGELOG_SCHEMA = pa.schema([*CHANGELOG_SCHEMA, *_STAMP_FIELDS])
+#: A shard's drops: the task's columns, then the stamp with the shard's sequence of drops.
+SHARD_DROPS_SCHEMA = pa.schema([*DROPS_SCHEMA, *_STAMP_FIELDS, pa.field("sequence", pa.int64(), nullable=False)])
+
+
+@dataclass(frozen=True, slots=True)
+class ShardObjects(TaskObjects):
+    """The object names of one shard of one task: the task's names under the shard's own prefix."""
+
+    shard: ShardSpec
+
+    @property
+    def prefix(self) -> str:
+        return f"{shards_prefix(self.plan_id, self.task_id)}{self.shard}/"
+
+
+def shards_prefix(plan_id: str, task_id: TaskId) -> str:
+    """Where every shard of a task writes (deleted by the merge once the task's report is published)."""
+    return f"process/{plan_id}/shards/{task_id}/"
+
+
+class ShardOutputCollector(TaskOutputCollector):
+    """The task's output collector for one shard: every row stamped; poll-phase dead letters only in shard 0."""
+
+    def __init__(self, partition_counts: Mapping[str, int], work_dir: Path, task_id: TaskId, gate: ShardGate) -> None:
+        super().__init__(partition_counts, work_dir, task_id)
+        self.gate = gate
+        self.files = _ParquetFiles(SHARD_OUTPUT_SCHEMA, work_dir)
+        self.dead_letters = _ParquetFiles(SHARD_OUTPUT_SCHEMA, work_dir / "dlq")
+
+    def send(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int,
+        headers: Headers,
+        processor_node_id: str,
+        partitioner: Partitioner | None,
+    ) -> None:
+        gate = self.gate
+        if not gate.keeps:
+            return
+        count = self.partition_counts.get(topic)
+        if count is None:
+            raise ProcessingError(
+                f"sink {processor_node_id} sent a record to topic {topic}, whose partition count the run does not "
+                f"know; pass --partitions {topic}=N to `streamproc process` (the topic's partition count in Kafka)",
+                task_id=str(self.task_id),
+            )
+        partition = None if partitioner is None else partitioner(topic, key, value, count)
+        if partition is None:
+            partition = UNASSIGNED
+        stamp = gate.stamp()
+        cell = _NO_HEADERS if not headers else _headers(headers)
+        row = (self.sent, topic, partition, timestamp, key, value, cell, processor_node_id, *_stamp(stamp))
+        self.files.append((topic, partition), row)
+        self.sent += 1
+
+    def send_dead_letter_queue_record(self, record: DeadLetterQueueRecord, processor_node_id: str) -> None:
+        gate = self.gate
+        if not gate.keeps:
+            return
+        row = (
+            self.sent,
+            record.topic,
+            UNASSIGNED,
+            record.timestamp,
+            record.key,
+            record.value,
+            _headers(record.headers),
+            processor_node_id,
+            *_stamp(gate.stamp()),
+        )
+        self.dead_letters.append(("dlq", UNASSIGNED), row)
+        self.dead_letter_counts[record.topic] = self.dead_letter_counts.get(record.topic, 0) + 1
+        self.sent += 1
+
+    def dead_letter_file(self) -> Path:
+        closed = self.dead_letters.close().get(("dlq", UNASSIGNED))
+        if closed is not None:
+            return closed
+        path = self.dead_letters._path(("dlq", UNASSIGNED))
+        pq.write_table(SHARD_OUTPUT_SCHEMA.empty_table(), path, **_WRITE_OPTIONS)
+        return path
+
+
+class ShardChangelogCollector(TaskChangelogCollector):
+    """The task's changelog collector for one shard: every row stamped (a store is written only while processing)."""
+
+    def __init__(self, task_id: TaskId, work_dir: Path, gate: ShardGate) -> None:
+        super().__init__(task_id, work_dir)
+        self.gate = gate
+        self.files = _ParquetFiles(SHARD_CHANGELOG_SCHEMA, work_dir)
+
+    def send(self, store_name: str, partition: TopicPartition, record: ChangelogRecord) -> None:
+        if partition.partition != self.task_id.partition:
+            super(TaskChangelogCollector, self).send(store_name, partition, record)  # raises the wiring error
+        gate = self.gate
+        if not gate.keeps:
+            return
+        row = (
+            self.sent,
+            store_name,
+            partition.topic,
+            partition.partition,
+            record.timestamp,
+            record.key,
+            record.value,
+            _NO_HEADERS if not record.headers else _headers(record.headers),
+            *_stamp(gate.stamp()),
+        )
+        self.files.append((partition.topic, partition.partition), row)
+        self.sent += 1
+
+
+def _stamp(stamp: Stamp) -> tuple[int, int]:
+    return stamp.position, stamp.phase
+
+
+def shard_drops_bytes(drops: Sequence[DroppedRecord], stamps: Sequence[Stamp]) -> bytes:
+    """A shard's drops with their stamps (the task's drop sensor's events, in order, and the gate's stamps)."""
+    if len(drops) != len(stamps):
+        raise AssertionError(f"{len(drops)} drops but {len(stamps)} stamps")
+    columns = [
+        [d.topic for d in drops],
+        [d.partition for d in drops],
+        [d.offset for d in drops],
+        [d.reason for d in drops],
+        [d.records_processed for d in drops],
+        [s.position for s in stamps],
+        [s.phase for s in stamps],
+        [s.sequence for s in stamps],
+    ]
+    sink = io.BytesIO()
+    pq.write_table(pa.table(columns, schema=SHARD_DROPS_SCHEMA), sink, **_WRITE_OPTIONS)
+    return sink.getvalue()

@@ -1,0 +1,255 @@
+"""A task split into K key shards and merged (issue #29) publishes exactly what the unsplit task publishes.
+
+For every sub-topology of the side-by-side DSL programs (``streamproc_dev/conformance/dsl_programs.py``) that the
+executor splits (``spark/task_split.split_refusals``): stage generated records on each of its source topics (null
+keys, tombstones, out-of-order and late timestamps), run its task once whole and once as K = 1..4 shards plus the
+merge (``run_task`` with ``TaskWork.shard``, then ``merge_shards``), and compare: every output, changelog, DLQ and
+drops object byte for byte, the stores entry for entry, and the reports but for what differs by run. Half the
+examples first run an earlier window unsplit and restore the second run's stores from its changelog records, so a
+split task also starts from restored state.
+"""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from streamproc.engine.dead_letter_queue import HEADER_ERRORS_STACKTRACE_NAME
+from streamproc.engine.key_shards import ShardSpec
+from streamproc.engine.processing_handler import LogAndContinueProcessingExceptionHandler
+from streamproc.engine.processor_topology import SinkNode
+from streamproc.engine.records import ConsumerRecord, RawRecord
+from streamproc.engine.stream_task import TaskConfig
+from streamproc.engine.task_id import TaskId
+from streamproc.engine.timestamp_extractor import LogAndSkipOnInvalidTimestamp
+from streamproc.engine.topology import Topology
+from streamproc.engine.topology_builder import build_processor_topology, store_builders
+from streamproc.errors import StreamprocError
+from streamproc.intervals import to_intervals
+from streamproc.spark.shard_merge import merge_shards
+from streamproc.spark.task_output import TaskObjects
+from streamproc.spark.task_runner import InputRange, RestoreRange, TaskWork, run_task
+from streamproc.spark.task_split import split_refusals
+from streamproc.state.rocksdb_store import RocksDBKeyValueBytesStore
+from streamproc.state.store_builders import store_definitions
+from streamproc.storage import LocalObjectStore
+from streamproc.storage.manifest import SegmentProof
+from streamproc.storage.staging import SegmentLimits, stage_range
+from streamproc_dev.conformance.dsl_programs import PROGRAMS
+
+APP = "split-app"
+SINK_PARTITIONS = 3
+_MODULE = "tests.unit.spark.test_split_task"
+#: The program the task runner loads (``program`` below) and whether its handlers continue: set per example (the
+#: runs are inline, in this process).
+_CURRENT: list[Any] = ["", False]
+
+
+def program() -> Topology | tuple[Topology, TaskConfig]:
+    topology = PROGRAMS[_CURRENT[0]]()
+    if not _CURRENT[1]:
+        return topology
+    # drops at the poll (negative timestamps, every shard sees them) and at processing (a failing lambda, to the DLQ)
+    return topology, TaskConfig(
+        default_timestamp_extractor=LogAndSkipOnInvalidTimestamp(),
+        processing_exception_handler=LogAndContinueProcessingExceptionHandler(),
+        dead_letter_queue_topic="split-dlq",
+    )
+
+
+def _splittable() -> list[tuple[str, int]]:
+    cases = []
+    for name, build in sorted(PROGRAMS.items()):
+        for subtopology, refusal in sorted(split_refusals(build()).items()):
+            if refusal is None:
+                cases.append((name, subtopology))
+    return cases
+
+
+CASES = _splittable()
+
+_KEYS = st.sampled_from(["a", "b", "c", "user-17", "", None])
+_VALUES = st.sampled_from(["apple", "banana", "cherry", "avocado", "b", "c1", "apricot", "berry", None])
+
+
+@st.composite
+def _records(draw: st.DrawFn) -> list[tuple[str | None, str | None, int]]:
+    """Timestamps mostly rising, some out of order, some late by minutes; null keys and tombstones."""
+    rows = []
+    now = 1_000_000
+    for _ in range(draw(st.integers(0, 40))):
+        move = draw(st.sampled_from([0, 1, 250, 1_000, -300, -600_000, None]))
+        if move is None:  # negative: dropped at the poll when the handlers continue, else the task fails
+            timestamp = -1
+        elif move >= 0:
+            now += move
+            timestamp = now
+        else:
+            timestamp = max(0, now + move)
+        rows.append((draw(_KEYS), draw(_VALUES), timestamp))
+    return rows
+
+
+def _encode(text: str | None) -> bytes | None:
+    return None if text is None else text.encode()
+
+
+def _stage(store: LocalObjectStore, topic: str, records: list[RawRecord], start: int) -> int:
+    offsets = [r.offset for r in records]
+    end = offsets[-1] + 1 if offsets else start
+    gaps = sorted(set(range(start, end)) - set(offsets))
+    proof = SegmentProof(to_intervals(offsets), {"control": to_intervals(gaps)} if gaps else {})
+    stage_range(store, topic, 0, start, end, records, proof, SegmentLimits(max_segment_records=16))
+    return end
+
+
+def _work(root: Path, plan: str, subtopology: int, inputs: tuple[InputRange, ...], restores: tuple[RestoreRange, ...],
+          counts: dict[str, int]) -> TaskWork:  # fmt: skip
+    return TaskWork(
+        plan_id=plan,
+        application_id=APP,
+        task_id=f"{subtopology}_0",
+        subtopology=subtopology,
+        topology=f"{_MODULE}:program",
+        store_uri=str(root),
+        inputs=inputs,
+        restores=restores,
+        partition_counts=counts,
+        local_dir=str(root.parent),
+    )
+
+
+def _published(root: Path, plan: str, task: str, columnar: bool) -> dict[str, Any]:
+    """Every Parquet object of the task, as bytes; with ``columnar`` (the whole task ran over columns, a shard runs
+    per record) the DLQ as rows without the stack trace header: the columnar chain calls a failing function from
+    its own loop, so its traceback's frames are not the per-record path's (a difference of the columnar path, the
+    same against ``STREAMPROC_PER_RECORD_COUNT``, not of the split)."""
+    prefix = root / TaskObjects(plan, TaskId.parse(task)).prefix
+    objects: dict[str, Any] = {str(p.relative_to(prefix)): p.read_bytes() for p in sorted(prefix.rglob("*.parquet"))}
+    if columnar:
+        rows = pq.read_table(prefix / "dlq.parquet").to_pylist()
+        for row in rows:
+            row["headers"] = [h for h in row["headers"] if h["key"] != HEADER_ERRORS_STACKTRACE_NAME]
+        objects["dlq.parquet"] = rows
+    return objects
+
+
+def _store_entries(root: Path, plan: str, task: str, scratch: Path, stores: dict[str, Any]) -> dict[str, list[Any]]:
+    path = root / TaskObjects(plan, TaskId.parse(task)).stores
+    if not path.exists():
+        return {}
+    target = scratch / f"bundle-{plan}"
+    with tarfile.open(fileobj=io.BytesIO(path.read_bytes())) as tar:
+        tar.extractall(target, filter="data")
+    entries = {}
+    for name, kind in stores.items():
+        db = RocksDBKeyValueBytesStore(name, target / "rocksdb" / name, kind)
+        try:
+            entries[name] = list(db.range(None, None))
+        finally:
+            db.close()
+    return entries
+
+
+def _comparable(report: dict[str, Any], columnar: bool) -> dict[str, Any]:
+    plan = report["plan_id"]
+    volatile = ("stores.tar", "dlq.parquet") if columnar else ("stores.tar",)
+    objects = {
+        name.replace(plan, "PLAN"): size for name, size in report["objects"].items() if not name.endswith(volatile)
+    }
+    differ = ("plan_id", "seconds", "objects", "bytes_written", "shards", "skipped", "attempt", "execution")
+    return {k: v for k, v in report.items() if k not in differ} | {"objects": objects}
+
+
+def _run_split(work: TaskWork, count: int) -> dict[str, Any]:
+    for index in range(count):
+        run_task(TaskWork(**{**_fields(work), "shard": ShardSpec(index, count)}))
+    return merge_shards(work, count)
+
+
+def _fields(work: TaskWork) -> dict[str, Any]:
+    return {name: getattr(work, name) for name in TaskWork.__dataclass_fields__}
+
+
+def _outcome(run: Any) -> tuple[dict[str, Any] | None, str | None]:
+    try:
+        return run(), None
+    except StreamprocError as exc:
+        return None, type(exc).__name__
+
+
+@pytest.mark.parametrize(("name", "subtopology"), CASES, ids=[f"{n}-{s}" for n, s in CASES])
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), count=st.integers(1, 4), restore=st.booleans(), handlers=st.booleans())
+def test_a_split_task_publishes_what_the_unsplit_task_publishes(
+    tmp_path_factory: pytest.TempPathFactory, name: str, subtopology: int, data: st.DataObject, count: int,
+    restore: bool, handlers: bool,
+) -> None:  # fmt: skip
+    _CURRENT[:] = [name, handlers]
+    topology = PROGRAMS[name]()
+    graph = build_processor_topology(topology, subtopology, application_id=APP)
+    counts = {n.topic: SINK_PARTITIONS for n in graph.nodes if isinstance(n, SinkNode)}
+    definitions = store_definitions(store_builders(topology, subtopology))
+    scratch = tmp_path_factory.mktemp("split")
+    root = scratch / "store"
+    store = LocalObjectStore(root)
+    task = f"{subtopology}_0"
+    windows = [data.draw(_records()) for _ in range(2 if restore else 1)]
+    starts = dict.fromkeys(graph.source_topics, 0)
+    restores: tuple[RestoreRange, ...] = ()
+    for number, window in enumerate(windows):
+        inputs = []
+        for topic in graph.source_topics:
+            rows = window if topic == graph.source_topics[0] else data.draw(_records())
+            start = starts[topic]
+            records = [
+                ConsumerRecord.raw(topic, 0, start + i, ts, _encode(k), _encode(v)) for i, (k, v, ts) in enumerate(rows)
+            ]
+            end = _stage(store, topic, records, start)
+            inputs.append(InputRange(topic, 0, start, end, -1))
+            starts[topic] = end
+        work = _work(root, f"{number:015x}a", subtopology, tuple(inputs), restores, counts)
+        if number < len(windows) - 1:  # the earlier window: its changelog records are the next run's restores
+            first, error = _outcome(lambda work=work: run_task(work))
+            if error is not None:
+                return
+            restores = _restores(store, root, work, definitions)
+            continue
+        whole, whole_error = _outcome(lambda work=work: run_task(work))
+        split_work = _work(root, f"{number:015x}b", subtopology, tuple(inputs), restores, counts)
+        split, split_error = _outcome(lambda split_work=split_work: _run_split(split_work, count))
+        assert split_error == whole_error
+        event("the task failed" if whole is None else "compared" if whole["outputs"] else "compared, no outputs")
+        if whole is None or split is None:
+            return
+        columnar = whole["execution"] == "columnar"
+        assert _comparable(split, columnar) == _comparable(whole, columnar)
+        assert _published(root, split_work.plan_id, task, columnar) == _published(root, work.plan_id, task, columnar)
+        kinds = {d.name: d.store_type for d in definitions if d.persistent}
+        assert _store_entries(root, split_work.plan_id, task, scratch, kinds) == _store_entries(
+            root, work.plan_id, task, scratch, kinds
+        )
+        assert not list((root / "process" / split_work.plan_id / "shards").rglob("*.parquet"))
+
+
+def _restores(store: LocalObjectStore, root: Path, work: TaskWork, definitions: Any) -> tuple[RestoreRange, ...]:
+    """Stage the changelog records ``work``'s run published as each logged store's changelog partition 0."""
+    objects = TaskObjects(work.plan_id, TaskId.parse(work.task_id))
+    restores = []
+    for definition in definitions:
+        if not definition.logged:
+            continue
+        topic = f"{APP}-{definition.name}-changelog"
+        path = root / objects.changelog(topic, 0)
+        rows = pq.read_table(path).to_pylist() if path.exists() else []
+        records = [ConsumerRecord.raw(topic, 0, i, r["timestamp"], r["key"], r["value"]) for i, r in enumerate(rows)]
+        end = _stage(store, topic, records, 0)
+        restores.append(RestoreRange(definition.name, topic, 0, 0, end))
+    return tuple(restores)

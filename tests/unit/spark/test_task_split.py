@@ -1,0 +1,98 @@
+"""The driver's choices for issue #29's key shards (``spark/task_split.py``): ``--split``'s values, which
+sub-topologies this executor splits and the one line saying why the others run unsplit, how many shards ``auto``
+gives a task."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from streamproc import Stores
+from streamproc.dsl import Consumed, Materialized, StreamsBuilder
+from streamproc.engine.serdes import serde_for
+from streamproc.errors import ConfigError
+from streamproc.spark import task_split
+from streamproc.spark.task_runner import InputRange, TaskWork
+from streamproc.spark.task_split import (
+    AUTO_RECORDS_PER_SHARD,
+    log_refusals,
+    parse_split,
+    plan_shards,
+    shard_count,
+    split_refusals,
+)
+from streamproc_dev.conformance.dsl_programs import PROGRAMS
+
+_STRING = serde_for("String")
+
+
+def test_split_values_are_auto_off_or_a_count() -> None:
+    assert [parse_split(v) for v in ("auto", "off", "1", "4")] == ["auto", "off", 1, 4]
+    for bad in ("0", "-2", "two", ""):
+        with pytest.raises(ConfigError, match="--split"):
+            parse_split(bad)
+
+
+def test_auto_does_not_split_until_shards_pay() -> None:
+    assert not task_split.AUTO_SPLIT_PAYS
+    assert shard_count("auto", 100 * AUTO_RECORDS_PER_SHARD, 1, 16) == 1
+    assert shard_count(2, 10, 1, 1) == 2
+
+
+def test_auto_splits_only_tasks_large_enough_where_cores_would_idle(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(task_split, "AUTO_SPLIT_PAYS", True)
+    big = 4 * AUTO_RECORDS_PER_SHARD
+    assert shard_count("off", big, 1, 8) == 1
+    assert shard_count(3, 10, 1, 1) == 3
+    assert shard_count("auto", big, 1, 2) == 2  # one task, two cores
+    assert shard_count("auto", big, 1, 1) == 1  # inline: one core
+    assert shard_count("auto", big, 2, 2) == 1  # the tasks already use the cores
+    assert shard_count("auto", AUTO_RECORDS_PER_SHARD, 1, 8) == 1  # too small to pay
+    assert shard_count("auto", big, 1, 16) == 4  # no shard below AUTO_RECORDS_PER_SHARD
+
+
+def _work(task: str, subtopology: int, records: int) -> TaskWork:
+    return TaskWork("0" * 16, "app", task, subtopology, "m:f", "/s", (InputRange("t", 0, 0, records, -1),))
+
+
+def test_plan_shards_names_only_split_tasks_of_splittable_subtopologies(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(task_split, "AUTO_SPLIT_PAYS", True)
+    big = 4 * AUTO_RECORDS_PER_SHARD
+    stages = [[_work("0_0", 0, big), _work("1_0", 1, big)], [_work("2_0", 2, 10)]]
+    refusals = {0: None, 1: "sub-topology 1 runs unsplit (one shard per task): no", 2: None}
+    assert plan_shards(stages, refusals, "auto", 4) == {"0_0": 2}
+    assert plan_shards(stages, refusals, 3, 1) == {"0_0": 3, "2_0": 3}
+    assert plan_shards(stages, refusals, "off", 4) == {}
+
+
+def test_what_the_first_slice_splits_and_why_not() -> None:
+    assert split_refusals(PROGRAMS["group-by-count"]()) == {0: None, 1: None}
+    assert split_refusals(PROGRAMS["table-table-joins"]()) == {0: None}
+    [windowed] = split_refusals(PROGRAMS["windowed-aggregate-materialized"]()).values()
+    assert windowed is not None and "task-wide values" in windowed
+    [suppress] = split_refusals(PROGRAMS["suppress-window-close"]()).values()
+    assert suppress is not None and "runs unsplit" in suppress
+    [optimized] = split_refusals(PROGRAMS["table-source-optimized"]()).values()
+    assert optimized is not None and "reuses its source topic" in optimized
+
+    b = StreamsBuilder()
+    materialized = Materialized.as_(Stores.persistent_timestamped_key_value_store("counts")).with_logging_disabled()
+    b.stream("in", Consumed.with_(_STRING, _STRING)).group_by_key().count(materialized=materialized)
+    [unlogged] = split_refusals(b.build()).values()
+    assert unlogged == (
+        "sub-topology 0 runs unsplit (one shard per task): store counts has logging disabled, so the merge could not "
+        "rebuild it from the shards' changelog records"
+    )
+
+
+def test_the_unsplit_line_is_logged_once_per_subtopology_and_not_with_split_off(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    refusals = split_refusals(PROGRAMS["rekey-join-optimized"]())
+    with caplog.at_level(logging.INFO, logger="streamproc.spark.task_split"):
+        log_refusals(refusals, "off")
+        assert caplog.messages == []
+        log_refusals(refusals, "auto")
+    assert caplog.messages == [refusals[0]]
+    assert caplog.messages[0].startswith("sub-topology 0 runs unsplit (one shard per task): ")
