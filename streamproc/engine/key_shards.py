@@ -18,7 +18,8 @@ Positions and phases
     and processed. A step has two phases: the *poll* (the next head of the record's queue is deserialized and
     timestamped, RQ-9, which may drop records and send dead-letter records, identically in every shard) and the
     *processing* (only in the shard that owns the record). Everything is stamped ``(position, phase)`` and a
-    shard-local sequence; a shard keeps poll-phase events only when it is shard 0, so each ``(position, phase)``
+    shard-local sequence (an output's or changelog record's is its collector's production sequence, a drop's the
+    gate's own); a shard keeps poll-phase events only when it is shard 0, so each ``(position, phase)``
     belongs to exactly one shard and the task's streams are the shards' streams merged on
     ``(position, phase, sequence)``.
 
@@ -33,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from streamproc.engine.bulk_replay import inlines_source_forward
 from streamproc.engine.dropped_records import DroppedRecord
@@ -84,7 +85,7 @@ class ShardGate:
     counts and events are the shard's own, and :attr:`drop_stamps` says where each kept drop happened.
     """
 
-    __slots__ = ("_sequence", "_shard_key", "_task", "drop_stamps", "processing", "shard")
+    __slots__ = ("_owners", "_position", "_sequence", "_shard_key", "_task", "drop_stamps", "processing", "shard")
 
     def __init__(self, shard: ShardSpec) -> None:
         self.shard = shard
@@ -93,6 +94,11 @@ class ShardGate:
         #: True while a record this shard owns is being processed (its events are the processing phase's).
         self.processing = False
         self._sequence = 0
+        #: The position of the record being processed (set by the gate: every event it causes is there).
+        self._position = 0
+        #: The owner of each ``bytes`` or ``str`` key met so far: a task's keys repeat, and the serializer and
+        #: murmur2 per record were a tenth of a shard's time.
+        self._owners: dict[bytes | str, int] = {}
         #: One stamp per drop the shard kept, in the order of the task's sensor's events.
         self.drop_stamps: list[Stamp] = []
 
@@ -103,12 +109,25 @@ class ShardGate:
             return 0
         if key is None or self._shard_key is None:
             return position % count
+        kind = type(key)
+        if kind is bytes or kind is str:  # exactly these: a subclass may hash or compare otherwise
+            plain = cast("bytes | str", key)
+            owner = self._owners.get(plain)
+            if owner is None:
+                owner = self._owners[plain] = self._owner_of(plain, position)
+            return owner if owner >= 0 else position % count
+        return self._owner_of(key, position)
+
+    def _owner_of(self, key: object, position: int) -> int:
+        """The owner from the key's serialized bytes; -1 for a key that goes round-robin (no bytes to hash)."""
+        count = self.shard.count
+        assert self._shard_key is not None
         try:
             data = self._shard_key(key)
         except Exception:  # noqa: BLE001 - the store could not address it either: it touches no entry
-            return position % count
+            return -1
         if data is None:
-            return position % count
+            return -1
         return partition_for_key(data, count)
 
     def position(self) -> int:
@@ -123,10 +142,17 @@ class ShardGate:
         return self.processing or self.shard.index == 0
 
     def stamp(self) -> Stamp:
-        """The stamp of an event this shard keeps, happening now."""
+        """The stamp of a drop this shard keeps, happening now (drops are ordered by their sequence too)."""
         sequence = self._sequence
         self._sequence = sequence + 1
-        return Stamp(self.position(), PROCESS if self.processing else POLL, sequence)
+        return Stamp(*self.tag(), sequence)
+
+    def tag(self) -> tuple[int, int]:
+        """The ``(position, phase)`` of an output or changelog record this shard keeps, happening now: its order
+        among the records of one ``(position, phase)`` is the collector's own sequence."""
+        if self.processing:
+            return self._position, PROCESS
+        return self.position(), POLL
 
     def install(self, task: StreamTask, shard_key: ShardKey | None) -> None:
         """Gate every source node of ``task`` and observe its drop sensor (before the task starts); ``shard_key``:
@@ -156,10 +182,12 @@ class ShardGate:
         inline: list[bool] = []
 
         def gated(record: Record[Any, Any]) -> None:
-            if self.owner(record.key, self.position()) != index:
+            position = task.records_processed + len(task.skip_steps)
+            if self.owner(record.key, position) != index:
                 return
             if not inline:
                 inline.append(inlines_source_forward(task, source))
+            self._position = position
             self.processing = True
             try:
                 # a head the bulk loop decoded itself goes to the children from the loop (compiled: no forward

@@ -25,13 +25,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamproc.errors import HandoffError
-from streamproc.handoff.changelog_reduction import last_write_per_key
 from streamproc.handoff.kill_points import kill_point
 from streamproc.handoff.task_results import Row, TaskResults, table_rows, task_commits
 from streamproc.handoff.txn_offsets import send_offsets_to_transaction
 from streamproc.kafka import clients as kafka_clients
 from streamproc.kafka.transactions import transactional_id
 from streamproc.plan.cluster_snapshot import TopicPartition
+from streamproc.state.changelog_reduction import last_write_per_key
 from streamproc.state.commit_metadata import TopicPartitionMetadata
 
 log = logging.getLogger(__name__)

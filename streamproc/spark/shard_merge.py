@@ -10,7 +10,8 @@ writer (``_ParquetFiles``, the same row groups and settings), exactly the files 
 - changelog records: their own ``sequence`` across every changelog file, the same way;
 - drops: in merged order, each with the ``records_processed`` the unsplit task had (every shard counts every step);
 - the store bundle: shard 0's stores (restored like the unsplit task's, then written for shard 0's keys), with every
-  other shard's changelog records applied as a restore applies them (``StateStore.restore_batch``). Shards own
+  other shard's last changelog record per key applied as a restore applies it (``StateStore.restore_batch``;
+  ``state/changelog_reduction.py``: for a key-value store the last write of a key is its state). Shards own
   disjoint keys and every write to a persistent store is logged (the executor splits only then, ``job.py``), so
   that is the unsplit task's store entry for entry: a key no shard wrote keeps its restored value, a key shard s
   wrote ends at shard s's last changelog record for it;
@@ -58,6 +59,7 @@ from streamproc.spark.task_output import (
 )
 from streamproc.spark.task_schemas import DEAD_LETTER_QUEUE, DROPS, check_file, check_report
 from streamproc.spark.task_shards import ShardObjects, shards_prefix
+from streamproc.state.changelog_reduction import last_write_per_key
 from streamproc.state.processor_state_manager import open_store
 from streamproc.state.store_builders import store_definitions
 from streamproc.state.stores import StoreContext
@@ -226,6 +228,7 @@ def _merged_bundle(work: Any, store: ObjectStore, first: ShardObjects, changelog
     others = changelog.filter(pc.not_equal(changelog.column("shard"), 0)) if changelog.num_rows else changelog
     for name, definition in sorted(definitions.items()):
         rows = others.filter(pc.equal(others.column("store"), name)) if others.num_rows else others
+        rows = last_write_per_key(rows)
         opened = open_store(definition, StoreContext(), where, task=work.task_id)
         try:
             if rows.num_rows:

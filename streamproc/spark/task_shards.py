@@ -98,9 +98,8 @@ class ShardOutputCollector(TaskOutputCollector):
         partition = None if partitioner is None else partitioner(topic, key, value, count)
         if partition is None:
             partition = UNASSIGNED
-        stamp = gate.stamp()
         cell = _NO_HEADERS if not headers else _headers(headers)
-        row = (self.sent, topic, partition, timestamp, key, value, cell, processor_node_id, *_stamp(stamp))
+        row = (self.sent, topic, partition, timestamp, key, value, cell, processor_node_id, *gate.tag())
         self.files.append((topic, partition), row)
         self.sent += 1
 
@@ -117,7 +116,7 @@ class ShardOutputCollector(TaskOutputCollector):
             record.value,
             _headers(record.headers),
             processor_node_id,
-            *_stamp(gate.stamp()),
+            *gate.tag(),
         )
         self.dead_letters.append(("dlq", UNASSIGNED), row)
         self.dead_letter_counts[record.topic] = self.dead_letter_counts.get(record.topic, 0) + 1
@@ -155,14 +154,10 @@ class ShardChangelogCollector(TaskChangelogCollector):
             record.key,
             record.value,
             _NO_HEADERS if not record.headers else _headers(record.headers),
-            *_stamp(gate.stamp()),
+            *gate.tag(),
         )
         self.files.append((partition.topic, partition.partition), row)
         self.sent += 1
-
-
-def _stamp(stamp: Stamp) -> tuple[int, int]:
-    return stamp.position, stamp.phase
 
 
 def shard_drops_bytes(drops: Sequence[DroppedRecord], stamps: Sequence[Stamp]) -> bytes:

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from streamproc.engine.records import ConsumerRecord, TopicPartition
 from streamproc.engine.serdes import serde_for
 from streamproc.engine.task_id import TaskId
-from streamproc.handoff.changelog_reduction import last_per_key, last_value_per_key, last_write_per_key
 from streamproc.handoff.task_results import OutgoingRecord, table_rows
+from streamproc.state.changelog_reduction import last_per_key, last_value_per_key, last_write_per_key
 from streamproc.state.processor_state_manager import ProcessorStateManager, StoreDefinition
 from streamproc.state.restore_plan import ChangelogState
 from streamproc.state.state_directory import StateDirectory

@@ -4,20 +4,29 @@ A store's changelog key already holds everything that identifies the store entry
 window start and sequence number, a session store's the session window), so the last record per key bytes restores
 exactly the same state; a tombstone stays (it deletes the key from a changelog that held it before the run). The
 surviving records keep their relative order (the order of their last writes), so a restore's write order matches.
+
+The hand-off publishes a changelog reduced so (``handoff/publish.py``); a split task's merge applies the other
+shards' changelog records to shard 0's stores reduced so (``spark/shard_merge.py``): for the key-value stores it
+merges, a store restored from the last write of each key holds what a restore of every write would.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from operator import attrgetter
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from streamproc.handoff.task_results import OutgoingRecord
+
+class _Keyed(Protocol):
+    @property
+    def key(self) -> bytes | None: ...
+
 
 T = TypeVar("T")
+K = TypeVar("K", bound=_Keyed)
 
 
 def last_per_key(items: Iterable[T], key: Callable[[T], bytes | None]) -> list[T]:
@@ -30,7 +39,7 @@ def last_per_key(items: Iterable[T], key: Callable[[T], bytes | None]) -> list[T
     return list(last.values())
 
 
-def last_value_per_key(records: Iterable[OutgoingRecord]) -> list[OutgoingRecord]:
+def last_value_per_key(records: Iterable[K]) -> list[K]:
     """The last record of each key, in the order of those last writes (:func:`last_per_key` on records)."""
     return last_per_key(records, attrgetter("key"))
 
