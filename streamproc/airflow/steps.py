@@ -224,6 +224,9 @@ def plan_step(
     _write_settings(ref, run)
     shown = preview(plan, plan_id, state_dir)
     log.info("Plan %s of application '%s':\n%s", plan_id, run.application_id, plan.report())
+    from streamproc.spark.task_split import parallelism_lines, parse_split
+
+    log.info("%s", "\n".join(parallelism_lines(topology, plan, parse_split(run.split))))
     log.info("%s", shown)
     ranges = [
         {"topic": r.topic, "partition": r.partition, "start": r.start, "end": r.end, "compacted": r.compacted,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -249,12 +249,16 @@ def _topology(
     return str(topology.describe()), store_kinds_of(topology), topology.source_topic_changelogs
 
 
-def show_plan(ctx: click.Context, run_plan: RunPlan, out: Path | None, *, dry_run: bool) -> None:
-    """Write the plan to ``out`` (when given) and print it, or with an ``out`` and no ``--dry-run`` where it went."""
+def show_plan(
+    ctx: click.Context, run_plan: RunPlan, out: Path | None, *, dry_run: bool, parallelism: Sequence[str] = ()
+) -> None:
+    """Write the plan to ``out`` (when given) and print it, or with an ``out`` and no ``--dry-run`` where it went;
+    ``parallelism``: how the process step will run each sub-topology's tasks (``streamproc run``), after the plan."""
     if out is not None:
         run_plan.write(out)
+    report = run_plan.report() + ("\n\n" + "\n".join(parallelism) if parallelism else "")
     if dry_run or out is None:
         written = f"\n\nPlan written to {out}" if out is not None else ""
-        emit(ctx, run_plan.to_dict(), run_plan.report() + written)
+        emit(ctx, run_plan.to_dict(), report + written)
     else:
-        emit(ctx, {"plan": str(out)}, f"Plan written to {out}\n\n{run_plan.report()}")
+        emit(ctx, {"plan": str(out)}, f"Plan written to {out}\n\n{report}")

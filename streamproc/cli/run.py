@@ -231,9 +231,11 @@ def _run_steps(
     from streamproc.kafka.planner import plan_run
     from streamproc.plan.cluster_snapshot import PlanRequest
     from streamproc.plan.internal_topics import InternalTopicSettings, internal_topic_settings, store_kinds_of
+    from streamproc.spark.task_split import parallelism_lines, parse_split
 
     settings = application_settings(streams_config, streams_settings)
     wait_ms = wait_for_empty_group_ms(wait_for_empty_group)  # a bad DURATION before any work
+    parse_split(split)  # a bad --split too
     with times.step("plan"):
         # everything the topology can be checked for, before any Kafka or Spark work (cli/topology.py)
         app_topology = checked_topology(
@@ -266,7 +268,8 @@ def _run_steps(
                 source_topic_changelogs=app_topology.source_topic_changelogs,
                 wait_for_empty_group_ms=wait_ms,
             )
-            show_plan(ctx, plan, work_dir / PLAN_FILE, dry_run=dry_run)
+            show_plan(ctx, plan, work_dir / PLAN_FILE, dry_run=dry_run,
+                      parallelism=parallelism_lines(app_topology, plan, parse_split(split)))  # fmt: skip
             run.planned(plan)
     if dry_run:
         run.stopped_after_plan()

@@ -102,6 +102,45 @@ def _store_refusal(topology: Topology, subtopology: int, reused: Mapping[str, st
     return None
 
 
+def parallelism_lines(topology: Topology, plan: Any, split: Split) -> list[str]:
+    """The plan's preview of how each sub-topology's tasks will run (``plan``: a ``RunPlan``): how many tasks, the
+    most planned records one reads, and whether each runs as key shards under ``split``, or why not; shown before
+    anything is fetched (``streamproc run``'s plan, the Airflow plan step's log)."""
+    records = {r.name: r.end - r.start for r in plan.ranges}
+    appended = {r.name for r in plan.ranges if r.internal}
+    refusals = split_refusals(topology)
+    tasks: dict[int, list[Any]] = {}
+    for task in plan.tasks:
+        tasks.setdefault(task.subtopology, []).append(task)
+    lines = [f"Parallelism (--split {split}):"]
+    for subtopology, members in sorted(tasks.items()):
+        most = max(sum(records.get(p, 0) for p in t.source_partitions) for t in members)
+        more = (
+            " (plus what earlier stages append)"
+            if any(p in appended for t in members for p in t.source_partitions)
+            else ""
+        )
+        head = f"  sub-topology {subtopology}: {len(members)} task(s), at most {most} planned records each{more}; "
+        lines.append(head + _split_verdict(refusals.get(subtopology, "unknown"), split, subtopology))
+    return lines
+
+
+def _split_verdict(refusal: str | None, split: Split, subtopology: int) -> str:
+    if refusal is not None:
+        prefix = f"sub-topology {subtopology} runs unsplit (one shard per task): "
+        return "one core per task: " + refusal.removeprefix(prefix)
+    if split == "off":
+        return "one core per task (key shards possible; --split off)"
+    if split != "auto":
+        return f"each task as {split} key shards, then a merge"
+    if not AUTO_SPLIT_PAYS:
+        return (
+            "one core per task: key shards possible, but --split auto splits nothing yet (each shard reads and orders "
+            "its whole task's input, so they do not pay, docs/split.md); --split N splits on request"
+        )
+    return f"key shards where cores would idle and a task has {AUTO_RECORDS_PER_SHARD} records per shard"
+
+
 def log_refusals(refusals: Mapping[int, str | None], split: Split) -> None:
     """The unsplit line, once per sub-topology that runs unsplit (none with ``--split off``: nothing splits)."""
     if split == "off":

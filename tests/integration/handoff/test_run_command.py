@@ -31,6 +31,8 @@ def test_run_plans_fetches_processes_and_hands_off(
 
     dry = run(*args, "--dry-run")
     assert "Hand-off (irreversible, after processing)" in dry.output
+    # how the process step will run each sub-topology's tasks, before anything is fetched (issue #29)
+    assert "\nParallelism (--split auto):\n  sub-topology 0: 2 task(s), at most " in dry.output, dry.output
     assert not (tmp_path / "staging").exists()  # nothing fetched
 
     state_dir = tmp_path / "state"

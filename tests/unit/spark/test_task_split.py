@@ -5,6 +5,7 @@ gives a task."""
 from __future__ import annotations
 
 import logging
+from types import SimpleNamespace
 
 import pytest
 
@@ -12,11 +13,13 @@ from streamproc import Stores
 from streamproc.dsl import Consumed, Materialized, StreamsBuilder
 from streamproc.engine.serdes import serde_for
 from streamproc.errors import ConfigError
+from streamproc.plan.run_plan import PlannedRange, PlannedTask
 from streamproc.spark import task_split
 from streamproc.spark.task_runner import InputRange, TaskWork
 from streamproc.spark.task_split import (
     AUTO_RECORDS_PER_SHARD,
     log_refusals,
+    parallelism_lines,
     parse_split,
     plan_shards,
     shard_count,
@@ -96,3 +99,35 @@ def test_the_unsplit_line_is_logged_once_per_subtopology_and_not_with_split_off(
         log_refusals(refusals, "auto")
     assert caplog.messages == [refusals[0]]
     assert caplog.messages[0].startswith("sub-topology 0 runs unsplit (one shard per task): ")
+
+
+def _range(topic: str, partition: int, records: int, *, internal: bool = False) -> PlannedRange:
+    return PlannedRange(topic, partition, 100, 100 + records, internal, False, 100, -1)
+
+
+def test_the_plan_shows_each_subtopologys_parallelism_and_why() -> None:
+    """``streamproc run``'s plan and the Airflow plan step show, per sub-topology, its tasks, the most planned
+    records one reads (a repartition partition's count is only what is there before the run) and how it runs."""
+    topology = PROGRAMS["rekey-join-optimized"]()
+    repartition = "app-KSTREAM-KEY-SELECT-0000000004-repartition"
+    plan = SimpleNamespace(
+        ranges=[_range("clicks", 0, 700), _range("clicks", 1, 300), _range("users", 0, 50), _range("users", 1, 9),
+                _range(repartition, 0, 0, internal=True), _range(repartition, 1, 4, internal=True)],
+        tasks=[PlannedTask("0_0", 0, 0, ("users-0", f"{repartition}-0")),
+               PlannedTask("0_1", 0, 1, ("users-1", f"{repartition}-1")),
+               PlannedTask("1_0", 1, 0, ("clicks-0",)), PlannedTask("1_1", 1, 1, ("clicks-1",))],
+    )  # fmt: skip
+    refusal = split_refusals(topology)[0]
+    assert refusal is not None
+    why = refusal.removeprefix("sub-topology 0 runs unsplit (one shard per task): ")
+    first = "  sub-topology 0: 2 task(s), at most 50 planned records each (plus what earlier stages append); "
+    second = "  sub-topology 1: 2 task(s), at most 700 planned records each; "
+    assert parallelism_lines(topology, plan, 3) == [
+        "Parallelism (--split 3):",
+        f"{first}one core per task: {why}",
+        f"{second}each task as 3 key shards, then a merge",
+    ]
+    assert parallelism_lines(topology, plan, "off")[2] == (
+        f"{second}one core per task (key shards possible; --split off)"
+    )
+    assert "--split auto splits nothing yet" in parallelism_lines(topology, plan, "auto")[2]

@@ -1,0 +1,166 @@
+"""Issue #29's curve over K: one task of one partition run whole, then as K key shards in parallel and merged.
+
+``python -m bench.split_curve [--records N] [--shards 2,3,4] [--workloads count,filter_count] [--per-record]``
+stages the bench's records (``generator.values``: 100 000 users, Zipf keys, 200-byte values) as one partition of a
+local store (not measured), then, for each DSL workload (``workloads.DSL_WORKLOADS``):
+
+- the task whole, as ``streamproc process`` runs it (over columns where the columnar path takes it, else per
+  record; ``--per-record`` forces per record for both, ``STREAMPROC_PER_RECORD_COUNT``);
+- for each K: the K shards at once in K worker processes (``TaskWork.shard``, the executor's shard work items), then
+  the merge (``shard_merge.merge_shards``) — the two waves the process step runs.
+
+Each step runs in a worker process started and warmed (imports) before it is measured; the figures are the wall
+seconds the driver saw and the CPU seconds the workers spent (``time.process_time`` inside each). Prints a table
+(whole, then per K: shards' wall, merge wall, total wall, speed-up over whole, CPU per record against whole) and one
+JSON line. The merged task's report equals the whole one's in records processed and outputs (checked: a split that
+computed something else reports no speed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+#: The input and output topics of the staged partition (the workloads read them from the environment).
+INPUT, OUTPUT = "split-in", "split-out"
+#: The sink's partition count (the bench's data sets have 8).
+SINK_PARTITIONS = 8
+
+os.environ.setdefault("STREAMPROC_BENCH_INPUT", INPUT)
+os.environ.setdefault("STREAMPROC_BENCH_OUTPUT", OUTPUT)
+
+
+def program() -> Any:
+    """The workload the environment names (``STREAMPROC_SPLIT_WORKLOAD``), for the task runner to load by name."""
+    from bench.workloads import DSL_WORKLOADS
+
+    return DSL_WORKLOADS[os.environ["STREAMPROC_SPLIT_WORKLOAD"]]()
+
+
+def _stage(root: Path, records: int) -> None:
+    from bench.generator import values
+    from streamproc.engine.records import ConsumerRecord
+    from streamproc.intervals import to_intervals
+    from streamproc.storage import LocalObjectStore
+    from streamproc.storage.manifest import SegmentProof
+    from streamproc.storage.staging import SegmentLimits, stage_range
+
+    rows = [ConsumerRecord.raw(INPUT, 0, i, ts, k, v) for i, (k, v, ts) in enumerate(values(records, seed=29))]
+    proof = SegmentProof(to_intervals(range(records)), {})
+    stage_range(LocalObjectStore(root), INPUT, 0, 0, records, rows, proof, SegmentLimits())
+
+
+def _work(root: Path, plan: str, records: int, shard: tuple[int, int] | None = None) -> Any:
+    from streamproc.engine.key_shards import ShardSpec
+    from streamproc.spark.task_runner import InputRange, TaskWork
+
+    return TaskWork(
+        plan_id=plan,
+        application_id="split-curve",
+        task_id="0_0",
+        subtopology=0,
+        topology="bench.split_curve:program",
+        store_uri=str(root),
+        inputs=(InputRange(INPUT, 0, 0, records, -1),),
+        partition_counts={OUTPUT: SINK_PARTITIONS},
+        local_dir=str(root.parent),
+        shard=None if shard is None else ShardSpec(*shard),
+    )
+
+
+def _warm() -> None:
+    import streamproc.spark.shard_merge  # noqa: F401 - imports before the clock starts
+    import streamproc.spark.task_runner  # noqa: F401
+
+
+def _timed(step: str, root: str, plan: str, records: int, shard: tuple[int, int] | None) -> tuple[float, Any]:
+    """Run one step in this worker: its CPU seconds and the task's report."""
+    from streamproc.spark.shard_merge import merge_shards
+    from streamproc.spark.task_runner import run_task
+
+    started = time.process_time()
+    work = _work(Path(root), plan, records, None if step == "merge" else shard)
+    report = merge_shards(work, shard[1]) if step == "merge" and shard else run_task(work)
+    return time.process_time() - started, report
+
+
+def _summary(report: dict[str, Any]) -> tuple[int, int]:
+    return report["records_processed"], sum(report["outputs"].values())
+
+
+def measure(root: Path, records: int, workload: str, shards: list[int], number: int = 0) -> dict[str, Any]:
+    """The whole task, then each K: wall and CPU seconds (see the module doc); ``number`` keeps workloads' plan ids
+    apart."""
+    os.environ["STREAMPROC_SPLIT_WORKLOAD"] = workload
+    widest = max([1, *shards])
+    with ProcessPoolExecutor(widest, initializer=_warm) as pool:
+        list(pool.map(time.sleep, [0.5] * widest))  # every worker started and warm
+        wall = time.monotonic()
+        cpu, whole = pool.submit(_timed, "task", str(root), f"{number:08x}{0:08x}", records, None).result()
+        result: dict[str, Any] = {
+            "workload": workload,
+            "execution": whole["execution"],
+            "whole": {"wall_s": round(time.monotonic() - wall, 3), "cpu_s": round(cpu, 3)},
+            "split": [],
+        }
+        for k in shards:
+            plan = f"{number:08x}{k:08x}"
+            wall = time.monotonic()
+            futures = [pool.submit(_timed, "task", str(root), plan, records, (i, k)) for i in range(k)]
+            shard_cpu = sum(f.result()[0] for f in futures)
+            shards_wall = time.monotonic() - wall
+            merge_cpu, merged = pool.submit(_timed, "merge", str(root), plan, records, (0, k)).result()
+            total = time.monotonic() - wall
+            if _summary(merged) != _summary(whole):
+                raise AssertionError(f"{workload} split {k}: {_summary(merged)} != whole {_summary(whole)}")
+            result["split"].append({
+                "shards": k,
+                "shards_wall_s": round(shards_wall, 3),
+                "merge_wall_s": round(total - shards_wall, 3),
+                "wall_s": round(total, 3),
+                "cpu_s": round(shard_cpu + merge_cpu, 3),
+                "speedup": round(result["whole"]["wall_s"] / total, 2),
+                "cpu_ratio": round((shard_cpu + merge_cpu) / cpu, 2),
+            })  # fmt: skip
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.split_curve", description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=400_000)
+    parser.add_argument("--shards", default="2,3,4", help="the shard counts K, comma-separated")
+    parser.add_argument("--workloads", default="count,filter_count", help="DSL workloads, comma-separated")
+    parser.add_argument("--per-record", action="store_true", help="the whole task per record too (not columnar)")
+    args = parser.parse_args(argv)
+    if args.per_record:
+        os.environ["STREAMPROC_PER_RECORD_COUNT"] = "1"
+    shards = [int(k) for k in args.shards.split(",")]
+    scratch = Path(tempfile.mkdtemp(prefix="streamproc-split-curve-"))
+    try:
+        root = scratch / "store"
+        _stage(root, args.records)
+        results = [measure(root, args.records, w, shards, n) for n, w in enumerate(args.workloads.split(","))]
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    print(f"{args.records} records, one partition, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")  # noqa: T201
+    print(f"{'workload':<14}{'whole':<12}{'K':>3}{'shards s':>10}{'merge s':>9}{'wall s':>8}{'speed-up':>10}{'CPU':>7}")  # noqa: T201
+    for r in results:
+        head = f"{r['workload']:<14}{r['whole']['wall_s']:>5.2f} s {r['execution'][:3]:<4}"
+        for s in r["split"]:
+            print(f"{head}{s['shards']:>3}{s['shards_wall_s']:>10.2f}{s['merge_wall_s']:>9.2f}{s['wall_s']:>8.2f}"  # noqa: T201
+                  f"{s['speedup']:>9.2f}×{s['cpu_ratio']:>6.2f}×")  # fmt: skip
+            head = " " * 26
+    print(json.dumps({"records": args.records, "results": results}))  # noqa: T201
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
