@@ -50,6 +50,9 @@ POLL = 0
 #: The phase of a step in which the record is processed (only its owner shard sees it).
 PROCESS = 1
 
+#: The most keys a gate remembers the owner of (a task of many millions of distinct keys stays within memory).
+OWNER_CACHE_KEYS = 1 << 20
+
 #: A key as the bytes its shard is chosen from (``None``: a key that serializes to null goes round-robin).
 ShardKey = Callable[[Any], bytes | None]
 
@@ -112,11 +115,15 @@ class ShardGate:
         kind = type(key)
         if kind is bytes or kind is str:  # exactly these: a subclass may hash or compare otherwise
             plain = cast("bytes | str", key)
-            owner = self._owners.get(plain)
+            owners = self._owners
+            owner = owners.get(plain)
             if owner is None:
-                owner = self._owners[plain] = self._owner_of(plain, position)
-            return owner if owner >= 0 else position % count
-        return self._owner_of(key, position)
+                owner = self._owner_of(plain, position)
+                if len(owners) < OWNER_CACHE_KEYS:
+                    owners[plain] = owner
+        else:
+            owner = self._owner_of(key, position)
+        return owner if owner >= 0 else position % count
 
     def _owner_of(self, key: object, position: int) -> int:
         """The owner from the key's serialized bytes; -1 for a key that goes round-robin (no bytes to hash)."""
