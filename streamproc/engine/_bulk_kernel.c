@@ -246,6 +246,24 @@ static void report(PyObject *out, Py_ssize_t steps, Py_ssize_t index) {
 }
 
 /* heap[:] = the C heap's partition indices (the loop keeps the heap in C; only _export reads the list). */
+/* A key shard's skip (engine/key_shards.py, ShardGate.kernel_skip): 1 when the gate already knows that another
+   shard owns ``key`` (an exact bytes or str key in ``owners`` with another shard's index), so the record only counts
+   here, as the gate's own early return would have it; 0 to hand the record on (the gate decides); -1 on error. */
+static int shard_skips(PyObject *owners, long index, PyObject *key) {
+    if (owners == NULL || !(PyBytes_CheckExact(key) || PyUnicode_CheckExact(key))) {
+        return 0;
+    }
+    PyObject *owner = PyDict_GetItemWithError(owners, key);
+    if (owner == NULL) {
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    long shard = PyLong_AsLong(owner);
+    if (shard == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    return shard >= 0 && shard != index;
+}
+
 static int export_heap(PyObject *heap, const Py_ssize_t *heap_c, Py_ssize_t size, PyObject **index_objects) {
     PyObject *exported = PyList_New(size);
     if (exported == NULL) {
@@ -270,9 +288,23 @@ static int export_heap(PyObject *heap, const Py_ssize_t *heap_c, Py_ssize_t size
  * ``(ConsumerRecord, (descriptors of timestamp, topic, key, value, headers, offset))``.
  */
 static PyObject *steps(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 18) {
-        PyErr_SetString(PyExc_TypeError, "steps() takes 18 arguments");
+    if (nargs != 19) {
+        PyErr_SetString(PyExc_TypeError, "steps() takes 19 arguments");
         return NULL;
+    }
+    PyObject *skip_owners = NULL;
+    long skip_index = -1;
+    if (args[18] != Py_None) {
+        if (!PyTuple_CheckExact(args[18]) || PyTuple_GET_SIZE(args[18]) != 2 ||
+            !PyDict_CheckExact(PyTuple_GET_ITEM(args[18], 0))) {
+            PyErr_SetString(PyExc_TypeError, "steps(): shard_skip must be None or (dict, shard index)");
+            return NULL;
+        }
+        skip_owners = PyTuple_GET_ITEM(args[18], 0);
+        skip_index = PyLong_AsLong(PyTuple_GET_ITEM(args[18], 1));
+        if (skip_index == -1 && PyErr_Occurred()) {
+            return NULL;
+        }
     }
     PyObject *loop = args[0], *heap = args[1], *keys = args[2], *heads = args[3], *partition_times = args[4];
     PyObject *consumed = args[5], *statics_list = args[6], *task = args[7], *group = args[8], *context = args[9];
@@ -585,21 +617,30 @@ static PyObject *steps(PyObject *module, PyObject *const *args, Py_ssize_t nargs
                 PyObject_SetAttr(context, s_system_time_ms, now) < 0) {
                 goto fail_step;
             }
-            PyObject *headers = raw_get(&raw_fields, raw, F_HEADERS);
-            if (headers == NULL) {
+            int skipped = shard_skips(skip_owners, skip_index, PyTuple_GET_ITEM(head, 1));
+            if (skipped < 0) {
                 goto fail_step;
             }
-            PyObject *record_args[4] = {PyTuple_GET_ITEM(head, 1), PyTuple_GET_ITEM(head, 2), timestamp_obj, headers};
-            PyObject *record = new_record(record_type, record_slots, record_args);
-            Py_DECREF(headers);
             PyObject *forwarded = NULL;
-            if (record != NULL) {
-                forwarded = inline_forward ? forward_to_children(context, st->source, st->children, record)
-                                           : PyObject_Vectorcall(st->forward, &record, 1, NULL);
-                Py_DECREF(record);
-            } else if (inline_forward) {
-                /* as if set_raw_record had installed the source before Record() failed */
-                set_current_node_keeping_error(context, st->source);
+            if (skipped) {
+                forwarded = Py_NewRef(Py_None);
+            } else {
+                PyObject *headers = raw_get(&raw_fields, raw, F_HEADERS);
+                if (headers == NULL) {
+                    goto fail_step;
+                }
+                PyObject *record_args[4] = {PyTuple_GET_ITEM(head, 1), PyTuple_GET_ITEM(head, 2), timestamp_obj,
+                                            headers};
+                PyObject *record = new_record(record_type, record_slots, record_args);
+                Py_DECREF(headers);
+                if (record != NULL) {
+                    forwarded = inline_forward ? forward_to_children(context, st->source, st->children, record)
+                                               : PyObject_Vectorcall(st->forward, &record, 1, NULL);
+                    Py_DECREF(record);
+                } else if (inline_forward) {
+                    /* as if set_raw_record had installed the source before Record() failed */
+                    set_current_node_keeping_error(context, st->source);
+                }
             }
             if (forwarded == NULL) {
                 if (PyErr_ExceptionMatches(PyExc_Exception)) {

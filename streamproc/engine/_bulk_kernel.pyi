@@ -21,6 +21,7 @@ def steps(
     out: list[int],
     record_slots: tuple[object, ...] | None,
     raw_fields: tuple[type, tuple[object, ...]] | None,
+    shard_skip: tuple[dict[Any, int], int] | None,
     /,
 ) -> int:
     """Run the bulk replay loop from the given state; returns the number of steps (``out``: steps, last index)."""

@@ -313,6 +313,7 @@ class _BulkLoop:
                 out,
                 _record_slots(),
                 _raw_fields(),
+                self.task.shard_skip,
             )
         except BaseException:
             self.steps, index = out

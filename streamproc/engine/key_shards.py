@@ -166,6 +166,10 @@ class ShardGate:
         the bytes a key's shard is chosen from (``None``: round-robin, for a sub-topology without stores)."""
         self._task = task
         self._shard_key = shard_key
+        # the compiled loop skips a record whose key's owner the gate already knows to be another shard, and does
+        # the step's bookkeeping only, as the gate's early return leaves it (bulk_replay; the Python loops ask the
+        # gate every time, with the same result)
+        task.shard_skip = (self._owners, self.shard.index)
         for source in task.topology.sources:
             source.process = self._gated(task, source)  # type: ignore[method-assign,assignment]
         task.dropped.observer = self._observe_drop

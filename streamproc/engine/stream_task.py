@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from streamproc.engine.corrupted_record import CorruptedRecord
 from streamproc.engine.dead_letter_queue import DEAD_LETTER_QUEUE_TOPIC_NAME_CONFIG
@@ -161,6 +162,9 @@ class StreamTask:
         self.system_time_punctuation_queue = PunctuationQueue()
         self.consumed_offsets: dict[TopicPartition, int] = {}
         self.skip_steps: list[SkipStep] = []
+        #: A key shard's (``engine/key_shards.ShardGate.install``): the gate's known owners by key and the shard's
+        #: index, so the compiled loop counts a record another shard owns without handing it to the gate.
+        self.shard_skip: tuple[dict[Any, int], int] | None = None
         #: WALL_CLOCK_TIME schedules registered while the clock is frozen (D-4): (processor, interval) each.
         self.frozen_wall_clock_schedules: list[tuple[str, int]] = []
         self.commit_needed = False
