@@ -158,7 +158,7 @@ class _ParquetFiles:
     """
 
     def __init__(self, schema: pa.Schema, work_dir: Path) -> None:
-        self._schema = schema
+        self.schema = schema
         self._work_dir = work_dir
         self._rows: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
         self._writers: dict[tuple[str, int], pq.ParquetWriter] = {}
@@ -198,7 +198,7 @@ class _ParquetFiles:
         """``table``'s rows into the key's file (opened on first use), in row groups of ``ROW_GROUP_ROWS``."""
         writer = self._writers.get(key)
         if writer is None:
-            writer = self._writers[key] = pq.ParquetWriter(self._path(key), self._schema, **_WRITE_OPTIONS)
+            writer = self._writers[key] = pq.ParquetWriter(self._path(key), self.schema, **_WRITE_OPTIONS)
         # one chunk per column: a chunked column could be paged differently from the per-record path's
         writer.write_table(table.combine_chunks(), row_group_size=ROW_GROUP_ROWS)
         self._written[key] = self._written.get(key, 0) + table.num_rows
@@ -219,7 +219,7 @@ class _ParquetFiles:
         if not rows:
             return
         columns = [list(map(getter, rows)) for getter in self._getters]
-        self._write(key, pa.table(columns, schema=self._schema))
+        self._write(key, pa.table(columns, schema=self.schema))
         rows.clear()
 
     def close(self) -> dict[tuple[str, int], Path]:
@@ -267,16 +267,7 @@ class TaskOutputCollector(RecordCollector):
         processor_node_id: str,
         partitioner: Partitioner | None,
     ) -> None:
-        count = self.partition_counts.get(topic)
-        if count is None:
-            raise ProcessingError(
-                f"sink {processor_node_id} sent a record to topic {topic}, whose partition count the run does not "
-                f"know; pass --partitions {topic}=N to `streamproc process` (the topic's partition count in Kafka)",
-                task_id=str(self.task_id),
-            )
-        partition = None if partitioner is None else partitioner(topic, key, value, count)
-        if partition is None:
-            partition = UNASSIGNED
+        partition = self.partition(topic, key, value, processor_node_id, partitioner)
         cell = _NO_HEADERS if not headers else _headers(headers)
         row = (self.sent, topic, partition, timestamp, key, value, cell, processor_node_id)
         # self.files.append inlined: once per output record
@@ -288,9 +279,33 @@ class TaskOutputCollector(RecordCollector):
             rows.append(row)
         self.sent += 1
 
+    def partition(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        processor_node_id: str,
+        partitioner: Partitioner | None,
+    ) -> int:
+        """The record's partition as ``RecordCollectorImpl#send`` chooses it (:data:`UNASSIGNED`: the producer's
+        choice); a topic whose partition count the run does not know fails the task."""
+        count = self.partition_counts.get(topic)
+        if count is None:
+            raise ProcessingError(
+                f"sink {processor_node_id} sent a record to topic {topic}, whose partition count the run does not "
+                f"know; pass --partitions {topic}=N to `streamproc process` (the topic's partition count in Kafka)",
+                task_id=str(self.task_id),
+            )
+        partition = None if partitioner is None else partitioner(topic, key, value, count)
+        return UNASSIGNED if partition is None else partition
+
     def send_dead_letter_queue_record(self, record: DeadLetterQueueRecord, processor_node_id: str) -> None:
         """A handler's dead letter queue record: into the task's DLQ file, in the production order it shares with
         the outputs (``sequence``), without a partition (Kafka Streams sends it with none)."""
+        self.append_dead_letter(record, processor_node_id, ())
+
+    def append_dead_letter(self, record: DeadLetterQueueRecord, processor_node_id: str, stamp: tuple[int, ...]) -> None:
+        """The DLQ row (then ``stamp``'s columns: a key shard's, ``task_shards.py``), counted per topic."""
         row = (
             self.sent,
             record.topic,
@@ -300,6 +315,7 @@ class TaskOutputCollector(RecordCollector):
             record.value,
             _headers(record.headers),
             processor_node_id,
+            *stamp,
         )
         self.dead_letters.append(("dlq", UNASSIGNED), row)
         self.dead_letter_counts[record.topic] = self.dead_letter_counts.get(record.topic, 0) + 1
@@ -311,7 +327,7 @@ class TaskOutputCollector(RecordCollector):
         if closed is not None:
             return closed
         path = self.dead_letters._path(("dlq", UNASSIGNED))
-        pq.write_table(OUTPUT_SCHEMA.empty_table(), path, **_WRITE_OPTIONS)
+        pq.write_table(self.dead_letters.schema.empty_table(), path, **_WRITE_OPTIONS)
         return path
 
 

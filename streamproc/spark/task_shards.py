@@ -25,14 +25,12 @@ from streamproc.engine.key_shards import ShardGate, ShardSpec, Stamp
 from streamproc.engine.processor_topology import Partitioner
 from streamproc.engine.records import Headers, TopicPartition
 from streamproc.engine.task_id import TaskId
-from streamproc.errors import ProcessingError
 from streamproc.spark.task_output import (
     _NO_HEADERS,
     _WRITE_OPTIONS,
     CHANGELOG_SCHEMA,
     DROPS_SCHEMA,
     OUTPUT_SCHEMA,
-    UNASSIGNED,
     TaskChangelogCollector,
     TaskObjects,
     TaskOutputCollector,
@@ -88,47 +86,15 @@ class ShardOutputCollector(TaskOutputCollector):
         gate = self.gate
         if not gate.keeps:
             return
-        count = self.partition_counts.get(topic)
-        if count is None:
-            raise ProcessingError(
-                f"sink {processor_node_id} sent a record to topic {topic}, whose partition count the run does not "
-                f"know; pass --partitions {topic}=N to `streamproc process` (the topic's partition count in Kafka)",
-                task_id=str(self.task_id),
-            )
-        partition = None if partitioner is None else partitioner(topic, key, value, count)
-        if partition is None:
-            partition = UNASSIGNED
+        partition = self.partition(topic, key, value, processor_node_id, partitioner)
         cell = _NO_HEADERS if not headers else _headers(headers)
         row = (self.sent, topic, partition, timestamp, key, value, cell, processor_node_id, *gate.tag())
         self.files.append((topic, partition), row)
         self.sent += 1
 
     def send_dead_letter_queue_record(self, record: DeadLetterQueueRecord, processor_node_id: str) -> None:
-        gate = self.gate
-        if not gate.keeps:
-            return
-        row = (
-            self.sent,
-            record.topic,
-            UNASSIGNED,
-            record.timestamp,
-            record.key,
-            record.value,
-            _headers(record.headers),
-            processor_node_id,
-            *gate.tag(),
-        )
-        self.dead_letters.append(("dlq", UNASSIGNED), row)
-        self.dead_letter_counts[record.topic] = self.dead_letter_counts.get(record.topic, 0) + 1
-        self.sent += 1
-
-    def dead_letter_file(self) -> Path:
-        closed = self.dead_letters.close().get(("dlq", UNASSIGNED))
-        if closed is not None:
-            return closed
-        path = self.dead_letters._path(("dlq", UNASSIGNED))
-        pq.write_table(SHARD_OUTPUT_SCHEMA.empty_table(), path, **_WRITE_OPTIONS)
-        return path
+        if self.gate.keeps:
+            self.append_dead_letter(record, processor_node_id, self.gate.tag())
 
 
 class ShardChangelogCollector(TaskChangelogCollector):
