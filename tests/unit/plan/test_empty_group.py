@@ -155,7 +155,7 @@ def test_the_wait_ends_at_its_deadline_with_the_members_still_there() -> None:
         None,
         GroupState("classic", "Empty", ()),
         GroupState("classic", "Dead", ()),
-        GroupState("streams", UNKNOWN_GROUP_STATE, ()),  # refused by the check at once: its members cannot be listed
+        GroupState("streams", UNKNOWN_GROUP_STATE, ()),  # refused by the check at once: its members could not be read
     ],
     ids=["no-group", "empty", "dead", "streams-group"],
 )
