@@ -81,3 +81,49 @@ def test_real_app_in_a_streams_group_resumes_after_streamproc_run(
     for store, contents in alone["store"].items():
         assert contents, f"{store} is empty after the whole input: the data tests nothing"
         assert resumed["store"][store] == contents, f"store {store}: resumed after hand-off != alone"
+
+
+@pytest.mark.parametrize("factory", PROGRAMS)
+def test_a_first_run_hands_off_to_an_app_that_creates_its_streams_group(
+    factory: str,
+    kafka_broker: str,
+    admin: AdminClient,
+    unique: Callable[[str], str],
+    tmp_path: Path,
+    oracle_jar: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No group yet: ``streamproc run --create-internal-topics`` processes the first two parts and its transactional
+    commit creates a classic group holding the offsets; the app's first streams heartbeat converts the empty classic
+    group into a streams group, keeping them (state.md §13), and it resumes on the third part with 0 restored."""
+    from tests.integration.handoff import dsl_handoff_programs
+
+    monkeypatch.setenv("STREAMPROC_ORACLE_GROUP_PROTOCOL", "streams")
+    program = dsl_handoff_programs.NAMES[factory]
+    inputs, outputs = _topics(factory)
+    recreate_topics(admin, inputs + outputs, PARTITIONS)
+    parts = _parts(factory, seed=131)
+    app_id, state_dir = unique("sg-first"), tmp_path / "state"
+    client_config = {"bootstrap.servers": kafka_broker}
+
+    _produce(kafka_broker, parts[0] + parts[1])
+    out = run("run", "--bootstrap", kafka_broker, "--application-id", app_id,
+              "--topology", f"tests.integration.handoff.dsl_handoff_programs:{factory}",
+              "--store", str(tmp_path / "staging"), "--work-dir", str(tmp_path / "work"), "--master", "local[1]",
+              "--state-dir", str(state_dir), "--create-internal-topics", "--yes")  # fmt: skip
+    assert "published" in out.output, out.output
+    group = read_group(admin, app_id, client_config=client_config)
+    assert group is not None and group.protocol == "classic", group  # the commit's simple group
+
+    _produce(kafka_broker, parts[2])
+    resumed = _app(oracle_jar, kafka_broker, app_id, state_dir, program)
+    restores = [e for e in resumed["events"] if e["event"].startswith("restore")]
+    assert resumed["restored"] == 0, f"the resumed app restored records after the hand-off: {restores}"
+    group = read_group(admin, app_id, client_config=client_config)
+    assert group is not None and (group.protocol, group.state) == ("streams", "Empty"), group
+
+    alone = _app(oracle_jar, kafka_broker, unique("sg-first-alone"), tmp_path / "alone", program)
+    delete_topics(admin, inputs + outputs)
+    for store, contents in alone["store"].items():
+        assert contents, f"{store} is empty after the whole input: the data tests nothing"
+        assert resumed["store"][store] == contents, f"store {store}: resumed after hand-off != alone"
