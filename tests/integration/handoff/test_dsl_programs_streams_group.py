@@ -5,7 +5,8 @@ As ``test_dsl_programs_handoff``, but every Kafka Streams 4.2.2 app runs with ``
 ``streamproc run`` plans from the streams group's committed offsets (its members read from ``__consumer_offsets``),
 processes the second part and hands off, committing the streams group's offsets in the outputs' transaction; the app
 resumes on the third part, restores nothing, and its stores equal an app (in a streams group too) that processed
-everything alone. A count, and a re-key → count/reduce through a repartition topic the broker created.
+everything alone. A count, and a re-key → count/reduce through a repartition topic the broker created; at least once
+and exactly once (``exactly_once_v2``: the app's and the hand-off's commits both transactional).
 """
 
 from __future__ import annotations
@@ -34,9 +35,11 @@ def oracle_jar() -> Path:
     return ensure_oracle_jar()
 
 
+@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once_v2"])
 @pytest.mark.parametrize("factory", PROGRAMS)
 def test_real_app_in_a_streams_group_resumes_after_streamproc_run(
     factory: str,
+    guarantee: str,
     kafka_broker: str,
     admin: AdminClient,
     unique: Callable[[str], str],
@@ -47,6 +50,7 @@ def test_real_app_in_a_streams_group_resumes_after_streamproc_run(
     from tests.integration.handoff import dsl_handoff_programs
 
     monkeypatch.setenv("STREAMPROC_ORACLE_GROUP_PROTOCOL", "streams")
+    monkeypatch.setenv("STREAMPROC_ORACLE_PROCESSING_GUARANTEE", guarantee)
     program = dsl_handoff_programs.NAMES[factory]
     inputs, outputs = _topics(factory)
     recreate_topics(admin, inputs + outputs, PARTITIONS)
@@ -66,7 +70,7 @@ def test_real_app_in_a_streams_group_resumes_after_streamproc_run(
     out = run("run", "--bootstrap", kafka_broker, "--application-id", app_id,
               "--topology", f"tests.integration.handoff.dsl_handoff_programs:{factory}",
               "--store", str(tmp_path / "staging"), "--work-dir", str(tmp_path / "work"), "--master", "local[1]",
-              "--state-dir", str(state_dir), "--yes")  # fmt: skip
+              "--state-dir", str(state_dir), "--processing-guarantee", guarantee, "--yes")  # fmt: skip
     assert "published" in out.output, out.output
     group = read_group(admin, app_id, client_config={"bootstrap.servers": kafka_broker})
     assert group is not None and (group.protocol, group.state) == ("streams", "Empty"), group
