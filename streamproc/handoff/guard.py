@@ -44,12 +44,10 @@ def parse_partition(name: str) -> TopicPartition:
 
 
 def check_group(application_id: str, group: GroupState | None) -> None:
-    """The plan's rule (``plan/preconditions.check_group``) asked again right before anything is committed; and,
-    beyond it, no hand-off to a streams group at all, even one whose members a client could list (§13 is not
-    built): the refusal says how to move the application to a classic group. The hand-off offers no wait for the
-    group to empty: members that are still there when it starts are refused."""
-    if group is not None and group.protocol == "streams":
-        raise preconditions.streams_group_refusal(application_id)
+    """The plan's rule (``plan/preconditions.check_group``) asked again right before anything is committed: an
+    empty streams group is handed off to as a classic group is (the broker accepts the transactional offset commit
+    for it, docs/streams-groups.md), one with members or whose members could not be read is refused. The hand-off
+    offers no wait for the group to empty: members that are still there when it starts are refused."""
     preconditions.check_group(group, application_id, then="run the hand-off again", wait_hint=None)
 
 

@@ -258,7 +258,9 @@ def handoff(
             if r.task_id in published:
                 skipped.append(f"publish {r.task_id}")
             else:
-                guard.check_group(plan.application_id, read_group(admin, plan.application_id))
+                guard.check_group(
+                    plan.application_id, read_group(admin, plan.application_id, client_config=client_config)
+                )
                 task = publish_task(
                     client_config,
                     plan.application_id,

@@ -36,7 +36,7 @@ from streamproc.plan.cluster_snapshot import (
     TopicState,
 )
 from streamproc.plan.positions import timestamps_needed
-from streamproc.plan.preconditions import UNKNOWN_GROUP_STATE
+from streamproc.plan.preconditions import STREAMS_GROUP_WITH_MEMBERS, UNKNOWN_GROUP_STATE
 
 log = logging.getLogger(__name__)
 
@@ -208,8 +208,9 @@ def read_group(
     """The group's state and members; ``None`` when the group does not exist (nothing committed, inactive).
 
     A group that ListGroups lists but DescribeConsumerGroups does not know (or calls ``Dead``) is a KIP-1071 streams
-    group: confluent-kafka 2.16's describe and list calls do not show one (seen on 4.2.2 with a running streams app),
-    so it comes back as ``protocol="streams"`` for the plan and the hand-off to refuse, never as "no group".
+    group: confluent-kafka 2.16's describe and list calls do not show one (seen on 4.2.2 with a running streams app,
+    docs/streams-groups.md), so it comes back as ``protocol="streams"``, never as "no group"; with ``client_config``
+    its members and epoch are read from its records in ``__consumer_offsets`` (state ``Unknown`` when they cannot be).
 
     With ``client_config``, a classic group's members get their ``session.timeout.ms`` from the group's metadata
     record (:mod:`streamproc.kafka.group_metadata`; read only when the group has members, which DescribeGroups does
@@ -222,13 +223,13 @@ def read_group(
         description = _describe_group(admin, group_id, COORDINATOR_WAIT_S if wait_s is None else wait_s)
     except KafkaException as exc:
         if _error_name(exc) == "GROUP_ID_NOT_FOUND":
-            return _streams_group(admin, group_id)
+            return _streams_group(admin, group_id, client_config)
         raise PlanError(f"could not describe group '{group_id}': {kafka_clients.error_text(exc)}") from exc
     described_at_ms = int(time.time() * 1000)
     state = _GROUP_STATES.get(description.state.name, description.state.name.title())
     group_type = getattr(getattr(description, "type", None), "name", "CLASSIC").lower()
     if state == "Dead" and not description.members:
-        return _streams_group(admin, group_id)
+        return _streams_group(admin, group_id, client_config)
     ids = [str(m.member_id) for m in description.members]
     timeouts: dict[str, int | None] = {} if session_timeouts is None else session_timeouts
     if client_config is not None and group_type == "classic" and any(i not in timeouts for i in ids):
@@ -254,16 +255,37 @@ def _session_timeouts(client_config: Mapping[str, object], group_id: str) -> dic
     return {} if metadata is None else metadata.session_timeouts()
 
 
-def _streams_group(admin: Any, group_id: str) -> GroupState | None:
-    """A group only the legacy ListGroups shows (a streams group), or ``None`` when no group has the id."""
+def _streams_group(admin: Any, group_id: str, client_config: Mapping[str, object] | None = None) -> GroupState | None:
+    """A group only the legacy ListGroups shows (a streams group), or ``None`` when no group has the id.
+
+    Its members and epoch come from its records in ``__consumer_offsets`` (``kafka/streams_group_records``) when
+    ``client_config`` is given; without it, or when they cannot be read, its state is ``Unknown`` (the plan and the
+    hand-off refuse it, saying why).
+    """
     import warnings
+
+    from streamproc.kafka.group_metadata import GroupMetadataUnavailable
+    from streamproc.kafka.streams_group_records import read_streams_group
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # the only client call that lists every group type
         groups = admin.list_groups(timeout=_TIMEOUT_S)
-    if any(group.id == group_id for group in groups):
-        return GroupState(protocol="streams", state=UNKNOWN_GROUP_STATE, members=())
-    return None
+    if not any(group.id == group_id for group in groups):
+        return None
+    if client_config is None:
+        return GroupState(protocol="streams", state=UNKNOWN_GROUP_STATE, members_unknown="not read")
+    described_at_ms = int(time.time() * 1000)
+    try:
+        records = read_streams_group(client_config, group_id)
+    except GroupMetadataUnavailable as exc:
+        return GroupState(protocol="streams", state=UNKNOWN_GROUP_STATE, members_unknown=str(exc))
+    members = tuple(
+        GroupMember(client_id=m.client_id, host=m.client_host.lstrip("/"), member_id=m.member_id)
+        for m in records.members
+    )
+    state = STREAMS_GROUP_WITH_MEMBERS if members else "Empty"
+    return GroupState(protocol="streams", state=state, members=members, described_at_ms=described_at_ms,
+                      epoch=records.epoch)  # fmt: skip
 
 
 #: How long a pending transactional offset commit on the partitions read is waited for before the plan or the

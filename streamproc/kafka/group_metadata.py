@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import struct
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -98,7 +99,7 @@ def group_metadata_key(group_id: str) -> bytes:
     return struct.pack(">hh", GROUP_METADATA_RECORD_TYPE, len(group)) + group
 
 
-class _Reader:
+class WireReader:
     """Kafka's message wire format (``Readable``): fixed-width big-endian ints, classic or compact strings/arrays."""
 
     def __init__(self, data: bytes, flexible: bool) -> None:
@@ -167,7 +168,7 @@ def parse_group_metadata_value(value: bytes) -> GroupMetadata:
     version = struct.unpack(">h", value[:2])[0] if len(value) >= 2 else -1
     if not 0 <= version <= _HIGHEST_VALUE_VERSION:
         raise GroupMetadataUnavailable(f"GroupMetadataValue version {version} is not one of 0-{_HIGHEST_VALUE_VERSION}")
-    reader = _Reader(value[2:], flexible=version >= _FIRST_FLEXIBLE_VERSION)
+    reader = WireReader(value[2:], flexible=version >= _FIRST_FLEXIBLE_VERSION)
     try:
         protocol_type = reader.string()
         generation = reader.int32()
@@ -206,12 +207,35 @@ def read_group_metadata(
     within the budget.
     """
     from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + budget_s
+    key = group_metadata_key(group_id)
+    try:
+        with group_partition(client_config, group_id, budget_s) as (consumer, partition, low, high):
+            end, window = high, _FIRST_WINDOW
+            while end > low:
+                start = max(low, end - window)
+                found, value = _newest_in(consumer, partition, start, end, key, deadline)
+                if found:
+                    return None if value is None else parse_group_metadata_value(value)
+                end, window = start, window * 4
+            raise GroupMetadataUnavailable(
+                f"{GROUP_METADATA_TOPIC}-{partition} holds no metadata record of group '{group_id}'"
+            )
+    except KafkaException as exc:
+        raise GroupMetadataUnavailable(f"cannot read {GROUP_METADATA_TOPIC}: {exc}") from exc
+
+
+@contextmanager
+def group_partition(
+    client_config: Mapping[str, object], group_id: str, timeout_s: float
+) -> Iterator[tuple[Any, int, int, int]]:
+    """A consumer (never joined, no commits) and the group's ``__consumer_offsets`` partition with its low and high
+    watermarks; :class:`GroupMetadataUnavailable` when the topic cannot be read (no READ on it, for one)."""
     from confluent_kafka import TopicPartition as KafkaTopicPartition
 
     from streamproc.kafka import clients as kafka_clients
 
-    deadline = time.monotonic() + budget_s
-    key = group_metadata_key(group_id)
     settings = {"enable.auto.commit": False, "enable.partition.eof": True, "auto.offset.reset": "earliest"}
     config = {"group.id": "streamproc-group-metadata-reader", **client_config}  # required; never joined, no commits
     try:
@@ -219,26 +243,15 @@ def read_group_metadata(
     except Exception as exc:
         raise GroupMetadataUnavailable(f"cannot read {GROUP_METADATA_TOPIC}: {exc}") from exc
     try:
-        topic = consumer.list_topics(GROUP_METADATA_TOPIC, timeout=budget_s).topics.get(GROUP_METADATA_TOPIC)
+        topic = consumer.list_topics(GROUP_METADATA_TOPIC, timeout=timeout_s).topics.get(GROUP_METADATA_TOPIC)
         if topic is None or topic.error is not None or not topic.partitions:
             cause = "it does not exist" if topic is None or topic.error is None else str(topic.error)
             raise GroupMetadataUnavailable(f"cannot read {GROUP_METADATA_TOPIC}: {cause}")
         partition = partition_for(group_id, len(topic.partitions))
         low, high = consumer.get_watermark_offsets(
-            KafkaTopicPartition(GROUP_METADATA_TOPIC, partition), timeout=budget_s
+            KafkaTopicPartition(GROUP_METADATA_TOPIC, partition), timeout=timeout_s
         )
-        end, window = high, _FIRST_WINDOW
-        while end > low:
-            start = max(low, end - window)
-            found, value = _newest_in(consumer, partition, start, end, key, deadline)
-            if found:
-                return None if value is None else parse_group_metadata_value(value)
-            end, window = start, window * 4
-        raise GroupMetadataUnavailable(
-            f"{GROUP_METADATA_TOPIC}-{partition} holds no metadata record of group '{group_id}'"
-        )
-    except KafkaException as exc:
-        raise GroupMetadataUnavailable(f"cannot read {GROUP_METADATA_TOPIC}: {exc}") from exc
+        yield consumer, partition, low, high
     finally:
         consumer.close()
 

@@ -128,12 +128,18 @@ class GroupState:
 
     ``described_at_ms`` is the wall clock (epoch ms) when the broker described it: a member that no longer heartbeats
     is gone at most its session timeout later.
+
+    A KIP-1071 streams group (``protocol="streams"``) is read from its records in ``__consumer_offsets``
+    (``kafka/streams_group_records``): ``epoch`` is its group epoch; when they could not be read its state is
+    ``Unknown`` and ``members_unknown`` says why.
     """
 
     protocol: str = "classic"
     state: str = "Empty"
     members: tuple[GroupMember, ...] = ()
     described_at_ms: int | None = None
+    epoch: int | None = None
+    members_unknown: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -121,11 +121,11 @@ def wait_for_empty_group(
     The caller then asks ``preconditions.check_group`` of it (the same refusal, naming the wait, if members remain)
     and reads everything else afterwards, the committed offsets included, so that a plan sees the group as it is once
     empty.
-    A streams group is returned at once (its members cannot be listed: the check refuses it).
+    A streams group whose members could not be read is returned at once (the check refuses it).
     """
     started = monotonic_ms()
     group = read_group()
-    if group is None or group_is_inactive(group) or group.protocol == "streams":
+    if group is None or group_is_inactive(group) or (group.protocol == "streams" and not group.members):
         return group
     members = ", ".join(m.client_id for m in group.members) or "none listed"
     log.warning(

@@ -19,31 +19,49 @@ from streamproc.plan.empty_group import (
 )
 from streamproc.plan.refusals import GroupActive, MissingTopic, PartitionCountChanged, StreamsGroupRefused
 
-#: The state of a group the cluster lists but the client cannot describe (kafka/cluster.read_group: a streams group).
+#: The state of a streams group whose members could not be read (kafka/cluster.read_group).
 UNKNOWN_GROUP_STATE: Final = "Unknown"
+#: The state of a streams group whose records show members: which of Kafka's ``NotReady``, ``Assigning``,
+#: ``Reconciling``, ``Stable`` they do not say.
+STREAMS_GROUP_WITH_MEMBERS: Final = "NotEmpty"
 
 
-def streams_group_refusal(application_id: str) -> StreamsGroupRefused:
-    """The one refusal of a KIP-1071 streams group (plan and hand-off), with the steps that make a hand-off possible.
+def streams_group_refusal(application_id: str, why: str = "") -> StreamsGroupRefused:
+    """The refusal of a KIP-1071 streams group whose members could not be read (``why``), with the way out.
 
-    streamproc cannot see a streams group's members (confluent-kafka 2.16 does not describe such groups), and an
-    offset commit to one is accepted by the broker even while it has members (state.md §13), so it refuses. The way
-    out keeps the application's positions: save the committed offsets with the streams-group tool, delete the group
-    (a streams group cannot become a classic one), plan from the saved offsets and run the application with the
-    classic protocol. Kafka Streams' partition times (the commit metadata) are not in the export: the resumed tasks
-    start their stream time from the records they read next.
+    An empty streams group is planned from and handed off to like a classic one (docs/streams-groups.md: OffsetFetch
+    and the transactional offset commit work for it); its members are read from its records in
+    ``__consumer_offsets``, which needs READ on that topic. Without them streamproc cannot see that the application is
+    stopped, and the broker accepts a transactional commit even while it has members, so it refuses. The way out
+    keeps the application's positions: grant the read, or save the committed offsets with the streams-group tool,
+    delete the group (a streams group cannot become a classic one), plan from the saved offsets and run the
+    application with the classic protocol (its partition times are not in the export).
     """
     tool = "kafka-streams-groups.sh --bootstrap-server <bootstrap>"
     csv = f"{application_id}-offsets.csv"
+    because = f" ({why})" if why else ""
     return StreamsGroupRefused(
-        f"group '{application_id}' is a KIP-1071 streams group (group.protocol=streams) whose members this Kafka "
-        "client cannot list, so streamproc can neither see that the application is stopped nor hand off to it. To "
-        f"run the batch: stop every instance and check that `{tool} --describe --group {application_id} --members` "
-        f"lists none; save the group's offsets with `{tool} --reset-offsets --group {application_id} "
-        f"--all-input-topics --to-current --dry-run --export > {csv}`; delete the group with `{tool} --delete "
-        f"--group {application_id}`; plan again with --from-file {csv}; after the hand-off start the application "
-        "with group.protocol=classic (the saved offsets keep its positions, not its partition times)",
+        f"group '{application_id}' is a KIP-1071 streams group (group.protocol=streams) whose members streamproc "
+        f"could not read from __consumer_offsets{because}, so it can neither see that the application is stopped nor "
+        "hand off to it; an empty streams group is supported when its principal may READ __consumer_offsets. Or: "
+        f"stop every instance and check that `{tool} --describe --group {application_id} --members` lists none; "
+        f"save the group's offsets with `{tool} --reset-offsets --group {application_id} --all-input-topics "
+        f"--to-current --dry-run --export > {csv}`; delete the group with `{tool} --delete --group {application_id}`;"
+        f" plan again with --from-file {csv}; after the hand-off start the application with group.protocol=classic "
+        "(the saved offsets keep its positions, not its partition times)",
         details={"protocol": "streams"},
+    )
+
+
+def streams_group_active(group: GroupState, application_id: str, then: str) -> GroupActive:
+    """A streams group with members: each named with its client id and host, as its member record has them."""
+    members = ", ".join(f"{m.client_id} on {m.host or 'an unknown host'}" for m in group.members)
+    epoch = f" at epoch {group.epoch}" if group.epoch is not None else ""
+    return GroupActive(
+        f"streams group '{application_id}'{epoch} has {len(group.members)} member(s) ({members}): stop every "
+        f"instance and {then} (`kafka-streams-groups.sh --describe --group {application_id} --members` lists them; "
+        "a member that does not leave is removed group.streams.session.timeout.ms after its last heartbeat)",
+        details={"members": len(group.members), "state": group.state, "protocol": "streams"},
     )
 
 
@@ -56,7 +74,7 @@ def check_group(
     waited_ms: int | None = None,
 ) -> None:
     """Refuse while the group has members or is not ``Empty``/``Dead`` (a missing group is inactive), and refuse a
-    KIP-1071 streams group whose members the client cannot list (state.md §13).
+    KIP-1071 streams group whose members could not be read (state.md §13, docs/streams-groups.md).
 
     The plan and the hand-off both ask this (``then`` says what to do once the application is stopped; ``wait_hint``
     how to wait for the group instead, ``None`` where no wait is offered; ``waited_ms`` how long the plan waited): the
@@ -67,7 +85,9 @@ def check_group(
     if group is None:
         return
     if group.protocol == "streams" and group.state == UNKNOWN_GROUP_STATE:
-        raise streams_group_refusal(application_id)
+        raise streams_group_refusal(application_id, group.members_unknown)
+    if group.protocol == "streams" and group.members:
+        raise streams_group_active(group, application_id, then)
     if group_is_inactive(group):
         return
     members = ", ".join(f"{m.client_id} on {m.host or 'an unknown host'}" for m in group.members) or "none listed"

@@ -1,7 +1,9 @@
-"""A KIP-1071 streams group (a real Kafka Streams 4.2.2 app with ``group.protocol=streams``) is refused by the plan
-and the hand-off, running or stopped: confluent-kafka's group calls do not show such a group, so the cluster reader
-must find it another way. The refusal's steps are then followed for real with Kafka's own streams-group tool
-(export the offsets, delete the group), and the batch plans from the exported offsets and hands off."""
+"""A KIP-1071 streams group (a real Kafka Streams 4.2.2 app with ``group.protocol=streams``): while the app runs the
+plan and the hand-off refuse it naming its member and host (confluent-kafka's group calls do not show such a group:
+the cluster reader finds it through ListGroups and reads its members from ``__consumer_offsets``); once the app has
+left, a hand-off planned before it committed is refused (its offsets moved), and a new plan from the empty streams
+group's committed offsets hands off, committing the group's offsets in the transaction (docs/streams-groups.md).
+Kafka's own streams-group tool sees the offsets streamproc committed."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from streamproc.kafka.cluster import read_committed_offsets, read_group
@@ -60,7 +63,7 @@ def streams_app(classpath: str, kafka_broker: str, tmp_path: Path) -> Iterator[C
         proc.wait()
 
 
-def test_a_streams_group_is_refused_running_and_stopped(
+def test_a_running_streams_group_is_refused_and_an_empty_one_is_handed_off_to(
     kafka_broker: str,
     admin: AdminClient,
     input_topic: str,
@@ -69,60 +72,64 @@ def test_a_streams_group_is_refused_running_and_stopped(
     streams_app: Callable[[str], subprocess.Popen[str]],
 ) -> None:
     app_id = unique("handoff-streams-group")
+    client_config = {"bootstrap.servers": kafka_broker}
     run_ = processed(kafka_broker, admin, app_id, tmp_path)
     app = streams_app(app_id)  # the application started between the plan and the hand-off
-    # DescribeConsumerGroups does not know a streams group; read_group finds it through ListGroups
-    group = read_group(admin, app_id)
-    assert group is not None and (group.protocol, group.members) == ("streams", ())
+    group = read_group(admin, app_id, client_config=client_config)
+    assert group is not None and group.protocol == "streams" and len(group.members) == 1, group
+    member = group.members[0]
+    assert member.client_id.startswith(f"{app_id}-") and member.host == "127.0.0.1", member
+    named = f"has 1 member(s) ({member.client_id} on 127.0.0.1): stop every instance and"
     planned = run("plan", "--bootstrap", kafka_broker, "--application-id", app_id, "--input-topic", input_topic,
                   "--dry-run", ok=False)  # fmt: skip
     assert planned.exit_code == 1
-    steps = [
-        f"group '{app_id}' is a KIP-1071 streams group (group.protocol=streams) whose members",
-        f"`kafka-streams-groups.sh --bootstrap-server <bootstrap> --describe --group {app_id} --members` lists none",
-        f"--reset-offsets --group {app_id} --all-input-topics --to-current --dry-run --export > {app_id}-offsets.csv",
-        f"--delete --group {app_id}`; plan again with --from-file {app_id}-offsets.csv",
-        "start the application with group.protocol=classic",
-    ]
-    assert all(step in planned.output for step in steps), planned.output
+    assert f"streams group '{app_id}' at epoch" in planned.output and f"{named} plan again" in planned.output
     args = ["handoff", "--bootstrap", kafka_broker, "--plan", str(run_["plan_file"]), "--store", str(run_["store"]),
             "--yes"]  # fmt: skip
     refused = run(*args, ok=False)
     assert refused.exit_code == 1
-    assert all(step in refused.output for step in steps), refused.output
+    assert f"{named} run the hand-off again" in refused.output, refused.output
 
     assert app.stdin is not None and app.stdout is not None
-    app.stdin.close()  # the app closes and leaves: an empty streams group
+    app.stdin.close()  # the app closes and leaves: an empty streams group, its offsets committed
     assert app.stdout.readline().strip() == "closed"
     app.wait(timeout=60)
-    refused = run(*args, ok=False)
+    empty = read_group(admin, app_id, client_config=client_config)
+    assert empty is not None and (empty.protocol, empty.state, empty.members) == ("streams", "Empty", ()), empty
+    refused = run(*args, ok=False)  # planned before the app committed anything
     assert refused.exit_code == 1
-    assert "KIP-1071 streams group" in refused.output
+    assert "moved" in refused.output.lower() or "no longer" in refused.output, refused.output
 
-    # the refusal's steps, with Kafka's own tool: export the offsets, delete the group, plan from the export
-    exported = streams_groups_tool(kafka_broker, "--reset-offsets", "--group", app_id, "--all-input-topics",
-                                   "--to-current", "--dry-run", "--export")  # fmt: skip
-    saved = {(topic, int(p)): int(o) for topic, p, o in (line.split(",") for line in exported.split())}
-    assert set(saved) == {(input_topic, 0), (input_topic, 1)}, exported
-    streams_groups_tool(kafka_broker, "--delete", "--group", app_id)
-    assert read_group(admin, app_id) is None
-    csv = tmp_path / f"{app_id}-offsets.csv"
-    csv.write_text(exported)
+    committed, _ = read_committed_offsets(admin, app_id)
+    producer = Producer({"bootstrap.servers": kafka_broker, "partitioner": "murmur2_random"})
+    for i in range(40):  # what the batch processes after the app
+        producer.produce(input_topic, key=f"k{i % 7}".encode(), value=b"x", timestamp=2_000_000 + i * 10)
+    assert producer.flush(60) == 0
     plan_file = tmp_path / "replanned.json"
     run("plan", "--bootstrap", kafka_broker, "--application-id", app_id, "--topology", str(tmp_path / "topology.txt"),
-        "--from-file", str(csv), "--out", str(plan_file))  # fmt: skip
+        "--out", str(plan_file))  # fmt: skip
     plan = RunPlan.read(plan_file)
-    assert {(r.topic, r.partition): r.start for r in plan.ranges} == saved
+    assert {(r.topic, r.partition): r.start for r in plan.ranges} == {
+        (tp.topic, tp.partition): c.offset for tp, c in committed.items()
+    }
+    assert sum(r.end - r.start for r in plan.ranges) == 40, plan.ranges
     store = tmp_path / "restaged"
     run("fetch", "--bootstrap", kafka_broker, "--plan", str(plan_file), "--store", str(store))
     counts = {topologies.INPUT: 2, topologies.OUTPUT: 2}
     for work in task_work(plan, topology=TOPOLOGY, store_uri=str(store), counts=counts):
         run_task(work)
     run("handoff", "--bootstrap", kafka_broker, "--plan", str(plan_file), "--store", str(store), "--yes")
-    committed, _ = read_committed_offsets(admin, app_id)
-    assert {f"{tp.topic}-{tp.partition}": c.offset for tp, c in committed.items()} == {
+    after, _ = read_committed_offsets(admin, app_id)
+    assert {f"{tp.topic}-{tp.partition}": c.offset for tp, c in after.items()} == {
         c.partition: c.after for c in plan.commits
     }
+    still = read_group(admin, app_id, client_config=client_config)
+    assert still is not None and (still.protocol, still.state) == ("streams", "Empty"), still
+    # Kafka's tool (its --describe --offsets lists nothing for a group without members): the offsets it would keep
+    exported = streams_groups_tool(kafka_broker, "--reset-offsets", "--group", app_id, "--all-input-topics",
+                                   "--to-current", "--dry-run", "--export")  # fmt: skip
+    assert sorted(exported.split()) == sorted(f"{c.partition.rpartition('-')[0]},{c.partition.rpartition('-')[2]},"
+                                              f"{c.after}" for c in plan.commits)  # fmt: skip
 
 
 def streams_groups_tool(bootstrap: str, *args: str) -> str:

@@ -41,9 +41,30 @@ def test_a_group_with_members_is_refused_naming_them_and_their_hosts() -> None:
     assert "--wait-for-empty-group" not in str(refused.value)
 
 
-def test_a_streams_group_is_refused_with_what_to_do() -> None:
-    with pytest.raises(guard.StreamsGroupRefused, match="KIP-1071 streams group.*--export.*group.protocol=classic"):
-        guard.check_group(APP, GroupState("streams", "Empty", ()))
+def test_a_streams_group_whose_members_are_unknown_is_refused_with_why_and_what_to_do() -> None:
+    unknown = GroupState("streams", "Unknown", (), members_unknown="cannot read __consumer_offsets: not authorized")
+    with pytest.raises(guard.StreamsGroupRefused) as refused:
+        guard.check_group(APP, unknown)
+    text = str(refused.value)
+    assert "could not read from __consumer_offsets (cannot read __consumer_offsets: not authorized)" in text
+    assert "an empty streams group is supported when its principal may READ __consumer_offsets" in text
+    assert "--export" in text and "group.protocol=classic" in text
+
+
+def test_an_empty_streams_group_is_handed_off_to() -> None:
+    guard.check_group(APP, GroupState("streams", "Empty", (), epoch=4))
+
+
+def test_a_streams_group_with_members_is_refused_naming_them_and_their_hosts() -> None:
+    group = GroupState(
+        "streams", "NotEmpty", (GroupMember("app-1-StreamThread-1-consumer", "10.0.0.7", "m1"),), epoch=3
+    )
+    with pytest.raises(guard.GroupActive) as refused:
+        guard.check_group(APP, group)
+    assert str(refused.value).startswith(
+        f"streams group '{APP}' at epoch 3 has 1 member(s) (app-1-StreamThread-1-consumer on 10.0.0.7): stop every "
+        "instance and run the hand-off again (`kafka-streams-groups.sh --describe"
+    )
 
 
 def test_the_hand_off_and_the_plan_refuse_a_group_with_one_rule() -> None:

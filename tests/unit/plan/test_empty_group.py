@@ -18,7 +18,7 @@ from streamproc.plan.empty_group import (
     PLAN_WAIT_HINT,
     wait_for_empty_group,
 )
-from streamproc.plan.preconditions import UNKNOWN_GROUP_STATE, check_group
+from streamproc.plan.preconditions import STREAMS_GROUP_WITH_MEMBERS, UNKNOWN_GROUP_STATE, check_group
 from streamproc.plan.refusals import GroupActive
 
 APP = "streams-wordcount"
@@ -155,9 +155,10 @@ def test_the_wait_ends_at_its_deadline_with_the_members_still_there() -> None:
         None,
         GroupState("classic", "Empty", ()),
         GroupState("classic", "Dead", ()),
-        GroupState("streams", UNKNOWN_GROUP_STATE, ()),  # refused by the check at once: its members cannot be listed
+        GroupState("streams", UNKNOWN_GROUP_STATE, ()),  # refused by the check at once: its members could not be read
+        GroupState("streams", "Empty", (), epoch=4),
     ],
-    ids=["no-group", "empty", "dead", "streams-group"],
+    ids=["no-group", "empty", "dead", "streams-group-unknown", "streams-group-empty"],
 )
 def test_the_wait_returns_at_once_when_there_is_nothing_to_wait_for(
     group: GroupState | None, caplog: pytest.LogCaptureFixture
@@ -172,3 +173,14 @@ def test_a_group_that_goes_away_while_waited_for_ends_the_wait() -> None:
     clock = FakeClock([stable(member(6_000)), None])
     assert wait(clock, 10_000) is None
     assert clock.reads == 2
+
+
+def test_a_streams_group_with_members_is_waited_for_until_they_leave() -> None:
+    """Its members come from its records in ``__consumer_offsets`` (kafka/streams_group_records): waited for as a
+    classic group's are."""
+    with_members = GroupState("streams", STREAMS_GROUP_WITH_MEMBERS, (member(None),), DESCRIBED_AT_MS, epoch=5)
+    empty = GroupState("streams", "Empty", (), DESCRIBED_AT_MS + 1_000, epoch=6)
+    clock = FakeClock([with_members, with_members, empty])
+    assert wait(clock, 10_000) == empty
+    assert clock.reads == 3
+    check_group(empty, APP, waited_ms=1_000)

@@ -658,10 +658,16 @@ def test_by_duration_end() -> None:
 # ---------------------------------------------------------------------------------------------------- preconditions
 
 
-def test_a_streams_group_is_refused_naming_what_to_do() -> None:
-    """A KIP-1071 streams group (kafka/cluster.read_group: listed, not describable) is never taken for "no group"."""
+def test_a_streams_group_whose_members_are_unknown_is_refused_naming_what_to_do() -> None:
+    """A KIP-1071 streams group whose records could not be read (kafka/cluster.read_group) is never taken for "no
+    group" nor for an empty one."""
     with pytest.raises(StreamsGroupRefused, match="KIP-1071 streams group.*--export.*group.protocol=classic"):
         plan(snapshot({0: part(0, 5)}, group=GroupState("streams", UNKNOWN_GROUP_STATE, ())), ToDatetimeStart("x"))
+
+
+def test_an_empty_streams_group_is_planned_from_its_committed_offsets() -> None:
+    result = plan(snapshot({0: part(0, 5)}, {O0: 2}, group=GroupState("streams", "Empty", (), epoch=4)))
+    assert ranges(result)["orders-0"][:2] == (2, 5)
 
 
 def test_active_group_is_refused_before_anything_else() -> None:

@@ -55,10 +55,12 @@ import com.fasterxml.jackson.databind.ObjectMapper;
  * {@code restore_start}/{@code restore_batch}/{@code restore_end} from a {@link StateRestoreListener}, then
  * {@code {"event":"result","restored":N,"store":{key:[count,timestamp]}}}.
  *
- * <p>Two environment variables change the run protocol of every app that shares it: {@value #SESSION_TIMEOUT_ENV}
- * sets the main consumer's {@code session.timeout.ms}, and {@value #CLOSE_ENV}={@code REMAIN_IN_GROUP} closes the app
+ * <p>Four environment variables change the run protocol of every app that shares it: {@value #SESSION_TIMEOUT_ENV}
+ * sets the main consumer's {@code session.timeout.ms}, {@value #CLOSE_ENV}={@code REMAIN_IN_GROUP} closes the app
  * with the plain {@link KafkaStreams#close(Duration)}, whose members stay in the group until their session times out
- * (the default, {@code LEAVE_GROUP}, leaves it at once).
+ * (the default, {@code LEAVE_GROUP}, leaves it at once), and {@value #GROUP_PROTOCOL_ENV} sets
+ * {@code group.protocol} ({@code streams}: a KIP-1071 streams group; default {@code classic}), and
+ * {@value #PROCESSING_GUARANTEE_ENV} the {@code processing.guarantee} of an app that would otherwise run at least once.
  */
 public final class StateResumeApp {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -66,6 +68,10 @@ public final class StateResumeApp {
     static final long WINDOW_RETENTION_MS = 600_000L;
     /** The main consumer's {@code session.timeout.ms} (default: Kafka's, 45 s). */
     static final String SESSION_TIMEOUT_ENV = "STREAMPROC_ORACLE_SESSION_TIMEOUT_MS";
+    /** The app's {@code group.protocol} (default: Kafka Streams', {@code classic}). */
+    static final String GROUP_PROTOCOL_ENV = "STREAMPROC_ORACLE_GROUP_PROTOCOL";
+    /** The {@code processing.guarantee} of an app the caller runs at least once ({@code exactly_once_v2}). */
+    static final String PROCESSING_GUARANTEE_ENV = "STREAMPROC_ORACLE_PROCESSING_GUARANTEE";
     /** {@code LEAVE_GROUP} (default) or {@code REMAIN_IN_GROUP}: how the app closes ({@code GroupMembershipOperation}). */
     static final String CLOSE_ENV = "STREAMPROC_ORACLE_GROUP_MEMBERSHIP_ON_CLOSE";
 
@@ -181,7 +187,7 @@ public final class StateResumeApp {
         props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
         props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG,
-            eos ? StreamsConfig.EXACTLY_ONCE_V2 : StreamsConfig.AT_LEAST_ONCE);
+            eos ? StreamsConfig.EXACTLY_ONCE_V2 : guarantee());
         props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100);
         props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1);
         props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
@@ -192,7 +198,16 @@ public final class StateResumeApp {
             props.put(StreamsConfig.mainConsumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG),
                 Integer.parseInt(sessionTimeout));
         }
+        final String groupProtocol = System.getenv(GROUP_PROTOCOL_ENV);
+        if (groupProtocol != null && !groupProtocol.isEmpty()) {
+            props.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, groupProtocol);
+        }
         return props;
+    }
+
+    private static String guarantee() {
+        final String guarantee = System.getenv(PROCESSING_GUARANTEE_ENV);
+        return guarantee == null || guarantee.isEmpty() ? StreamsConfig.AT_LEAST_ONCE : guarantee;
     }
 
     /** Starts the app: restore events on stdout (counted into {@code restored}), SHUTDOWN_CLIENT on a fatal error. */
