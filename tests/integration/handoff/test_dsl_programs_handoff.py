@@ -291,6 +291,15 @@ def _cases() -> list[Any]:
 RESTARTED_REFERENCE = frozenset({"rekey_join_optimized", "windowed_aggregate_materialized"})
 
 
+def assert_resumed_stores_equal(resumed: dict[str, Any], alone: dict[str, Any]) -> None:
+    """Every store of the app resumed after the hand-off equals the lone app's, each read by interactive query and
+    not empty (else the data tests nothing)."""
+    for store, contents in alone["store"].items():
+        assert contents, f"{store} is empty after the whole input: the data tests nothing"
+        assert "(no interactive query reads this store)" not in contents, store
+        assert resumed["store"][store] == contents, f"store {store}: resumed after hand-off != alone"
+
+
 class _Outputs:
     """Which run wrote which output records: each run's ``[before, after)`` offsets per output partition."""
 
@@ -375,10 +384,7 @@ def test_real_app_resumes_a_dsl_program_after_streamproc_run(
     records = _read(kafka_broker, outputs)
     delete_topics(admin, inputs + outputs)
 
-    for store, contents in alone["store"].items():
-        assert contents, f"{store} is empty after the whole input: the data tests nothing"
-        assert "(no interactive query reads this store)" not in contents, store
-        assert resumed["store"][store] == contents, f"store {store}: resumed after hand-off != alone"
+    assert_resumed_stores_equal(resumed, alone)
     handed_off = _summary(written.of("handoff", records))
     by_alone = _summary(written.of("alone", records))
     assert len(written.of("handoff", records)) + len(written.of("alone", records)) == len(records)

@@ -20,7 +20,14 @@ from confluent_kafka.admin import AdminClient
 
 from streamproc.kafka.cluster import read_group
 from tests.integration.conftest import delete_topics, recreate_topics
-from tests.integration.handoff.test_dsl_programs_handoff import PARTITIONS, _app, _parts, _produce, _topics
+from tests.integration.handoff.test_dsl_programs_handoff import (
+    PARTITIONS,
+    _app,
+    _parts,
+    _produce,
+    _topics,
+    assert_resumed_stores_equal,
+)
 from tests.integration.handoff.test_handoff import run
 
 pytestmark = pytest.mark.integration
@@ -86,9 +93,7 @@ def test_real_app_in_a_streams_group_resumes_after_streamproc_run(
 
     alone = app(unique("sg-alone"), tmp_path / "alone")
     delete_topics(admin, inputs + outputs)
-    for store, contents in alone["store"].items():
-        assert contents, f"{store} is empty after the whole input: the data tests nothing"
-        assert resumed["store"][store] == contents, f"store {store}: resumed after hand-off != alone"
+    assert_resumed_stores_equal(resumed, alone)
 
 
 @pytest.mark.parametrize("factory", PROGRAMS[1:])  # the re-key: its repartition topic created by streamproc too
@@ -132,6 +137,4 @@ def test_a_first_run_hands_off_to_an_app_that_creates_its_streams_group(
 
     alone = _app(oracle_jar, kafka_broker, unique("sg-first-alone"), tmp_path / "alone", program)
     delete_topics(admin, inputs + outputs)
-    for store, contents in alone["store"].items():
-        assert contents, f"{store} is empty after the whole input: the data tests nothing"
-        assert resumed["store"][store] == contents, f"store {store}: resumed after hand-off != alone"
+    assert_resumed_stores_equal(resumed, alone)
