@@ -32,6 +32,12 @@ PAUSE_AT_ENV = "STREAMPROC_HANDOFF_PAUSE_AT"
 PAUSE_DIR_ENV = "STREAMPROC_HANDOFF_PAUSE_DIR"
 
 
+def armed() -> bool:
+    """Whether a test named a kill or pause point: the hand-off then publishes its tasks one at a time, so that a
+    point is a boundary between two tasks' steps (no other task's transaction is open beside it)."""
+    return bool(os.environ.get(KILL_AT_ENV) or os.environ.get(PAUSE_AT_ENV))
+
+
 def pause_point(name: str, timeout_s: float = 120.0) -> None:
     """Wait at this point for the test's ``resume`` file when ``STREAMPROC_HANDOFF_PAUSE_AT`` names it."""
     if os.environ.get(PAUSE_AT_ENV) != name:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,8 +21,9 @@ from streamproc.engine.records import TopicPartition
 from streamproc.engine.task_id import TaskId
 from streamproc.errors import HandoffError
 from streamproc.handoff import guard
+from streamproc.handoff.kill_points import armed as kill_points_armed
 from streamproc.handoff.kill_points import kill_point
-from streamproc.handoff.publish import publish_task, verify_committed
+from streamproc.handoff.publish import PublishedTask, publish_task, verify_committed
 from streamproc.handoff.purge import purge_partition
 from streamproc.handoff.reconcile import reconcile_with_kafka
 from streamproc.handoff.state_bundle import task_object, task_tar, write_manifest
@@ -198,6 +200,53 @@ def _end_offset_resolver(admin: Any, plan: RunPlan) -> Callable[[TopicPartition,
     return resolve
 
 
+#: Tasks of one stage whose transactions are open at once. A task's publish is a Python loop over its records (one
+#: core) beside librdkafka's threads (compression, the network) and the broker's round trips (begin, commit, the
+#: offsets read back): side by side, one task's loop runs while another waits.
+PUBLISH_THREADS = 4
+
+
+def publish_waves(plan: RunPlan, results: Sequence[TaskResults], *, sequential: bool) -> list[list[TaskResults]]:
+    """The tasks whose transactions may be open together, wave after wave in stage order.
+
+    A task commits a repartition partition's offset past the records (and transaction markers) that the tasks of
+    earlier stages published to it (``_end_offset_resolver``), so a stage's tasks wait for every earlier stage's;
+    the tasks of one stage read and write disjoint partitions and are independent. ``sequential``: one task a
+    wave, the order of ``results`` (a step boundary named by ``stop_after`` or a test's kill point is then a
+    boundary between two tasks).
+    """
+    if sequential:
+        return [[r] for r in results]
+    stage_of = {sub: i for i, stage in enumerate(plan.stages) for sub in stage}
+    waves: dict[int, list[TaskResults]] = {}
+    for r in results:
+        waves.setdefault(stage_of.get(r.task.subtopology, 0), []).append(r)
+    return [waves[stage] for stage in sorted(waves)]
+
+
+def _publish_side_by_side(
+    todo: Sequence[TaskResults], publish: Callable[[TaskResults], PublishedTask]
+) -> Iterator[tuple[TaskResults, PublishedTask | Exception]]:
+    """Each task of ``todo`` published (its own producer and transaction), up to :data:`PUBLISH_THREADS` at once;
+    yields each task's outcome, or the error that ended it, in ``todo``'s order. A failed task does not stop the
+    others: their transactions finish and are recorded, not left open (the pool is awaited even when the caller
+    stops reading)."""
+    if len(todo) == 1:
+        try:
+            yield todo[0], publish(todo[0])
+        except Exception as exc:  # noqa: BLE001 - handed to the caller, which records the others first
+            yield todo[0], exc
+        return
+    if todo:
+        log.info("publishing %d tasks side by side (%d at once): %s", len(todo), min(len(todo), PUBLISH_THREADS),
+                 ", ".join(r.task_id for r in todo))  # fmt: skip
+    with ThreadPoolExecutor(max_workers=PUBLISH_THREADS, thread_name_prefix="publish") as pool:
+        futures = [(r, pool.submit(publish, r)) for r in todo]
+        for r, future in futures:
+            error = future.exception()
+            yield r, (error if isinstance(error, Exception) else future.result())
+
+
 def handoff(
     plan: RunPlan,
     plan_id: str,
@@ -251,64 +300,80 @@ def handoff(
     directory = StateDirectory(state_dir, plan.application_id) if state_dir is not None else None
     done_now: dict[str, list[str]] = {"publish": [], "checkpoint": [], "purge": []}
     skipped: list[str] = []
+
+    def publish(r: TaskResults) -> PublishedTask:
+        return publish_task(
+            client_config,
+            plan.application_id,
+            plan_id,
+            r,
+            reduce_changelogs=reduce_changelogs,
+            resolve_offset=resolve,
+            planned_commits=planned,
+        )
+
+    def write_checkpoint(r: TaskResults) -> bool:
+        """The task's state and ``.checkpoint`` written and recorded (False: nothing to write, or done before)."""
+        if directory is None and state_bundle is None:
+            return False
+        bundle = r.bundle()
+        if bundle is None:
+            return False
+        if r.task_id in checkpointed:
+            skipped.append(f"checkpoint {r.task_id}")
+            return False
+        offsets = task_checkpoint(plan, r, r.persistent_stores(bundle), published[r.task_id])
+        detail: dict[str, Any] = {"offsets": {str(tp): o for tp, o in offsets.items()}}
+        target = offsets_for_version(offsets, kafka_streams_version=kafka_streams_version, eos=eos)
+        if target is None:
+            log.warning(
+                "task [%s] no state written: a store's changelog is empty (checkpoint -4), which Kafka Streams "
+                "%s under exactly_once_v2 takes as a corrupted task; the application starts the task from its "
+                "changelogs (the empty store restores nothing)",
+                r.task_id,
+                kafka_streams_version,
+            )
+            detail["no_state"] = True
+            stateless_for_version.add(r.task_id)
+            if directory is not None:
+                clear_task_state(directory, TaskId.parse(r.task_id))
+        elif state_bundle is not None:
+            state_bundle.put(task_object(r.task_id), task_tar(bundle, offsets))
+            detail["bundle"] = task_object(r.task_id)
+        if directory is not None and target is not None:
+            detail["task_dir"] = str(write_task_state(directory, TaskId.parse(r.task_id), bundle, offsets))
+        ledger.record(plan_id, "checkpoint", r.task_id, detail)
+        done_now["checkpoint"].append(r.task_id)
+        kill_point(f"checkpoint:{r.task_id}")
+        return True
+
+    sequential = stop_after is not None or kill_points_armed()
     if directory is not None:
         directory.lock()
     try:
-        for r in results:
-            if r.task_id in published:
-                skipped.append(f"publish {r.task_id}")
-            else:
+        for wave in publish_waves(plan, results, sequential=sequential):
+            todo = [r for r in wave if r.task_id not in published]
+            skipped.extend(f"publish {r.task_id}" for r in wave if r.task_id in published)
+            if todo:
                 guard.check_group(
                     plan.application_id, read_group(admin, plan.application_id, client_config=client_config)
                 )
-                task = publish_task(
-                    client_config,
-                    plan.application_id,
-                    plan_id,
-                    r,
-                    reduce_changelogs=reduce_changelogs,
-                    resolve_offset=resolve,
-                    planned_commits=planned,
-                )
-                verify_committed(admin, plan.application_id, task.offsets)
-                published[r.task_id] = ledger.record(plan_id, "publish", r.task_id, task.detail()).detail
+            failure: Exception | None = None
+            for r, outcome in _publish_side_by_side(todo, publish):
+                if isinstance(outcome, Exception):
+                    failure = failure or outcome
+                    continue
+                verify_committed(admin, plan.application_id, outcome.offsets)
+                published[r.task_id] = ledger.record(plan_id, "publish", r.task_id, outcome.detail()).detail
                 done_now["publish"].append(r.task_id)
                 kill_point(f"publish:{r.task_id}")
-            if stop_after == f"publish:{r.task_id}":
-                return _summary(plan_id, done_now, skipped)
-            if directory is None and state_bundle is None:
-                continue
-            bundle = r.bundle()
-            if bundle is None:
-                continue
-            if r.task_id in checkpointed:
-                skipped.append(f"checkpoint {r.task_id}")
-                continue
-            offsets = task_checkpoint(plan, r, r.persistent_stores(bundle), published[r.task_id])
-            detail: dict[str, Any] = {"offsets": {str(tp): o for tp, o in offsets.items()}}
-            target = offsets_for_version(offsets, kafka_streams_version=kafka_streams_version, eos=eos)
-            if target is None:
-                log.warning(
-                    "task [%s] no state written: a store's changelog is empty (checkpoint -4), which Kafka Streams "
-                    "%s under exactly_once_v2 takes as a corrupted task; the application starts the task from its "
-                    "changelogs (the empty store restores nothing)",
-                    r.task_id,
-                    kafka_streams_version,
-                )
-                detail["no_state"] = True
-                stateless_for_version.add(r.task_id)
-                if directory is not None:
-                    clear_task_state(directory, TaskId.parse(r.task_id))
-            elif state_bundle is not None:
-                state_bundle.put(task_object(r.task_id), task_tar(bundle, offsets))
-                detail["bundle"] = task_object(r.task_id)
-            if directory is not None and target is not None:
-                detail["task_dir"] = str(write_task_state(directory, TaskId.parse(r.task_id), bundle, offsets))
-            ledger.record(plan_id, "checkpoint", r.task_id, detail)
-            done_now["checkpoint"].append(r.task_id)
-            kill_point(f"checkpoint:{r.task_id}")
-            if stop_after == f"checkpoint:{r.task_id}":
-                return _summary(plan_id, done_now, skipped)
+            if failure is not None:
+                raise failure
+            for r in wave:
+                if stop_after == f"publish:{r.task_id}":
+                    return _summary(plan_id, done_now, skipped)
+                if write_checkpoint(r) and stop_after == f"checkpoint:{r.task_id}":
+                    return _summary(plan_id, done_now, skipped)
         if state_bundle is not None:
             write_manifest(
                 state_bundle,

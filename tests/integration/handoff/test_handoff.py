@@ -7,6 +7,7 @@ after a stop at a step boundary, and the refusals (offsets moved, an unfinished 
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import struct
 import subprocess
@@ -177,7 +178,9 @@ def test_handoff_publishes_commits_checkpoints_and_a_rerun_skips_everything(
     unique: Callable[[str], str],
     tmp_path: Path,
     committed_metadata_classpath: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.INFO, logger="streamproc.handoff.procedure")
     app_id = unique("handoff-app")
     run_ = processed(kafka_broker, admin, app_id, tmp_path)
     plan: RunPlan = run_["plan"]
@@ -230,8 +233,10 @@ def test_handoff_publishes_commits_checkpoints_and_a_rerun_skips_everything(
         str(run_["plan_file"]),
         "--status",  # no cluster needed
     )
+    # the two tasks of the one stage are published side by side, each recorded, then their state written
     assert [(s["kind"], s["subject"]) for s in json.loads(status.output)["steps"]] == [
-        ("publish", "0_0"), ("checkpoint", "0_0"), ("publish", "0_1"), ("checkpoint", "0_1")]  # fmt: skip
+        ("publish", "0_0"), ("publish", "0_1"), ("checkpoint", "0_0"), ("checkpoint", "0_1")]  # fmt: skip
+    assert "publishing 2 tasks side by side" in caplog.text
 
     again = run("handoff", "--bootstrap", kafka_broker, "--plan", str(run_["plan_file"]), "--store",
                 str(run_["store"]), "--state-dir", str(state_dir), "--yes")  # fmt: skip
@@ -268,7 +273,7 @@ def test_a_rerun_after_a_stop_at_a_step_boundary_finishes_the_rest(
         assert not (state_dir / app_id / "0_1" / ".checkpoint").exists()  # offsets committed, state not yet
         second = handoff(plan, pid, client_config=config, store=store, ledger=ledger, state_dir=state_dir)
         assert second.published == () and second.checkpointed == ("0_1",)
-        assert second.skipped == ("publish 0_0", "checkpoint 0_0", "publish 0_1")
+        assert second.skipped == ("publish 0_0", "publish 0_1", "checkpoint 0_0")
     assert len(read_all(kafka_broker, topologies.OUTPUT, 2, start=before)) == RECORDS
     last = last_data_offsets(kafka_broker, run_["changelog"], PARTITIONS)
     assert OffsetCheckpoint(state_dir / app_id / "0_1" / ".checkpoint").read() == {
@@ -303,3 +308,40 @@ def test_a_plan_that_only_moves_the_group_commits_its_ends(
         "--state-dir", str(tmp_path / "state"), "--yes")  # fmt: skip
     committed, _ = read_committed_offsets(admin, app_id)
     assert {str(tp): c.offset for tp, c in committed.items()} == {c.partition: c.after for c in plan.commits}
+
+
+def test_an_output_record_the_broker_refuses_fails_the_commit_and_a_rerun_publishes_it(
+    kafka_broker: str, admin: AdminClient, input_topic: str, unique: Callable[[str], str], tmp_path: Path
+) -> None:
+    """Output records are produced without a delivery report each: a record the broker refuses (a batch over the
+    output topic's ``max.message.bytes``) must still fail the task's commit, in one line naming the partition and
+    the broker's error, with nothing committed; once the topic takes it, the same command publishes everything."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    def output_max_bytes(value: str | None) -> None:
+        op = AlterConfigOpType.SET if value is not None else AlterConfigOpType.DELETE
+        entry = ConfigEntry("max.message.bytes", value or "", incremental_operation=op)
+        resource = ConfigResource(ResourceType.TOPIC, topologies.OUTPUT, incremental_configs=[entry])
+        for future in admin.incremental_alter_configs([resource]).values():
+            future.result(timeout=30)
+
+    app_id = unique("handoff-refused-output")
+    run_ = processed(kafka_broker, admin, app_id, tmp_path)
+    before = log_ends(kafka_broker, topologies.OUTPUT, 2)
+    args = ("handoff", "--bootstrap", kafka_broker, "--plan", str(run_["plan_file"]), "--store", str(run_["store"]),
+            "--state-dir", str(tmp_path / "state"), "--yes")  # fmt: skip
+    output_max_bytes("100")
+    try:
+        refused = run(*args, ok=False)
+    finally:
+        output_max_bytes(None)
+    assert refused.exit_code == 1, refused.output
+    assert "Traceback" not in refused.output
+    error = [line for line in refused.output.splitlines() if "Message size too large" in line]
+    assert len(error) == 1 and topologies.OUTPUT in error[0] and "committed its transaction" in error[0], refused.output
+    assert read_committed_offsets(admin, app_id) == ({}, False)
+    assert read_all(kafka_broker, topologies.OUTPUT, 2, start=before) == []
+    run(*args)
+    assert len(read_all(kafka_broker, topologies.OUTPUT, 2, start=before)) == RECORDS
+    committed, _ = read_committed_offsets(admin, app_id)
+    assert {str(tp): c.offset for tp, c in committed.items()} == {c.partition: c.after for c in run_["plan"].commits}
