@@ -139,6 +139,8 @@ def build_run_plan(
     )
     if analysis is not None:
         plan = replace(plan, sink_partitions=sink_partitions(analysis, snapshot.partition_counts))
+    if snapshot.group is not None and snapshot.group.protocol == "streams":
+        plan = replace(plan, streams_group_epoch=snapshot.group.epoch)  # the hand-off's guard checks it
     log.info(
         "Planned %d range(s) over %d task(s), at most %d records",
         len(plan.ranges), len(plan.tasks), sum(r.end - r.start for r in plan.ranges),
