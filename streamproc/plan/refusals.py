@@ -42,6 +42,10 @@ class StreamsGroupRefused(PlanRefusal):
     """The group is a KIP-1071 streams group (``group.protocol=streams``): its members cannot be checked yet."""
 
 
+class StreamsTopologyDiffers(PlanRefusal):
+    """The topology the application's streams group holds is not the user's (``plan/streams_group_topology``)."""
+
+
 class UnstableOffsets(PlanRefusal):
     """OffsetFetch kept answering ``UNSTABLE_OFFSET_COMMIT`` (a transactional offset commit is pending)."""
 

@@ -18,6 +18,7 @@ from confluent_kafka.admin import AdminClient
 
 from streamproc.kafka.cluster import read_committed_offsets, read_group
 from streamproc.plan.run_plan import RunPlan
+from streamproc.plan.streams_group_topology import StreamsGroupSubtopology
 from streamproc.spark.job import task_work
 from streamproc.spark.task_runner import run_task
 from streamproc_dev.broker import KAFKA_VERSION, libs_dir
@@ -128,7 +129,7 @@ def test_a_running_streams_group_is_refused_and_an_empty_one_is_handed_off_to(
                                               f"{c.after}" for c in plan.commits)  # fmt: skip
 
 
-def test_a_hand_off_planned_at_one_epoch_of_the_streams_group_is_refused_at_another(
+def test_a_plan_needs_the_groups_topology_and_a_hand_off_the_plans_epoch(
     kafka_broker: str,
     admin: AdminClient,
     input_topic: str,
@@ -136,19 +137,34 @@ def test_a_hand_off_planned_at_one_epoch_of_the_streams_group_is_refused_at_anot
     tmp_path: Path,
     streams_app: Callable[[str], subprocess.Popen[str]],
 ) -> None:
-    """The app ran and stopped between the plan and the hand-off: its join and leave moved the group's epoch, and the
-    guard refuses before anything is committed, naming both epochs."""
+    """The topology the group holds is the app's (read from its record in ``__consumer_offsets``): a plan with another
+    topology is refused naming the difference. Then the app runs and stops between the plan and the hand-off: its
+    join and leave move the group's epoch, and the guard refuses before anything is committed, naming both epochs."""
     app_id = unique("handoff-sg-epoch")
     client_config = {"bootstrap.servers": kafka_broker}
-    close(streams_app(app_id))
-    empty = read_group(admin, app_id, client_config=client_config)
-    assert empty is not None and (empty.protocol, empty.state) == ("streams", "Empty") and empty.epoch, empty
     changelog = f"{app_id}-counts-changelog"
     create_topic(admin, changelog, partitions=PARTITIONS, config={"cleanup.policy": "compact"})
     wait_for_leaders(admin, changelog)
+    close(streams_app(app_id))
+    empty = read_group(admin, app_id, client_config=client_config)
+    assert empty is not None and (empty.protocol, empty.state) == ("streams", "Empty") and empty.epoch, empty
+    assert empty.topology is not None and empty.topology.subtopologies == (
+        StreamsGroupSubtopology("0", frozenset({input_topic}), frozenset(), frozenset({changelog}), frozenset(),
+                                frozenset()),
+    ), empty.topology  # fmt: skip
     answer_list_offsets(kafka_broker, [changelog, topologies.INPUT], PARTITIONS)
     produce(kafka_broker, input_topic, 3_000_000)
-    (tmp_path / "topology.txt").write_text(str(topologies.count().describe()))
+    describe = str(topologies.count().describe())
+    (tmp_path / "other.txt").write_text(describe.replace("stores: [counts]", "stores: [totals]"))
+    other = run("plan", "--bootstrap", kafka_broker, "--application-id", app_id, "--topology",
+                str(tmp_path / "other.txt"), "--dry-run", ok=False)  # fmt: skip
+    assert other.exit_code == 1
+    assert (
+        f"the topology of streams group '{app_id}' (topology epoch {empty.topology.epoch}) is not the Python "
+        f"topology's: sub-topology 0: the application has changelog topics [{changelog}], the Python topology "
+        f"[{app_id}-totals-changelog] (no store logs to [{changelog}])"
+    ) in other.output, other.output
+    (tmp_path / "topology.txt").write_text(describe)
     plan_file, store = tmp_path / "plan.json", tmp_path / "staging"
     run("plan", "--bootstrap", kafka_broker, "--application-id", app_id, "--topology", str(tmp_path / "topology.txt"),
         "--out", str(plan_file))  # fmt: skip
