@@ -17,6 +17,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from streamproc.kafka.cluster import read_committed_offsets, read_group
+from streamproc.kafka.streams_protocol import ask_streams_protocol
 from streamproc.plan.run_plan import RunPlan
 from streamproc.plan.streams_group_topology import StreamsGroupSubtopology
 from streamproc.spark.job import task_work
@@ -167,9 +168,12 @@ def test_a_plan_needs_the_groups_topology_and_a_hand_off_the_plans_epoch(
     (tmp_path / "topology.txt").write_text(describe)
     plan_file, store = tmp_path / "plan.json", tmp_path / "staging"
     run("plan", "--bootstrap", kafka_broker, "--application-id", app_id, "--topology", str(tmp_path / "topology.txt"),
-        "--out", str(plan_file))  # fmt: skip
+        "--streams-setting", "group.protocol=streams", "--out", str(plan_file))  # fmt: skip  # the broker offers it
     plan = RunPlan.read(plan_file)
     assert plan.streams_group_epoch == empty.epoch
+    # what the plan asked: the broker describes the streams group, and knows no group of another id
+    assert ask_streams_protocol(client_config, app_id).detail == "StreamsGroupDescribe answered error code 0"
+    assert ask_streams_protocol(client_config, unique("nosuch")).detail == "StreamsGroupDescribe answered error code 69"
     run("fetch", "--bootstrap", kafka_broker, "--plan", str(plan_file), "--store", str(store))
     for work in task_work(plan, topology=TOPOLOGY, store_uri=str(store), counts={topologies.INPUT: 2,
                                                                                 topologies.OUTPUT: 2}):  # fmt: skip
