@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 
 from streamproc.errors import DevServiceError
@@ -208,9 +209,11 @@ def start(
     heap: str = "768m",
     timeout_s: float = 120,
     await_group_coordinator: bool = True,
+    overrides: Mapping[str, str] | None = None,
 ) -> ServiceHandle:
     """Start a broker in ``workdir`` (a new temp dir if None) and wait until it answers metadata requests and (unless
-    ``await_group_coordinator`` is false: a test of a coordinator still loading) group requests."""
+    ``await_group_coordinator`` is false: a test of a coordinator still loading) group requests. ``overrides`` are
+    broker settings over the project's (e.g. a cluster without the streams group protocol)."""
     workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="streamproc-kafka-"))
     workdir.mkdir(parents=True, exist_ok=True)
     previous = ServiceHandle.load(workdir)
@@ -228,8 +231,10 @@ def start(
     else:
         port, controller_port = service_process.free_port(), service_process.free_port()
     # Always the current settings, so that a restart of an old work directory picks up changes.
+    extra = "".join(f"{key}={value}\n" for key, value in (overrides or {}).items())
     config.write_text(
-        _SERVER_PROPERTIES.format(port=port, controller_port=controller_port, log_dir=log_dir), encoding="utf-8"
+        _SERVER_PROPERTIES.format(port=port, controller_port=controller_port, log_dir=log_dir) + extra,
+        encoding="utf-8",
     )
     if not formatted:
         fmt = subprocess.run(  # noqa: S603

@@ -113,7 +113,7 @@ if TYPE_CHECKING:
     metavar="KEY=VALUE",
     help="One of the application's settings, over --streams-config's (repeatable): a Python topology's function "
     "gets them; --create-internal-topics takes replication.factor, windowstore.changelog.additional.retention.ms "
-    "and topic.<config> from them.",
+    "and topic.<config> from them; with group.protocol=streams the plan asks the broker for that protocol.",
 )
 @click.option(
     "--topology-optimization",
@@ -218,6 +218,7 @@ def plan_command(
         topology_optimization=topology_optimization,
         source_topic_changelogs=changelogs,
         wait_for_empty_group_ms=wait_for_empty_group_ms(wait_for_empty_group),
+        group_protocol=settings.get("group.protocol"),
     )
     show_plan(ctx, run_plan, out, dry_run=dry_run)
 

@@ -267,6 +267,7 @@ def _run_steps(
                 dry_run=dry_run,
                 source_topic_changelogs=app_topology.source_topic_changelogs,
                 wait_for_empty_group_ms=wait_ms,
+                group_protocol=settings.get("group.protocol"),
             )
             show_plan(ctx, plan, work_dir / PLAN_FILE, dry_run=dry_run,
                       parallelism=parallelism_lines(app_topology, plan, parse_split(split)))  # fmt: skip

@@ -33,6 +33,10 @@ class OffsetsMoved(HandoffError):
     """The group's committed offsets are no longer those the plan started from."""
 
 
+class GroupEpochMoved(HandoffError):
+    """The application's streams group is no longer at the epoch the plan was made at."""
+
+
 class StateDirRefused(HandoffError):
     """The target state directory is in use or holds checkpoints newer than the plan."""
 
@@ -43,12 +47,32 @@ def parse_partition(name: str) -> TopicPartition:
     return TopicPartition(topic, int(partition))
 
 
-def check_group(application_id: str, group: GroupState | None) -> None:
+def check_group(application_id: str, group: GroupState | None, planned_epoch: int | None = None) -> None:
     """The plan's rule (``plan/preconditions.check_group``) asked again right before anything is committed: an
     empty streams group is handed off to as a classic group is (the broker accepts the transactional offset commit
     for it, docs/streams-groups.md), one with members or whose members could not be read is refused. The hand-off
-    offers no wait for the group to empty: members that are still there when it starts are refused."""
+    offers no wait for the group to empty: members that are still there when it starts are refused.
+
+    A streams group must also still be at the plan's epoch (``planned_epoch``, ``RunPlan.streams_group_epoch``):
+    the coordinator bumps it whenever a member joins or leaves or the group's topology changes, so an application
+    that ran and stopped again since the plan is seen even where its offsets did not move (it had nothing to
+    commit, or committed the very offsets the plan starts from)."""
     preconditions.check_group(group, application_id, then="run the hand-off again", wait_hint=None)
+    if planned_epoch is None:
+        return
+    now = group.epoch if group is not None and group.protocol == "streams" else None
+    if now == planned_epoch:
+        return
+    if group is None:
+        found = "no longer exists"
+    elif group.protocol != "streams":
+        found = f"is now a {group.protocol} group"
+    else:
+        found = f"is at epoch {'unknown' if now is None else now}"
+    raise GroupEpochMoved(
+        f"streams group '{application_id}' {found}, the plan was made at epoch {planned_epoch}: members joined or "
+        "left (an instance of the application ran) or the group changed since the plan; make a new plan"
+    )
 
 
 def check_offsets(

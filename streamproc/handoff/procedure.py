@@ -285,7 +285,7 @@ def handoff(
     from streamproc.kafka.cluster import read_group
 
     group = read_group(admin, plan.application_id, client_config=client_config)  # members: their session timeouts
-    guard.check_group(plan.application_id, group)
+    guard.check_group(plan.application_id, group, plan.streams_group_epoch)
     resolve = _end_offset_resolver(admin, plan)
     planned = planned_commits(plan)
     # fences the unpublished tasks' transactional ids, records tasks Kafka shows this plan committed, checks offsets
@@ -356,7 +356,9 @@ def handoff(
             skipped.extend(f"publish {r.task_id}" for r in wave if r.task_id in published)
             if todo:
                 guard.check_group(
-                    plan.application_id, read_group(admin, plan.application_id, client_config=client_config)
+                    plan.application_id,
+                    read_group(admin, plan.application_id, client_config=client_config),
+                    plan.streams_group_epoch,
                 )
             failure: Exception | None = None
             for r, outcome in _publish_side_by_side(todo, publish):

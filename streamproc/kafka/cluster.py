@@ -258,9 +258,9 @@ def _session_timeouts(client_config: Mapping[str, object], group_id: str) -> dic
 def _streams_group(admin: Any, group_id: str, client_config: Mapping[str, object] | None = None) -> GroupState | None:
     """A group only the legacy ListGroups shows (a streams group), or ``None`` when no group has the id.
 
-    Its members and epoch come from its records in ``__consumer_offsets`` (``kafka/streams_group_records``) when
-    ``client_config`` is given; without it, or when they cannot be read, its state is ``Unknown`` (the plan and the
-    hand-off refuse it, saying why).
+    Its members, epoch and topology come from its records in ``__consumer_offsets``
+    (``kafka/streams_group_records``) when ``client_config`` is given; without it, or when they cannot be read, its
+    state is ``Unknown`` (the plan and the hand-off refuse it, saying why).
     """
     import warnings
 
@@ -285,7 +285,7 @@ def _streams_group(admin: Any, group_id: str, client_config: Mapping[str, object
     )
     state = STREAMS_GROUP_WITH_MEMBERS if members else "Empty"
     return GroupState(protocol="streams", state=state, members=members, described_at_ms=described_at_ms,
-                      epoch=records.epoch)  # fmt: skip
+                      epoch=records.epoch, topology=records.topology)  # fmt: skip
 
 
 #: How long a pending transactional offset commit on the partitions read is waited for before the plan or the

@@ -8,6 +8,7 @@ application's ``state.dir``. Every decision is made by pure code on those values
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -35,6 +36,8 @@ from streamproc.plan.run_plan import RunPlan
 from streamproc.plan.run_planner import application_spec, build_run_plan, isolation_for, topics_to_read
 from streamproc.state.local_checkpoints import LocalCheckpoints, read_local_checkpoints
 
+log = logging.getLogger(__name__)
+
 
 def plan_run(
     client_config: Mapping[str, object],
@@ -53,6 +56,7 @@ def plan_run(
     source_topic_changelogs: Mapping[str, str] | None = None,
     topology_optimization: str | None = None,
     wait_for_empty_group_ms: int | None = None,
+    group_protocol: str | None = None,
 ) -> RunPlan:
     """Resolve a full ``RunPlan``; with no topology, ``source_topics`` are planned as one sub-topology's inputs.
 
@@ -67,8 +71,12 @@ def plan_run(
     the text, ``topology_optimization`` (the app's ``topology.optimization``) says the same for every table source.
     ``wait_for_empty_group_ms`` (``--wait-for-empty-group``): while the group still has members, wait up to that long
     for it to empty (:func:`await_empty_group`, after the topology's own refusals), then read the cluster afresh.
+    ``group_protocol`` (the application's ``group.protocol``): with ``streams`` the cluster must offer the streams
+    group protocol (:func:`refuse_missing_streams_protocol`).
     """
     refuse_isolation_setting(client_config)
+    if (group_protocol or "").strip().lower() == "streams":
+        refuse_missing_streams_protocol(client_config, application_id)
     isolation = isolation_for(processing_guarantee, isolation_level)
     if topology is None and not source_topics:
         raise PlanError("give the application's topology (describe() text) or its source topics")
@@ -155,6 +163,27 @@ def plan_run(
             )
         return replace(plan, warnings=(*plan.warnings, warning))
     return plan
+
+
+def refuse_missing_streams_protocol(client_config: Mapping[str, object], application_id: str) -> None:
+    """An application with ``group.protocol=streams`` cannot start on a cluster without the streams group protocol
+    (docs/streams-groups.md §5), and no group shows it: ask the broker, and refuse when it says no."""
+    from streamproc.kafka.streams_protocol import ask_streams_protocol
+    from streamproc.plan.refusals import StreamsProtocolUnsupported
+
+    answer = ask_streams_protocol(client_config, application_id)
+    if answer.offered is None:
+        log.info(
+            "group.protocol=streams: whether the cluster offers the streams protocol is unknown (%s)", answer.detail
+        )
+    if answer.offered is False:
+        raise StreamsProtocolUnsupported(
+            f"application '{application_id}' has group.protocol=streams, but the cluster does not offer the streams "
+            f"group protocol ({answer.detail}): Kafka Streams would fail at its first heartbeat (UNSUPPORTED_VERSION) "
+            "and never resume after the hand-off; enable it on the brokers (group.coordinator.rebalance.protocols "
+            "with streams, the streams.version feature at 1) or run the application with group.protocol=classic",
+            details={"protocol": "streams"},
+        )
 
 
 def await_empty_group(client_config: Mapping[str, object], application_id: str, wait_ms: int) -> bool:

@@ -4,9 +4,10 @@ confluent-kafka 2.16 cannot describe a streams group: DescribeConsumerGroups cal
 whether it runs or not (docs/streams-groups.md §3), and librdkafka has no StreamsGroupDescribe. The coordinator
 writes the group's state as records to the group's own ``__consumer_offsets`` partition (``CoordinatorRecordType``,
 Kafka 4.2): a member exists while its newest ``StreamsGroupMemberMetadata`` record (type 19, key: group id and
-member id) is not a tombstone (a member that leaves or times out gets one at once), and the group's epoch is its
-newest ``StreamsGroupMetadata`` record's (type 17). The coordinator replays exactly these records when it loads the
-partition, so they are the group as the broker knows it.
+member id) is not a tombstone (a member that leaves or times out gets one at once); the group's epoch is its
+newest ``StreamsGroupMetadata`` record's (type 17), its topology the newest ``StreamsGroupTopology`` record's (type
+23: what the plan compares with the user's, ``plan/streams_group_topology``). The coordinator replays exactly these
+records when it loads the partition, so they are the group as the broker knows it.
 
 The partition is read from its start (a member record may be old; compaction keeps the newest per key and a
 tombstone ``delete.retention.ms``), within a time budget; a principal without READ on ``__consumer_offsets``, or a
@@ -27,11 +28,14 @@ from streamproc.kafka.group_metadata import (
     WireReader,
     group_partition,
 )
+from streamproc.plan.streams_group_topology import StreamsGroupSubtopology, StreamsGroupTopology
 
 #: ``CoordinatorRecordType.STREAMS_GROUP_METADATA`` (value: ``StreamsGroupMetadataValue``, the epoch first).
 STREAMS_GROUP_METADATA_RECORD_TYPE: Final = 17
 #: ``CoordinatorRecordType.STREAMS_GROUP_MEMBER_METADATA`` (key: group id, member id).
 STREAMS_GROUP_MEMBER_METADATA_RECORD_TYPE: Final = 19
+#: ``CoordinatorRecordType.STREAMS_GROUP_TOPOLOGY`` (key: group id; value: ``StreamsGroupTopologyValue``).
+STREAMS_GROUP_TOPOLOGY_RECORD_TYPE: Final = 23
 #: How long the partition is read before the members are called unknown.
 READ_BUDGET_S: Final = 10.0
 
@@ -49,10 +53,12 @@ class StreamsGroupMember:
 
 @dataclass(frozen=True, slots=True)
 class StreamsGroupRecords:
-    """A streams group as its records say: ``epoch`` ``None`` when no metadata record was read."""
+    """A streams group as its records say: ``epoch`` ``None`` when no metadata record was read, ``topology`` when
+    no topology record was."""
 
     epoch: int | None
     members: tuple[StreamsGroupMember, ...]
+    topology: StreamsGroupTopology | None = None
 
 
 def parse_member_key(key: bytes) -> tuple[str, str] | None:
@@ -74,6 +80,58 @@ def parse_member_value(member_id: str, value: bytes) -> StreamsGroupMember:
         return StreamsGroupMember(member_id, instance_id, rack_id, reader.string(), reader.string())
     except ValueError as exc:
         raise GroupMetadataUnavailable(f"StreamsGroupMemberMetadataValue cannot be read: {exc}") from exc
+
+
+def parse_topology_value(value: bytes) -> StreamsGroupTopology:
+    """A ``StreamsGroupTopologyValue`` (its int16 version first, v0 flexible): the topology epoch, then per
+    sub-topology its id, source topics and patterns, changelogs, repartition sinks and sources (the topics' partition
+    counts, replication factors, configs and the copartition groups are read past)."""
+    version = struct.unpack(">h", value[:2])[0] if len(value) >= 2 else -1
+    if version != 0:
+        raise GroupMetadataUnavailable(f"StreamsGroupTopologyValue version {version} is not 0")
+    reader = WireReader(value[2:], flexible=True)
+    try:
+        epoch = reader.int32()
+        subtopologies = tuple(_subtopology(reader) for _ in range(reader.array_length()))
+        reader.skip_tagged_fields()
+    except ValueError as exc:
+        raise GroupMetadataUnavailable(f"StreamsGroupTopologyValue cannot be read: {exc}") from exc
+    return StreamsGroupTopology(epoch, subtopologies)
+
+
+def _subtopology(reader: WireReader) -> StreamsGroupSubtopology:
+    sub_id = reader.string()
+    sources = _strings(reader)
+    regex = _strings(reader)
+    changelogs = _topic_names(reader)
+    sinks = _strings(reader)
+    repartition_sources = _topic_names(reader)
+    for _ in range(reader.array_length()):  # CopartitionGroups: three arrays of int16 indexes each
+        for _ in range(3):
+            for _ in range(reader.array_length()):
+                reader.int16()
+        reader.skip_tagged_fields()
+    reader.skip_tagged_fields()
+    return StreamsGroupSubtopology(sub_id, sources, regex, changelogs, sinks, repartition_sources)
+
+
+def _strings(reader: WireReader) -> frozenset[str]:
+    return frozenset(reader.string() for _ in range(reader.array_length()))
+
+
+def _topic_names(reader: WireReader) -> frozenset[str]:
+    """The names of a ``[]TopicInfo``: name, partitions, replication factor, configs (key, value)."""
+    names = []
+    for _ in range(reader.array_length()):
+        names.append(reader.string())
+        reader.int32()
+        reader.int16()
+        for _ in range(reader.array_length()):
+            reader.string()
+            reader.string()
+            reader.skip_tagged_fields()
+        reader.skip_tagged_fields()
+    return frozenset(names)
 
 
 def group_key(record_type: int, group_id: str) -> bytes:
@@ -102,8 +160,10 @@ def _scan(consumer: Any, group_id: str, partition: int, low: int, high: int, dea
     from confluent_kafka import TopicPartition as KafkaTopicPartition
 
     metadata_key = group_key(STREAMS_GROUP_METADATA_RECORD_TYPE, group_id)
+    topology_key = group_key(STREAMS_GROUP_TOPOLOGY_RECORD_TYPE, group_id)
     members: dict[str, bytes] = {}
     epoch: int | None = None
+    topology: bytes | None = None
     if high <= low:
         return StreamsGroupRecords(None, ())
     consumer.assign([KafkaTopicPartition(GROUP_METADATA_TOPIC, partition, low)])
@@ -117,11 +177,13 @@ def _scan(consumer: Any, group_id: str, partition: int, low: int, high: int, dea
             error = message.error()
             if error is not None:
                 if error.code() == KafkaError._PARTITION_EOF:
-                    return _records(epoch, members)
+                    return _records(epoch, members, topology)
                 raise GroupMetadataUnavailable(f"cannot read {GROUP_METADATA_TOPIC}-{partition}: {error}")
             key, value = message.key() or b"", message.value()
             if key == metadata_key and value is not None and len(value) >= 6:
                 epoch = struct.unpack(">i", value[2:6])[0]
+            elif key == topology_key:
+                topology = value  # a tombstone (the group deleted) drops it
             else:
                 member = parse_member_key(key)
                 if member is not None and member[0] == group_id:
@@ -130,8 +192,9 @@ def _scan(consumer: Any, group_id: str, partition: int, low: int, high: int, dea
                     else:
                         members[member[1]] = value
             if message.offset() >= high - 1:
-                return _records(epoch, members)
+                return _records(epoch, members, topology)
 
 
-def _records(epoch: int | None, members: dict[str, bytes]) -> StreamsGroupRecords:
-    return StreamsGroupRecords(epoch, tuple(parse_member_value(m, v) for m, v in sorted(members.items())))
+def _records(epoch: int | None, members: dict[str, bytes], topology: bytes | None) -> StreamsGroupRecords:
+    parsed = None if topology is None else parse_topology_value(topology)
+    return StreamsGroupRecords(epoch, tuple(parse_member_value(m, v) for m, v in sorted(members.items())), parsed)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from streamproc.engine.record_queue import UNKNOWN
 from streamproc.engine.records import TopicPartition as TopicPartition
+from streamproc.plan.streams_group_topology import StreamsGroupTopology
 
 # ``org.apache.kafka.common.requests.ListOffsetsResponse.UNKNOWN_OFFSET``: "no offset for that timestamp".
 UNKNOWN_OFFSET = -1
@@ -130,8 +131,8 @@ class GroupState:
     is gone at most its session timeout later.
 
     A KIP-1071 streams group (``protocol="streams"``) is read from its records in ``__consumer_offsets``
-    (``kafka/streams_group_records``): ``epoch`` is its group epoch; when they could not be read its state is
-    ``Unknown`` and ``members_unknown`` says why.
+    (``kafka/streams_group_records``): ``epoch`` is its group epoch, ``topology`` the topology its members declared
+    (``None``: no record); when they could not be read its state is ``Unknown`` and ``members_unknown`` says why.
     """
 
     protocol: str = "classic"
@@ -140,6 +141,7 @@ class GroupState:
     described_at_ms: int | None = None
     epoch: int | None = None
     members_unknown: str = ""
+    topology: StreamsGroupTopology | None = None
 
 
 @dataclass(frozen=True, slots=True)

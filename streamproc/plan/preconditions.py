@@ -8,7 +8,11 @@ from __future__ import annotations
 
 from typing import Final
 
-from streamproc.engine.topology_analysis import check_existing_internal_topic, enforce_copartitioning
+from streamproc.engine.topology_analysis import (
+    TopologyAnalysis,
+    check_existing_internal_topic,
+    enforce_copartitioning,
+)
 from streamproc.plan.cluster_snapshot import ApplicationSpec, ClusterSnapshot, GroupState
 from streamproc.plan.empty_group import (
     PLAN_WAIT_HINT,
@@ -17,7 +21,14 @@ from streamproc.plan.empty_group import (
     seconds,
     wait_duration_hint,
 )
-from streamproc.plan.refusals import GroupActive, MissingTopic, PartitionCountChanged, StreamsGroupRefused
+from streamproc.plan.refusals import (
+    GroupActive,
+    MissingTopic,
+    PartitionCountChanged,
+    StreamsGroupRefused,
+    StreamsTopologyDiffers,
+)
+from streamproc.plan.streams_group_topology import topology_difference
 
 #: The state of a streams group whose members could not be read (kafka/cluster.read_group).
 UNKNOWN_GROUP_STATE: Final = "Unknown"
@@ -102,6 +113,20 @@ def check_group(
         f"'{application_id}' is inactive, but the current state is {group.state}.)",
         details={"members": len(group.members), "state": group.state},
     )
+
+
+def check_streams_group_topology(group: GroupState | None, analysis: TopologyAnalysis, application_id: str) -> None:
+    """A streams group's topology (the one its members declared to the broker) must be the user's: the plan hands
+    the group's offsets and the stores' state to that application (``plan/streams_group_topology``)."""
+    if group is None or group.protocol != "streams" or group.topology is None:
+        return
+    difference = topology_difference(group.topology, analysis)
+    if difference is not None:
+        raise StreamsTopologyDiffers(
+            f"the topology of streams group '{application_id}' (topology epoch {group.topology.epoch}) is not the "
+            f"Python topology's: {difference}; plan with the application's topology (`streamproc topology check` "
+            "compares it with the application's describe())"
+        )
 
 
 def check_topics(snapshot: ClusterSnapshot, app: ApplicationSpec) -> None:

@@ -42,6 +42,14 @@ class StreamsGroupRefused(PlanRefusal):
     """The group is a KIP-1071 streams group (``group.protocol=streams``): its members cannot be checked yet."""
 
 
+class StreamsProtocolUnsupported(PlanRefusal):
+    """The application says ``group.protocol=streams`` and the cluster does not offer the streams group protocol."""
+
+
+class StreamsTopologyDiffers(PlanRefusal):
+    """The topology the application's streams group holds is not the user's (``plan/streams_group_topology``)."""
+
+
 class UnstableOffsets(PlanRefusal):
     """OffsetFetch kept answering ``UNSTABLE_OFFSET_COMMIT`` (a transactional offset commit is pending)."""
 

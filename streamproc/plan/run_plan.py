@@ -192,6 +192,10 @@ class RunPlan:
     #: The partition count of each output topic the topology's sinks write that the plan does not read (read from
     #: the cluster when planning): the process step partitions the sinks' records as Kafka's producer would.
     sink_partitions: Mapping[str, int] = field(default_factory=dict)
+    #: The epoch of the application's KIP-1071 streams group when the plan was made (``None``: a classic group, or
+    #: none): the hand-off's guard refuses a group whose epoch moved since, as members joined or left (the
+    #: application ran) or its topology changed, which its offsets alone may not show (docs/streams-groups.md).
+    streams_group_epoch: int | None = None
 
     @property
     def nothing_new(self) -> bool:
@@ -365,6 +369,8 @@ class RunPlan:
             }
         if self.sink_partitions:  # absent too for a topology without output topics, and in older plans
             data["sink_partitions"] = dict(sorted(self.sink_partitions.items()))
+        if self.streams_group_epoch is not None:  # absent too for a classic group, and in older plans
+            data["streams_group_epoch"] = self.streams_group_epoch
         return data
 
     def _preview_dict(self) -> dict[str, Any]:
@@ -509,6 +515,7 @@ class RunPlan:
             version=version,
             **_optional_internal_topics(data),
             sink_partitions=_optional_sink_partitions(data),
+            streams_group_epoch=v.optional_integer("streams_group_epoch") if "streams_group_epoch" in data else None,
         )
 
     # ---------------------------------------------------------------------------------------------- text

@@ -25,6 +25,7 @@ from streamproc.plan.cluster_snapshot import (
     TopicPartition,
 )
 from streamproc.plan.positions import plan_ranges
+from streamproc.plan.preconditions import check_streams_group_topology
 from streamproc.plan.refusals import MissingTopic, OffsetOutOfRange
 from streamproc.plan.run_plan import PlannedRestore, RunPlan
 from streamproc.state.local_checkpoints import LocalCheckpoints
@@ -125,6 +126,8 @@ def build_run_plan(
     """
     local = local or LocalCheckpoints()
     positions = plan_ranges(snapshot, app, request)
+    if analysis is not None:
+        check_streams_group_topology(snapshot.group, analysis, app.application_id)
     if not clock_given and not _uses_clock(request):
         positions = replace(positions, now_ms=None)
     sources = set(app.source_topics)
@@ -139,6 +142,8 @@ def build_run_plan(
     )
     if analysis is not None:
         plan = replace(plan, sink_partitions=sink_partitions(analysis, snapshot.partition_counts))
+    if snapshot.group is not None and snapshot.group.protocol == "streams":
+        plan = replace(plan, streams_group_epoch=snapshot.group.epoch)  # the hand-off's guard checks it
     log.info(
         "Planned %d range(s) over %d task(s), at most %d records",
         len(plan.ranges), len(plan.tasks), sum(r.end - r.start for r in plan.ranges),

@@ -81,7 +81,8 @@ def test_real_app_in_a_streams_group_resumes_after_streamproc_run(
     out = run("run", "--bootstrap", kafka_broker, "--application-id", app_id,
               "--topology", f"tests.integration.handoff.dsl_handoff_programs:{factory}",
               "--store", str(tmp_path / "staging"), "--work-dir", str(tmp_path / "work"), "--master", "local[1]",
-              "--state-dir", str(state_dir), "--processing-guarantee", guarantee, "--yes")  # fmt: skip
+              "--state-dir", str(state_dir), "--processing-guarantee", guarantee,
+              "--streams-setting", "group.protocol=streams", "--yes")  # fmt: skip  # the plan asks the broker for it
     assert "published" in out.output, out.output
     group = read_group(admin, app_id, client_config={"bootstrap.servers": kafka_broker})
     assert group is not None and (group.protocol, group.state) == ("streams", "Empty"), group

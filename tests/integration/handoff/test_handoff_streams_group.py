@@ -17,15 +17,18 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from streamproc.kafka.cluster import read_committed_offsets, read_group
+from streamproc.kafka.streams_protocol import ask_streams_protocol
 from streamproc.plan.run_plan import RunPlan
+from streamproc.plan.streams_group_topology import StreamsGroupSubtopology
 from streamproc.spark.job import task_work
 from streamproc.spark.task_runner import run_task
 from streamproc_dev.broker import KAFKA_VERSION, libs_dir
 from streamproc_dev.conformance.oracle import ORACLE_JAR, ensure_oracle_jar
 from streamproc_dev.conformance.reset_tool import tools_jar
+from tests.integration.conftest import create_topic, wait_for_leaders
 from tests.integration.handoff import topologies
 from tests.integration.handoff.conftest import PARTITIONS
-from tests.integration.handoff.test_handoff import TOPOLOGY, processed, run
+from tests.integration.handoff.test_handoff import TOPOLOGY, answer_list_offsets, processed, run
 
 pytestmark = pytest.mark.integration
 
@@ -90,10 +93,7 @@ def test_a_running_streams_group_is_refused_and_an_empty_one_is_handed_off_to(
     assert refused.exit_code == 1
     assert f"{named} run the hand-off again" in refused.output, refused.output
 
-    assert app.stdin is not None and app.stdout is not None
-    app.stdin.close()  # the app closes and leaves: an empty streams group, its offsets committed
-    assert app.stdout.readline().strip() == "closed"
-    app.wait(timeout=60)
+    close(app)  # the app leaves: an empty streams group, its offsets committed
     empty = read_group(admin, app_id, client_config=client_config)
     assert empty is not None and (empty.protocol, empty.state, empty.members) == ("streams", "Empty", ()), empty
     refused = run(*args, ok=False)  # planned before the app committed anything
@@ -101,14 +101,12 @@ def test_a_running_streams_group_is_refused_and_an_empty_one_is_handed_off_to(
     assert "moved" in refused.output.lower() or "no longer" in refused.output, refused.output
 
     committed, _ = read_committed_offsets(admin, app_id)
-    producer = Producer({"bootstrap.servers": kafka_broker, "partitioner": "murmur2_random"})
-    for i in range(40):  # what the batch processes after the app
-        producer.produce(input_topic, key=f"k{i % 7}".encode(), value=b"x", timestamp=2_000_000 + i * 10)
-    assert producer.flush(60) == 0
+    produce(kafka_broker, input_topic, 2_000_000)  # what the batch processes after the app
     plan_file = tmp_path / "replanned.json"
     run("plan", "--bootstrap", kafka_broker, "--application-id", app_id, "--topology", str(tmp_path / "topology.txt"),
         "--out", str(plan_file))  # fmt: skip
     plan = RunPlan.read(plan_file)
+    assert plan.streams_group_epoch == empty.epoch is not None  # the guard checks it before each commit
     assert {(r.topic, r.partition): r.start for r in plan.ranges} == {
         (tp.topic, tp.partition): c.offset for tp, c in committed.items()
     }
@@ -130,6 +128,83 @@ def test_a_running_streams_group_is_refused_and_an_empty_one_is_handed_off_to(
                                    "--to-current", "--dry-run", "--export")  # fmt: skip
     assert sorted(exported.split()) == sorted(f"{c.partition.rpartition('-')[0]},{c.partition.rpartition('-')[2]},"
                                               f"{c.after}" for c in plan.commits)  # fmt: skip
+
+
+def test_a_plan_needs_the_groups_topology_and_a_hand_off_the_plans_epoch(
+    kafka_broker: str,
+    admin: AdminClient,
+    input_topic: str,
+    unique: Callable[[str], str],
+    tmp_path: Path,
+    streams_app: Callable[[str], subprocess.Popen[str]],
+) -> None:
+    """The topology the group holds is the app's (read from its record in ``__consumer_offsets``): a plan with another
+    topology is refused naming the difference. Then the app runs and stops between the plan and the hand-off: its
+    join and leave move the group's epoch, and the guard refuses before anything is committed, naming both epochs."""
+    app_id = unique("handoff-sg-epoch")
+    client_config = {"bootstrap.servers": kafka_broker}
+    changelog = f"{app_id}-counts-changelog"
+    create_topic(admin, changelog, partitions=PARTITIONS, config={"cleanup.policy": "compact"})
+    wait_for_leaders(admin, changelog)
+    close(streams_app(app_id))
+    empty = read_group(admin, app_id, client_config=client_config)
+    assert empty is not None and (empty.protocol, empty.state) == ("streams", "Empty") and empty.epoch, empty
+    assert empty.topology is not None and empty.topology.subtopologies == (
+        StreamsGroupSubtopology("0", frozenset({input_topic}), frozenset(), frozenset({changelog}), frozenset(),
+                                frozenset()),
+    ), empty.topology  # fmt: skip
+    answer_list_offsets(kafka_broker, [changelog, topologies.INPUT], PARTITIONS)
+    produce(kafka_broker, input_topic, 3_000_000)
+    describe = str(topologies.count().describe())
+    (tmp_path / "other.txt").write_text(describe.replace("stores: [counts]", "stores: [totals]"))
+    other = run("plan", "--bootstrap", kafka_broker, "--application-id", app_id, "--topology",
+                str(tmp_path / "other.txt"), "--dry-run", ok=False)  # fmt: skip
+    assert other.exit_code == 1
+    assert (
+        f"the topology of streams group '{app_id}' (topology epoch {empty.topology.epoch}) is not the Python "
+        f"topology's: sub-topology 0: the application has changelog topics [{changelog}], the Python topology "
+        f"[{app_id}-totals-changelog] (no store logs to [{changelog}])"
+    ) in other.output, other.output
+    (tmp_path / "topology.txt").write_text(describe)
+    plan_file, store = tmp_path / "plan.json", tmp_path / "staging"
+    run("plan", "--bootstrap", kafka_broker, "--application-id", app_id, "--topology", str(tmp_path / "topology.txt"),
+        "--streams-setting", "group.protocol=streams", "--out", str(plan_file))  # fmt: skip  # the broker offers it
+    plan = RunPlan.read(plan_file)
+    assert plan.streams_group_epoch == empty.epoch
+    # what the plan asked: the broker describes the streams group, and knows no group of another id
+    assert ask_streams_protocol(client_config, app_id).detail == "StreamsGroupDescribe answered error code 0"
+    assert ask_streams_protocol(client_config, unique("nosuch")).detail == "StreamsGroupDescribe answered error code 69"
+    run("fetch", "--bootstrap", kafka_broker, "--plan", str(plan_file), "--store", str(store))
+    for work in task_work(plan, topology=TOPOLOGY, store_uri=str(store), counts={topologies.INPUT: 2,
+                                                                                topologies.OUTPUT: 2}):  # fmt: skip
+        run_task(work)
+
+    close(streams_app(app_id))  # joins and leaves again: the epoch moves
+    moved = read_group(admin, app_id, client_config=client_config)
+    assert moved is not None and moved.state == "Empty" and moved.epoch is not None and moved.epoch > empty.epoch
+    refused = run("handoff", "--bootstrap", kafka_broker, "--plan", str(plan_file), "--store", str(store), "--yes",
+                  ok=False)  # fmt: skip
+    assert refused.exit_code == 1
+    assert (
+        f"streams group '{app_id}' is at epoch {moved.epoch}, the plan was made at epoch {empty.epoch}: members "
+        "joined or left"
+    ) in refused.output, refused.output
+
+
+def close(app: subprocess.Popen[str]) -> None:
+    """Close the app (it leaves its streams group) and wait for it."""
+    assert app.stdin is not None and app.stdout is not None
+    app.stdin.close()
+    assert app.stdout.readline().strip() == "closed"
+    app.wait(timeout=60)
+
+
+def produce(bootstrap: str, topic: str, timestamp: int) -> None:
+    """40 records over 7 keys (both partitions), from ``timestamp`` on."""
+    producer = Producer({"bootstrap.servers": bootstrap, "partitioner": "murmur2_random"})
+    for i in range(40):
+        producer.produce(topic, key=f"k{i % 7}".encode(), value=b"x", timestamp=timestamp + i * 10)
+    assert producer.flush(60) == 0
 
 
 def streams_groups_tool(bootstrap: str, *args: str) -> str:

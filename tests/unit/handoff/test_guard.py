@@ -55,6 +55,23 @@ def test_an_empty_streams_group_is_handed_off_to() -> None:
     guard.check_group(APP, GroupState("streams", "Empty", (), epoch=4))
 
 
+def test_a_streams_group_at_the_plans_epoch_is_handed_off_to_and_one_whose_epoch_moved_is_refused() -> None:
+    guard.check_group(APP, GroupState("streams", "Empty", (), epoch=4), planned_epoch=4)
+    guard.check_group(APP, GroupState("classic", "Empty", ()), planned_epoch=None)  # a classic plan: no epoch
+    with pytest.raises(guard.GroupEpochMoved) as moved:
+        guard.check_group(APP, GroupState("streams", "Empty", (), epoch=6), planned_epoch=4)
+    assert str(moved.value) == (
+        f"streams group '{APP}' is at epoch 6, the plan was made at epoch 4: members joined or left (an instance "
+        "of the application ran) or the group changed since the plan; make a new plan"
+    )
+    with pytest.raises(guard.GroupEpochMoved, match=f"streams group '{APP}' no longer exists, the plan was made at "
+                       "epoch 4"):  # fmt: skip
+        guard.check_group(APP, None, planned_epoch=4)
+    # members are named first: the application still runs
+    with pytest.raises(guard.GroupActive):
+        guard.check_group(APP, GroupState("streams", "NotEmpty", (GroupMember("c-1", "h", "m1"),), epoch=5), 4)
+
+
 def test_a_streams_group_with_members_is_refused_naming_them_and_their_hosts() -> None:
     group = GroupState(
         "streams", "NotEmpty", (GroupMember("app-1-StreamThread-1-consumer", "10.0.0.7", "m1"),), epoch=3

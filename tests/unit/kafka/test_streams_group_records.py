@@ -50,3 +50,22 @@ def test_other_record_types_are_not_members() -> None:
 def test_a_value_version_it_does_not_know_is_unavailable_not_guessed() -> None:
     with pytest.raises(GroupMetadataUnavailable, match="version 1 is not 0"):
         parse_member_value(MEMBER, b"\x00\x01" + VALUE[2:])
+
+
+def test_an_unknown_member_record_version_refuses_the_plan_in_one_line() -> None:
+    """``kafka/cluster`` keeps the reason as the group's ``members_unknown``; the plan's refusal names it."""
+    from streamproc.plan.cluster_snapshot import GroupState
+    from streamproc.plan.preconditions import UNKNOWN_GROUP_STATE, check_group
+    from streamproc.plan.refusals import StreamsGroupRefused
+
+    with pytest.raises(GroupMetadataUnavailable) as unreadable:
+        parse_member_value(MEMBER, b"\x00\x01" + VALUE[2:])
+    group = GroupState("streams", UNKNOWN_GROUP_STATE, members_unknown=str(unreadable.value))
+    with pytest.raises(StreamsGroupRefused) as refused:
+        check_group(group, GROUP)
+    text = str(refused.value)
+    assert "\n" not in text
+    assert text.startswith(
+        f"group '{GROUP}' is a KIP-1071 streams group (group.protocol=streams) whose members streamproc could not "
+        "read from __consumer_offsets (StreamsGroupMemberMetadataValue version 1 is not 0)"
+    )

@@ -288,3 +288,14 @@ def test_a_repartition_backlog_is_committed_and_purged_from_its_end_plus_the_app
         (f"{REP}-0", 80, 0),
         (f"{REP}-1", 70, 0),
     ]
+
+
+def test_a_streams_groups_epoch_round_trips_and_is_absent_for_other_groups() -> None:
+    """The epoch the hand-off's guard checks (``streams_group_epoch``): absent for a classic group or none, so such
+    plans keep their bytes and their plan id."""
+    assert "streams_group_epoch" not in json.loads(RunPlan.from_dict(DOC).to_json())
+    plan = RunPlan.from_dict(edited(streams_group_epoch=4))
+    assert plan.streams_group_epoch == 4
+    assert json.loads(plan.to_json()) == edited(streams_group_epoch=4)
+    with pytest.raises(PlanError, match=r"streams_group_epoch"):
+        RunPlan.from_dict(edited(streams_group_epoch="four"))

@@ -139,3 +139,20 @@ def test_isolation_follows_the_processing_guarantee() -> None:
 def test_one_topic_partition_class() -> None:
     assert TopicPartition is EngineTP
     assert TopicPartition.parse("my-topic-12") == EngineTP("my-topic", 12)
+
+
+def test_the_plan_records_a_streams_groups_epoch_and_nothing_for_a_classic_group() -> None:
+    from dataclasses import replace
+
+    from streamproc.plan.cluster_snapshot import GroupState
+
+    counts = {"words": 2, "products": 1, CHANGELOG: 2}
+    analysis = analyze(parse_description(TOPOLOGY), "app", counts)
+    app = application_spec("app", analysis, isolation_level=IsolationLevel.READ_UNCOMMITTED)
+    snapshot = _snapshot(
+        {"words": _topic((0, 6), (0, 6)), CHANGELOG: _topic((0, 3), (0, 5)), "products": _topic((0, 3))}
+    )
+    streams = replace(snapshot, group=GroupState("streams", "Empty", (), epoch=7))
+    classic = replace(snapshot, group=GroupState("classic", "Empty", ()))
+    assert build_run_plan(app, PlanRequest(), streams, analysis=analysis).streams_group_epoch == 7
+    assert build_run_plan(app, PlanRequest(), classic, analysis=analysis).streams_group_epoch is None

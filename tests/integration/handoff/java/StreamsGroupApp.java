@@ -4,15 +4,19 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 
 import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
 import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
 import org.apache.kafka.streams.processor.api.FixedKeyRecord;
+import org.apache.kafka.streams.state.KeyValueStore;
 
 /**
- * A Kafka Streams app in a KIP-1071 streams group ({@code group.protocol=streams}): counts per key of the input.
+ * A Kafka Streams app in a KIP-1071 streams group ({@code group.protocol=streams}): counts per key of the input in
+ * the store {@code counts} (the changelog the tests' Python count topology has: the group's topology is its).
  * Prints {@code running} once RUNNING and it has processed a record of each of the input's partitions (so that its
  * close commits an offset for every partition, whatever the machine's speed), and runs until stdin closes. Usage:
  * {@code StreamsGroupApp <bootstrap> <application.id> <state.dir> <input topic> <input partitions>}.
@@ -52,7 +56,7 @@ public final class StreamsGroupApp {
                 });
                 context.forward(record);
             }
-        }).groupByKey().count();
+        }).groupByKey().count(Materialized.<Object, Long, KeyValueStore<Bytes, byte[]>>as("counts"));
         final KafkaStreams streams = new KafkaStreams(builder.build(), props);
         final CountDownLatch running = new CountDownLatch(1);
         streams.setStateListener((now, before) -> {
