@@ -47,11 +47,24 @@ if TYPE_CHECKING:
 @click.option("--to-earliest", is_flag=True, help="Start at the log start offset.")
 @click.option("--to-latest", is_flag=True, help="Start at the latest offset (an empty run that moves the group).")
 @click.option("--to-offset", type=int, help="Start every partition at this offset.")
+@click.option(
+    "--to-current",
+    is_flag=True,
+    help="Start at the committed offset, the latest where none is committed (kafka-streams-groups.sh --to-current).",
+)
 @click.option("--to-datetime", help="Start at the first record at or after this instant (yyyy-MM-ddTHH:mm:ss.SSS).")
 @click.option("--by-duration", help="Start this ISO-8601 duration before now (e.g. PT6H).")
 @click.option("--shift-by", type=int, help="Start the committed offset plus N (negative moves back).")
 @click.option(
     "--from-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="CSV topic,partition,offset."
+)
+@click.option(
+    "--start-partitions",
+    "start_partitions",
+    multiple=True,
+    metavar="TOPIC[:P,P]",
+    help="Apply the start option to these input topics or partitions only (kafka-streams-groups.sh --input-topic "
+    "TOPIC:0,1; repeatable); the others start from their committed offsets.",
 )
 @click.option("--end-offset", type=int, help="End every partition at this offset (default: latest).")
 @click.option("--end-datetime", help="End before the first record at or after this instant.")
@@ -135,10 +148,12 @@ def plan_command(
     to_earliest: bool,
     to_latest: bool,
     to_offset: int | None,
+    to_current: bool,
     to_datetime: str | None,
     by_duration: str | None,
     shift_by: int | None,
     from_file: Path | None,
+    start_partitions: tuple[str, ...],
     end_offset: int | None,
     end_datetime: str | None,
     end_by_duration: str | None,
@@ -160,6 +175,7 @@ def plan_command(
     from streamproc.kafka.planner import plan_run
     from streamproc.plan import cluster_snapshot as cs
     from streamproc.plan.internal_topics import InternalTopicSettings, StoreKind, internal_topic_settings
+    from streamproc.plan.reset_formats import parse_partition_selection
 
     starts: list[cs.StartSpec] = []
     if to_earliest:
@@ -168,6 +184,8 @@ def plan_command(
         starts.append(cs.LatestStart())
     if to_offset is not None:
         starts.append(cs.ToOffsetStart(offset=to_offset))
+    if to_current:
+        starts.append(cs.ToCurrentStart())
     if to_datetime is not None:
         starts.append(cs.ToDatetimeStart(to_datetime))
     if by_duration is not None:
@@ -191,6 +209,7 @@ def plan_command(
         start=starts[0] if starts else cs.CommittedStart(),
         end=ends[0] if ends else cs.LatestEnd(),
         start_policy=cs.StartPolicy.from_on_data_loss(on_data_loss),
+        start_partitions=parse_partition_selection(start_partitions) if start_partitions else None,
     )
     settings = application_settings(streams_config, streams_settings)
     topology, kinds, changelogs = _topology(
