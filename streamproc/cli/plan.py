@@ -22,6 +22,7 @@ from streamproc.cli.output import catch_errors, emit
 from streamproc.errors import ConfigError
 
 if TYPE_CHECKING:
+    from streamproc.plan import cluster_snapshot as cs
     from streamproc.plan.internal_topics import StoreKind
     from streamproc.plan.run_plan import RunPlan
 
@@ -65,6 +66,12 @@ if TYPE_CHECKING:
     metavar="TOPIC[:P,P]",
     help="Apply the start option to these input topics or partitions only (kafka-streams-groups.sh --input-topic "
     "TOPIC:0,1; repeatable); the others start from their committed offsets.",
+)
+@click.option(
+    "--all-input-topics",
+    is_flag=True,
+    help="Apply the start option to the input partitions that have a committed offset only, as "
+    "kafka-streams-groups.sh --all-input-topics; the others start as without a start option (auto.offset.reset).",
 )
 @click.option("--end-offset", type=int, help="End every partition at this offset (default: latest).")
 @click.option("--end-datetime", help="End before the first record at or after this instant.")
@@ -154,6 +161,7 @@ def plan_command(
     shift_by: int | None,
     from_file: Path | None,
     start_partitions: tuple[str, ...],
+    all_input_topics: bool,
     end_offset: int | None,
     end_datetime: str | None,
     end_by_duration: str | None,
@@ -175,7 +183,6 @@ def plan_command(
     from streamproc.kafka.planner import plan_run
     from streamproc.plan import cluster_snapshot as cs
     from streamproc.plan.internal_topics import InternalTopicSettings, StoreKind, internal_topic_settings
-    from streamproc.plan.reset_formats import parse_partition_selection
 
     starts: list[cs.StartSpec] = []
     if to_earliest:
@@ -209,7 +216,7 @@ def plan_command(
         start=starts[0] if starts else cs.CommittedStart(),
         end=ends[0] if ends else cs.LatestEnd(),
         start_policy=cs.StartPolicy.from_on_data_loss(on_data_loss),
-        start_partitions=parse_partition_selection(start_partitions) if start_partitions else None,
+        start_partitions=_start_partitions(start_partitions, all_input_topics),
     )
     settings = application_settings(streams_config, streams_settings)
     topology, kinds, changelogs = _topology(
@@ -240,6 +247,18 @@ def plan_command(
         group_protocol=settings.get("group.protocol"),
     )
     show_plan(ctx, run_plan, out, dry_run=dry_run)
+
+
+def _start_partitions(texts: tuple[str, ...], all_input_topics: bool) -> cs.PartitionSelection | None:
+    """``--start-partitions`` or ``--all-input-topics`` (the tool takes one scope too), or neither: every partition."""
+    from streamproc.plan import cluster_snapshot as cs
+    from streamproc.plan.reset_formats import parse_partition_selection
+
+    if texts and all_input_topics:
+        raise ConfigError("give --start-partitions or --all-input-topics, not both (kafka-streams-groups.sh's scopes)")
+    if all_input_topics:
+        return cs.PartitionSelection(committed=True)
+    return parse_partition_selection(texts) if texts else None
 
 
 def _topology(

@@ -330,10 +330,12 @@ EndSpec = LatestEnd | ToOffsetEnd | ToDatetimeEnd | ByDurationEnd | FromFileEnd
 @dataclass(frozen=True, slots=True)
 class PartitionSelection:
     """Whole topics and single partitions, as ``kafka-streams-groups.sh --input-topic`` names them (``TOPIC`` or
-    ``TOPIC:P,P``); whole topics are expanded against the cluster's partitions by the planner."""
+    ``TOPIC:P,P``); whole topics are expanded against the cluster's partitions by the planner. ``committed``: its
+    ``--all-input-topics``, every external input partition that has a committed offset (the planner selects them)."""
 
     topics: frozenset[str] = frozenset()
     partitions: frozenset[TopicPartition] = frozenset()
+    committed: bool = False
 
     def expand(self, partition_counts: Mapping[str, int]) -> frozenset[TopicPartition]:
         """The selected partitions; a whole topic the cluster does not know selects nothing (the caller names it)."""

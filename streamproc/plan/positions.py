@@ -246,7 +246,7 @@ def plan_ranges(snapshot: ClusterSnapshot, app: ApplicationSpec, request: PlanRe
     partitions = sorted(
         TopicPartition(topic, p) for topic in set(app.source_topics) for p in snapshot.topics[topic].partitions
     )
-    selected = _start_partitions(request, app, partitions)
+    selected = _start_partitions(request, app, partitions, snapshot.committed)
     explicit = _explicit_offsets(request, app, partitions)
     end_offsets = _explicit_end_offsets(request, app, partitions)
     failures = _Failures()
@@ -436,7 +436,10 @@ def _explicit_offsets(
 
 
 def _start_partitions(
-    request: PlanRequest, app: ApplicationSpec, partitions: list[TopicPartition]
+    request: PlanRequest,
+    app: ApplicationSpec,
+    partitions: list[TopicPartition],
+    committed: Mapping[TopicPartition, object],
 ) -> frozenset[TopicPartition] | None:
     """A partition selection (``--input-topic TOPIC[:P,…]`` of ``kafka-streams-groups.sh``) names input partitions
     of the application, and only for a start mode that resets (a file or a map names its partitions itself)."""
@@ -449,6 +452,8 @@ def _start_partitions(
             f"start partitions select where a start mode applies, and start mode {START_MODE_NAMES[type(start)]} "
             f"{why}: give a --to-… / --by-duration / --shift-by start with them, or drop them"
         )
+    if request.start_partitions.committed:  # nothing committed: nothing selected, as the tool resets nothing
+        return frozenset(tp for tp in partitions if tp in committed and tp.topic not in app.internal_source_topics)
     known = {tp.topic: 0 for tp in partitions}
     for tp in partitions:
         known[tp.topic] = max(known[tp.topic], tp.partition + 1)
@@ -462,8 +467,6 @@ def _start_partitions(
             f"(kafka-streams-groups.sh: One or more topics are not part of the group)",
             partitions=foreign,
         )
-    if not selection:
-        raise BadRequest("start partitions: none selected")
     return selection
 
 

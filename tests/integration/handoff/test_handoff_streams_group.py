@@ -216,10 +216,11 @@ def test_the_streams_group_tools_reset_scenarios_start_where_the_plan_starts(
     (tmp_path / "topology.txt").write_text(str(topologies.count().describe()))
     scenarios = [
         (["--all-input-topics", "--to-current"], ["--to-current"]),
-        (["--all-input-topics", "--to-earliest"], ["--to-earliest"]),
+        (["--all-input-topics", "--to-current"], ["--all-input-topics", "--to-current"]),
+        (["--all-input-topics", "--to-earliest"], ["--all-input-topics", "--to-earliest"]),
         (["--all-input-topics", "--to-latest"], ["--to-latest"]),
-        (["--all-input-topics", "--to-offset", "3"], ["--to-offset", "3"]),
-        (["--all-input-topics", "--to-datetime", "1970-01-01T00:16:40.500"], ["--to-datetime",
+        (["--all-input-topics", "--to-offset", "3"], ["--all-input-topics", "--to-offset", "3"]),
+        (["--all-input-topics", "--to-datetime", "1970-01-01T00:16:40.500"], ["--all-input-topics", "--to-datetime",
                                                                             "1970-01-01T00:16:40.500"]),
         (["--input-topic", f"{input_topic}:1", "--shift-by", "-7"],
          ["--start-partitions", f"{input_topic}:1", "--shift-by", "-7"]),
@@ -236,6 +237,10 @@ def test_the_streams_group_tools_reset_scenarios_start_where_the_plan_starts(
         (tmp_path / "export.csv").write_text(export)
     # the tool's export (the last scenario's: every partition) as the plan's reset file
     assert planned_starts(kafka_broker, app_id, tmp_path, "--from-file", str(tmp_path / "export.csv")) == tool
+    scopes = ("--all-input-topics", "--start-partitions", input_topic)
+    both = run("plan", "--bootstrap", kafka_broker, "--application-id", app_id, "--input-topic", input_topic,
+               "--to-earliest", *scopes, "--dry-run", ok=False)  # fmt: skip
+    assert both.exit_code == 1 and "give --start-partitions or --all-input-topics, not both" in both.output
 
 
 def planned_starts(bootstrap: str, app_id: str, work: Path, *args: str) -> dict[tuple[str, int], int]:

@@ -50,9 +50,13 @@ APP = ApplicationSpec(
 )
 
 
-def plan(committed: dict[TopicPartition, CommittedOffset], start: StartSpec, *selection: str) -> ResolvedRanges:
-    request = PlanRequest(start=start, start_partitions=parse_partition_selection(selection) if selection else None)
-    return plan_ranges(snapshot(committed), APP, request)
+def plan(
+    committed: dict[TopicPartition, CommittedOffset], start: StartSpec, *selection: str, all_input_topics: bool = False
+) -> ResolvedRanges:
+    chosen = parse_partition_selection(selection) if selection else None
+    if all_input_topics:
+        chosen = PartitionSelection(committed=True)
+    return plan_ranges(snapshot(committed), APP, PlanRequest(start=start, start_partitions=chosen))
 
 
 def starts(result: ResolvedRanges) -> dict[TopicPartition, tuple[int, int]]:
@@ -89,6 +93,19 @@ def test_a_selection_applies_the_start_to_its_partitions_only() -> None:
     }  # fmt: skip
     # an internal topic is reset only when named, as the tool resets any partition of the group it is given
     assert starts(plan(committed, ToOffsetStart(offset=12), "app-rekey-repartition:0"))[R0] == (12, -1)
+
+
+def test_all_input_topics_is_the_committed_external_partitions() -> None:
+    """The tool's ``--all-input-topics``: the group's committed partitions of source topics; an uncommitted one is
+    not reset (the application's reset policy, ``earliest`` here, decides), nor a repartition topic."""
+    committed = {O0: CommittedOffset(40), O1: CommittedOffset(20), R0: CommittedOffset(7)}
+    assert starts(plan(committed, ToOffsetStart(offset=12), all_input_topics=True)) == {
+        O0: (12, -1), O1: (12, -1), O2: (0, -1), R0: (7, -1)
+    }  # fmt: skip
+    assert starts(plan(committed, ToCurrentStart(), all_input_topics=True))[O2] == (0, -1)
+    assert starts(plan(committed, ToCurrentStart()))[O2] == (30, -1)  # without a scope: every external partition
+    assert starts(plan({}, ShiftByStart(-1), all_input_topics=True)) == {O0: (0, -1), O1: (10, -1), O2: (0, -1),
+                                                                          R0: (5, -1)}  # fmt: skip
 
 
 @pytest.mark.parametrize(
