@@ -23,8 +23,11 @@ START_MODES: dict[str, str] = {
     "by_duration": "A duration before now (--by-duration)",
     "to_offset": "One offset for every partition (--to-offset)",
     "shift_by": "The committed offset plus N (--shift-by)",
+    "to_current": "The committed offset, the latest where none is committed (--to-current)",
     "from_file": "Offsets per partition from CSV topic,partition,offset (--from-file)",
 }
+#: Kafka Streams' ``group.protocol`` values (``StreamsConfig``, case-insensitive).
+GROUP_PROTOCOLS: tuple[str, ...] = ("classic", "streams")
 END_MODES: dict[str, str] = {
     "latest": "The latest offset at plan time",
     "to_datetime": "Before the first record at or after a date-time",
@@ -68,6 +71,11 @@ def backfill_params() -> dict[str, Any]:
             "at_least_once", type="string", enum=["at_least_once", "exactly_once_v2"], section=_SECTION_APP,
             values_display={"at_least_once": "at_least_once", "exactly_once_v2": "exactly_once_v2 (read_committed)"},
             title="Processing guarantee", description="The application's processing.guarantee.",
+        ),
+        "group_protocol": Param(
+            "classic", type="string", enum=list(GROUP_PROTOCOLS), title="Group protocol", section=_SECTION_APP,
+            description="The application's group.protocol: with 'streams' (KIP-1071) the plan first asks the cluster "
+            "for the streams group protocol and refuses a cluster without it.",
         ),
         "start": Param(
             "committed", type="string", enum=list(START_MODES), values_display=START_MODES, title="Start at",
@@ -146,6 +154,9 @@ class RunSettings:
     spark_conn_id: str = "spark_default"
     schema_registry_conn_id: str | None = None
     wait_for_empty_group: str | None = None
+    #: The application's ``group.protocol`` (``None``: not said, as ``classic``): ``streams`` makes the plan ask the
+    #: cluster for the streams group protocol, as ``streamproc plan --streams-setting group.protocol=streams``.
+    group_protocol: str | None = None
 
     def wait_for_empty_group_ms(self) -> int | None:
         """``wait_for_empty_group`` in milliseconds (``None``: refuse a group with members at once)."""
@@ -210,6 +221,8 @@ def _start(params: Mapping[str, Any]) -> cs.StartSpec:
         return cs.ShiftByStart(int(value))
     if mode == "from_file":
         return cs.FromFileStart(str(value), file_name="param 'start_file'")
+    if mode == "to_current":
+        return cs.ToCurrentStart()
     raise ConfigError(f"param 'start' is '{mode}': use one of {', '.join(START_MODES)}")
 
 
@@ -274,7 +287,21 @@ def run_settings(params: Mapping[str, Any]) -> RunSettings:
         spark_conn_id=str(params.get("spark_conn_id") or "spark_default"),
         schema_registry_conn_id=params.get("schema_registry_conn_id") or None,
         wait_for_empty_group=_wait_for_empty_group(params),
+        group_protocol=_group_protocol(params),
     )
+
+
+def _group_protocol(params: Mapping[str, Any]) -> str | None:
+    """The param in lower case (Kafka Streams reads it case-insensitively); another value refused naming it."""
+    if not _given(params, "group_protocol"):
+        return None
+    value = str(params["group_protocol"]).strip().lower()
+    if value not in GROUP_PROTOCOLS:
+        raise ConfigError(
+            f"param 'group_protocol' is '{params['group_protocol']}': use {' or '.join(GROUP_PROTOCOLS)} (the "
+            "application's group.protocol)"
+        )
+    return value
 
 
 def _wait_for_empty_group(params: Mapping[str, Any]) -> str | None:
@@ -290,7 +317,7 @@ def _wait_for_empty_group(params: Mapping[str, Any]) -> str | None:
 INCREMENTAL_VARIABLE = "STREAMPROC_INCREMENTAL"
 _INCREMENTAL_KEYS = ("application_id", "topology", "store", "processing_guarantee", "spark_master", "state_dir",
                      "kafka_conn_id", "aws_conn_id", "spark_conn_id", "schema_registry_conn_id",
-                     "wait_for_empty_group")  # fmt: skip
+                     "wait_for_empty_group", "group_protocol")  # fmt: skip
 
 
 def incremental_params() -> dict[str, Any]:
@@ -310,6 +337,7 @@ def incremental_params() -> dict[str, Any]:
         "spark_conn_id": "The Spark connection (default spark_default).",
         "schema_registry_conn_id": "The Schema Registry connection (default none).",
         "wait_for_empty_group": "An ISO-8601 duration (e.g. PT60S) to wait for the group to empty (default: none).",
+        "group_protocol": "The application's group.protocol, classic or streams (default classic).",
     }
     return {
         key: Param("", type="string", title=key.replace("_", " ").capitalize(), section="Application",

@@ -217,6 +217,7 @@ def plan_step(
             state_dir=state_dir,
             source_topic_changelogs=topology.source_topic_changelogs,
             wait_for_empty_group_ms=run.wait_for_empty_group_ms(),
+            group_protocol=run.group_protocol,
         )
         work.mkdir(parents=True, exist_ok=True)
         plan.write(work / PLAN_FILE)

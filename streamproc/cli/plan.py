@@ -22,6 +22,7 @@ from streamproc.cli.output import catch_errors, emit
 from streamproc.errors import ConfigError
 
 if TYPE_CHECKING:
+    from streamproc.plan import cluster_snapshot as cs
     from streamproc.plan.internal_topics import StoreKind
     from streamproc.plan.run_plan import RunPlan
 
@@ -47,11 +48,30 @@ if TYPE_CHECKING:
 @click.option("--to-earliest", is_flag=True, help="Start at the log start offset.")
 @click.option("--to-latest", is_flag=True, help="Start at the latest offset (an empty run that moves the group).")
 @click.option("--to-offset", type=int, help="Start every partition at this offset.")
+@click.option(
+    "--to-current",
+    is_flag=True,
+    help="Start at the committed offset, the latest where none is committed (kafka-streams-groups.sh --to-current).",
+)
 @click.option("--to-datetime", help="Start at the first record at or after this instant (yyyy-MM-ddTHH:mm:ss.SSS).")
 @click.option("--by-duration", help="Start this ISO-8601 duration before now (e.g. PT6H).")
 @click.option("--shift-by", type=int, help="Start the committed offset plus N (negative moves back).")
 @click.option(
     "--from-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="CSV topic,partition,offset."
+)
+@click.option(
+    "--start-partitions",
+    "start_partitions",
+    multiple=True,
+    metavar="TOPIC[:P,P]",
+    help="Apply the start option to these input topics or partitions only (kafka-streams-groups.sh --input-topic "
+    "TOPIC:0,1; repeatable); the others start from their committed offsets.",
+)
+@click.option(
+    "--all-input-topics",
+    is_flag=True,
+    help="Apply the start option to the input partitions that have a committed offset only, as "
+    "kafka-streams-groups.sh --all-input-topics; the others start as without a start option (auto.offset.reset).",
 )
 @click.option("--end-offset", type=int, help="End every partition at this offset (default: latest).")
 @click.option("--end-datetime", help="End before the first record at or after this instant.")
@@ -135,10 +155,13 @@ def plan_command(
     to_earliest: bool,
     to_latest: bool,
     to_offset: int | None,
+    to_current: bool,
     to_datetime: str | None,
     by_duration: str | None,
     shift_by: int | None,
     from_file: Path | None,
+    start_partitions: tuple[str, ...],
+    all_input_topics: bool,
     end_offset: int | None,
     end_datetime: str | None,
     end_by_duration: str | None,
@@ -168,6 +191,8 @@ def plan_command(
         starts.append(cs.LatestStart())
     if to_offset is not None:
         starts.append(cs.ToOffsetStart(offset=to_offset))
+    if to_current:
+        starts.append(cs.ToCurrentStart())
     if to_datetime is not None:
         starts.append(cs.ToDatetimeStart(to_datetime))
     if by_duration is not None:
@@ -191,6 +216,7 @@ def plan_command(
         start=starts[0] if starts else cs.CommittedStart(),
         end=ends[0] if ends else cs.LatestEnd(),
         start_policy=cs.StartPolicy.from_on_data_loss(on_data_loss),
+        start_partitions=_start_partitions(start_partitions, all_input_topics),
     )
     settings = application_settings(streams_config, streams_settings)
     topology, kinds, changelogs = _topology(
@@ -221,6 +247,18 @@ def plan_command(
         group_protocol=settings.get("group.protocol"),
     )
     show_plan(ctx, run_plan, out, dry_run=dry_run)
+
+
+def _start_partitions(texts: tuple[str, ...], all_input_topics: bool) -> cs.PartitionSelection | None:
+    """``--start-partitions`` or ``--all-input-topics`` (the tool takes one scope too), or neither: every partition."""
+    from streamproc.plan import cluster_snapshot as cs
+    from streamproc.plan.reset_formats import parse_partition_selection
+
+    if texts and all_input_topics:
+        raise ConfigError("give --start-partitions or --all-input-topics, not both (kafka-streams-groups.sh's scopes)")
+    if all_input_topics:
+        return cs.PartitionSelection(committed=True)
+    return parse_partition_selection(texts) if texts else None
 
 
 def _topology(

@@ -269,8 +269,16 @@ class FromFileStart:
     file_name: str = "reset plan"
 
 
+@dataclass(frozen=True, slots=True)
+class ToCurrentStart:
+    """``kafka-streams-groups.sh --reset-offsets --to-current``: the committed offset, and the latest offset where
+    none is committed (``OffsetsUtils#resetToCurrent``); the commit's metadata (partition time) is not kept, as the
+    tool writes the offset alone. Unlike the ``committed`` mode, no reset policy applies to uncommitted partitions."""
+
+
 StartSpec = (
     CommittedStart
+    | ToCurrentStart
     | EarliestStart
     | LatestStart
     | ToOffsetStart
@@ -320,16 +328,36 @@ EndSpec = LatestEnd | ToOffsetEnd | ToDatetimeEnd | ByDurationEnd | FromFileEnd
 
 
 @dataclass(frozen=True, slots=True)
+class PartitionSelection:
+    """Whole topics and single partitions, as ``kafka-streams-groups.sh --input-topic`` names them (``TOPIC`` or
+    ``TOPIC:P,P``); whole topics are expanded against the cluster's partitions by the planner. ``committed``: its
+    ``--all-input-topics``, every external input partition that has a committed offset (the planner selects them)."""
+
+    topics: frozenset[str] = frozenset()
+    partitions: frozenset[TopicPartition] = frozenset()
+    committed: bool = False
+
+    def expand(self, partition_counts: Mapping[str, int]) -> frozenset[TopicPartition]:
+        """The selected partitions; a whole topic the cluster does not know selects nothing (the caller names it)."""
+        whole = {TopicPartition(t, p) for t in self.topics for p in range(partition_counts.get(t, 0))}
+        return frozenset(whole) | self.partitions
+
+
+@dataclass(frozen=True, slots=True)
 class PlanRequest:
     """One start mode, one end mode and the start policy for the whole run."""
 
     start: StartSpec = field(default_factory=CommittedStart)
     end: EndSpec = field(default_factory=LatestEnd)
     start_policy: StartPolicy = StartPolicy.DEFAULT
+    #: where the start mode applies (``kafka-streams-groups.sh --input-topic TOPIC[:P,…]``); the other partitions
+    #: start from their committed offsets. ``None``: every external input partition.
+    start_partitions: PartitionSelection | None = None
 
 
 START_MODE_NAMES: Mapping[type, str] = {
     CommittedStart: "committed",
+    ToCurrentStart: "to_current",
     EarliestStart: "earliest",
     LatestStart: "latest",
     ToOffsetStart: "to_offset",

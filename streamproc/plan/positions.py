@@ -45,6 +45,7 @@ from streamproc.plan.cluster_snapshot import (
     PlanRequest,
     ShiftByStart,
     StartPolicy,
+    ToCurrentStart,
     ToDatetimeEnd,
     ToDatetimeStart,
     ToOffsetEnd,
@@ -245,6 +246,7 @@ def plan_ranges(snapshot: ClusterSnapshot, app: ApplicationSpec, request: PlanRe
     partitions = sorted(
         TopicPartition(topic, p) for topic in set(app.source_topics) for p in snapshot.topics[topic].partitions
     )
+    selected = _start_partitions(request, app, partitions, snapshot.committed)
     explicit = _explicit_offsets(request, app, partitions)
     end_offsets = _explicit_end_offsets(request, app, partitions)
     failures = _Failures()
@@ -253,7 +255,7 @@ def plan_ranges(snapshot: ClusterSnapshot, app: ApplicationSpec, request: PlanRe
     for tp in partitions:
         state = snapshot.topics[tp.topic].partitions[tp.partition]
         internal = tp.topic in app.internal_source_topics
-        resolved = _resolve_start(tp, state, snapshot, app, request, start_instant, explicit, failures)
+        resolved = _resolve_start(tp, state, snapshot, app, request, start_instant, explicit, selected, failures)
         if resolved is None:
             continue
         start, notes, partition_time = resolved
@@ -433,6 +435,41 @@ def _explicit_offsets(
     return {}
 
 
+def _start_partitions(
+    request: PlanRequest,
+    app: ApplicationSpec,
+    partitions: list[TopicPartition],
+    committed: Mapping[TopicPartition, object],
+) -> frozenset[TopicPartition] | None:
+    """A partition selection (``--input-topic TOPIC[:P,…]`` of ``kafka-streams-groups.sh``) names input partitions
+    of the application, and only for a start mode that resets (a file or a map names its partitions itself)."""
+    if request.start_partitions is None:
+        return None
+    start = request.start
+    if isinstance(start, CommittedStart | FromFileStart) or (isinstance(start, ToOffsetStart) and start.offsets):
+        why = "resets nothing" if isinstance(start, CommittedStart) else "names its own partitions"
+        raise BadRequest(
+            f"start partitions select where a start mode applies, and start mode {START_MODE_NAMES[type(start)]} "
+            f"{why}: give a --to-… / --by-duration / --shift-by start with them, or drop them"
+        )
+    if request.start_partitions.committed:  # nothing committed: nothing selected, as the tool resets nothing
+        return frozenset(tp for tp in partitions if tp in committed and tp.topic not in app.internal_source_topics)
+    known = {tp.topic: 0 for tp in partitions}
+    for tp in partitions:
+        known[tp.topic] = max(known[tp.topic], tp.partition + 1)
+    unknown = sorted(t for t in request.start_partitions.topics if t not in known)
+    selection = request.start_partitions.expand(known)
+    foreign = sorted(tp for tp in selection if tp not in set(partitions))
+    if unknown or foreign:
+        named = ", ".join([f"topic {t}" for t in unknown] + [str(tp) for tp in foreign])
+        raise BadRequest(
+            f"start partitions {named}: not input partitions of application '{app.application_id}' "
+            f"(kafka-streams-groups.sh: One or more topics are not part of the group)",
+            partitions=foreign,
+        )
+    return selection
+
+
 def _resolve_start(
     tp: TopicPartition,
     state: PartitionState,
@@ -441,6 +478,7 @@ def _resolve_start(
     request: PlanRequest,
     start_instant: int | None,
     explicit: Mapping[TopicPartition, int],
+    selection: frozenset[TopicPartition] | None,
     failures: _Failures,
 ) -> tuple[int, list[Note], int] | None:
     """(start, notes, partition time) of one partition, or ``None`` with the refusal recorded."""
@@ -457,9 +495,15 @@ def _resolve_start(
     if tp in explicit:
         clamped = _clamp_explicit(tp, state, explicit[tp], request.start_policy, isolation, failures)
         return None if clamped is None else (clamped[0], clamped[1], UNKNOWN_PARTITION_TIME)
-    if internal or isinstance(spec, CommittedStart) or (isinstance(spec, ToOffsetStart) and spec.offset is None):
+    selected = not internal if selection is None else tp in selection
+    if not selected or isinstance(spec, CommittedStart) or (isinstance(spec, ToOffsetStart) and spec.offset is None):
         resolved = _committed_start(tp, state, committed, snapshot, app, request, failures)
         return None if resolved is None else (resolved[0], resolved[1], partition_time)
+    if isinstance(spec, ToCurrentStart):
+        if committed is None:
+            return latest, [Note("no_committed_offset_to_latest", (("latest", latest),))], UNKNOWN_PARTITION_TIME
+        resolved = _committed_start(tp, state, committed, snapshot, app, request, failures)
+        return None if resolved is None else (resolved[0], resolved[1], UNKNOWN_PARTITION_TIME)
     if isinstance(spec, EarliestStart):
         return state.log_start, [], UNKNOWN_PARTITION_TIME
     if isinstance(spec, LatestStart):

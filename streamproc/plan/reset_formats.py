@@ -1,4 +1,5 @@
-"""The reset tools' text formats: datetimes, ISO durations and the ``--from-file`` reset plan CSV.
+"""The reset tools' text formats: datetimes, ISO durations, the ``--from-file`` reset plan CSV and the
+``--input-topic TOPIC[:P,…]`` partition selection.
 
 ``kafka-streams-application-reset`` (``org.apache.kafka.tools.StreamsResetter``, 4.2) and ``kafka-consumer-groups
 --reset-offsets`` read ``--to-datetime`` with ``Utils#getDateTime``, ``--by-duration`` with ``Duration.parse`` and
@@ -12,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from streamproc.plan.cluster_snapshot import TopicPartition
+from streamproc.plan.cluster_snapshot import PartitionSelection, TopicPartition
 from streamproc.plan.refusals import BadRequest, BadResetFile
 
 NANOS_PER_MILLI: Final = 1_000_000
@@ -253,3 +254,33 @@ def parse_reset_file(csv: str, *, application_id: str, file_name: str = "reset p
             )
         offsets[tp] = offset
     return offsets
+
+
+def parse_partition_selection(texts: tuple[str, ...] | list[str], *, what: str = "--start-partitions") -> (
+    PartitionSelection
+):  # fmt: skip
+    """``TOPIC`` or ``TOPIC:P,P,…`` per text, as ``OffsetsUtils#parseTopicPartitionsToReset`` reads
+    ``kafka-streams-groups.sh --input-topic`` (and ``kafka-consumer-groups.sh --topic``): split on ``:`` with
+    ``String#split`` (exactly two parts when there is a ``:``), partitions on ``,``, each an ``int``."""
+    topics: set[str] = set()
+    partitions: set[TopicPartition] = set()
+    for text in texts:
+        if ":" not in text:
+            if not text:
+                raise BadRequest(f"{what}: an empty topic name; give TOPIC or TOPIC:P,P")
+            topics.add(text)
+            continue
+        parts = _java_split(text, ":")
+        if len(parts) != 2:
+            raise BadRequest(
+                f"{what} '{text}': Invalid topic arg '{text}', expected topic name and partitions (TOPIC:P,P)"
+            )
+        topic, numbers = parts
+        for number in _java_split(numbers, ","):
+            value = int(number) if _JAVA_INTEGER.fullmatch(number) else None
+            if value is None or not 0 <= value <= _INT_MAX:
+                raise BadRequest(
+                    f"{what} '{text}': Invalid partition '{number}' specified in topic arg '{text}' (TOPIC:P,P)"
+                )
+            partitions.add(TopicPartition(topic, value))
+    return PartitionSelection(frozenset(topics), frozenset(partitions))

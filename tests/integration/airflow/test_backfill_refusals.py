@@ -4,6 +4,7 @@ approval hands off nothing."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +28,7 @@ from tests.integration.airflow.conftest import (
     task_states,
 )
 from tests.integration.handoff.test_handoff import log_ends
+from tests.integration.plan.test_streams_protocol import broker_without_streams as broker_without_streams
 
 pytestmark = pytest.mark.integration
 
@@ -68,6 +70,29 @@ def test_a_missing_connection_is_one_clear_error(
     assert task_states(run)["plan"] == "failed"
     message = "Airflow connection 'kafka_elsewhere' (the Kafka cluster) is not defined"
     assert message in task_log.text and "AIRFLOW_CONN_KAFKA_ELSEWHERE" in task_log.text
+    summary = ledger_run(airflow_setup, run)
+    assert summary.status == "failed" and summary.error is not None and message in summary.error
+
+
+def test_a_streams_app_is_refused_on_a_cluster_without_the_streams_protocol(
+    airflow_setup: AirflowSetup, dagbag: Any, app_id: str, task_log: TaskLog, broker_without_streams: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """The param ``group_protocol=streams`` reaches the plan, which asks the cluster (a second real broker with
+    ``group.coordinator.rebalance.protocols=classic,consumer``) and fails the run in one line, as the CLI's plan."""
+    monkeypatch.setenv("AIRFLOW_CONN_KAFKA_NO_STREAMS", json.dumps(
+        {"conn_type": "kafka", "extra": {"bootstrap.servers": broker_without_streams}}
+    ))  # fmt: skip
+    conf = backfill_conf(airflow_setup, "checks", app_id, group_protocol="streams", kafka_conn_id="kafka_no_streams")
+
+    run = run_dag(dagbag, BACKFILL, conf, log=task_log)
+
+    assert task_states(run)["plan"] == "failed"
+    message = (
+        f"application '{app_id}' has group.protocol=streams, but the cluster does not offer the streams group protocol "
+        "(StreamsGroupDescribe answered UNSUPPORTED_VERSION)"
+    )
+    assert message in task_log.text
     summary = ledger_run(airflow_setup, run)
     assert summary.status == "failed" and summary.error is not None and message in summary.error
 

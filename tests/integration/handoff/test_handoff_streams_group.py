@@ -191,6 +191,65 @@ def test_a_plan_needs_the_groups_topology_and_a_hand_off_the_plans_epoch(
     ) in refused.output, refused.output
 
 
+def test_the_streams_group_tools_reset_scenarios_start_where_the_plan_starts(
+    kafka_broker: str,
+    admin: AdminClient,
+    input_topic: str,
+    unique: Callable[[str], str],
+    tmp_path: Path,
+    streams_app: Callable[[str], subprocess.Popen[str]],
+) -> None:
+    """Each ``kafka-streams-groups.sh --reset-offsets`` scenario, run with ``--dry-run --export`` on an empty streams
+    group (it changes nothing), names the offsets where ``streamproc plan`` with the same scenario starts: the
+    partitions it lists at its offsets, the others at the group's committed offsets. The tool's export, given back
+    as ``--from-file``, plans the same starts."""
+    app_id = unique("sg-reset")
+    changelog = f"{app_id}-counts-changelog"
+    create_topic(admin, changelog, partitions=PARTITIONS, config={"cleanup.policy": "compact"})
+    wait_for_leaders(admin, changelog)
+    close(streams_app(app_id))
+    produce(kafka_broker, input_topic, 5_000_000)  # records after the group's commits
+    answer_list_offsets(kafka_broker, [changelog, topologies.INPUT], PARTITIONS)
+    offsets, _ = read_committed_offsets(admin, app_id)
+    committed = {(tp.topic, tp.partition): c.offset for tp, c in offsets.items()}
+    assert sorted(committed) == [(input_topic, p) for p in range(PARTITIONS)], committed
+    (tmp_path / "topology.txt").write_text(str(topologies.count().describe()))
+    scenarios = [
+        (["--all-input-topics", "--to-current"], ["--to-current"]),
+        (["--all-input-topics", "--to-current"], ["--all-input-topics", "--to-current"]),
+        (["--all-input-topics", "--to-earliest"], ["--all-input-topics", "--to-earliest"]),
+        (["--all-input-topics", "--to-latest"], ["--to-latest"]),
+        (["--all-input-topics", "--to-offset", "3"], ["--all-input-topics", "--to-offset", "3"]),
+        (["--all-input-topics", "--to-datetime", "1970-01-01T00:16:40.500"], ["--all-input-topics", "--to-datetime",
+                                                                            "1970-01-01T00:16:40.500"]),
+        (["--input-topic", f"{input_topic}:1", "--shift-by", "-7"],
+         ["--start-partitions", f"{input_topic}:1", "--shift-by", "-7"]),
+        (["--input-topic", input_topic, "--shift-by", "-2"], ["--start-partitions", input_topic, "--shift-by", "-2"]),
+    ]  # fmt: skip
+    for tool_args, plan_args in scenarios:
+        export = streams_groups_tool(kafka_broker, "--reset-offsets", "--group", app_id, *tool_args, "--dry-run",
+                                     "--export")  # fmt: skip
+        tool = {(t, int(p)): int(o) for t, p, o in (line.split(",") for line in export.split())}
+        assert tool, (tool_args, export)
+        starts = planned_starts(kafka_broker, app_id, tmp_path, *plan_args)
+        assert starts == {tp: tool.get(tp, committed[tp]) for tp in starts}, (tool_args, export, starts)
+        assert set(tool) <= set(starts), (tool_args, export)
+        (tmp_path / "export.csv").write_text(export)
+    # the tool's export (the last scenario's: every partition) as the plan's reset file
+    assert planned_starts(kafka_broker, app_id, tmp_path, "--from-file", str(tmp_path / "export.csv")) == tool
+    scopes = ("--all-input-topics", "--start-partitions", input_topic)
+    both = run("plan", "--bootstrap", kafka_broker, "--application-id", app_id, "--input-topic", input_topic,
+               "--to-earliest", *scopes, "--dry-run", ok=False)  # fmt: skip
+    assert both.exit_code == 1 and "give --start-partitions or --all-input-topics, not both" in both.output
+
+
+def planned_starts(bootstrap: str, app_id: str, work: Path, *args: str) -> dict[tuple[str, int], int]:
+    """Where ``streamproc plan --dry-run`` of the count topology starts each input partition."""
+    run("plan", "--bootstrap", bootstrap, "--application-id", app_id, "--topology", str(work / "topology.txt"),
+        "--dry-run", "--out", str(work / "plan.json"), *args)  # fmt: skip
+    return {(r.topic, r.partition): r.start for r in RunPlan.read(work / "plan.json").ranges if not r.internal}
+
+
 def close(app: subprocess.Popen[str]) -> None:
     """Close the app (it leaves its streams group) and wait for it."""
     assert app.stdin is not None and app.stdout is not None

@@ -29,6 +29,7 @@ def test_the_defaults_plan_from_the_committed_offsets_to_the_latest() -> None:
         ({"start": "earliest"}, cs.EarliestStart()),
         ({"start": "to_offset", "start_offset": 12}, cs.ToOffsetStart(offset=12)),
         ({"start": "shift_by", "shift_by": -5}, cs.ShiftByStart(-5)),
+        ({"start": "to_current"}, cs.ToCurrentStart()),
         ({"start": "by_duration", "start_duration": "PT6H"}, cs.ByDurationStart("PT6H")),
         ({"start": "to_datetime", "start_datetime": "2026-01-01T00:00:00Z"}, cs.ToDatetimeStart(1_767_225_600_000)),
         ({"start": "to_datetime", "start_datetime": "2026-01-01T01:00:00+01:00"}, cs.ToDatetimeStart(1767225600000)),
@@ -91,3 +92,19 @@ def test_the_plan_waits_for_an_empty_group_only_when_given_a_duration() -> None:
 def test_a_wait_that_is_not_a_duration_is_refused_naming_the_param() -> None:
     with pytest.raises(ConfigError, match=r"^param 'wait_for_empty_group' 'soon' is not a duration \(Java's Duration"):
         settings(wait_for_empty_group="soon")
+
+
+def test_the_applications_group_protocol_reaches_the_plan() -> None:
+    """The plan step passes ``group_protocol`` to ``plan_run``, which asks the cluster for the streams protocol."""
+    assert settings().group_protocol is None
+    assert settings(group_protocol="classic").group_protocol == "classic"
+    assert settings(group_protocol="Streams").group_protocol == "streams"  # case-insensitive, as StreamsConfig
+    assert incremental_settings(incremental_values({}, {**BASE, "group_protocol": "streams"})).group_protocol == (
+        "streams"
+    )
+    assert incremental_settings(incremental_values({"group_protocol": ""}, BASE)).group_protocol is None
+
+
+def test_another_group_protocol_is_refused_naming_the_param() -> None:
+    with pytest.raises(ConfigError, match=r"^param 'group_protocol' is 'consumer': use classic or streams"):
+        settings(group_protocol="consumer")
