@@ -23,6 +23,7 @@ from pathlib import Path
 from streamproc.engine.records import TopicPartition
 from streamproc.engine.task_id import TaskId
 from streamproc.errors import HandoffError
+from streamproc.state import bundle_archive
 from streamproc.state.offset_checkpoint import OFFSET_UNKNOWN, OffsetCheckpoint
 from streamproc.state.state_directory import StateDirectory
 from streamproc.state.store_layout import checkpoint_path
@@ -77,10 +78,9 @@ def offsets_for_version(
 
 def _safe_members(tar: tarfile.TarFile, task: TaskId) -> list[tarfile.TarInfo]:
     members = tar.getmembers()
-    for member in members:
-        path = Path(member.name)
-        if path.is_absolute() or ".." in path.parts or not (member.isfile() or member.isdir()):
-            raise HandoffError(f"task [{task}] store bundle holds an entry outside the task directory: {member.name}")
+    outside = bundle_archive.outside_entries(members)
+    if outside:
+        raise HandoffError(f"task [{task}] store bundle holds an entry outside the task directory: {outside[0]}")
     return members
 
 
@@ -111,7 +111,7 @@ def write_task_state(
     task_dir = directory.task_dir(task_id)
     with tarfile.open(fileobj=io.BytesIO(bundle)) as tar:
         members = [m for m in _safe_members(tar, task_id) if m.name != ".checkpoint"]  # written last, below
-        tar.extractall(task_dir, members=members, filter="data")
+        bundle_archive.extract(tar, task_dir, members)
     for entry in task_dir.rglob("*"):
         if entry.is_file():
             with open(entry, "rb+") as handle:  # durable before the checkpoint says the store is complete

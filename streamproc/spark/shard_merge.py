@@ -59,6 +59,7 @@ from streamproc.spark.task_output import (
 )
 from streamproc.spark.task_schemas import DEAD_LETTER_QUEUE, DROPS, check_file, check_report
 from streamproc.spark.task_shards import ShardObjects, shards_prefix
+from streamproc.state import bundle_archive
 from streamproc.state.changelog_reduction import last_write_per_key
 from streamproc.state.processor_state_manager import open_store
 from streamproc.state.store_builders import store_definitions
@@ -222,7 +223,13 @@ def _merged_bundle(work: Any, store: ObjectStore, first: ShardObjects, changelog
     """Shard 0's store bundle with the other shards' changelog records applied (see the module doc)."""
     where.mkdir(parents=True)
     with tarfile.open(fileobj=pa.BufferReader(store.get(first.stores))) as tar:
-        tar.extractall(where, filter="data")
+        members = tar.getmembers()
+        outside = bundle_archive.outside_entries(members)
+        if outside:
+            raise ProcessingError(
+                f"task [{work.task_id}] shard 0's store bundle holds an entry outside it: {outside[0]}"
+            )
+        bundle_archive.extract(tar, where, members)
     topology, _config = load_topology(work.topology, work.streams_settings)
     definitions = {d.name: d for d in store_definitions(store_builders(topology, work.subtopology)) if d.persistent}
     others = changelog.filter(pc.not_equal(changelog.column("shard"), 0)) if changelog.num_rows else changelog
