@@ -230,7 +230,8 @@ def _publish_side_by_side(
     """Each task of ``todo`` published (its own producer and transaction), up to :data:`PUBLISH_THREADS` at once;
     yields each task's outcome, or the error that ended it, in ``todo``'s order. A failed task does not stop the
     others: their transactions finish and are recorded, not left open (the pool is awaited even when the caller
-    stops reading)."""
+    stops reading). A lone task is published in the calling thread: a test's pause point then holds the hand-off
+    itself, and nothing else is open beside it."""
     if len(todo) == 1:
         try:
             yield todo[0], publish(todo[0])
