@@ -69,7 +69,7 @@ class PublishedTask:
 
 #: The reports of records librdkafka dropped unsent because the transaction had already failed (an output record the
 #: broker refused): not a cause of their own.
-_PURGED = frozenset({-152, -151})  # KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT
+_PURGED = frozenset({"_PURGE_QUEUE", "_PURGE_INFLIGHT"})
 
 
 class _Deliveries:
@@ -88,7 +88,7 @@ class _Deliveries:
     def changelog(self, error: Any, message: Any) -> None:
         """A changelog record's report: its offset (the highest is the store's checkpoint), or its error."""
         if error is not None:
-            if error.code() in _PURGED:
+            if error.name() in _PURGED:
                 return  # the transaction failed elsewhere (abortable): its commit raises that error, the cause
             if len(self.errors) < 5:
                 self.errors.append(f"{message.topic()}-{message.partition()}: {error.str()}")
