@@ -170,7 +170,7 @@ def _fetch_subrange(
     columns = SegmentColumns()
     types = _TIMESTAMP_TYPE_IDS
     kernel = message_kernel()
-    for batch in reader.batches():
+    for batch in reader.batches(native=True):
         index, count, size = 0, len(batch), 0
         while index < count:
             index, added = columns.fill(batch, index, max_records, max_bytes, types, kernel)

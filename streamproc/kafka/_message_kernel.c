@@ -14,6 +14,14 @@
  * ``tests/unit/kafka/test_message_kernel.py`` proves with hypothesis that both give the same results. Messages are
  * only called through their methods (``error``, ``offset``, ``key``, ``value``, ``headers``, ``timestamp``,
  * ``leader_epoch``), so any object with those methods works.
+ *
+ * A third part reads librdkafka's messages without a Python object per message (``consume``): a ``Batch`` holds the
+ * ``rd_kafka_message_t`` pointers one ``rd_kafka_consume_batch_queue`` returned, and ``scan`` and ``fill`` read
+ * their fields in place. confluent-kafka's ``consume()`` builds a ``Message`` with a ``bytes`` key and value per
+ * record, which cost a fetch more CPU than librdkafka's own consume. librdkafka is confluent-kafka's own (its
+ * wheel's), reached through the function addresses ``bind`` is given (``kafka/native_consume.py``), so nothing is
+ * linked at build time. A ``Batch``'s messages are also readable one by one (``batch[i]``, a view with ``Message``'s
+ * methods), which the fetch uses only for the rare message it does not copy (an error, a segment's first offset).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -23,6 +31,413 @@ static PyObject *s_error, *s_offset, *s_key, *s_value, *s_headers, *s_timestamp,
 /* What ended a scan (RangeReader.batches' cases). */
 enum { SCAN_ALL = 0, SCAN_ERROR = 1, SCAN_PAST_END = 2, SCAN_LAST_OFFSET = 3 };
 
+
+/* ---------------------------------------------------------------------------------------------------------------
+ * librdkafka's messages read in place.
+ *
+ * The struct is librdkafka's public ABI (rdkafka.h's rd_kafka_message_t, unchanged since 0.9); the functions are
+ * the addresses ``bind`` was given, those of the very librdkafka confluent-kafka uses.
+ */
+typedef struct {
+    int err;
+    void *rkt;
+    int32_t partition;
+    void *payload;
+    size_t len;
+    void *key;
+    size_t key_len;
+    int64_t offset;
+    void *_private;
+} rk_message;
+
+static struct {
+    Py_ssize_t (*consume_batch_queue)(void *queue, int timeout_ms, rk_message **messages, size_t size);
+    void (*message_destroy)(rk_message *message);
+    int64_t (*message_timestamp)(const rk_message *message, int *type);
+    int (*message_headers)(const rk_message *message, void **headers);
+    size_t (*header_cnt)(const void *headers);
+    int (*header_get_all)(const void *headers, size_t index, const char **name, const void **value, size_t *size);
+    int32_t (*message_leader_epoch)(const rk_message *message);
+    const char *(*message_errstr)(const rk_message *message);
+} rk;
+static int rk_bound = 0;
+static PyObject *s_KafkaError; /* confluent_kafka.KafkaError, imported at bind */
+
+/* A batch of consumed messages: the root owns them (``release`` or deallocation destroys them); a slice is a view
+ * of the root's first ``n``. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *root; /* NULL for the root itself */
+    rk_message **messages;
+    Py_ssize_t n;
+    int released;
+} Batch;
+
+/* One message of a batch, with confluent-kafka Message's methods. */
+typedef struct {
+    PyObject_HEAD
+    Batch *batch;
+    Py_ssize_t index;
+} BatchMessage;
+
+static PyTypeObject BatchType, BatchMessageType;
+
+static Batch *batch_root(Batch *batch) {
+    return batch->root == NULL ? batch : (Batch *)batch->root;
+}
+
+/* The batch's messages, or NULL with a ValueError once the root released them. */
+static rk_message **batch_messages(Batch *batch) {
+    if (batch_root(batch)->released) {
+        PyErr_SetString(PyExc_ValueError, "the batch's messages were released");
+        return NULL;
+    }
+    return batch->messages;
+}
+
+static void batch_destroy_messages(Batch *batch) {
+    if (batch->root == NULL && !batch->released) {
+        for (Py_ssize_t i = 0; i < batch->n; i++) {
+            rk.message_destroy(batch->messages[i]);
+        }
+        PyMem_Free(batch->messages);
+        batch->messages = NULL;
+        batch->released = 1;
+    }
+}
+
+static void batch_dealloc(Batch *batch) {
+    batch_destroy_messages(batch);
+    Py_XDECREF(batch->root);
+    Py_TYPE(batch)->tp_free((PyObject *)batch);
+}
+
+static PyObject *batch_release(Batch *batch, PyObject *unused) {
+    if (batch->root != NULL) {
+        PyErr_SetString(PyExc_ValueError, "release the batch, not a slice of it");
+        return NULL;
+    }
+    batch_destroy_messages(batch);
+    Py_RETURN_NONE;
+}
+
+static Py_ssize_t batch_length(Batch *batch) {
+    return batch->n;
+}
+
+static PyObject *batch_item(Batch *batch, Py_ssize_t index) {
+    if (index < 0 || index >= batch->n) {
+        PyErr_SetString(PyExc_IndexError, "batch index out of range");
+        return NULL;
+    }
+    if (batch_messages(batch) == NULL) {
+        return NULL;
+    }
+    BatchMessage *message = PyObject_New(BatchMessage, &BatchMessageType);
+    if (message == NULL) {
+        return NULL;
+    }
+    Py_INCREF(batch);
+    message->batch = batch;
+    message->index = index;
+    return (PyObject *)message;
+}
+
+/* batch[i], batch[-1] and batch[:k] (a view of the first k, the only slice a range reader takes). */
+static PyObject *batch_subscript(Batch *batch, PyObject *key) {
+    if (PySlice_Check(key)) {
+        Py_ssize_t start, stop, step;
+        if (PySlice_Unpack(key, &start, &stop, &step) < 0) {
+            return NULL;
+        }
+        Py_ssize_t length = PySlice_AdjustIndices(batch->n, &start, &stop, step);
+        if (start != 0 || step != 1) {
+            PyErr_SetString(PyExc_ValueError, "a batch slices only as batch[:k]");
+            return NULL;
+        }
+        Batch *view = PyObject_New(Batch, &BatchType);
+        if (view == NULL) {
+            return NULL;
+        }
+        PyObject *root = (PyObject *)batch_root(batch);
+        Py_INCREF(root);
+        view->root = root;
+        view->messages = batch->messages;
+        view->n = length;
+        view->released = 0;
+        return (PyObject *)view;
+    }
+    Py_ssize_t index = PyNumber_AsSsize_t(key, PyExc_IndexError);
+    if (index == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    return batch_item(batch, index < 0 ? index + batch->n : index);
+}
+
+static PySequenceMethods batch_as_sequence = {.sq_length = (lenfunc)batch_length,
+                                              .sq_item = (ssizeargfunc)batch_item};
+static PyMappingMethods batch_as_mapping = {.mp_length = (lenfunc)batch_length,
+                                            .mp_subscript = (binaryfunc)batch_subscript};
+static PyMethodDef batch_methods[] = {
+    {"release", (PyCFunction)batch_release, METH_NOARGS,
+     "Destroy the batch's messages now (before their consumer closes); its views and messages fail after."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject BatchType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "streamproc.kafka._message_kernel.Batch",
+    .tp_basicsize = sizeof(Batch),
+    .tp_dealloc = (destructor)batch_dealloc,
+    .tp_as_sequence = &batch_as_sequence,
+    .tp_as_mapping = &batch_as_mapping,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "librdkafka messages of one consume, read in place (see _message_kernel.c).",
+    .tp_methods = batch_methods,
+};
+
+static rk_message *message_of(BatchMessage *message) {
+    rk_message **messages = batch_messages(message->batch);
+    return messages == NULL ? NULL : messages[message->index];
+}
+
+static void message_dealloc(BatchMessage *message) {
+    Py_DECREF(message->batch);
+    PyObject_Free(message);
+}
+
+/* A key or value as confluent-kafka gives it: bytes, or None where librdkafka has no pointer. */
+static PyObject *payload_or_none(const void *data, size_t size) {
+    if (data == NULL) {
+        Py_RETURN_NONE;
+    }
+    return PyBytes_FromStringAndSize((const char *)data, (Py_ssize_t)size);
+}
+
+static PyObject *message_offset(BatchMessage *self, PyObject *unused) {
+    rk_message *m = message_of(self);
+    return m == NULL ? NULL : PyLong_FromLongLong(m->offset);
+}
+
+static PyObject *message_partition(BatchMessage *self, PyObject *unused) {
+    rk_message *m = message_of(self);
+    return m == NULL ? NULL : PyLong_FromLong(m->partition);
+}
+
+static PyObject *message_key(BatchMessage *self, PyObject *unused) {
+    rk_message *m = message_of(self);
+    return m == NULL ? NULL : payload_or_none(m->key, m->key_len);
+}
+
+static PyObject *message_value(BatchMessage *self, PyObject *unused) {
+    rk_message *m = message_of(self);
+    if (m == NULL) {
+        return NULL;
+    }
+    if (m->err) {
+        Py_RETURN_NONE; /* an error's payload is its text: error() gives it */
+    }
+    return payload_or_none(m->payload, m->len);
+}
+
+static PyObject *message_timestamp(BatchMessage *self, PyObject *unused) {
+    rk_message *m = message_of(self);
+    if (m == NULL) {
+        return NULL;
+    }
+    int type = 0;
+    int64_t timestamp = rk.message_timestamp(m, &type);
+    return Py_BuildValue("(iL)", type, (long long)timestamp);
+}
+
+static PyObject *message_leader_epoch(BatchMessage *self, PyObject *unused) {
+    rk_message *m = message_of(self);
+    if (m == NULL) {
+        return NULL;
+    }
+    int32_t epoch = rk.message_leader_epoch(m);
+    if (epoch < 0) {
+        Py_RETURN_NONE;
+    }
+    return PyLong_FromLong(epoch);
+}
+
+/* The headers as confluent-kafka's Message.headers(): a list of (str, bytes | None), or None without any. */
+static PyObject *headers_list(const rk_message *m) {
+    void *headers = NULL;
+    if (rk.message_headers(m, &headers) != 0 || headers == NULL || rk.header_cnt(headers) == 0) {
+        Py_RETURN_NONE;
+    }
+    size_t count = rk.header_cnt(headers);
+    PyObject *list = PyList_New((Py_ssize_t)count);
+    if (list == NULL) {
+        return NULL;
+    }
+    for (size_t i = 0; i < count; i++) {
+        const char *name;
+        const void *value;
+        size_t size;
+        if (rk.header_get_all(headers, i, &name, &value, &size) != 0) {
+            Py_DECREF(list);
+            PyErr_SetString(PyExc_RuntimeError, "librdkafka could not read a header it counted");
+            return NULL;
+        }
+        PyObject *pair = Py_BuildValue("(sN)", name, payload_or_none(value, size));
+        if (pair == NULL) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, pair);
+    }
+    return list;
+}
+
+static PyObject *message_headers(BatchMessage *self, PyObject *unused) {
+    rk_message *m = message_of(self);
+    return m == NULL ? NULL : headers_list(m);
+}
+
+/* None, or confluent_kafka.KafkaError(code, librdkafka's text) as a consumed Message's error() gives it. */
+static PyObject *message_error(BatchMessage *self, PyObject *unused) {
+    rk_message *m = message_of(self);
+    if (m == NULL) {
+        return NULL;
+    }
+    if (!m->err) {
+        Py_RETURN_NONE;
+    }
+    return PyObject_CallFunction(s_KafkaError, "is", m->err, rk.message_errstr(m));
+}
+
+static PyMethodDef message_methods[] = {
+    {"offset", (PyCFunction)message_offset, METH_NOARGS, NULL},
+    {"partition", (PyCFunction)message_partition, METH_NOARGS, NULL},
+    {"key", (PyCFunction)message_key, METH_NOARGS, NULL},
+    {"value", (PyCFunction)message_value, METH_NOARGS, NULL},
+    {"headers", (PyCFunction)message_headers, METH_NOARGS, NULL},
+    {"timestamp", (PyCFunction)message_timestamp, METH_NOARGS, NULL},
+    {"leader_epoch", (PyCFunction)message_leader_epoch, METH_NOARGS, NULL},
+    {"error", (PyCFunction)message_error, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject BatchMessageType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "streamproc.kafka._message_kernel.BatchMessage",
+    .tp_basicsize = sizeof(BatchMessage),
+    .tp_dealloc = (destructor)message_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "One message of a Batch, with confluent-kafka Message's methods (valid until the batch's release).",
+    .tp_methods = message_methods,
+};
+
+/*
+ * bind(addresses: tuple[int, ...], kafka_error: type) -> None
+ *
+ * librdkafka's functions, in the order of the ``rk`` struct (kafka/native_consume.LIBRDKAFKA_FUNCTIONS), and
+ * confluent_kafka.KafkaError. Binding again replaces them (one librdkafka per process: the same addresses).
+ */
+static PyObject *bind(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    enum { FUNCTIONS = sizeof(rk) / sizeof(void *) };
+    if (nargs != 2 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != FUNCTIONS) {
+        PyErr_Format(PyExc_TypeError, "bind(addresses: tuple of %d ints, kafka_error: type)", (int)FUNCTIONS);
+        return NULL;
+    }
+    void *pointers[FUNCTIONS];
+    for (Py_ssize_t i = 0; i < FUNCTIONS; i++) {
+        pointers[i] = PyLong_AsVoidPtr(PyTuple_GET_ITEM(args[0], i));
+        if (pointers[i] == NULL) {
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_ValueError, "bind: a librdkafka function's address is NULL");
+            }
+            return NULL;
+        }
+    }
+    memcpy(&rk, pointers, sizeof(rk));
+    Py_INCREF(args[1]);
+    Py_XSETREF(s_KafkaError, args[1]);
+    rk_bound = 1;
+    Py_RETURN_NONE;
+}
+
+/*
+ * consume(queue: int, timeout_ms: int, max_messages: int) -> Batch
+ *
+ * rd_kafka_consume_batch_queue on ``queue`` (a partition's queue that forwards nowhere: only its messages and its
+ * partition events are on it, never a callback, so librdkafka is called without the GIL), as a Batch.
+ */
+static PyObject *consume(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!rk_bound) {
+        PyErr_SetString(PyExc_RuntimeError, "consume: librdkafka is not bound (native_consume.bind)");
+        return NULL;
+    }
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "consume(queue: int, timeout_ms: int, max_messages: int)");
+        return NULL;
+    }
+    void *queue = PyLong_AsVoidPtr(args[0]);
+    int timeout_ms = (int)PyLong_AsLong(args[1]);
+    Py_ssize_t max_messages = PyLong_AsSsize_t(args[2]);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    if (queue == NULL || max_messages < 1) {
+        PyErr_SetString(PyExc_ValueError, "consume: no queue, or max_messages < 1");
+        return NULL;
+    }
+    rk_message **messages = PyMem_Malloc(sizeof(rk_message *) * (size_t)max_messages);
+    if (messages == NULL) {
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t n;
+    Py_BEGIN_ALLOW_THREADS
+    n = rk.consume_batch_queue(queue, timeout_ms, messages, (size_t)max_messages);
+    Py_END_ALLOW_THREADS
+    if (n < 0) {
+        PyMem_Free(messages);
+        PyErr_SetString(PyExc_RuntimeError, "rd_kafka_consume_batch_queue failed (not a consumer's queue?)");
+        return NULL;
+    }
+    Batch *batch = PyObject_New(Batch, &BatchType);
+    if (batch == NULL) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            rk.message_destroy(messages[i]);
+        }
+        PyMem_Free(messages);
+        return NULL;
+    }
+    batch->root = NULL;
+    batch->messages = messages;
+    batch->n = n;
+    batch->released = 0;
+    return (PyObject *)batch;
+}
+
+/* scan over a Batch: the same cases, read in place. */
+static PyObject *scan_batch(Batch *batch, long long end) {
+    rk_message **messages = batch_messages(batch);
+    if (messages == NULL) {
+        return NULL;
+    }
+    Py_ssize_t i = 0;
+    int reason = SCAN_ALL;
+    for (; i < batch->n; i++) {
+        const rk_message *m = messages[i];
+        if (m->err) {
+            reason = SCAN_ERROR;
+            break;
+        }
+        if (m->offset >= end) {
+            reason = SCAN_PAST_END;
+            break;
+        }
+        if (m->offset == end - 1) {
+            i++;
+            reason = SCAN_LAST_OFFSET;
+            break;
+        }
+    }
+    return Py_BuildValue("(ni)", i, reason);
+}
+
 /*
  * scan(messages, end) -> (count, reason)
  *
@@ -31,6 +446,13 @@ enum { SCAN_ALL = 0, SCAN_ERROR = 1, SCAN_PAST_END = 2, SCAN_LAST_OFFSET = 3 };
  * (``messages[count]`` lies at or past ``end``) or SCAN_LAST_OFFSET (``messages[count - 1]`` is at ``end - 1``).
  */
 static PyObject *scan(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs == 2 && Py_IS_TYPE(args[0], &BatchType)) {
+        long long batch_end = PyLong_AsLongLong(args[1]);
+        if (batch_end == -1 && PyErr_Occurred()) {
+            return NULL;
+        }
+        return scan_batch((Batch *)args[0], batch_end);
+    }
     if (nargs != 2 || !PyList_Check(args[0])) {
         PyErr_SetString(PyExc_TypeError, "scan(messages: list, end: int)");
         return NULL;
@@ -132,20 +554,16 @@ static int put_int32(PyObject *array, long long value) {
     return put_cell(array, &cell, 4);
 }
 
-/* A binary cell: its bytes, its end offset, its validity bit (the bitmap's byte for the row already added). */
-static int put_binary(PyObject *data, PyObject *offsets, PyObject *validity, Py_ssize_t row, PyObject *obj) {
-    if (obj != Py_None) {
-        Py_buffer view;
-        if (PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE) < 0) {
-            return -1;
-        }
-        char *at = extend(data, view.len);
+/* A binary cell from raw bytes (``bytes`` NULL: a null cell): its bytes, its end offset, its validity bit (the
+ * bitmap's byte for the row already added). */
+static int put_binary_raw(PyObject *data, PyObject *offsets, PyObject *validity, Py_ssize_t row, const void *bytes,
+                          Py_ssize_t size) {
+    if (bytes != NULL) {
+        char *at = extend(data, size);
         if (at == NULL) {
-            PyBuffer_Release(&view);
             return -1;
         }
-        memcpy(at, view.buf, view.len);
-        PyBuffer_Release(&view);
+        memcpy(at, bytes, size);
         PyByteArray_AS_STRING(validity)[row / 8] |= (char)(1 << (row % 8));
     }
     if (PyByteArray_GET_SIZE(data) > INT32_MAX) {
@@ -153,6 +571,21 @@ static int put_binary(PyObject *data, PyObject *offsets, PyObject *validity, Py_
         return -1;
     }
     return put_int32(offsets, PyByteArray_GET_SIZE(data));
+}
+
+/* A binary cell from a bytes-like object or None. */
+static int put_binary(PyObject *data, PyObject *offsets, PyObject *validity, Py_ssize_t row, PyObject *obj) {
+    if (obj == Py_None) {
+        return put_binary_raw(data, offsets, validity, row, NULL, 0);
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE) < 0) {
+        return -1;
+    }
+    /* an empty value is not null: any non-NULL pointer marks it valid */
+    int failed = put_binary_raw(data, offsets, validity, row, view.len ? view.buf : "", view.len);
+    PyBuffer_Release(&view);
+    return failed;
 }
 
 /* The columns of a SegmentColumns, in its slot order; borrowed from the object for one fill. */
@@ -184,17 +617,12 @@ static int write_long(PyObject *owner, PyObject *name, long long value) {
 }
 
 /* One row's cells after its headers (SegmentColumns._append_row). */
+static int open_validity_bytes(PyObject **c, Py_ssize_t row);
+
 static int put_row(PyObject **c, Py_ssize_t row, PyObject *message, PyObject *key, PyObject *value,
                    PyObject *type_ids, PyObject *stamp) {
-    if (row % 8 == 0) {
-        for (int v = 0; v < 3; v++) {
-            int column = v == 0 ? C_KEY_VALIDITY : v == 1 ? C_VALUE_VALIDITY : C_EPOCH_VALIDITY;
-            char *at = extend(c[column], 1);
-            if (at == NULL) {
-                return -1;
-            }
-            *at = 0;
-        }
+    if (open_validity_bytes(c, row) < 0) {
+        return -1;
     }
     PyObject *offset = PyObject_CallMethodNoArgs(message, s_offset);
     if (offset == NULL) {
@@ -243,6 +671,131 @@ static int put_row(PyObject **c, Py_ssize_t row, PyObject *message, PyObject *ke
     return put_int32(c[C_EPOCHS], epoch_value);
 }
 
+/* The validity bytes of a new group of eight rows (key, value, leader epoch), as _append_row adds them. */
+static int open_validity_bytes(PyObject **c, Py_ssize_t row) {
+    if (row % 8 == 0) {
+        for (int v = 0; v < 3; v++) {
+            int column = v == 0 ? C_KEY_VALIDITY : v == 1 ? C_VALUE_VALIDITY : C_EPOCH_VALIDITY;
+            char *at = extend(c[column], 1);
+            if (at == NULL) {
+                return -1;
+            }
+            *at = 0;
+        }
+    }
+    return 0;
+}
+
+/* One message read in place appended as fill's loop appends a Message (its headers first, then its cells). */
+static int put_native_row(PyObject **c, Py_ssize_t row, const rk_message *m, void *headers, size_t header_count,
+                          PyObject *type_ids) {
+    for (size_t j = 0; j < header_count; j++) {
+        const char *name;
+        const void *value;
+        size_t size;
+        if (rk.header_get_all(headers, j, &name, &value, &size) != 0) {
+            PyErr_SetString(PyExc_RuntimeError, "librdkafka could not read a header it counted");
+            return -1;
+        }
+        PyObject *key = PyUnicode_FromString(name);
+        if (key == NULL) {
+            return -1;
+        }
+        int failed = PyList_Append(c[C_HEADER_KEYS], key);
+        Py_DECREF(key);
+        PyObject *cell = failed ? NULL : payload_or_none(value, size);
+        if (cell == NULL) {
+            return -1;
+        }
+        failed = PyList_Append(c[C_HEADER_VALUES], cell);
+        Py_DECREF(cell);
+        if (failed) {
+            return -1;
+        }
+    }
+    if (open_validity_bytes(c, row) < 0 || put_int64(c[C_OFFSETS], m->offset) < 0) {
+        return -1;
+    }
+    int type = 0;
+    int64_t timestamp = rk.message_timestamp(m, &type);
+    if (put_int64(c[C_TIMESTAMPS], timestamp) < 0) {
+        return -1;
+    }
+    PyObject *type_key = PyLong_FromLong(type);
+    if (type_key == NULL) {
+        return -1;
+    }
+    PyObject *type_id = PyDict_GetItemWithError(type_ids, type_key);
+    Py_DECREF(type_key);
+    if (type_id == NULL && PyErr_Occurred()) {
+        return -1;
+    }
+    long type_value = type_id == NULL ? -1 : PyLong_AsLong(type_id);
+    if (type_value == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    char *type_at = extend(c[C_TYPES], 1);
+    if (type_at == NULL) {
+        return -1;
+    }
+    *type_at = (char)type_value;
+    if (put_binary_raw(c[C_KEY_DATA], c[C_KEY_OFFSETS], c[C_KEY_VALIDITY], row, m->key, (Py_ssize_t)m->key_len) < 0 ||
+        put_binary_raw(c[C_VALUE_DATA], c[C_VALUE_OFFSETS], c[C_VALUE_VALIDITY], row, m->payload,
+                       (Py_ssize_t)m->len) < 0 ||
+        put_int32(c[C_HEADER_OFFSETS], PyList_GET_SIZE(c[C_HEADER_KEYS])) < 0) {
+        return -1;
+    }
+    int32_t epoch = rk.message_leader_epoch(m);
+    if (epoch >= 0) {
+        PyByteArray_AS_STRING(c[C_EPOCH_VALIDITY])[row / 8] |= (char)(1 << (row % 8));
+    }
+    return put_int32(c[C_EPOCHS], epoch >= 0 ? epoch : 0);
+}
+
+/* fill's loop over a Batch: ``*index`` advances past each message appended; -1 on an error (the rows before it stay
+ * appended and counted). */
+static int fill_batch(PyObject **c, Batch *batch, Py_ssize_t *index, long long max_records, long long max_bytes,
+                      long long overhead, PyObject *type_ids, long long *count, long long *size_now,
+                      long long *added) {
+    rk_message **messages = batch_messages(batch);
+    if (messages == NULL) {
+        return -1;
+    }
+    for (; *index < batch->n; (*index)++) {
+        const rk_message *m = messages[*index];
+        if (m->err) {
+            PyErr_SetString(PyExc_ValueError, "fill: a message with an error is not a record (scan first)");
+            return -1;
+        }
+        long long size = overhead + (m->key ? (long long)m->key_len : 0) + (m->payload ? (long long)m->len : 0);
+        void *headers = NULL;
+        size_t header_count = 0;
+        if (rk.message_headers(m, &headers) == 0 && headers != NULL) {
+            header_count = rk.header_cnt(headers);
+            for (size_t j = 0; j < header_count; j++) {
+                const char *name;
+                const void *value;
+                size_t value_size;
+                if (rk.header_get_all(headers, j, &name, &value, &value_size) != 0) {
+                    PyErr_SetString(PyExc_RuntimeError, "librdkafka could not read a header it counted");
+                    return -1;
+                }
+                size += (long long)strlen(name) + (value ? (long long)value_size : 0);
+            }
+        }
+        if (*count && (*count >= max_records || *size_now + size > max_bytes)) {
+            break;
+        }
+        if (put_native_row(c, (Py_ssize_t)*count, m, headers, header_count, type_ids) < 0) {
+            return -1;
+        }
+        *size_now += size;
+        *added += size;
+        (*count)++;
+    }
+    return 0;
+}
+
 /*
  * fill(columns, messages, first, max_records, max_bytes, overhead, timestamp_type_ids) -> (index, added)
  *
@@ -251,7 +804,7 @@ static int put_row(PyObject **c, Py_ssize_t row, PyObject *message, PyObject *ke
  * ``max_bytes``).
  */
 static PyObject *fill(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 7 || !PyList_Check(args[1]) || !PyDict_Check(args[6])) {
+    if (nargs != 7 || !(PyList_Check(args[1]) || Py_IS_TYPE(args[1], &BatchType)) || !PyDict_Check(args[6])) {
         PyErr_SetString(PyExc_TypeError, "fill(columns: SegmentColumns, messages: list, first, max_records, "
                                          "max_bytes, overhead, timestamp_type_ids: dict)");
         return NULL;
@@ -282,7 +835,16 @@ static PyObject *fill(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
         }
     }
     long long added = 0;
-    Py_ssize_t index = first, end = PyList_GET_SIZE(messages);
+    Py_ssize_t index = first;
+    if (Py_IS_TYPE(messages, &BatchType)) {
+        int failed = fill_batch(c, (Batch *)messages, &index, max_records, max_bytes, overhead, type_ids, &count,
+                                &size_now, &added);
+        if (write_long(owner, s_count, count) == 0 && write_long(owner, s_size, size_now) == 0 && !failed) {
+            result = Py_BuildValue("(nL)", index, added);
+        }
+        goto done;
+    }
+    Py_ssize_t end = PyList_GET_SIZE(messages);
     for (; index < end; index++) {
         PyObject *message = PyList_GET_ITEM(messages, index);
         PyObject *key = NULL, *value = NULL, *headers = NULL, *stamp = NULL, *header_list = NULL;
@@ -390,6 +952,10 @@ static PyMethodDef methods[] = {
      "RangeReader.batches' per-message check: (deliverable count, why the scan stopped)."},
     {"fill", (PyCFunction)(void (*)(void))fill, METH_FASTCALL,
      "SegmentColumns.fill_python: append messages to the segment's columns until the segment would close."},
+    {"bind", (PyCFunction)(void (*)(void))bind, METH_FASTCALL,
+     "Give the kernel librdkafka's functions (kafka/native_consume.py) and confluent_kafka.KafkaError."},
+    {"consume", (PyCFunction)(void (*)(void))consume, METH_FASTCALL,
+     "rd_kafka_consume_batch_queue on a partition's own queue, without the GIL: a Batch read in place."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -424,8 +990,17 @@ PyMODINIT_FUNC PyInit__message_kernel(void) {
     for (int i = 0; i < C_COUNT_OF; i++) {
         INTERN(s_columns[i], column_names[i]);
     }
+    if (PyType_Ready(&BatchType) < 0 || PyType_Ready(&BatchMessageType) < 0) {
+        return NULL;
+    }
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL) {
+        return NULL;
+    }
+    Py_INCREF(&BatchType);
+    if (PyModule_AddObject(module, "Batch", (PyObject *)&BatchType) < 0) {
+        Py_DECREF(&BatchType);
+        Py_DECREF(module);
         return NULL;
     }
     if (PyModule_AddIntConstant(module, "SCAN_ALL", SCAN_ALL) < 0 ||

@@ -117,6 +117,9 @@ def librdkafka() -> ctypes.CDLL:
     _declare(lib, "rd_kafka_queue_new", _P, _P)
     _declare(lib, "rd_kafka_queue_destroy", None, _P)
     _declare(lib, "rd_kafka_queue_poll", _P, _P, ctypes.c_int)
+    # a partition's own queue (the fetch's native consume, kafka/native_consume.py)
+    _declare(lib, "rd_kafka_queue_get_partition", _P, _P, ctypes.c_char_p, ctypes.c_int32)
+    _declare(lib, "rd_kafka_queue_forward", None, _P, _P)
     _declare(lib, "rd_kafka_event_destroy", None, _P)
     _declare(lib, "rd_kafka_event_error", ctypes.c_int, _P)
     _declare(lib, "rd_kafka_event_error_string", ctypes.c_char_p, _P)
@@ -148,21 +151,24 @@ def librdkafka() -> ctypes.CDLL:
     return lib
 
 
-#: ``<client.id>#producer-<n>``: confluent-kafka's Producer and AdminClient are both librdkafka producer handles.
-_PRODUCER_NAME = re.compile(r".*#producer-\d+")
+#: librdkafka's handle names by role: ``<client.id>#producer-<n>`` (confluent-kafka's Producer and AdminClient are
+#: both producer handles) and ``<client.id>#consumer-<n>``.
+_HANDLE_NAMES = {"producer": re.compile(r".*#producer-\d+"), "consumer": re.compile(r".*#consumer-\d+")}
 
 
-def client_handle(client: Any) -> int:
-    """The ``rd_kafka_t *`` of a confluent-kafka ``Producer`` or ``AdminClient``: the first field after
-    ``PyObject_HEAD`` of confluent-kafka's ``Handle``, accepted only when librdkafka names it a producer handle."""
+def client_handle(client: Any, role: str = "producer") -> int:
+    """The ``rd_kafka_t *`` of a confluent-kafka client: the first field after ``PyObject_HEAD`` of confluent-kafka's
+    ``Handle``, accepted only when librdkafka names it a handle of ``role`` (``producer`` for a Producer or an
+    AdminClient, ``consumer`` for a Consumer)."""
     lib = librdkafka()
     pointer = ctypes.c_void_p.from_address(id(client) + object.__basicsize__).value
     name = lib.rd_kafka_name(pointer) if pointer else None
-    if pointer is None or name is None or not _PRODUCER_NAME.fullmatch(name.decode("utf-8", "replace")):
+    if pointer is None or name is None or not _HANDLE_NAMES[role].fullmatch(name.decode("utf-8", "replace")):
         raise LibrdkafkaUnavailable(
             f"could not reach librdkafka under this confluent-kafka {type(client).__name__} (found {name!r}, "
-            "expected <client.id>#producer-<n>); streamproc needs it to read and write Kafka Streams' offset "
-            "metadata exactly: use the confluent-kafka version in requirements.lock"
+            f"expected <client.id>#{role}-<n>); streamproc needs it to read and write Kafka Streams' offset "
+            "metadata exactly and to fetch without a Python object per record: use the confluent-kafka version in "
+            "requirements.lock"
         )
     return pointer
 

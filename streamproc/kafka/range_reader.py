@@ -10,9 +10,10 @@ Offsets that retention deleted since planning surface as librdkafka's auto-offse
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +21,7 @@ from streamproc.engine.records import ConsumerRecord, TimestampType
 from streamproc.errors import ConfigError, FetchError
 from streamproc.kafka import clients as kafka_clients
 from streamproc.kafka.message_kernel import SCAN_ALL, SCAN_ERROR, SCAN_LAST_OFFSET, SCAN_PAST_END, scan
+from streamproc.kafka.native_consume import native_kernel, partition_queue
 
 log = logging.getLogger(__name__)
 
@@ -167,11 +169,13 @@ class RangeReader:
         for batch in self.batches():
             yield from batch
 
-    def batches(self) -> Iterator[list[Any]]:
-        """The range's messages as the consumer hands them out, a list per fetch, in offset order.
+    def batches(self, *, native: bool = False) -> Iterator[Sequence[Any]]:
+        """The range's messages as the consumer hands them out, a batch per fetch, in offset order.
 
-        The cheapest way through a range: no per-message generator step. On return, ``evidence`` says how ``end``
-        was reached.
+        The cheapest way through a range: no per-message generator step. With ``native``, each batch is the compiled
+        kernel's ``Batch`` of librdkafka's messages read in place (``kafka/native_consume.py``; confluent-kafka's
+        ``Message`` objects where the kernel is not available): a batch is valid only until the next one is asked
+        for, so the caller copies what it keeps. On return, ``evidence`` says how ``end`` was reached.
         """
         from confluent_kafka import TopicPartition
 
@@ -180,18 +184,16 @@ class RangeReader:
             ev.reached_end_by = "empty"
             ev.final_position = ev.end
             return
-        consumer = self._consumer()
-        try:
-            self._check_partition_exists(consumer)
-        except BaseException:
-            consumer.close()
-            raise
-        consumer.assign([TopicPartition(ev.topic, ev.partition, ev.start)])
-        last_progress = time.monotonic()
         end = ev.end
-        try:
+        with contextlib.ExitStack() as scope:
+            consumer = self._consumer()
+            scope.callback(self._close, consumer)
+            self._check_partition_exists(consumer)
+            consume = self._consume_function(consumer, scope, native)
+            consumer.assign([TopicPartition(ev.topic, ev.partition, ev.start)])
+            last_progress = time.monotonic()
             while True:
-                messages = consumer.consume(self._batch_size, timeout=1.0)
+                messages = consume()
                 if not messages:
                     if time.monotonic() - last_progress > self._stall_timeout_s:
                         raise FetchError(
@@ -217,14 +219,43 @@ class RangeReader:
                     yield batch
                 if ended != SCAN_ALL:
                     return
-        finally:
-            consumer.close()
-            log.info(
-                "Read %s-%d [%d, %d) %s: %d records delivered, end reached by %s",
-                ev.topic, ev.partition, ev.start, ev.end, ev.isolation_level, ev.delivered_count, ev.reached_end_by,
-            )  # fmt: skip
 
-    def _record(self, batch: list[Any]) -> None:
+    def _consume_function(self, consumer: Any, scope: contextlib.ExitStack, native: bool) -> Callable[[], Any]:
+        """The call that returns the next batch: confluent-kafka's ``consume``, or the kernel's consume of the
+        partition's own queue (set up here, before the assignment, and torn down by ``scope`` before the consumer
+        closes), which releases each batch when the next is asked for."""
+        ev = self.evidence
+        kernel = native_kernel() if native else None
+        if kernel is None:
+            return lambda: consumer.consume(self._batch_size, timeout=1.0)
+        queue = scope.enter_context(partition_queue(consumer, ev.topic, ev.partition))
+        held: list[Any] = []
+
+        def release() -> None:
+            while held:
+                held.pop().release()
+
+        def consume_native() -> Any:
+            release()
+            stray = consumer.poll(0)  # serves the consumer's own queue: its log lines and client errors
+            if stray is not None:
+                log.debug("%s-%d: the consumer's own queue held %s", ev.topic, ev.partition, stray.error())
+            batch = kernel.consume(queue, 1000, self._batch_size)
+            held.append(batch)
+            return batch
+
+        scope.callback(release)
+        return consume_native
+
+    def _close(self, consumer: Any) -> None:
+        ev = self.evidence
+        consumer.close()
+        log.info(
+            "Read %s-%d [%d, %d) %s: %d records delivered, end reached by %s",
+            ev.topic, ev.partition, ev.start, ev.end, ev.isolation_level, ev.delivered_count, ev.reached_end_by,
+        )  # fmt: skip
+
+    def _record(self, batch: Sequence[Any]) -> None:
         if not batch:
             return
         first, last = batch[0].offset(), batch[-1].offset()
