@@ -10,6 +10,12 @@ PYTEST_ARGS ?=
 # pytest workers of `make test` (pytest-xdist, whole files per worker): most tests wait on brokers, JVMs, Spark and
 # Airflow, so two workers on two cores finish well before one; each worker starts its own session services.
 PYTEST_WORKERS ?= 2
+# pytest's temporary directories (every tmp_path: staged segments, state dirs, brokers' logs of some tests) in RAM
+# where the machine has /dev/shm: the suite writes and fsyncs many small files, and on a shared disk that cost more
+# wall time than the work (measured on tests/unit/spark + state: 174.8 s on disk, 128.5 s in RAM). One directory per
+# checkout (pytest empties it at start), removed after the run so that it holds no RAM afterwards; empty: pytest's
+# default under the system's temporary directory.
+PYTEST_BASETEMP ?= $(shell test -d /dev/shm -a -w /dev/shm && echo /dev/shm/streamproc-pytest-$$(printf %s "$(CURDIR)" | cksum | cut -d' ' -f1))
 # `make demo DEMO_ARGS="--orders 6000 --fresh-airflow"`: the demo's options (python -m streamproc_dev.demo --help)
 DEMO_ARGS ?=
 # Written by tools/prereq.sh: the tools it found (JAVA_HOME, STREAMPROC_GO, STREAMPROC_PG_BINDIR, STREAMPROC_CHROMIUM).
@@ -62,7 +68,8 @@ test: services
 	@echo "conformance report started beside pytest; log: conformance/results/report.log"
 	@$(WITH_TOOLS) $(BIN)/python -m streamproc_dev.conformance.report --broker > conformance/results/report.log 2>&1 & \
 	report=$$!; \
-	$(WITH_TOOLS) $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS); tests=$$?; \
+	$(WITH_TOOLS) $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(if $(PYTEST_BASETEMP),--basetemp=$(PYTEST_BASETEMP)) $(PYTEST_ARGS); tests=$$?; \
+	$(if $(PYTEST_BASETEMP),rm -rf $(PYTEST_BASETEMP);) \
 	wait $$report; conformance=$$?; \
 	echo "--- conformance report (exit $$conformance), the last lines of conformance/results/report.log:"; \
 	tail -n 15 conformance/results/report.log; \
