@@ -300,7 +300,7 @@ class SegmentColumns:
 
     def fill(
         self,
-        messages: list[Any],
+        messages: Sequence[Any],
         first: int,
         max_records: int,
         max_bytes: int,

@@ -7,9 +7,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from streamproc.errors import FetchError
 from streamproc.fetch.range_fetch import _TIMESTAMP_TYPE_IDS
 from streamproc.kafka.message_kernel import message_kernel
 from streamproc.kafka.native_consume import native_kernel
@@ -115,3 +116,17 @@ def test_a_batch_is_unreadable_once_released_and_slices_only_from_its_start(
     for stale in (lambda: first.offset(), lambda: head[0], lambda: batch[0].key()):
         with pytest.raises(ValueError, match="released"):
             stale()
+
+
+def test_offsets_lost_to_retention_are_named_when_read_natively(
+    kafka_broker: str, admin: AdminClient, unique: Callable[[str], str]
+) -> None:
+    topic = create_topic(admin, unique("lost"))
+    _produce(kafka_broker, topic)
+    [future] = admin.delete_records([TopicPartition(topic, 0, 4)]).values()
+    future.result(timeout=30)
+    reader = RangeReader({"bootstrap.servers": kafka_broker}, topic, 0, 0, len(RECORDS))
+
+    with pytest.raises(FetchError, match=r"offsets 0\.\.3 were deleted by retention \(log start is now 4\)"):
+        for _ in reader.batches(native=True):
+            pass
