@@ -72,10 +72,16 @@ def kafka_broker(kafka_broker_handle: Any) -> str:
 
 @pytest.fixture(scope="session")
 def admin(kafka_broker: str) -> Any:
-    """A confluent-kafka ``AdminClient`` on the session's broker."""
+    """A confluent-kafka ``AdminClient`` on the session's broker.
+
+    Its librdkafka log goes to a Python logger, not stderr: the client outlives the broker by the session's end, and
+    on stderr its reconnect attempts to the stopped broker filled the tests' output with ``Connection refused``.
+    """
+    import logging
+
     from confluent_kafka.admin import AdminClient
 
-    return AdminClient({"bootstrap.servers": kafka_broker})
+    return AdminClient({"bootstrap.servers": kafka_broker, "logger": logging.getLogger("tests.librdkafka.admin")})
 
 
 @dataclass(frozen=True, slots=True)
