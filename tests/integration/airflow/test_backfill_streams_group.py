@@ -36,17 +36,11 @@ from tests.integration.handoff.test_dsl_programs_handoff import (
     _topics,
     assert_resumed_stores_equal,
 )
+from tests.integration.handoff.test_dsl_programs_handoff import oracle_jar as oracle_jar
 
 pytestmark = pytest.mark.integration
 
 PROGRAM = "bytes_count"
-
-
-@pytest.fixture(scope="module")
-def oracle_jar() -> Path:
-    from streamproc_dev.conformance.oracle import ensure_oracle_jar
-
-    return ensure_oracle_jar()
 
 
 def test_an_approved_backfill_hands_off_into_a_streams_group_and_the_app_resumes(

@@ -29,18 +29,12 @@ from tests.integration.handoff.test_dsl_programs_handoff import (
     _topics,
     assert_resumed_stores_equal,
 )
+from tests.integration.handoff.test_dsl_programs_handoff import oracle_jar as oracle_jar
 from tests.integration.handoff.test_handoff import run
 
 pytestmark = pytest.mark.integration
 
 PROGRAMS = ("bytes_count", "two_aggregates_one_repartition_optimized")
-
-
-@pytest.fixture(scope="module")
-def oracle_jar() -> Path:
-    from streamproc_dev.conformance.oracle import ensure_oracle_jar
-
-    return ensure_oracle_jar()
 
 
 #: Each program under one guarantee (each case costs a minute of the suite): the count at least once, the re-key
