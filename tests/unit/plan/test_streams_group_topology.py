@@ -12,6 +12,7 @@ from dataclasses import replace
 
 import pytest
 
+from streamproc.dsl import Materialized, StreamsBuilder
 from streamproc.engine.topology_analysis import TopologyAnalysis, analyze
 from streamproc.engine.topology_description import parse_description
 from streamproc.kafka.group_metadata import GroupMetadataUnavailable
@@ -27,7 +28,7 @@ from streamproc.plan.streams_group_topology import (
     expected_subtopologies,
     topology_difference,
 )
-from streamproc_dev.conformance.dsl_programs import stream_table_join
+from streamproc_dev.conformance.dsl_programs import stream_table_join, strings
 
 RECORD = bytes.fromhex(
     "0000000000000302300206776f726473010102186170702d62792d776f72642d7265706172746974696f6e0101000231010102156170"
@@ -179,6 +180,10 @@ def test_a_module_knows_its_logged_stores_so_a_changelog_the_group_lacks_differs
         f"application logs no store to [{JOIN_CHANGELOG}])"
     )
     not_logged = DeclaredTopology({0: frozenset()}, (frozenset({"customers", "orders"}),))
+    # a module says so: a store with logging disabled has no changelog
+    b = StreamsBuilder()
+    b.stream("words", strings()).group_by_key().count(materialized=Materialized.as_("counts").with_logging_disabled())
+    assert declared_topology(b.build(), "app") == DeclaredTopology({0: frozenset()}, ())
     assert topology_difference(unlogged, _join_analysis(), not_logged) is None
     assert topology_difference(JOIN, _join_analysis(), not_logged) == (
         f"sub-topology 0: the application has changelog topics [{JOIN_CHANGELOG}], the Python topology [] (no store "
