@@ -172,6 +172,7 @@ def plan_step(
     from streamproc.handoff.preview import preview
     from streamproc.kafka.planner import plan_run
     from streamproc.ledger import ApplicationBusy
+    from streamproc.plan.streams_group_topology import declared_topology
     from streamproc.spark.job import plan_id as plan_hash
 
     with open_ledger() as ledger:
@@ -218,6 +219,7 @@ def plan_step(
             source_topic_changelogs=topology.source_topic_changelogs,
             wait_for_empty_group_ms=run.wait_for_empty_group_ms(),
             group_protocol=run.group_protocol,
+            declared=declared_topology(topology, run.application_id),
         )
         work.mkdir(parents=True, exist_ok=True)
         plan.write(work / PLAN_FILE)

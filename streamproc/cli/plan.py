@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from streamproc.plan import cluster_snapshot as cs
     from streamproc.plan.internal_topics import StoreKind
     from streamproc.plan.run_plan import RunPlan
+    from streamproc.plan.streams_group_topology import DeclaredTopology
 
 
 @click.command("plan")
@@ -219,7 +220,7 @@ def plan_command(
         start_partitions=_start_partitions(start_partitions, all_input_topics),
     )
     settings = application_settings(streams_config, streams_settings)
-    topology, kinds, changelogs = _topology(
+    topology, kinds, changelogs, declared = _topology(
         topology_reference, describe_file, settings, application_id, first_run=create_internal_topics
     )
     first_run = None
@@ -245,6 +246,7 @@ def plan_command(
         source_topic_changelogs=changelogs,
         wait_for_empty_group_ms=wait_for_empty_group_ms(wait_for_empty_group),
         group_protocol=settings.get("group.protocol"),
+        declared=declared,
     )
     show_plan(ctx, run_plan, out, dry_run=dry_run)
 
@@ -264,28 +266,31 @@ def _start_partitions(texts: tuple[str, ...], all_input_topics: bool) -> cs.Part
 def _topology(
     reference: str | None, describe_file: Path | None, settings: Mapping[str, str], application_id: str, *,
     first_run: bool,
-) -> tuple[str | None, dict[str, StoreKind], Mapping[str, str] | None]:  # fmt: skip
-    """The ``describe()`` text to plan from, the store kinds known without ``--store-kind`` and the stores that
-    restore from their source topics: a Python topology gives all three (built and checked first), a describe()
-    file the text only."""
+) -> tuple[str | None, dict[str, StoreKind], Mapping[str, str] | None, DeclaredTopology | None]:  # fmt: skip
+    """The ``describe()`` text to plan from, the store kinds known without ``--store-kind``, the stores that
+    restore from their source topics and what a streams group's topology is compared with beyond the text (logged
+    stores, copartition groups): a Python topology gives all four (built and checked first), a describe() file the
+    text only."""
     if reference is None:
         if describe_file is not None:
             raise ConfigError("--describe checks a Python --topology MODULE:FUNCTION against the Java app's text")
-        return None, {}, None
+        return None, {}, None, None
     if Path(reference).is_file():
         if describe_file is not None:
             raise ConfigError(f"--describe: --topology {reference} is describe() text already; give MODULE:FUNCTION")
-        return read_text(Path(reference), "--topology"), {}, None
+        return read_text(Path(reference), "--topology"), {}, None, None
     if ":" not in reference:
         raise ConfigError(f"--topology {reference}: no such file, and not MODULE:FUNCTION (e.g. myapp.topology:build)")
     from streamproc.cli.topology import checked_topology
     from streamproc.plan.internal_topics import store_kinds_of
+    from streamproc.plan.streams_group_topology import declared_topology
 
     describe = read_text(describe_file, "--describe") if describe_file is not None else None
     topology = checked_topology(
         reference, settings, application_id=application_id, describe=describe, first_run=first_run
     )
-    return str(topology.describe()), store_kinds_of(topology), topology.source_topic_changelogs
+    declared = declared_topology(topology, application_id)
+    return str(topology.describe()), store_kinds_of(topology), topology.source_topic_changelogs, declared
 
 
 def show_plan(

@@ -231,6 +231,7 @@ def _run_steps(
     from streamproc.kafka.planner import plan_run
     from streamproc.plan.cluster_snapshot import PlanRequest
     from streamproc.plan.internal_topics import InternalTopicSettings, internal_topic_settings, store_kinds_of
+    from streamproc.plan.streams_group_topology import declared_topology
     from streamproc.spark.task_split import parallelism_lines, parse_split
 
     settings = application_settings(streams_config, streams_settings)
@@ -268,6 +269,7 @@ def _run_steps(
                 source_topic_changelogs=app_topology.source_topic_changelogs,
                 wait_for_empty_group_ms=wait_ms,
                 group_protocol=settings.get("group.protocol"),
+                declared=declared_topology(app_topology, application_id),
             )
             show_plan(ctx, plan, work_dir / PLAN_FILE, dry_run=dry_run,
                       parallelism=parallelism_lines(app_topology, plan, parse_split(split)))  # fmt: skip

@@ -81,6 +81,8 @@ class SubtopologyInfo:
     stores: tuple[StoreInfo, ...]
     #: ``n(s)``: the number of tasks (max partition count over the source topics)
     partition_count: int
+    #: the source topics its pattern sources matched (among ``source_topics``; never also named by a source)
+    pattern_source_topics: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -708,6 +710,9 @@ def analyze(
                 repartition_sink_topics=tuple(sorted(t for t in sinks if t in repartition_topics)),
                 stores=stores,
                 partition_count=n,
+                pattern_source_topics=tuple(
+                    sorted(t for s in sub.sources if s.name in patterns for t in resolved[s.name])
+                ),
             )
         )
 

@@ -34,6 +34,7 @@ from streamproc.plan.internal_topics import InternalTopicSettings, NewInternalTo
 from streamproc.plan.preconditions import check_group
 from streamproc.plan.run_plan import RunPlan
 from streamproc.plan.run_planner import application_spec, build_run_plan, isolation_for, topics_to_read
+from streamproc.plan.streams_group_topology import DeclaredTopology
 from streamproc.state.local_checkpoints import LocalCheckpoints, read_local_checkpoints
 
 log = logging.getLogger(__name__)
@@ -57,6 +58,7 @@ def plan_run(
     topology_optimization: str | None = None,
     wait_for_empty_group_ms: int | None = None,
     group_protocol: str | None = None,
+    declared: DeclaredTopology | None = None,
 ) -> RunPlan:
     """Resolve a full ``RunPlan``; with no topology, ``source_topics`` are planned as one sub-topology's inputs.
 
@@ -72,7 +74,9 @@ def plan_run(
     ``wait_for_empty_group_ms`` (``--wait-for-empty-group``): while the group still has members, wait up to that long
     for it to empty (:func:`await_empty_group`, after the topology's own refusals), then read the cluster afresh.
     ``group_protocol`` (the application's ``group.protocol``): with ``streams`` the cluster must offer the streams
-    group protocol (:func:`refuse_missing_streams_protocol`).
+    group protocol (:func:`refuse_missing_streams_protocol`). ``declared``
+    (``plan.streams_group_topology.declared_topology``): a topology given as a module also has its logged stores and
+    copartition groups compared with a streams group's topology record.
     """
     refuse_isolation_setting(client_config)
     if (group_protocol or "").strip().lower() == "streams":
@@ -145,6 +149,7 @@ def plan_run(
         local=local,
         clock_given=now_ms is not None,
         topology=None if topology is None else topology if isinstance(topology, str) else str(topology),
+        declared=declared,
     )
     if to_create:
         return replace(plan, internal_topics=to_create, internal_topics_created=not dry_run)

@@ -84,8 +84,8 @@ def parse_member_value(member_id: str, value: bytes) -> StreamsGroupMember:
 
 def parse_topology_value(value: bytes) -> StreamsGroupTopology:
     """A ``StreamsGroupTopologyValue`` (its int16 version first, v0 flexible): the topology epoch, then per
-    sub-topology its id, source topics and patterns, changelogs, repartition sinks and sources (the topics' partition
-    counts, replication factors, configs and the copartition groups are read past)."""
+    sub-topology its id, source topics and patterns, changelogs, repartition sinks and sources, and copartition
+    groups (the topics' partition counts, replication factors and configs are read past)."""
     version = struct.unpack(">h", value[:2])[0] if len(value) >= 2 else -1
     if version != 0:
         raise GroupMetadataUnavailable(f"StreamsGroupTopologyValue version {version} is not 0")
@@ -106,20 +106,32 @@ def _subtopology(reader: WireReader) -> StreamsGroupSubtopology:
     changelogs = _topic_names(reader)
     sinks = _strings(reader)
     repartition_sources = _topic_names(reader)
-    for _ in range(reader.array_length()):  # CopartitionGroups: three arrays of int16 indexes each
-        for _ in range(3):
-            for _ in range(reader.array_length()):
-                reader.int16()
-        reader.skip_tagged_fields()
+    groups = frozenset(_copartition_group(reader, sub_id, sources, regex, repartition_sources)
+                       for _ in range(reader.array_length()))  # fmt: skip
     reader.skip_tagged_fields()
-    return StreamsGroupSubtopology(sub_id, sources, regex, changelogs, sinks, repartition_sources)
+    return StreamsGroupSubtopology(sub_id, frozenset(sources), frozenset(regex), frozenset(changelogs),
+                                   frozenset(sinks), frozenset(repartition_sources), groups)  # fmt: skip
 
 
-def _strings(reader: WireReader) -> frozenset[str]:
-    return frozenset(reader.string() for _ in range(reader.array_length()))
+def _copartition_group(reader: WireReader, sub_id: str, *arrays: tuple[str, ...]) -> frozenset[str]:
+    """A ``CopartitionGroup``: int16 indexes into the sub-topology's source topics, patterns and repartition source
+    topics, in the record's order, resolved to their names."""
+    names: set[str] = set()
+    for array in arrays:
+        for _ in range(reader.array_length()):
+            index = reader.int16()
+            if not 0 <= index < len(array):
+                raise ValueError(f"sub-topology {sub_id}: copartition index {index} is outside its {len(array)} topics")
+            names.add(array[index])
+    reader.skip_tagged_fields()
+    return frozenset(names)
 
 
-def _topic_names(reader: WireReader) -> frozenset[str]:
+def _strings(reader: WireReader) -> tuple[str, ...]:
+    return tuple(reader.string() for _ in range(reader.array_length()))
+
+
+def _topic_names(reader: WireReader) -> tuple[str, ...]:
     """The names of a ``[]TopicInfo``: name, partitions, replication factor, configs (key, value)."""
     names = []
     for _ in range(reader.array_length()):
@@ -131,7 +143,7 @@ def _topic_names(reader: WireReader) -> frozenset[str]:
             reader.string()
             reader.skip_tagged_fields()
         reader.skip_tagged_fields()
-    return frozenset(names)
+    return tuple(names)
 
 
 def group_key(record_type: int, group_id: str) -> bytes:

@@ -28,7 +28,7 @@ from streamproc.plan.refusals import (
     StreamsGroupRefused,
     StreamsTopologyDiffers,
 )
-from streamproc.plan.streams_group_topology import topology_difference
+from streamproc.plan.streams_group_topology import DeclaredTopology, topology_difference
 
 #: The state of a streams group whose members could not be read (kafka/cluster.read_group).
 UNKNOWN_GROUP_STATE: Final = "Unknown"
@@ -115,12 +115,18 @@ def check_group(
     )
 
 
-def check_streams_group_topology(group: GroupState | None, analysis: TopologyAnalysis, application_id: str) -> None:
+def check_streams_group_topology(
+    group: GroupState | None,
+    analysis: TopologyAnalysis,
+    application_id: str,
+    declared: DeclaredTopology | None = None,
+) -> None:
     """A streams group's topology (the one its members declared to the broker) must be the user's: the plan hands
-    the group's offsets and the stores' state to that application (``plan/streams_group_topology``)."""
+    the group's offsets and the stores' state to that application (``plan/streams_group_topology``; ``declared``:
+    what a topology given as a module knows beyond its describe())."""
     if group is None or group.protocol != "streams" or group.topology is None:
         return
-    difference = topology_difference(group.topology, analysis)
+    difference = topology_difference(group.topology, analysis, declared)
     if difference is not None:
         raise StreamsTopologyDiffers(
             f"the topology of streams group '{application_id}' (topology epoch {group.topology.epoch}) is not the "

@@ -28,6 +28,7 @@ from streamproc.plan.positions import plan_ranges
 from streamproc.plan.preconditions import check_streams_group_topology
 from streamproc.plan.refusals import MissingTopic, OffsetOutOfRange
 from streamproc.plan.run_plan import PlannedRestore, RunPlan
+from streamproc.plan.streams_group_topology import DeclaredTopology
 from streamproc.state.local_checkpoints import LocalCheckpoints
 from streamproc.state.restore_plan import ChangelogState, ProcessingGuarantee, plan_restore
 from streamproc.state.store_registration import StateStoreMetadata
@@ -117,17 +118,19 @@ def build_run_plan(
     local: LocalCheckpoints | None = None,
     clock_given: bool = False,
     topology: str | None = None,
+    declared: DeclaredTopology | None = None,
 ) -> RunPlan:
     """Resolve a full ``RunPlan`` from values only.
 
     ``local`` holds the checkpoints of the application's ``state.dir`` (``None``: no directory, every restore
     starts at the changelog's log start). ``clock_given`` says the caller fixed ``now_ms``; otherwise the plan
-    keeps it only when a mode needs the clock, so that its bytes do not depend on when it was made.
+    keeps it only when a mode needs the clock, so that its bytes do not depend on when it was made. ``declared``:
+    what the user's topology, given as a module, knows beyond its describe() (compared with a streams group's).
     """
     local = local or LocalCheckpoints()
     positions = plan_ranges(snapshot, app, request)
     if analysis is not None:
-        check_streams_group_topology(snapshot.group, analysis, app.application_id)
+        check_streams_group_topology(snapshot.group, analysis, app.application_id, declared)
     if not clock_given and not _uses_clock(request):
         positions = replace(positions, now_ms=None)
     sources = set(app.source_topics)

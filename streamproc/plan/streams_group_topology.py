@@ -9,17 +9,35 @@ application restores. Kafka Streams builds the record from ``InternalTopologyBui
 source, the changelogs of logged stores, a table source's own topic when the store reuses it), which is what
 :func:`expected_subtopologies` derives from the analysis.
 
-A store whose changelog the user's topology has and the group's does not is no difference: ``describe()`` does not
-say whether a store is logged, and a store with logging disabled has no changelog in the group. Source patterns are
-not compared: Kafka Streams 4.2's ``StreamThread`` declares a sub-topology's sources as topics only.
+The record also holds each sub-topology's source topic patterns and copartition groups (``StreamThread`` gives each
+copartition group of ``InternalTopologyBuilder#copartitionGroups`` to the sub-topology that reads all its topics, as
+indexes into the sub-topology's topic arrays). Kafka Streams 4.2 refuses a pattern source under the streams protocol
+("Pattern subscription is not yet supported"), so a topology with one is never a streams group's application, and a
+record with one (another client) is compared as it is.
+
+What ``describe()`` text does not say is compared only where the user's topology knows it. A Python topology given as
+a module (:class:`DeclaredTopology`) knows which stores are logged and which copartition groups it registered: both
+must be the group's exactly. From text alone, a changelog the user's topology has and the group's does not is no
+difference (a store with logging disabled has no changelog in the group), and a group's copartition group must be one
+the text's structure derives (topology.md §3.4), while a derived one the group lacks is none: the derivation
+over-approximates for Processor-API stores. A copartition group of one topic constrains nothing and is not compared.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from streamproc.engine.topology_analysis import TopologyAnalysis
+from streamproc.engine.topology_analysis import SubtopologyInfo, TopologyAnalysis
+
+if TYPE_CHECKING:
+    from streamproc.engine.topology import Topology
+
+#: Why a topology with a pattern source is no streams group's application (``StreamThread#subscribeConsumer``).
+PATTERN_REFUSED = " (Kafka Streams 4.2 cannot subscribe to a pattern with group.protocol=streams)"
+#: A copartition group: the names of the topics (and patterns) that must be co-partitioned.
+CopartitionGroup = frozenset[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +50,8 @@ class StreamsGroupSubtopology:
     changelog_topics: frozenset[str]
     repartition_sink_topics: frozenset[str]
     repartition_source_topics: frozenset[str]
+    #: each group's source topics, patterns and repartition source topics by name (the record's indexes resolved)
+    copartition_groups: frozenset[CopartitionGroup] = field(default=frozenset())
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,51 +62,120 @@ class StreamsGroupTopology:
     subtopologies: tuple[StreamsGroupSubtopology, ...]
 
 
-def expected_subtopologies(analysis: TopologyAnalysis) -> tuple[StreamsGroupSubtopology, ...]:
-    """The sub-topologies an application with ``analysis``'s topology declares to its streams group."""
+@dataclass(frozen=True, slots=True)
+class DeclaredTopology:
+    """What a Python topology given as a module knows and its ``describe()`` text does not: per sub-topology the
+    changelogs of its logged stores (``ProcessorTopology#storeToChangelogTopic``), and the copartition groups it
+    registered (``InternalTopologyBuilder#copartitionGroups``), full topic names."""
+
+    changelog_topics: Mapping[int, frozenset[str]]
+    copartition_groups: tuple[CopartitionGroup, ...]
+
+
+def declared_topology(topology: Topology, application_id: str) -> DeclaredTopology:
+    """The module's :class:`DeclaredTopology` for ``application_id``."""
+    return DeclaredTopology(
+        changelog_topics={
+            sub.id: frozenset(topology.changelog_topics(sub.id, application_id).values())
+            for sub in topology.describe().subtopologies
+        },
+        copartition_groups=tuple(frozenset(g) for g in topology.copartition_groups(application_id)),
+    )
+
+
+def expected_subtopologies(
+    analysis: TopologyAnalysis, declared: DeclaredTopology | None = None
+) -> tuple[StreamsGroupSubtopology, ...]:
+    """The sub-topologies an application with ``analysis``'s topology declares to its streams group: with
+    ``declared`` its logged stores' changelogs and registered copartition groups, else every store's changelog and
+    the copartition groups the text's structure derives."""
     repartition_sources = {t for sub in analysis.subtopologies for t in sub.repartition_source_topics}
+    groups = analysis.copartition_groups if declared is None else declared.copartition_groups
     return tuple(
         StreamsGroupSubtopology(
             id=str(sub.id),
-            source_topics=frozenset(t for t in sub.source_topics if t not in sub.repartition_source_topics),
-            source_topic_regex=frozenset(),
-            changelog_topics=frozenset(s.changelog_topic for s in sub.stores),
+            source_topics=frozenset(sub.source_topics)
+            - set(sub.repartition_source_topics)
+            - set(sub.pattern_source_topics),
+            source_topic_regex=frozenset(sub.source_patterns),
+            changelog_topics=frozenset(s.changelog_topic for s in sub.stores)
+            if declared is None
+            else declared.changelog_topics.get(sub.id, frozenset()),
             repartition_sink_topics=frozenset(t for t in sub.repartition_sink_topics if t in repartition_sources),
             repartition_source_topics=frozenset(sub.repartition_source_topics),
+            copartition_groups=_groups_of(sub, groups),
         )
         for sub in sorted(analysis.subtopologies, key=lambda s: s.id)
     )
 
 
-def topology_difference(group: StreamsGroupTopology, analysis: TopologyAnalysis) -> str | None:
+def topology_difference(
+    group: StreamsGroupTopology, analysis: TopologyAnalysis, declared: DeclaredTopology | None = None
+) -> str | None:
     """``None`` when the user's topology declares what the group holds, else the first difference, named as the
-    describe() differences are (the application has …, the Python topology …)."""
+    describe() differences are (the application has …, the Python topology …). ``declared``: the user's topology
+    is a module, which knows which stores are logged and which topics it copartitions."""
     held = {sub.id: sub for sub in group.subtopologies}
-    mine = {sub.id: sub for sub in expected_subtopologies(analysis)}
+    mine = {sub.id: sub for sub in expected_subtopologies(analysis, declared)}
     if held.keys() != mine.keys():
         return (
             f"the application has sub-topologies {_names(held, numeric=True)}, the Python topology "
             f"{_names(mine, numeric=True)}"
         )
     for sub_id in sorted(held, key=_order):
-        app, python = held[sub_id], mine[sub_id]
-        for what, left, right in (
-            ("source topics", app.source_topics, python.source_topics),
-            ("repartition sink topics", app.repartition_sink_topics, python.repartition_sink_topics),
-            ("repartition source topics", app.repartition_source_topics, python.repartition_source_topics),
-        ):
-            if left != right:
-                return (
-                    f"sub-topology {sub_id}: the application has {what} {_names(left)}, the Python topology "
-                    f"{_names(right)}"
-                )
-        unknown = app.changelog_topics - python.changelog_topics
-        if unknown:
-            return (
-                f"sub-topology {sub_id}: the application has changelog topics {_names(app.changelog_topics)}, the "
-                f"Python topology {_names(python.changelog_topics)} (no store logs to {_names(unknown)})"
-            )
+        difference = _subtopology_difference(held[sub_id], mine[sub_id], exact=declared is not None)
+        if difference is not None:
+            return f"sub-topology {sub_id}: {difference}"
     return None
+
+
+def _subtopology_difference(
+    app: StreamsGroupSubtopology, python: StreamsGroupSubtopology, *, exact: bool
+) -> str | None:
+    """The first difference of one sub-topology; ``exact``: the user's changelogs and copartition groups are known,
+    not derived from describe() text."""
+    if app.source_topic_regex != python.source_topic_regex:
+        why = PATTERN_REFUSED if python.source_topic_regex else ""
+        return _has("source topic patterns", app.source_topic_regex, python.source_topic_regex) + why
+    for what, left, right in (
+        ("source topics", app.source_topics, python.source_topics),
+        ("repartition sink topics", app.repartition_sink_topics, python.repartition_sink_topics),
+        ("repartition source topics", app.repartition_source_topics, python.repartition_source_topics),
+    ):
+        if left != right:
+            return _has(what, left, right)
+    unknown = app.changelog_topics - python.changelog_topics
+    if unknown:
+        return _has("changelog topics", app.changelog_topics, python.changelog_topics) + (
+            f" (no store logs to {_names(unknown)})"
+        )
+    unlogged = python.changelog_topics - app.changelog_topics
+    if exact and unlogged:
+        return _has("changelog topics", app.changelog_topics, python.changelog_topics) + (
+            f" (the application logs no store to {_names(unlogged)})"
+        )
+    held, mine = _constraining(app.copartition_groups), _constraining(python.copartition_groups)
+    if held != mine and (exact or not held <= mine):
+        return f"the application has copartition groups {_groups(held)}, the Python topology {_groups(mine)}"
+    return None
+
+
+def _groups_of(sub: SubtopologyInfo, groups: Iterable[Iterable[str]]) -> frozenset[CopartitionGroup]:
+    """The groups whose every topic this sub-topology reads (``StreamThread#initBrokerTopology``)."""
+    reads = set(sub.source_topics) | set(sub.repartition_source_topics) | set(sub.source_patterns)
+    return frozenset(frozenset(g) for g in groups if set(g) <= reads)
+
+
+def _constraining(groups: frozenset[CopartitionGroup]) -> frozenset[CopartitionGroup]:
+    return frozenset(g for g in groups if len(g) > 1)
+
+
+def _has(what: str, left: Iterable[str], right: Iterable[str]) -> str:
+    return f"the application has {what} {_names(left)}, the Python topology {_names(right)}"
+
+
+def _groups(groups: Iterable[CopartitionGroup]) -> str:
+    return "[" + ", ".join(sorted(_names(g) for g in groups)) + "]"
 
 
 def _order(sub_id: str) -> tuple[int, str]:

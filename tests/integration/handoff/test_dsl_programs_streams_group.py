@@ -19,6 +19,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from streamproc.kafka.cluster import read_group
+from streamproc.plan.streams_group_topology import declared_topology, topology_difference
 from tests.integration.conftest import delete_topics, recreate_topics
 from tests.integration.handoff.test_dsl_programs_handoff import (
     PARTITIONS,
@@ -28,18 +29,12 @@ from tests.integration.handoff.test_dsl_programs_handoff import (
     _topics,
     assert_resumed_stores_equal,
 )
+from tests.integration.handoff.test_dsl_programs_handoff import oracle_jar as oracle_jar
 from tests.integration.handoff.test_handoff import run
 
 pytestmark = pytest.mark.integration
 
 PROGRAMS = ("bytes_count", "two_aggregates_one_repartition_optimized")
-
-
-@pytest.fixture(scope="module")
-def oracle_jar() -> Path:
-    from streamproc_dev.conformance.oracle import ensure_oracle_jar
-
-    return ensure_oracle_jar()
 
 
 #: Each program under one guarantee (each case costs a minute of the suite): the count at least once, the re-key
@@ -139,3 +134,38 @@ def test_a_first_run_hands_off_to_an_app_that_creates_its_streams_group(
     alone = _app(oracle_jar, kafka_broker, unique("sg-first-alone"), tmp_path / "alone", program)
     delete_topics(admin, inputs + outputs)
     assert_resumed_stores_equal(resumed, alone)
+
+
+def test_a_joins_streams_group_holds_its_copartition_group_as_the_python_module_declares(
+    kafka_broker: str,
+    admin: AdminClient,
+    unique: Callable[[str], str],
+    tmp_path: Path,
+    oracle_jar: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The real app's topology record (a stream-table join: ``StreamThread`` sends the join's copartition group) is
+    the Python twin's, compared exactly (its logged stores and copartition groups), and a plan from it passes."""
+    from streamproc.engine.topology_analysis import analyze
+    from tests.integration.handoff import dsl_handoff_programs
+
+    factory = "stream_table_left_join_named"
+    monkeypatch.setenv("STREAMPROC_ORACLE_GROUP_PROTOCOL", "streams")
+    inputs, outputs = _topics(factory)
+    recreate_topics(admin, inputs + outputs, PARTITIONS)
+    app_id = unique("sg-join")
+    _produce(kafka_broker, _parts(factory, seed=231)[0])
+    _app(oracle_jar, kafka_broker, app_id, tmp_path / "state", dsl_handoff_programs.NAMES[factory])
+    group = read_group(admin, app_id, client_config={"bootstrap.servers": kafka_broker})
+    assert group is not None and group.topology is not None, group
+    [sub] = group.topology.subtopologies
+    assert sub.copartition_groups == {frozenset(inputs)}, sub
+    python = getattr(dsl_handoff_programs, factory)()
+    counts = dict.fromkeys(inputs + outputs, PARTITIONS)
+    analysis = analyze(python.describe(), app_id, counts)
+    assert topology_difference(group.topology, analysis, declared_topology(python, app_id)) is None
+    out = run("plan", "--bootstrap", kafka_broker, "--application-id", app_id, "--topology",
+              f"tests.integration.handoff.dsl_handoff_programs:{factory}", "--streams-setting",
+              "group.protocol=streams", "--dry-run")  # fmt: skip
+    assert out.exit_code == 0, out.output
+    delete_topics(admin, inputs + outputs)

@@ -2,12 +2,17 @@
 
 The record's bytes are those Kafka 4.2.2's own generated ``StreamsGroupTopologyValue`` writes
 (``MessageUtil.toVersionPrefixedBytes``) for a re-key → count application ``app``: sub-topology 0 reads ``words`` and
-writes ``app-by-word-repartition``, sub-topology 1 reads it and logs the store ``counts``."""
+writes ``app-by-word-repartition``, sub-topology 1 reads it, logs the store ``counts`` and has a copartition group of
+that one topic. ``JOIN_RECORD`` is a stream-table join's (``dsl_programs.stream_table_join``): sub-topology 0 reads
+``orders`` and ``customers`` (in that order), logs the table's store and copartitions both topics (indexes 1, 0)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
+from streamproc.dsl import Materialized, StreamsBuilder
 from streamproc.engine.topology_analysis import TopologyAnalysis, analyze
 from streamproc.engine.topology_description import parse_description
 from streamproc.kafka.group_metadata import GroupMetadataUnavailable
@@ -16,11 +21,14 @@ from streamproc.plan.cluster_snapshot import GroupState
 from streamproc.plan.preconditions import check_streams_group_topology
 from streamproc.plan.refusals import StreamsTopologyDiffers
 from streamproc.plan.streams_group_topology import (
+    DeclaredTopology,
     StreamsGroupSubtopology,
     StreamsGroupTopology,
+    declared_topology,
     expected_subtopologies,
     topology_difference,
 )
+from streamproc_dev.conformance.dsl_programs import stream_table_join, strings
 
 RECORD = bytes.fromhex(
     "0000000000000302300206776f726473010102186170702d62792d776f72642d7265706172746974696f6e0101000231010102156170"
@@ -57,9 +65,18 @@ HELD = StreamsGroupTopology(
         StreamsGroupSubtopology("0", frozenset({"words"}), frozenset(), frozenset(), frozenset({REPARTITION}),
                                 frozenset()),
         StreamsGroupSubtopology("1", frozenset(), frozenset(), frozenset({CHANGELOG}), frozenset(),
-                                frozenset({REPARTITION})),
+                                frozenset({REPARTITION}), frozenset({frozenset({REPARTITION})})),
     ),
 )  # fmt: skip
+JOIN_RECORD = bytes.fromhex(
+    "00000000000002023003076f72646572730a637573746f6d65727301022f6170702d637573746f6d6572732d53544154452d53544f5245"
+    "2d303030303030303030302d6368616e67656c6f67000000000001020f636c65616e75702e706f6c69637908636f6d7061637400000101"
+    "0203000100000101000000"
+)
+JOIN_CHANGELOG = "app-customers-STATE-STORE-0000000000-changelog"
+JOIN = StreamsGroupTopology(0, (StreamsGroupSubtopology(
+    "0", frozenset({"orders", "customers"}), frozenset(), frozenset({JOIN_CHANGELOG}), frozenset(), frozenset(),
+    frozenset({frozenset({"orders", "customers"})})),))  # fmt: skip
 
 
 def _analysis(describe: str = DESCRIBE) -> TopologyAnalysis:
@@ -78,7 +95,10 @@ def test_a_topology_record_version_it_does_not_know_is_unavailable_not_guessed()
 
 
 def test_the_users_topology_declares_what_the_group_holds() -> None:
-    assert expected_subtopologies(_analysis()) == HELD.subtopologies
+    """A copartition group of one topic constrains nothing: the text's structure derives none, and none is compared."""
+    assert expected_subtopologies(_analysis()) == tuple(
+        replace(sub, copartition_groups=frozenset()) for sub in HELD.subtopologies
+    )
     assert topology_difference(HELD, _analysis()) is None
     check_streams_group_topology(GroupState("streams", "Empty", (), epoch=3, topology=HELD), _analysis(), "app")
 
@@ -116,3 +136,72 @@ def test_a_classic_group_or_one_without_a_topology_record_is_not_compared() -> N
     check_streams_group_topology(None, _analysis(), "app")
     check_streams_group_topology(GroupState("classic", "Empty", ()), _analysis(), "app")
     check_streams_group_topology(GroupState("streams", "Empty", (), epoch=1), _analysis(), "app")
+
+
+def _join_analysis(describe: str | None = None) -> TopologyAnalysis:
+    text = describe if describe is not None else str(stream_table_join().describe())
+    return analyze(parse_description(text), "app", {"orders": 2, "customers": 2, "enriched-orders": 2})
+
+
+def test_copartition_groups_are_read_by_their_indexes_and_compared() -> None:
+    assert parse_topology_value(JOIN_RECORD) == JOIN
+    assert topology_difference(JOIN, _join_analysis()) is None  # the text's structure derives the join's group
+    module = declared_topology(stream_table_join(), "app")
+    assert module == DeclaredTopology({0: frozenset({JOIN_CHANGELOG})}, (frozenset({"customers", "orders"}),))
+    assert topology_difference(JOIN, _join_analysis(), module) is None
+    apart = replace(JOIN, subtopologies=(replace(JOIN.subtopologies[0], copartition_groups=frozenset()),))
+    assert topology_difference(apart, _join_analysis(), module) == (
+        "sub-topology 0: the application has copartition groups [], the Python topology [[customers, orders]]"
+    )
+    # from text alone, a derived group the application lacks is no difference (Processor-API stores over-derive) ...
+    assert topology_difference(apart, _join_analysis()) is None
+    # ... but a group the application has and the text does not derive is
+    unjoined = str(stream_table_join().describe()).replace(
+        "(stores: [customers-STATE-STORE-0000000000])\n      --> KSTREAM-SINK", "(stores: [])\n      --> KSTREAM-SINK"
+    )
+    assert topology_difference(JOIN, _join_analysis(unjoined)) == (
+        "sub-topology 0: the application has copartition groups [[customers, orders]], the Python topology []"
+    )
+
+
+def test_a_copartition_index_outside_the_subtopologys_topics_is_unavailable_not_guessed() -> None:
+    group = bytes.fromhex("0300010000")
+    assert JOIN_RECORD.count(group) == 1
+    with pytest.raises(GroupMetadataUnavailable, match="copartition index 5 is outside its 2 topics"):
+        parse_topology_value(JOIN_RECORD.replace(group, bytes.fromhex("0300050000")))
+
+
+def test_a_module_knows_its_logged_stores_so_a_changelog_the_group_lacks_differs() -> None:
+    """describe() text cannot tell a store with logging disabled; a module can, so with it both directions count."""
+    unlogged = replace(JOIN, subtopologies=(replace(JOIN.subtopologies[0], changelog_topics=frozenset()),))
+    assert topology_difference(unlogged, _join_analysis()) is None
+    assert topology_difference(unlogged, _join_analysis(), declared_topology(stream_table_join(), "app")) == (
+        f"sub-topology 0: the application has changelog topics [], the Python topology [{JOIN_CHANGELOG}] (the "
+        f"application logs no store to [{JOIN_CHANGELOG}])"
+    )
+    not_logged = DeclaredTopology({0: frozenset()}, (frozenset({"customers", "orders"}),))
+    # a module says so: a store with logging disabled has no changelog
+    b = StreamsBuilder()
+    b.stream("words", strings()).group_by_key().count(materialized=Materialized.as_("counts").with_logging_disabled())
+    assert declared_topology(b.build(), "app") == DeclaredTopology({0: frozenset()}, ())
+    assert topology_difference(unlogged, _join_analysis(), not_logged) is None
+    assert topology_difference(JOIN, _join_analysis(), not_logged) == (
+        f"sub-topology 0: the application has changelog topics [{JOIN_CHANGELOG}], the Python topology [] (no store "
+        f"logs to [{JOIN_CHANGELOG}])"
+    )
+
+
+def test_source_patterns_are_compared_and_a_pattern_source_named() -> None:
+    """Kafka Streams 4.2 refuses a pattern source with group.protocol=streams; a record with one is compared as is."""
+    pattern = DESCRIBE.replace("(topics: [words])", "(topics: wor.*)")
+    assert topology_difference(HELD, _analysis(pattern)) == (
+        "sub-topology 0: the application has source topic patterns [], the Python topology [wor.*] (Kafka Streams "
+        "4.2 cannot subscribe to a pattern with group.protocol=streams)"
+    )
+    by_pattern = replace(HELD, subtopologies=(
+        replace(HELD.subtopologies[0], source_topics=frozenset(), source_topic_regex=frozenset({"wor.*"})),
+        HELD.subtopologies[1]))  # fmt: skip
+    assert topology_difference(by_pattern, _analysis(pattern)) is None
+    assert topology_difference(by_pattern, _analysis()) == (
+        "sub-topology 0: the application has source topic patterns [wor.*], the Python topology []"
+    )

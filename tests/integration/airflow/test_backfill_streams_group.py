@@ -1,0 +1,106 @@
+"""The manual DAG's whole path into a KIP-1071 streams group (issue #31): a real Kafka Streams 4.2.2 app with
+``group.protocol=streams`` processes the first part and leaves its streams group empty; an approved ``airflow dags
+test`` run of the backfill DAG with ``group_protocol=streams`` plans from the group's committed offsets (the broker
+asked for the protocol, the group's topology compared with the Python module's), fetches, processes on Spark and hands
+off the second part, committing the streams group's offsets in the outputs' transaction and writing the app's state
+directory; the app resumes on the third part with 0 restored and its stores equal an app that processed everything.
+The same helpers as ``tests/integration/handoff/test_dsl_programs_streams_group.py`` (the count program, its parts,
+the oracle's ``dsl-app``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from streamproc.kafka.cluster import read_committed_offsets, read_group
+from streamproc.ledger import Ledger
+from tests.integration.airflow.conftest import (
+    BACKFILL,
+    AirflowSetup,
+    TaskLog,
+    admin_client,
+    plan_of,
+    run_dag,
+    task_states,
+)
+from tests.integration.conftest import delete_topics, recreate_topics
+from tests.integration.handoff.test_dsl_programs_handoff import (
+    PARTITIONS,
+    _app,
+    _parts,
+    _produce,
+    _topics,
+    assert_resumed_stores_equal,
+)
+from tests.integration.handoff.test_dsl_programs_handoff import oracle_jar as oracle_jar
+
+pytestmark = pytest.mark.integration
+
+PROGRAM = "bytes_count"
+
+
+def test_an_approved_backfill_hands_off_into_a_streams_group_and_the_app_resumes(
+    airflow_setup: AirflowSetup,
+    dagbag: Any,
+    admin: AdminClient,
+    unique: Callable[[str], str],
+    task_log: TaskLog,
+    tmp_path: Path,
+    oracle_jar: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tests.integration.handoff import dsl_handoff_programs
+
+    monkeypatch.setenv("STREAMPROC_ORACLE_GROUP_PROTOCOL", "streams")
+    program = dsl_handoff_programs.NAMES[PROGRAM]
+    inputs, outputs = _topics(PROGRAM)
+    recreate_topics(admin, inputs + outputs, PARTITIONS)
+    parts = _parts(PROGRAM, seed=3131)
+    app_id, state_dir = unique("sg-dag"), tmp_path / "state"
+    client_config = {"bootstrap.servers": airflow_setup.bootstrap}
+
+    _produce(airflow_setup.bootstrap, parts[0])
+    first = _app(oracle_jar, airflow_setup.bootstrap, app_id, state_dir, program)
+    assert first["restored"] == 0
+    empty = read_group(admin, app_id, client_config=client_config)
+    assert empty is not None and (empty.protocol, empty.state, empty.members) == ("streams", "Empty", ()), empty
+
+    _produce(airflow_setup.bootstrap, parts[1])
+    conf = {
+        "application_id": app_id,
+        "topology": f"tests.integration.handoff.dsl_handoff_programs:{PROGRAM}",
+        "store": airflow_setup.store(app_id),
+        "group_protocol": "streams",
+        "state_dir": str(state_dir),
+        "dry_run": False,
+    }
+    run = run_dag(dagbag, BACKFILL, conf, answer="Approve", log=task_log)
+
+    states = task_states(run)
+    assert states == dict.fromkeys(states, "success"), f"{states}\n{task_log.text[-6000:]}"
+    plan = plan_of(run)
+    assert plan.streams_group_epoch == empty.epoch is not None  # the guard checked it before each commit
+    assert sum(r.end - r.start for r in plan.ranges if not r.internal) == len(parts[1])
+    committed, _ = read_committed_offsets(admin_client(airflow_setup), app_id)
+    assert {str(tp): c.offset for tp, c in committed.items()} == {c.partition: c.after for c in plan.commits}
+    group = read_group(admin, app_id, client_config=client_config)
+    assert group is not None and (group.protocol, group.state, group.epoch) == ("streams", "Empty", empty.epoch)
+    with Ledger(airflow_setup.ledger_url) as ledger:
+        detail = ledger.run_for_dag_run(BACKFILL, run.run_id)
+    assert detail is not None
+    assert (detail.summary.status, detail.summary.stage, detail.summary.error) == ("succeeded", "handoff", None)
+    assert detail.summary.records_processed == len(parts[1])
+    assert {s.subject for s in detail.steps if s.kind == "publish"} == {f"0_{p}" for p in range(PARTITIONS)}
+
+    _produce(airflow_setup.bootstrap, parts[2])
+    resumed = _app(oracle_jar, airflow_setup.bootstrap, app_id, state_dir, program)
+    restores = [e for e in resumed["events"] if e["event"].startswith("restore")]
+    assert resumed["restored"] == 0, f"the resumed app restored records after the DAG's hand-off: {restores}"
+
+    alone = _app(oracle_jar, airflow_setup.bootstrap, unique("sg-dag-alone"), tmp_path / "alone", program)
+    delete_topics(admin, inputs + outputs)
+    assert_resumed_stores_equal(resumed, alone)
