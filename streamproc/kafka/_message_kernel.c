@@ -619,6 +619,25 @@ static int write_long(PyObject *owner, PyObject *name, long long value) {
 /* One row's cells after its headers (SegmentColumns._append_row). */
 static int open_validity_bytes(PyObject **c, Py_ssize_t row);
 
+/* The row's timestamp type as Kafka's id (``timestamp_type_ids[type_key]``, -1 where confluent-kafka's type is not
+ * in it), as _append_row's ``timestamp_type_ids.get(ts_type, -1)``. */
+static int put_timestamp_type(PyObject **c, PyObject *type_ids, PyObject *type_key) {
+    PyObject *type_id = PyDict_GetItemWithError(type_ids, type_key);
+    if (type_id == NULL && PyErr_Occurred()) {
+        return -1;
+    }
+    long type_value = type_id == NULL ? -1 : PyLong_AsLong(type_id);
+    if (type_value == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    char *type_at = extend(c[C_TYPES], 1);
+    if (type_at == NULL) {
+        return -1;
+    }
+    *type_at = (char)type_value;
+    return 0;
+}
+
 static int put_row(PyObject **c, Py_ssize_t row, PyObject *message, PyObject *key, PyObject *value,
                    PyObject *type_ids, PyObject *stamp) {
     if (open_validity_bytes(c, row) < 0) {
@@ -637,19 +656,9 @@ static int put_row(PyObject **c, Py_ssize_t row, PyObject *message, PyObject *ke
     if ((timestamp == -1 && PyErr_Occurred()) || put_int64(c[C_TIMESTAMPS], timestamp) < 0) {
         return -1;
     }
-    PyObject *type_id = PyDict_GetItemWithError(type_ids, PyTuple_GET_ITEM(stamp, 0));
-    if (type_id == NULL && PyErr_Occurred()) {
+    if (put_timestamp_type(c, type_ids, PyTuple_GET_ITEM(stamp, 0)) < 0) {
         return -1;
     }
-    long type_value = type_id == NULL ? -1 : PyLong_AsLong(type_id);
-    if (type_value == -1 && PyErr_Occurred()) {
-        return -1;
-    }
-    char *type_at = extend(c[C_TYPES], 1);
-    if (type_at == NULL) {
-        return -1;
-    }
-    *type_at = (char)type_value;
     if (put_binary(c[C_KEY_DATA], c[C_KEY_OFFSETS], c[C_KEY_VALIDITY], row, key) < 0 ||
         put_binary(c[C_VALUE_DATA], c[C_VALUE_OFFSETS], c[C_VALUE_VALIDITY], row, value) < 0 ||
         put_int32(c[C_HEADER_OFFSETS], PyList_GET_SIZE(c[C_HEADER_KEYS])) < 0) {
@@ -725,20 +734,11 @@ static int put_native_row(PyObject **c, Py_ssize_t row, const rk_message *m, voi
     if (type_key == NULL) {
         return -1;
     }
-    PyObject *type_id = PyDict_GetItemWithError(type_ids, type_key);
+    int failed = put_timestamp_type(c, type_ids, type_key);
     Py_DECREF(type_key);
-    if (type_id == NULL && PyErr_Occurred()) {
+    if (failed) {
         return -1;
     }
-    long type_value = type_id == NULL ? -1 : PyLong_AsLong(type_id);
-    if (type_value == -1 && PyErr_Occurred()) {
-        return -1;
-    }
-    char *type_at = extend(c[C_TYPES], 1);
-    if (type_at == NULL) {
-        return -1;
-    }
-    *type_at = (char)type_value;
     if (put_binary_raw(c[C_KEY_DATA], c[C_KEY_OFFSETS], c[C_KEY_VALIDITY], row, m->key, (Py_ssize_t)m->key_len) < 0 ||
         put_binary_raw(c[C_VALUE_DATA], c[C_VALUE_OFFSETS], c[C_VALUE_VALIDITY], row, m->payload,
                        (Py_ssize_t)m->len) < 0 ||
