@@ -29,6 +29,7 @@ from streamproc.errors import FetchError
 from streamproc.fetch.ranges import FETCH_LIMITS, FetchRange, RangeFetchResult
 from streamproc.kafka.cluster import topic_ids
 from streamproc.kafka.message_kernel import message_kernel
+from streamproc.kafka.native_consume import offsets_of
 from streamproc.kafka.range_reader import READ_COMMITTED, READ_UNCOMMITTED, RangeReader, refuse_isolation_setting
 from streamproc.plan.cluster_snapshot import IsolationLevel, TopicPartition
 from streamproc.plan.completeness import CompletenessProof, prove_two_pass
@@ -82,7 +83,7 @@ def _second_pass(client_config: Mapping[str, object], rng: FetchRange, gaps: Seq
         client_config, rng.topic, rng.partition, gaps[0], gaps[-1] + 1, isolation_level=READ_UNCOMMITTED
     )
     gap_set = set(gaps)
-    return [m.offset() for m in reader.messages() if m.offset() in gap_set]
+    return [offset for batch in reader.batches(native=True) for offset in offsets_of(batch) if offset in gap_set]
 
 
 def _prove_segment(

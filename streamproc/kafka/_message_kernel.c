@@ -178,9 +178,32 @@ static PySequenceMethods batch_as_sequence = {.sq_length = (lenfunc)batch_length
                                               .sq_item = (ssizeargfunc)batch_item};
 static PyMappingMethods batch_as_mapping = {.mp_length = (lenfunc)batch_length,
                                             .mp_subscript = (binaryfunc)batch_subscript};
+/* The messages' offsets as a list of ints: what a reader records of a batch whose offsets are not one run (a
+ * transactional log's markers leave gaps in most batches), without a message view per record. */
+static PyObject *batch_offsets(Batch *batch, PyObject *unused) {
+    rk_message **messages = batch_messages(batch);
+    if (messages == NULL) {
+        return NULL;
+    }
+    PyObject *offsets = PyList_New(batch->n);
+    if (offsets == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < batch->n; i++) {
+        PyObject *offset = PyLong_FromLongLong(messages[i]->offset);
+        if (offset == NULL) {
+            Py_DECREF(offsets);
+            return NULL;
+        }
+        PyList_SET_ITEM(offsets, i, offset);
+    }
+    return offsets;
+}
+
 static PyMethodDef batch_methods[] = {
     {"release", (PyCFunction)batch_release, METH_NOARGS,
      "Destroy the batch's messages now (before their consumer closes); its views and messages fail after."},
+    {"offsets", (PyCFunction)batch_offsets, METH_NOARGS, "The messages' offsets, in order, as a list of ints."},
     {NULL, NULL, 0, NULL},
 };
 

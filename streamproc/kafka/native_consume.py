@@ -24,7 +24,7 @@ import contextlib
 import ctypes
 import functools
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -89,3 +89,10 @@ def partition_queue(consumer: Any, topic: str, partition: int) -> Iterator[int]:
         yield int(queue)
     finally:
         lib.rd_kafka_queue_destroy(queue)
+
+
+def offsets_of(batch: Sequence[Any]) -> Sequence[int]:
+    """A batch's offsets in order: the kernel's ``Batch.offsets()`` (no message view per record), else each
+    confluent-kafka ``Message``'s."""
+    native = getattr(batch, "offsets", None)
+    return native() if native is not None else [message.offset() for message in batch]

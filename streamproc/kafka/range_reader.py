@@ -21,7 +21,7 @@ from streamproc.engine.records import ConsumerRecord, TimestampType
 from streamproc.errors import ConfigError, FetchError
 from streamproc.kafka import clients as kafka_clients
 from streamproc.kafka.message_kernel import SCAN_ALL, SCAN_ERROR, SCAN_LAST_OFFSET, SCAN_PAST_END, scan
-from streamproc.kafka.native_consume import native_kernel, partition_queue
+from streamproc.kafka.native_consume import native_kernel, offsets_of, partition_queue
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +84,18 @@ class RangeEvidence:
         else:
             self.delivered.append((first, last))
         self.delivered_count += last - first + 1
+
+    def add_runs(self, offsets: Sequence[int]) -> None:
+        """Record ascending delivered ``offsets`` as their runs."""
+        if not offsets:
+            return
+        run_start = previous = offsets[0]
+        for offset in offsets[1:]:
+            if offset != previous + 1:
+                self.add_run(run_start, previous)
+                run_start = offset
+            previous = offset
+        self.add_run(run_start, previous)
 
     def add(self, offset: int) -> None:
         if self.delivered and self.delivered[-1][1] == offset - 1:
@@ -261,9 +273,8 @@ class RangeReader:
         first, last = batch[0].offset(), batch[-1].offset()
         if last - first + 1 == len(batch):
             self.evidence.add_run(first, last)
-        else:
-            for message in batch:
-                self.evidence.add(message.offset())
+        else:  # gaps (a transactional log's markers, aborted or compacted records): its runs
+            self.evidence.add_runs(offsets_of(batch))
 
     def _raise_or_finish(self, consumer: Any, error: Any) -> None:
         """Partition EOF at or past the end finishes the range; anything else is a ``FetchError``."""
