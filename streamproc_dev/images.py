@@ -27,6 +27,8 @@ log = logging.getLogger(__name__)
 REPOSITORY = "streamproc-standin"
 STANDINS = Path(__file__).resolve().parent.parent / "docker" / "standins"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
+#: The host's own certificate authorities (beyond Debian's bundle): the stand-in Python trusts them too.
+HOST_CA_DIR = Path("/usr/local/share/ca-certificates")
 
 #: The compose file's base-image variables and the stand-in each points at.
 DEBIAN_IMAGE = f"{REPOSITORY}/debian:bookworm"
@@ -89,7 +91,9 @@ def _context_with(directory: str, files: Mapping[str, Path]) -> Path:
     context = Path(tempfile.mkdtemp(prefix=f"standin-{directory}-", dir=cache_dir() / "images"))
     shutil.copytree(STANDINS / directory, context, dirs_exist_ok=True)
     for name, source in files.items():
-        if source.is_dir():
+        if not source.exists():
+            (context / name).mkdir()
+        elif source.is_dir():
             shutil.copytree(source, context / name)
         else:
             shutil.copy2(source, context / name)
@@ -126,6 +130,8 @@ def build_standins() -> dict[str, str]:
             files = {"libs": libs}
         elif directory == "minio-build":
             files = {"minio": s3.fetch()}
+        elif directory == "python":
+            files = {"ca": HOST_CA_DIR}
         context = _context_with(directory, files)
         try:
             if directory == "kafka":
