@@ -43,6 +43,8 @@ from tests.integration.deploy import compose_file
 
 pytestmark = [
     pytest.mark.integration,
+    # a cold run builds every image (minutes on two cores) before the first test; a warm one reuses them
+    pytest.mark.timeout(5400),
     pytest.mark.skipif(
         os.environ.get("STREAMPROC_DEPLOY_TEST") != "1",
         reason="the compose deployment test is opt-in: make deploy-test (STREAMPROC_DEPLOY_TEST=1)",
