@@ -59,24 +59,31 @@ class Deployment:
 
     def up(self) -> float:
         """Build, start and wait for every service; returns the seconds it took. On failure: torn down, then
-        ``DevServiceError("<service>: <cause>")``."""
+        ``DevServiceError("<service>: <cause>")``.
+
+        The images are built one at a time first (``--parallel 1 build``): the ``airflow`` target is built ``FROM``
+        the ``spark`` one, and two parallel builds would each build the shared stages (the engine's classic builder
+        shares only finished layers). What is left for ``up --build`` is then cached.
+        """
         started = time.monotonic()
-        log.info("docker compose up (project %s): building images and starting services", self.project)
+        log.info("docker compose build, then up --wait (project %s)", self.project)
+        self._step("--parallel", "1", "--progress", "plain", "build")
+        self._step("--progress", "plain", "up", "-d", "--build", "--wait", "--wait-timeout", str(WAIT_TIMEOUT_S))
+        return time.monotonic() - started
+
+    def _step(self, *args: str) -> None:
         try:
-            result = self.compose(
-                "--progress", "plain", "up", "-d", "--build", "--wait", "--wait-timeout", str(WAIT_TIMEOUT_S),
-                timeout_s=UP_TIMEOUT_S,
-            )  # fmt: skip
+            result = self.compose(*args, timeout_s=UP_TIMEOUT_S)
         except subprocess.TimeoutExpired as exc:
             self.down()
-            raise DevServiceError(f"docker compose up did not finish within {UP_TIMEOUT_S:.0f}s; torn down") from exc
+            raise DevServiceError(f"docker compose {' '.join(args)} did not finish within {UP_TIMEOUT_S:.0f}s; "
+                                  "the project was torn down") from exc  # fmt: skip
         if result.returncode != 0:
             output = result.stdout + result.stderr
-            log.debug("docker compose up failed:\n%s", output)
+            log.debug("docker compose %s failed:\n%s", " ".join(args), output)
             self.down()
             explained = compose_failure.explain(output, self.project, self.image_services())
             raise DevServiceError(f"{explained} (the project was torn down)")
-        return time.monotonic() - started
 
     def image_services(self) -> dict[str, str]:
         """Each image the file builds → the first service (in file order) that builds it."""
