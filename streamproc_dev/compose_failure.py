@@ -22,6 +22,8 @@ _BUILD_FAILED = re.compile(r"(?:target (?P<service>[\w.-]+): )?failed to solve: 
 _STEP_FAILED = re.compile(r"The command '(?P<command>.+)' returned a non-zero code: (?P<code>\d+)")
 #: Compose's progress line before each image build: `` Image streamproc-airflow:0.1.0 Building``
 _IMAGE_BUILDING = re.compile(r"Image (?P<image>\S+) Building")
+#: a one-shot its dependants wait for: ``service "airflow-init" didn't complete successfully: exit 1``
+_ONE_SHOT_FAILED = re.compile(r"service \"(?P<service>[\w.-]+)\" didn't complete successfully: exit (?P<code>\d+)")
 #: ``dependency failed to start: container streamproc-kafka-1 is unhealthy`` / ``… exited (1)``
 _UNHEALTHY = re.compile(r"container (?P<container>[\w.-]+) (?P<cause>is unhealthy|exited \(\d+\))")
 
@@ -50,6 +52,8 @@ def explain(output: str, project: str, image_services: Mapping[str, str] | None 
     if match := _STEP_FAILED.search(output):
         service = _building(output[: match.start()], image_services or {})
         return f"{service}: the image build failed: `{_short(match['command'], 200)}` exited with {match['code']}"
+    if match := _ONE_SHOT_FAILED.search(output):
+        return f"{match['service']}: the one-shot exited with {match['code']} before its dependants could start"
     if match := _UNHEALTHY.search(output):
         service = service_of(match["container"], project)
         return f"{service}: the container {match['cause']}; see `docker compose logs {service}`"

@@ -81,9 +81,12 @@ class Deployment:
         if result.returncode != 0:
             output = result.stdout + result.stderr
             log.debug("docker compose %s failed:\n%s", " ".join(args), output)
+            logs = self.env_file.with_name(f"{self.project}-failed-up.log")
+            saved = self.compose("logs", "--no-color", "--timestamps", "--tail", "200")
+            logs.write_text(output + "\n--- docker compose logs ---\n" + saved.stdout + saved.stderr, encoding="utf-8")
             self.down()
             explained = compose_failure.explain(output, self.project, self.image_services())
-            raise DevServiceError(f"{explained} (the project was torn down)")
+            raise DevServiceError(f"{explained} (the project was torn down; its output and logs: {logs})")
 
     def image_services(self) -> dict[str, str]:
         """Each image the file builds → the first service (in file order) that builds it."""

@@ -245,5 +245,5 @@ def test_a_taken_host_port_is_one_line_naming_the_service_and_nothing_is_left(se
     message = str(refused.value)
     assert "\n" not in message
     assert message.startswith(f"kafka: host port {port} is already in use"), message
-    assert message.endswith("(the project was torn down)")
+    assert "(the project was torn down; its output and logs: " in message
     assert deployment.leftovers() == {"containers": [], "volumes": [], "networks": []}

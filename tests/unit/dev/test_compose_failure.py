@@ -56,6 +56,16 @@ def test_buildkit_names_the_target_itself() -> None:
     )
 
 
+def test_a_failed_one_shot_names_itself() -> None:
+    output = (
+        ' Container streamproc-test-44225b-airflow-init-1 Error service "airflow-init" didn\'t complete '
+        "successfully: exit 1 \n"
+    )
+    assert explain(output, "streamproc-test-44225b") == (
+        "airflow-init: the one-shot exited with 1 before its dependants could start"
+    )
+
+
 def test_an_unknown_failure_is_compose_s_last_error_line() -> None:
     output = " Container x-a-1 Starting \nError response from daemon: something new\n Container x-a-1 Stopped \n"
     assert explain(output, "x") == "Error response from daemon: something new"
