@@ -209,14 +209,16 @@ def test_a_user_deploys_runs_a_backfill_with_approval_and_tears_down(
                                  capture_output=True, text=True, check=True, timeout=60).stdout.split()  # fmt: skip
         assert [d for d in listing if d.startswith("app-")], f"{worker} ran no executor: {listing}"
 
-    # the run ledger's rows are in the compose PostgreSQL (read through streamproc's Ledger in the scheduler)
+    # the run ledger's rows are in the compose PostgreSQL (read through streamproc's Ledger in the scheduler): the run
+    # succeeded and its ranges of the input topic are exactly the backlog (repartitioned records count as processed)
     read = ("import json, os; from streamproc.ledger import Ledger; "
             f"d = Ledger(os.environ['STREAMPROC_LEDGER_URL']).run_for_dag_run('{BACKFILL}', '{run_id}'); "
-            "print(json.dumps([d.summary.status, d.summary.records_processed]))")  # fmt: skip
+            "print(json.dumps([d.summary.status, d.summary.records_planned, d.summary.records_processed, "
+            f"sum(r.end - r.start for r in d.ranges if r.topic == '{demo.ORDERS}')]))")  # fmt: skip
     ledger = deployment.compose("exec", "-T", "airflow-scheduler", "python", "-c", read)
     assert ledger.returncode == 0, ledger.stderr
-    status, processed = json.loads(ledger.stdout.strip().splitlines()[-1])
-    assert (status, processed) == ("succeeded", len(orders.backlog))
+    status, planned, processed, backlog = json.loads(ledger.stdout.strip().splitlines()[-1])
+    assert (status, processed, backlog) == ("succeeded", planned, len(orders.backlog))
 
     # down -v leaves nothing
     seconds = deployment.down()
