@@ -58,6 +58,11 @@ def explain(output: str, project: str, image_services: Mapping[str, str] | None 
         service = service_of(match["container"], project)
         return f"{service}: the container {match['cause']}; see `docker compose logs {service}`"
     lines = [line.strip() for line in output.splitlines() if line.strip()]
+    building = list(_IMAGE_BUILDING.finditer(output))
+    if building and f"Image {building[-1]['image']} Built" not in output[building[-1].end() :] and lines:
+        # a build that stopped before any step ran: its base image (not found locally, no registry), say
+        service = _building(output, image_services or {})
+        return f"{service}: the image build failed: {_short(lines[-1])}"
     errors = [line for line in lines if "rror" in line]
     return _short((errors or lines or ["docker compose failed with no output"])[-1])
 

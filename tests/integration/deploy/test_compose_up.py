@@ -249,3 +249,19 @@ def test_a_taken_host_port_is_one_line_naming_the_service_and_nothing_is_left(se
     assert message.startswith(f"kafka: host port {port} is already in use"), message
     assert "(the project was torn down; its output and logs: " in message
     assert deployment.leftovers() == {"containers": [], "volumes": [], "networks": []}
+
+
+def test_a_failed_build_is_one_line_naming_the_service_and_nothing_is_left(settings: dict[str, str]) -> None:
+    project = f"streamproc-test-{uuid.uuid4().hex[:6]}"
+    env_file = Path(settings["ENV_FILE"]).with_name("env-unbuildable")
+    missing = "streamproc-standin/no-such-python:3.11"  # not built here, and no registry to pull it from
+    write_env_file(env_file, {**{k: v for k, v in settings.items() if k != "ENV_FILE"}, "PYTHON_IMAGE": missing})
+    deployment = Deployment(project, env_file)
+    with pytest.raises(DevServiceError) as refused:
+        deployment.up()
+    message = str(refused.value)
+    assert "\n" not in message
+    service = message.split(" ", 1)[0]
+    assert service in compose_file.load()["services"], message
+    assert ": the image build failed: " in message, message
+    assert deployment.leftovers() == {"containers": [], "volumes": [], "networks": []}

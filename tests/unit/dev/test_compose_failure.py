@@ -56,6 +56,21 @@ def test_buildkit_names_the_target_itself() -> None:
     )
 
 
+BASE_IMAGE_MISSING = """\
+time="2026-11-29T23:04:17Z" level=warning msg="Docker Compose requires buildx plugin to be installed"
+ Image tiny-minio:1 Building 
+ Image tiny-minio:1 Building 
+Get "https://registry-1.docker.io/v2/": dial tcp: lookup registry-1.docker.io on 10.255.255.53:53: no such host
+"""  # noqa: W291
+
+
+def test_a_base_image_that_is_not_there_names_the_service_and_the_registry_error() -> None:
+    assert explain(BASE_IMAGE_MISSING, "tiny", {"tiny-minio:1": "minio"}) == (
+        'minio (image tiny-minio:1): the image build failed: Get "https://registry-1.docker.io/v2/": dial tcp: lookup '
+        "registry-1.docker.io on 10.255.255.53:53: no such host"
+    )
+
+
 def test_a_failed_one_shot_names_itself() -> None:
     output = (
         ' Container streamproc-test-44225b-airflow-init-1 Error service "airflow-init" didn\'t complete '
