@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -86,12 +87,29 @@ def start(workdir: Path) -> ServiceHandle | None:
     pid = service_process.spawn(args, log_path=log_path, cwd=workdir)
     handle = ServiceHandle(NAME, pid, DEFAULT_HOST, str(workdir), str(log_path), {"data_root": str(data_root())})
     handle.save()
-    service_process.wait_until(
-        lambda: engine_version(timeout_s=5) is not None,
-        pid=pid, name=NAME, log_path=log_path, timeout_s=START_TIMEOUT_S, interval_s=1.0,
-    )  # fmt: skip
+    try:
+        service_process.wait_until(
+            lambda: engine_version(timeout_s=5) is not None,
+            pid=pid, name=NAME, log_path=log_path, timeout_s=START_TIMEOUT_S, interval_s=1.0,
+        )  # fmt: skip
+    except DevServiceError as exc:
+        log_text = log_path.read_text(encoding="utf-8", errors="replace") if log_path.exists() else ""
+        raise DevServiceError(f"dockerd did not start: {start_failure(log_text)} (log: {log_path})") from exc
     log.info("Started dockerd (pid %s), data root %s", pid, data_root())
     return handle
+
+
+_FATAL = re.compile(r'^(?:failed to start daemon: .*|.*level=(?:fatal|error) msg="(?P<msg>(?:[^"\\]|\\.)*)".*)$', re.M)
+
+
+def start_failure(log_text: str) -> str:
+    """Why dockerd did not start, from its log: its last ``failed to start daemon: …`` (or fatal/error) line."""
+    found = list(_FATAL.finditer(log_text))
+    if not found:
+        lines = log_text.strip().splitlines()
+        return lines[-1] if lines else "it exited without a log line"
+    last = found[-1]
+    return last["msg"] if last["msg"] is not None else last.group(0)
 
 
 def stop(workdir: Path) -> bool:
