@@ -23,7 +23,7 @@ PREREQ_ENV := .prereq.env
 # Runs a recipe's command with those tools.
 WITH_TOOLS := . ./$(PREREQ_ENV) &&
 
-.PHONY: prereq install test unit integration demo screenshots lint typecheck bench bench-quick bench-venv lock services clean conformance chaos
+.PHONY: prereq install test deploy-test unit integration demo screenshots lint typecheck bench bench-quick bench-venv lock services clean conformance chaos
 
 # Python 3.11, a JDK >= 17, Maven, Go >= 1.24, a C compiler, the PostgreSQL server and Chromium: checked before
 # anything else, installed where possible (apt-get as root; Go from the module proxy), else stop with the command.
@@ -74,6 +74,15 @@ test: services
 	echo "--- conformance report (exit $$conformance), the last lines of conformance/results/report.log:"; \
 	tail -n 15 conformance/results/report.log; \
 	exit $$(( tests != 0 || conformance != 0 ))
+
+# docker-compose.yml for real (issue #30), outside `make test` (it would double its time): the images built, the whole
+# file up and healthy, a backfill with approval through Airflow's REST API, `down -v` leaving nothing. Needs root (it
+# installs docker.io and debootstrap, starts dockerd when no engine answers) or a running engine. Images and layers
+# are cached (~/.cache/streamproc/docker): a second run rebuilds nothing.
+deploy-test: services
+	@STREAMPROC_PREREQ_DOCKER=yes PYTHON=$(PYTHON) sh tools/prereq.sh
+	$(WITH_TOOLS) STREAMPROC_DEPLOY_TEST=1 $(BIN)/python -m pytest -p no:cacheprovider -s \
+		tests/integration/deploy/test_compose_up.py $(PYTEST_ARGS)
 
 # Chaos: `streamproc run` killed at points drawn at random, recovered by the same command (TRIALS=N, SEED=S replays).
 TRIALS ?= 20

@@ -2,7 +2,8 @@
 
 ``broker``, ``s3``, ``registry`` (a Schema Registry) and ``airflow`` start, stop and check the real local services
 the tests and the demo use; ``compose fetch`` builds the Docker Compose the deployment's tests run
-``docker compose config`` with; ``conformance run`` prints streamproc's result for one conformance scenario. The
+``docker compose config`` with; ``docker`` starts a Docker engine and ``images build`` the stand-in base images
+for the deployment's test; ``conformance run`` prints streamproc's result for one conformance scenario. The
 options, output (``--output json``) and one-line errors are ``streamproc``'s: the helpers come from
 :mod:`streamproc.cli.output`.
 """
@@ -262,6 +263,73 @@ def compose_fetch(ctx: click.Context) -> None:
         {"binary": str(binary), "docker_config": str(plugins)},
         f"Docker Compose at {binary} (as a docker CLI plugin: DOCKER_CONFIG={plugins} docker compose)",
     )
+
+
+@main.group("docker")
+def docker_group() -> None:
+    """A Docker engine for the deployment test: the one that answers, else dockerd started here (root)."""
+
+
+@docker_group.command("start")
+@_workdir_option
+@click.pass_context
+@catch_errors
+def docker_start(ctx: click.Context, workdir: Path | None) -> None:
+    """Start dockerd (data root ~/.cache/streamproc/docker) unless an engine answers already."""
+    from streamproc_dev import docker_engine
+
+    handle = docker_engine.start(workdir or _default_workdir("docker"))
+    if handle is None:
+        emit(ctx, {"started": False}, f"Docker engine {docker_engine.engine_version()} already answers")
+    else:
+        emit(
+            ctx,
+            {"started": True, "pid": handle.pid, "host": handle.address, "log": handle.log_path, **handle.extra},
+            f"dockerd running: pid {handle.pid}, {handle.address}, data root {handle.extra['data_root']}, "
+            f"log {handle.log_path}",
+        )
+
+
+@docker_group.command("stop")
+@_workdir_option
+@click.pass_context
+@catch_errors
+def docker_stop(ctx: click.Context, workdir: Path | None) -> None:
+    """Stop the dockerd started from the work directory, by its PID (never an engine we did not start)."""
+    from streamproc_dev import docker_engine
+
+    workdir = workdir or _default_workdir("docker")
+    stopped = docker_engine.stop(workdir)
+    emit(ctx, {"workdir": str(workdir), "stopped": stopped}, "Stopped" if stopped else f"No dockerd from {workdir}")
+
+
+@docker_group.command("status")
+@_workdir_option
+@click.pass_context
+@catch_errors
+def docker_status(ctx: click.Context, workdir: Path | None) -> None:
+    """Say whether an engine answers and whether it is the one started here."""
+    from streamproc_dev import docker_engine
+
+    workdir = workdir or _default_workdir("docker")
+    status = docker_engine.status(workdir)
+    emit(ctx, {"workdir": str(workdir), "status": status}, status)
+
+
+@main.group()
+def images() -> None:
+    """The deployment's stand-in base images (no image registry reachable): docker/standins/README.md."""
+
+
+@images.command("build")
+@click.pass_context
+@catch_errors
+def images_build(ctx: click.Context) -> None:
+    """Build the missing stand-in base images; prints the .env lines that point docker-compose.yml at them."""
+    from streamproc_dev import images as standins
+
+    variables = standins.build_standins()
+    emit(ctx, variables, "\n".join(f"{name}={image}" for name, image in variables.items()))
 
 
 @main.group("airflow")

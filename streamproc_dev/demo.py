@@ -304,12 +304,18 @@ class StreamsRun:
 
 
 def run_kafka_streams(classpath: str, bootstrap: str, application_id: str, state_dir: Path, input_end: int,
-                      output_suffix: str = "") -> StreamsRun:  # fmt: skip
+                      output_suffix: str = "", launcher: Sequence[str] = ()) -> StreamsRun:  # fmt: skip
     """Run the real Kafka Streams app until it committed ``input_end`` records of ``demo-orders`` (and everything
-    it repartitioned), then close it cleanly (which writes its task checkpoints)."""
+    it repartitioned), then close it cleanly (which writes its task checkpoints).
+
+    ``launcher``: words before ``java`` (``docker run … IMAGE``: the deployment test runs the app in a container on
+    the compose network, its state.dir on the compose file's state volume); ``classpath`` and ``state_dir`` are then
+    the container's paths.
+    """
     started = time.monotonic()
     proc = subprocess.run(
-        ["java", "-cp", classpath, JAVA_APP, bootstrap, application_id, str(state_dir), str(input_end), output_suffix],
+        [*launcher, "java", "-cp", classpath, JAVA_APP, bootstrap, application_id, str(state_dir), str(input_end),
+         output_suffix],
         capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
     events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]

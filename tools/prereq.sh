@@ -18,6 +18,9 @@
 #   STREAMPROC_PREREQ_INSTALL   auto (default: install what it can) or never (only check and print the commands)
 #   STREAMPROC_GO, STREAMPROC_PG_BINDIR, STREAMPROC_CHROMIUM, JAVA_HOME   tried first when set
 #   STREAMPROC_PREREQ_SYSROOT   prefix for the fixed places searched (/usr/lib/jvm, /usr/lib/postgresql); for tests
+#   STREAMPROC_PREREQ_DOCKER    yes: also the deployment test's tools (`make deploy-test`): a Docker engine (dockerd,
+#                               Debian's docker.io) and debootstrap (the stand-in base image); installed as root with
+#                               apt-get like the rest. Unset, nothing about Docker is checked: only that test needs it.
 # shellcheck disable=SC2329 # the check_<tool> functions are called by name, "check_$tool"
 set -u
 
@@ -337,6 +340,29 @@ if [ -n "$failed" ]; then
 		;;
 	esac
 	exit 1
+fi
+
+# The deployment test's engine and image tools, only when asked for (STREAMPROC_PREREQ_DOCKER=yes).
+if [ "${STREAMPROC_PREREQ_DOCKER:-}" = yes ]; then
+	docker_missing() { ! command -v dockerd >/dev/null 2>&1 || ! command -v debootstrap >/dev/null 2>&1; }
+	_docker_note=
+	if docker_missing && [ "$INSTALL" = auto ] && [ "$IS_ROOT" = yes ] && [ "$HAVE_APT" = yes ]; then
+		mkdir -p "$CACHE"
+		log="$CACHE/prereq-apt.log"
+		echo "prereq: installing docker.io debootstrap with apt-get (log: $log)"
+		DEBIAN_FRONTEND=noninteractive apt-get -qq -o DPkg::Lock::Timeout=600 update >"$log" 2>&1 &&
+			DEBIAN_FRONTEND=noninteractive apt-get -qq -y -o DPkg::Lock::Timeout=600 install docker.io debootstrap >>"$log" 2>&1 &&
+			_docker_note=" (installed)"
+	fi
+	if docker_missing; then
+		printf 'prereq: %-10s MISSING: dockerd or debootstrap (the deployment test builds images and runs them)\n' docker
+		sudo=
+		[ "$IS_ROOT" = yes ] || sudo="sudo "
+		echo "  ${sudo}apt-get update && ${sudo}apt-get install -y docker.io debootstrap"
+		exit 1
+	fi
+	_dv=$(dockerd --version 2>/dev/null | sed -n 's/^Docker version \([^,]*\),.*/\1/p')
+	printf 'prereq: %-10s %s %s%s\n' docker "${_dv:-?}" "$(command -v dockerd)" "$_docker_note"
 fi
 
 if [ -n "$ENV_FILE" ]; then

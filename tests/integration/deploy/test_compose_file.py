@@ -124,7 +124,12 @@ def test_every_address_names_a_service_on_the_port_it_listens_on() -> None:
     compose = compose_file.load()
     services = compose["services"]
     kafka = compose_file.environment(compose, "kafka")
-    assert kafka["KAFKA_ADVERTISED_LISTENERS"] == f"PLAINTEXT://kafka:{compose_file.exposed_port(compose, 'kafka')}"
+    host_port = compose_file.env_example()["KAFKA_HOST_PORT"]
+    assert kafka["KAFKA_ADVERTISED_LISTENERS"] == (
+        f"PLAINTEXT://kafka:{compose_file.exposed_port(compose, 'kafka')},EXTERNAL://localhost:{host_port}"
+    )
+    # the host's clients reach the EXTERNAL listener through the published port
+    assert f"{host_port}:9094" in services["kafka"]["ports"] and "EXTERNAL://0.0.0.0:9094" in kafka["KAFKA_LISTENERS"]
     minio = services["minio"]["command"]
     assert compose_file.option(minio, "--address") == f":{compose_file.exposed_port(compose, 'minio')}"
     master = services["spark-master"]["command"]

@@ -210,10 +210,11 @@ def _run_the_dag(
         # the compose file's healthchecks of the components pass against the running ones
         for service in services:
             check = compose_file.service(compose, service)["healthcheck"]["test"]
-            if check[1] == "airflow":
-                command = [str(airflow_server.airflow_executable()), *check[2:]]
-                done = subprocess.run(command, env={**os.environ, **env}, capture_output=True, text=True,
-                                      check=False, timeout=120)  # fmt: skip
+            if check[1] == "python":  # docker/healthcheck.py, asking this API server's monitor
+                script = PROJECT_ROOT / check[2].removeprefix("/opt/streamproc/")
+                health = {"AIRFLOW_HEALTH_URL": f"{handle.address}/api/v2/monitor/health"}
+                done = subprocess.run([sys.executable, str(script), *check[3:]], env={**os.environ, **health},
+                                      capture_output=True, text=True, check=False, timeout=120)  # fmt: skip
                 assert done.returncode == 0, f"{service}'s healthcheck {check[1:]}: {done.stdout}{done.stderr}"
             else:
                 url = check[-1].replace(f"localhost:{compose_file.exposed_port(compose, service)}",
