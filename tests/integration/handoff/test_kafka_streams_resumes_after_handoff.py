@@ -127,3 +127,64 @@ def test_kafka_streams_resumes_on_the_handed_off_state(
 
     alone = run_app(resume_classpath, kafka_broker, unique("alone"), tmp_path / "alone", topic, len(everything), case)
     assert resumed["store"] == alone["store"] == expected_counts(everything)
+
+
+def test_a_kafka_streams_43_app_in_a_streams_group_resumes_after_the_handoff(
+    kafka_broker: str,
+    admin: AdminClient,
+    unique: Callable[[str], str],
+    tmp_path: Path,
+    app_classpath_43: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue #31's proof with a Kafka Streams 4.3.1 app on the streams rebalance protocol, from its first run on: the
+    group the broker keeps for a 4.3 client is planned from and handed off to as a 4.2 one's, and the app resumes on
+    the 4.3 layout the hand-off wrote with 0 records restored, equal to an app that processed everything."""
+    from streamproc.kafka.cluster import read_group
+
+    monkeypatch.setenv("STREAMPROC_ORACLE_GROUP_PROTOCOL", "streams")
+    topic, case = topologies.RESUME_INPUT_STREAMS_GROUP_43, ALOS_CASE
+    app_id = unique("resumed-sg-43")
+    create_topic(admin, topic)
+    wait_for_leaders(admin, topic)
+    state_dir = tmp_path / "state"
+    base = int(time.time() * 1000) - 3_600_000
+    thirds = [[(KEYS[(i + k) % 4], base + (k * 40 + i) * 7) for i in range(30 + k)] for k in range(3)]
+    everything = [r for third in thirds for r in third]
+
+    produce(kafka_broker, topic, thirds[0])
+    first = run_app(app_classpath_43, kafka_broker, app_id, state_dir, topic, len(thirds[0]), case)
+    assert first["store"] == expected_counts(thirds[0])
+    group = read_group(admin, app_id, client_config={"bootstrap.servers": kafka_broker})
+    assert group is not None and (group.protocol, group.state) == ("streams", "Empty"), group
+
+    produce(kafka_broker, topic, thirds[1])
+    work = tmp_path / "work"
+    work.mkdir()
+    describe = work / "topology.txt"
+    describe.write_text(str(topologies.state_resume_streams_group_43().describe()))
+    plan_file, store = work / "plan.json", work / "staging"
+    run("plan", "--bootstrap", kafka_broker, "--application-id", app_id, "--topology", str(describe),
+        "--streams-setting", "group.protocol=streams", "--out", str(plan_file))  # fmt: skip
+    plan = RunPlan.read(plan_file)
+    [commit] = plan.commits
+    assert (commit.before, commit.after) == (len(thirds[0]), len(thirds[0]) + len(thirds[1]))
+    assert plan.streams_group_epoch == group.epoch is not None
+    run("fetch", "--bootstrap", kafka_broker, "--plan", str(plan_file), "--store", str(store))
+    reference = "tests.integration.handoff.topologies:state_resume_streams_group_43"
+    [report] = [run_task(w) for w in task_work(plan, topology=reference, store_uri=str(store), counts={})]
+    assert report["records_processed"] == len(thirds[1])
+    out = run("handoff", "--bootstrap", kafka_broker, "--plan", str(plan_file), "--store", str(store),
+              "--state-dir", str(state_dir), "--kafka-streams-version", "4.3", "--yes")  # fmt: skip
+    assert "published 1 task(s), wrote 1 checkpoint(s)" in out.output
+
+    produce(kafka_broker, topic, thirds[2])
+    resumed = run_app(app_classpath_43, kafka_broker, app_id, state_dir, topic, len(everything), case)
+    restore_ends = [e for e in resumed["events"] if e["event"] == "restore_end"]
+    assert resumed["restored"] == 0 and all(e["total"] == 0 for e in restore_ends), resumed["events"]
+    after = read_group(admin, app_id, client_config={"bootstrap.servers": kafka_broker})
+    assert after is not None and after.protocol == "streams", after
+
+    alone = run_app(app_classpath_43, kafka_broker, unique("alone-sg-43"), tmp_path / "alone", topic,
+                    len(everything), case)  # fmt: skip
+    assert resumed["store"] == alone["store"] == expected_counts(everything)

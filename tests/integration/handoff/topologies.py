@@ -22,6 +22,7 @@ RESUME_INPUT_EOS = "handoff-resume-words-eos"
 RESUME_INPUT_43 = "handoff-resume-words-43"
 RESUME_INPUT_BUNDLE = "handoff-resume-words-bundle"
 RESUME_INPUT_EOS_43 = "handoff-resume-words-eos-43"
+RESUME_INPUT_STREAMS_GROUP_43 = "handoff-resume-words-streams-group-43"
 
 
 def _state_resume(topic: str) -> Topology:
@@ -78,6 +79,10 @@ def state_resume_bundle() -> Topology:
 
 def state_resume_eos_43() -> Topology:
     return _state_resume(RESUME_INPUT_EOS_43)
+
+
+def state_resume_streams_group_43() -> Topology:
+    return _state_resume(RESUME_INPUT_STREAMS_GROUP_43)
 
 
 #: The live re-key proof's topics (``REKEY_RESUME_PARTITIONS`` partitions each), per guarantee.
