@@ -8,7 +8,8 @@
    Kafka Streams app that processed the whole input alone.
 
 Under at_least_once and exactly_once_v2; and with step 3 on Kafka Streams 4.3.1 (an upgraded application; the
-hand-off run with ``--kafka-streams-version 4.3``), under both guarantees.
+hand-off run with ``--kafka-streams-version 4.3``), under both guarantees. And a 4.3 app in a streams group
+(``group.protocol=streams``, issue #31) from its first run on.
 """
 
 from __future__ import annotations
