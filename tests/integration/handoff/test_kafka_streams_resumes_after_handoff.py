@@ -44,6 +44,15 @@ __all__ = ["app_classpath", "app_classpath_43"]
 ALOS_CASE, EOS_CASE = CASES[0], CASES[2]
 
 
+def _input_in_thirds(admin: AdminClient, topic: str) -> list[list[tuple[str, int]]]:
+    """Create ``topic`` and return its records in three parts (the app's, streamproc's, the resumed app's): keys and
+    timestamps of the last hour, so that no record is older than the store's retention."""
+    create_topic(admin, topic)
+    wait_for_leaders(admin, topic)
+    base = int(time.time() * 1000) - 3_600_000
+    return [[(KEYS[(i + k) % 4], base + (k * 40 + i) * 7) for i in range(30 + k)] for k in range(3)]
+
+
 @pytest.mark.parametrize(
     ("case", "topic", "factory", "resume_on_43", "bundle"),
     [
@@ -79,12 +88,9 @@ def test_kafka_streams_resumes_on_the_handed_off_state(
     assert isinstance(case, Case)
     guarantee = "exactly_once_v2" if case.guarantee.eos else "at_least_once"
     app_id = unique("resumed")
-    create_topic(admin, topic)
-    wait_for_leaders(admin, topic)
-    state_dir = tmp_path / "state"
-    base = int(time.time() * 1000) - 3_600_000
-    thirds = [[(KEYS[(i + k) % 4], base + (k * 40 + i) * 7) for i in range(30 + k)] for k in range(3)]
+    thirds = _input_in_thirds(admin, topic)
     everything = [r for third in thirds for r in third]
+    state_dir = tmp_path / "state"
 
     produce(kafka_broker, topic, thirds[0])
     first = run_app(app_classpath, kafka_broker, app_id, state_dir, topic, len(thirds[0]), case)
@@ -146,12 +152,9 @@ def test_a_kafka_streams_43_app_in_a_streams_group_resumes_after_the_handoff(
     monkeypatch.setenv("STREAMPROC_ORACLE_GROUP_PROTOCOL", "streams")
     topic, case = topologies.RESUME_INPUT_STREAMS_GROUP_43, ALOS_CASE
     app_id = unique("resumed-sg-43")
-    create_topic(admin, topic)
-    wait_for_leaders(admin, topic)
-    state_dir = tmp_path / "state"
-    base = int(time.time() * 1000) - 3_600_000
-    thirds = [[(KEYS[(i + k) % 4], base + (k * 40 + i) * 7) for i in range(30 + k)] for k in range(3)]
+    thirds = _input_in_thirds(admin, topic)
     everything = [r for third in thirds for r in third]
+    state_dir = tmp_path / "state"
 
     produce(kafka_broker, topic, thirds[0])
     first = run_app(app_classpath_43, kafka_broker, app_id, state_dir, topic, len(thirds[0]), case)
