@@ -22,10 +22,8 @@ import os
 import shutil
 import subprocess
 import time
-import urllib.error
-import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -40,6 +38,7 @@ from streamproc_dev.service_process import free_port
 from streamproc_dev.versions import cache_dir
 from tests.conftest import PROJECT_ROOT
 from tests.integration.deploy import compose_file
+from tests.integration.deploy.airflow_api import Api, wait_for
 
 pytestmark = [
     pytest.mark.integration,
@@ -103,36 +102,6 @@ def deployment(settings: dict[str, str]) -> Iterator[Deployment]:
         yield deployed
     finally:
         deployed.down()
-
-
-class Api:
-    """Airflow's REST API on the published port, as the admin of ``.env.example``."""
-
-    def __init__(self, url: str, token: str) -> None:
-        self.url, self.token = url, token
-
-    def call(self, method: str, path: str, body: Any = None) -> Any:
-        request = urllib.request.Request(
-            f"{self.url}/api/v2{path}", method=method, data=None if body is None else json.dumps(body).encode(),
-            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
-        )  # fmt: skip
-        with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310 - the published port
-            return json.load(answer)
-
-
-def wait_for(what: str, check: Callable[[], Any], timeout_s: float) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            found = check()
-        except urllib.error.HTTPError as exc:
-            if exc.code != 404:
-                raise
-            found = None
-        if found:
-            return found
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(2)
 
 
 def _streams_launcher(deployment: Deployment, image: str) -> list[str]:

@@ -19,7 +19,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -38,6 +37,7 @@ from tests.integration.airflow.conftest import produce
 from tests.integration.airflow.test_backfill_refusals import commit_offsets
 from tests.integration.conftest import create_topic
 from tests.integration.deploy import compose_file, topologies
+from tests.integration.deploy.airflow_api import Api, wait_for
 from tests.integration.deploy.compose_file import LocalEquivalent
 from tests.integration.handoff.test_handoff import log_ends, read_all
 from tests.integration.spark.conftest import wait_for_leaders
@@ -58,36 +58,6 @@ SET_BY_THE_SERVER = (
     "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS",
     "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE",
 )
-
-
-class Api:
-    """Airflow's REST API as the admin of ``.env.example``."""
-
-    def __init__(self, url: str, token: str) -> None:
-        self.url, self.token = url, token
-
-    def call(self, method: str, path: str, body: Any = None) -> Any:
-        request = urllib.request.Request(
-            f"{self.url}/api/v2{path}", method=method, data=None if body is None else json.dumps(body).encode(),
-            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
-        )  # fmt: skip
-        with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310 - loopback
-            return json.load(answer)
-
-
-def wait_for(what: str, check: Callable[[], Any], timeout_s: float, logs: Path) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            found = check()
-        except urllib.error.HTTPError as exc:
-            if exc.code != 404:
-                raise
-            found = None
-        if found:
-            return found
-        assert time.monotonic() < deadline, f"timed out waiting for {what}; Airflow's logs are in {logs}"
-        time.sleep(1)
 
 
 @pytest.fixture
