@@ -112,6 +112,12 @@ def backfill_params() -> dict[str, Any]:
             description="The process step's --split: N key shards per task, 'off' one, 'auto' as many as keep the "
             "cores busy where a task is large enough (sub-topologies that cannot be split run whole).",
         ),
+        "record_cache": Param(
+            "off", type="string", enum=["off", "flush-at-end"], title="Record cache", section=_SECTION_RUN,
+            description="The process step's --record-cache: 'off' sends every update of the DSL's stores; "
+            "'flush-at-end' what Kafka Streams' record cache, large enough for the window and flushed once at its "
+            "end, sends (each key's last update; count, aggregate and reduce only).",
+        ),
         "state_dir": optional("string", "State directory", "The application's state.dir on this host: the hand-off "
                               "writes each task's stores and .checkpoint there.", _SECTION_RUN),
         "wait_for_empty_group": optional(
@@ -147,6 +153,8 @@ class RunSettings:
     spark_master: str | None = None
     #: ``--split`` of the process step (``auto``, ``off`` or a shard count).
     split: str = "auto"
+    #: ``--record-cache`` of the process step (``off`` or ``flush-at-end``).
+    record_cache: str = "off"
     state_dir: str | None = None
     dry_run: bool = False
     kafka_conn_id: str = "kafka_default"
@@ -280,6 +288,7 @@ def run_settings(params: Mapping[str, Any]) -> RunSettings:
         processing_guarantee=str(params.get("processing_guarantee") or "at_least_once"),
         spark_master=params.get("spark_master") or None,
         split=str(params.get("split") or "auto"),
+        record_cache=str(params.get("record_cache") or "off"),
         state_dir=params.get("state_dir") or None,
         dry_run=bool(params.get("dry_run", False)),
         kafka_conn_id=str(params.get("kafka_conn_id") or "kafka_default"),

@@ -370,6 +370,8 @@ def process_arguments(ref: DagRunRef, plan_info: Mapping[str, Any]) -> tuple[lis
         args += ["--master", settings.spark_master]
     if settings.split != "auto":
         args += ["--split", settings.split]
+    if settings.record_cache != "off":
+        args += ["--record-cache", settings.record_cache]
     if settings.state_dir:
         args += ["--state-dir", settings.state_dir]
     environment = s3_environment(store_options(settings.store, settings.aws_conn_id))

@@ -64,6 +64,18 @@ split_option = click.option(
 )
 
 
+record_cache_option = click.option(
+    "--record-cache",
+    type=click.Choice(["off", "flush-at-end"]),
+    default="off",
+    show_default=True,
+    help="Kafka Streams' record cache of the DSL's stores: 'off' sends every update (the app with "
+    "statestore.cache.max.bytes=0); 'flush-at-end' sends what a cache large enough for the window flushed once, at "
+    "its end, sends: each key's last update, in the order of those last updates (count, aggregate and reduce of a "
+    "grouped stream; other cached stores are refused). Tasks then run whole.",
+)
+
+
 def client_config(bootstrap: str, settings: tuple[str, ...]) -> dict[str, object]:
     """``bootstrap.servers`` plus ``-X key=value`` client settings (security, timeouts), as librdkafka names them."""
     from streamproc.kafka import clients

@@ -11,6 +11,7 @@ import click
 
 from streamproc.cli.options import (
     application_settings,
+    record_cache_option,
     s3_options,
     split_option,
     store_options,
@@ -83,6 +84,7 @@ def partition_counts(values: tuple[str, ...]) -> dict[str, int]:
     "there and restores the rest of the changelog. Every executor must be able to read it.",
 )
 @split_option
+@record_cache_option
 @streams_config_option
 @streams_setting_option
 @s3_options
@@ -98,6 +100,7 @@ def process_command(
     partition_values: tuple[str, ...],
     state_dir: Path | None,
     split: str,
+    record_cache: str,
     streams_config: Path | None,
     streams_settings: tuple[str, ...],
     s3_connect_timeout: float | None,
@@ -121,6 +124,7 @@ def process_command(
         store_options=store_options(s3_connect_timeout, s3_read_timeout, s3_max_attempts, store_uri),
         streams_settings=application_settings(streams_config, streams_settings),
         split=split,
+        record_cache=record_cache,
     )
     show_process(ctx, reports)
 
@@ -137,6 +141,7 @@ def process_with_progress(
     store_options: Mapping[str, Any],
     streams_settings: Mapping[str, str],
     split: str = "auto",
+    record_cache: str = "off",
 ) -> list[dict[str, Any]]:
     """Run the plan's tasks on Spark (``streamproc.spark.job.process``) with a bar of the tasks done on stderr; the
     caller has checked that the ``spark`` extra is installed."""
@@ -173,6 +178,7 @@ def process_with_progress(
             progress=advance,
             streams_settings=streams_settings,
             split=shards,
+            record_cache=record_cache,
         )
 
 

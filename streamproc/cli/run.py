@@ -29,6 +29,7 @@ from streamproc.cli.options import (
     client_setting_option,
     kafka_streams_version_option,
     read_text,
+    record_cache_option,
     split_option,
     streams_config_option,
     streams_setting_option,
@@ -116,6 +117,7 @@ class StepTimes:
     "Streams would (store kinds from the topology); with --dry-run they are only shown.",
 )
 @split_option
+@record_cache_option
 @streams_config_option
 @streams_setting_option
 @click.option(
@@ -153,6 +155,7 @@ def run_command(
     partition_values: tuple[str, ...],
     create_internal_topics: bool,
     split: str,
+    record_cache: str,
     streams_config: Path | None,
     streams_settings: tuple[str, ...],
     describe_file: Path | None,
@@ -216,6 +219,7 @@ def _run_steps(
     partition_values: tuple[str, ...],
     create_internal_topics: bool,
     split: str,
+    record_cache: str,
     streams_config: Path | None,
     streams_settings: tuple[str, ...],
     describe_file: Path | None,
@@ -305,6 +309,7 @@ def _run_steps(
                 store_options={},
                 streams_settings=settings,
                 split=split,
+                record_cache=record_cache,
             )
             show_process(ctx, reports)
             run.processed(reports)

@@ -159,7 +159,8 @@ class Materialized(Generic[K, V]):
     """``Materialized``: a state store's name (else generated), serdes, logging and retention.
 
     ``store_supplier`` is a ``streamproc.state.store_builders`` supplier (``Materialized.as(supplier)``).
-    Record caching is not modelled (the reference runs have it off, see docs/porting.md).
+    ``caching_enabled`` is Kafka Streams' default; streamproc sends every update unless the run emulates the
+    cache at one flush (``--record-cache flush-at-end``, ``state/record_cache.py``, docs/porting.md).
     """
 
     store_name: str | None = None
@@ -169,6 +170,7 @@ class Materialized(Generic[K, V]):
     log_config: Mapping[str, str] = field(default_factory=dict)
     retention_ms: int | None = None
     store_supplier: Any = None
+    caching_enabled: bool = True
 
     def __post_init__(self) -> None:
         if self.store_name is not None:
@@ -200,8 +202,12 @@ class Materialized(Generic[K, V]):
         return replace(self, logging_enabled=True, log_config=dict(config))
 
     def with_caching_disabled(self) -> Materialized[K, V]:
-        """``withCachingDisabled``: the only mode streamproc has."""
-        return self
+        """``withCachingDisabled``: the store sends every update even when the run emulates the record cache."""
+        return replace(self, caching_enabled=False)
+
+    def with_caching_enabled(self) -> Materialized[K, V]:
+        """``withCachingEnabled`` (the default)."""
+        return replace(self, caching_enabled=True)
 
     def with_retention(self, retention_ms: int) -> Materialized[K, V]:
         """``withRetention`` of a window or session store."""

@@ -31,6 +31,8 @@ def apply_default_serdes(builders: Iterable[object], key_serde: Any, value_serde
 
 
 def _logging(builder: StoreBuilder, materialized: Materialized[Any, Any] | None) -> StoreBuilder:
+    """``Materialized``'s logging and caching choices on a materialized store (caching: Kafka's default on)."""
+    builder.with_dsl_caching(materialized is None or materialized.caching_enabled)
     if materialized is not None and not materialized.logging_enabled:
         return builder.with_logging_disabled()
     if materialized is not None and materialized.log_config:

@@ -266,6 +266,11 @@ class AssignedStreamsTasks:
                 except Exception as exc:  # noqa: BLE001 - a dirty close swallows close errors, as closeDirty does
                     self._log(logging.WARNING, "Ignoring error while closing task %s dirty: %s", task_id, exc)
                 return None
+            try:
+                task.flush_caches()  # the commit's flushCache, before the processors close
+            except Exception as exc:
+                self.log_task_failure(task_id, exc)
+                _rethrow(exc, task)
             if task.commit_needed:
                 self._commit([task])
             try:

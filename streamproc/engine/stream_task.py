@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from streamproc.engine.corrupted_record import CorruptedRecord
 from streamproc.engine.dead_letter_queue import DEAD_LETTER_QUEUE_TOPIC_NAME_CONFIG
@@ -83,6 +83,10 @@ class TaskConfig:
     #: ``errors.dead.letter.queue.topic.name`` (KIP-1034): handed to the handlers' ``configure`` as Kafka Streams
     #: does, so that the stock handlers answer with a dead letter queue record for this topic.
     dead_letter_queue_topic: str | None = None
+    #: streamproc's ``--record-cache``: ``off`` sends every update (``statestore.cache.max.bytes=0``),
+    #: ``flush-at-end`` emulates the DSL stores' record cache flushed once, at the task's commit
+    #: (``state/record_cache.py``).
+    record_cache: str = "off"
 
     def __post_init__(self) -> None:
         if self.dead_letter_queue_topic is None:
@@ -110,6 +114,14 @@ class CommittableOffset:
 
     offset: int
     partition_time: int
+
+
+class RecordCacheFlush(Protocol):
+    """The task's record caches (``state/record_cache.RecordCaches``; the engine does not import the state layer)."""
+
+    def check(self) -> None: ...
+
+    def flush(self) -> int: ...
 
 
 class StreamTask:
@@ -175,6 +187,9 @@ class StreamTask:
         #: How many punctuation schedules were ever registered: the bulk replay re-reads the schedules when it moves.
         self.schedules_registered = 0
         self._record_info = RecordInfo()
+        #: The record caches of the task's cached stores (``state/record_cache.RecordCaches``), when the run emulates
+        #: Kafka Streams' cache at one flush: checked after ``init`` and flushed at the clean close's commit.
+        self.record_caches: RecordCacheFlush | None = None
 
     # -- clocks --------------------------------------------------------------------------------------------------
 
@@ -214,6 +229,17 @@ class StreamTask:
                 ) from exc
             finally:
                 self.context.set(None, ProcessorRecordContext(UNKNOWN, NO_OFFSET, NO_PARTITION, None), UNKNOWN)
+        if self.record_caches is not None:
+            self.record_caches.check()
+
+    def flush_caches(self) -> int:
+        """``ProcessorStateManager.flushCache`` at the commit: the cached stores write and forward their dirty
+        entries (the records forwarded); nothing without a record cache."""
+        if self.record_caches is None:
+            return 0
+        flushed = self.record_caches.flush()
+        self.log.info("flushed the record cache: %s updates forwarded", flushed)
+        return flushed
 
     # -- input -----------------------------------------------------------------------------------------------------
 

@@ -52,6 +52,7 @@ from streamproc.spark.task_split import (
     split_stage,
     widest_wave,
 )
+from streamproc.state.record_cache import RECORD_CACHE_OFF, check_cached_stores, check_record_cache_mode
 from streamproc.worker_processes import usable_cores, worker_pool
 
 if TYPE_CHECKING:
@@ -196,6 +197,7 @@ def task_work(
     fail_first_attempt: str | None = None,
     state_dir: str | None = None,
     streams_settings: Mapping[str, str] | None = None,
+    record_cache: str = RECORD_CACHE_OFF,
 ) -> list[TaskWork]:
     """One :class:`TaskWork` per planned task, in task order; refuses what this job cannot run.
 
@@ -264,6 +266,7 @@ def task_work(
                 global_restores=tuple(global_restores),
                 # the global bootstrap's drops are the run's: one report carries them (spark/global_stores.py)
                 reports_global_drops=index == 0 and bool(global_restores),
+                record_cache=record_cache,
             )
         )
     return work
@@ -591,6 +594,7 @@ def process(
     progress: Progress | None = None,
     streams_settings: Mapping[str, str] | None = None,
     split: Split = "auto",
+    record_cache: str = RECORD_CACHE_OFF,
 ) -> list[dict[str, Any]]:
     """The process step: check the topology against the plan, then run every task on Spark (see the module doc).
 
@@ -600,7 +604,12 @@ def process(
 
     ``streams_settings`` are the application's (its topology factory's and its serdes'): every task gets them with
     its work, so executors need no file of the driver's; every Schema Registry the serdes were configured for must
-    answer before Spark starts."""
+    answer before Spark starts.
+
+    ``record_cache`` (``--record-cache``, ``state/record_cache.py``): ``off`` sends every update; ``flush-at-end``
+    emulates the DSL stores' record cache flushed once, at each task's commit. The flush's order is the whole
+    task's, so its tasks run whole (no key shards)."""
+    check_record_cache_mode(record_cache)
     with collected() as registries:
         user_topology, _config = load_topology(topology, streams_settings)
     check_registries(registries)
@@ -617,7 +626,12 @@ def process(
         fail_first_attempt=settings.get(FAIL_FIRST_ATTEMPT_CONF),
         state_dir=state_dir,
         streams_settings=streams_settings,
+        record_cache=record_cache,
     )
+    check_cached_stores(user_topology, record_cache)
+    if record_cache != RECORD_CACHE_OFF and split != "off":
+        logger.info("--record-cache %s: every task runs whole (the cache's flush order is the task's)", record_cache)
+        split = "off"
     refusals = split_refusals(user_topology)
     log_refusals(refusals, split)
     if master == INLINE_MASTER:

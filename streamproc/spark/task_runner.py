@@ -68,6 +68,7 @@ from streamproc.spark.task_shards import (
 )
 from streamproc.state.offset_checkpoint import OffsetCheckpoint
 from streamproc.state.processor_state_manager import ProcessorStateManager, StoreDefinition
+from streamproc.state.record_cache import RECORD_CACHE_FLUSH_AT_END, RecordCaches, cached_store_names
 from streamproc.state.restore_plan import ChangelogState
 from streamproc.state.state_directory import StateDirectory
 from streamproc.state.store_builders import store_definitions
@@ -135,6 +136,8 @@ class TaskWork:
     #: This task's report carries the global bootstrap's drops (``global_dropped``): the driver sets it on one task
     #: of the run, so they are counted once however many workers bootstrap.
     reports_global_drops: bool = False
+    #: ``--record-cache`` (``state/record_cache.py``): ``off``, or ``flush-at-end`` (the DSL stores' cache, one flush).
+    record_cache: str = "off"
     #: Run only this key shard of the task (issue #29, ``engine/key_shards.py``): publish the shard's stamped objects
     #: for the merge (``spark/shard_merge.py``) instead of the task's; ``None``: the whole task.
     shard: ShardSpec | None = None
@@ -176,7 +179,7 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
             logger.info("task [%s] shard %s already done: skipped", task_id, work.shard)
             return {**report, "skipped": True}
     topology, config = load_topology(work.topology, work.streams_settings)
-    config = dataclasses.replace(config, application_id=work.application_id)
+    config = dataclasses.replace(config, application_id=work.application_id, record_cache=work.record_cache)
 
     staged_inputs = {
         (r.topic, r.partition): staged_range(store, r.topic, r.partition, r.start, r.end, task=work.task_id)
@@ -257,6 +260,7 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                 "has_global_stores": global_stores is not None,
                 "collector": collector,
                 "changelog_collector": changelog_collector,
+                "cached_stores": frozenset(cached_store_names(definitions, state.stores)),
             }
             # a shard runs per record: the gate sits on the per-record path's source nodes
             columnar = columnar_plan(**facts) if gate is None else f"key shard {work.shard} of a split task"
@@ -273,6 +277,10 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                 partitions = [TopicPartition(r.topic, r.partition) for r in work.inputs]
                 stores = dict(state.stores) if global_stores is None else {**state.stores, **global_stores.read_only}
                 task = StreamTask(task_id, graph, partitions, config=config, stores=stores, collector=collector)
+                if config.record_cache == RECORD_CACHE_FLUSH_AT_END:  # cached stores replaced by their caching views
+                    task.record_caches = RecordCaches.install(
+                        stores, cached_store_names(definitions, stores), task.context
+                    )
                 state.attach(task.context)
                 if gate is not None:
                     gate.install(task, shard_key(state.stores, definitions))

@@ -121,6 +121,8 @@ class StoreDefinition:
     segment_interval_ms: int | None = None
     window_size_ms: int | None = None
     retain_duplicates: bool = False
+    #: Cached in Kafka Streams (the DSL's default); emulated only with ``--record-cache flush-at-end``.
+    caching_enabled: bool = False
 
     def spec(self) -> StoreSpec:
         return StoreSpec(self.name, self.logged, self.persistent, self.changelog_topic)

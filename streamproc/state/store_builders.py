@@ -130,6 +130,7 @@ class StoreBuilder:
         self.value_serde = value_serde
         self._logging_enabled = True
         self.log_config: dict[str, str] = {}
+        self._caching_enabled = False
 
     @property
     def name(self) -> str:
@@ -152,7 +153,21 @@ class StoreBuilder:
         return self
 
     def with_caching_disabled(self) -> StoreBuilder:
-        """``withCachingDisabled``: the default here, since caching is not modelled."""
+        """``withCachingDisabled``: every write goes to the store and its changelog at once (the default)."""
+        self._caching_enabled = False
+        return self
+
+    @property
+    def caching_enabled(self) -> bool:
+        """Whether Kafka Streams caches the store: the DSL's materializers (``Materialized``'s default), which
+        streamproc emulates only at one flush (``state/record_cache.py``, ``--record-cache flush-at-end``)."""
+        return self._caching_enabled
+
+    def with_dsl_caching(self, enabled: bool) -> StoreBuilder:
+        """``KeyValueStoreMaterializer``'s ``withCachingEnabled``/``withCachingDisabled`` from ``Materialized``: the
+        DSL's stores only, since a cached store forwards through its owner's flush listener, which the Processor
+        API's processors do not register (so :meth:`with_caching_enabled` stays refused)."""
+        self._caching_enabled = enabled
         return self
 
     def with_caching_enabled(self) -> StoreBuilder:
@@ -172,6 +187,7 @@ class StoreBuilder:
                 self.value_serde,
                 persistent=supplier.persistent,
                 logged=self._logging_enabled,
+                caching_enabled=self._caching_enabled,
             )
         if isinstance(supplier, WindowBytesStoreSupplier):
             return StoreDefinition(
@@ -185,6 +201,7 @@ class StoreBuilder:
                 segment_interval_ms=supplier.segment_interval_ms,
                 window_size_ms=supplier.window_size_ms,
                 retain_duplicates=supplier.retain_duplicates,
+                caching_enabled=self._caching_enabled,
             )
         return StoreDefinition(
             supplier.name,
@@ -195,6 +212,7 @@ class StoreBuilder:
             logged=self._logging_enabled,
             retention_ms=supplier.retention_period_ms,
             segment_interval_ms=supplier.segment_interval_ms,
+            caching_enabled=self._caching_enabled,
         )
 
     def build(self) -> StateStore:

@@ -16,6 +16,7 @@ from streamproc.dsl.internals.processor_support import (
     KTableValueGetterSupplier,
     Reducer,
     TimestampedStoreGetterSupplier,
+    forwards_through_cache,
     record_dropped,
     sent_change,
 )
@@ -38,6 +39,10 @@ def count_initializer() -> int:
     return 0
 
 
+def _forward_nothing(record: Record[Any, Any]) -> None:
+    """``TimestampedTupleForwarder.maybeForward`` with caching on: the cache's flush forwards instead."""
+
+
 class _StoreProcessor(ContextualProcessor):
     def __init__(self, store_name: str, send_old_values: bool) -> None:
         self.store_name = store_name
@@ -49,7 +54,9 @@ class _StoreProcessor(ContextualProcessor):
         store = context.get_state_store(self.store_name)
         assert isinstance(store, TimestampedKeyValueStore), f"{self.store_name} is not a timestamped key-value store"
         self.store = store
-        self.forward = context.forward
+        # a cached store forwards at its flush (state/record_cache.py): the processor sends nothing itself
+        cached = forwards_through_cache(store, context, self.send_old_values)
+        self.forward = _forward_nothing if cached else context.forward
 
     def key_locality(self) -> KeyLocality:
         """``get_for_update`` and ``put_serialized`` at the record's key, nothing else: no time, no other key."""
@@ -69,7 +76,7 @@ class _StoreProcessor(ContextualProcessor):
         ``with_timestamp`` copies, no second ``Change`` for the old-value rule: ``sent_change``)."""
         self.store.put_serialized(raw_key, ValueAndTimestamp(new, timestamp))
         change = sent_change(new, old, self.send_old_values)
-        self.context().forward(Record(record.key, change, timestamp, record.headers))
+        self.forward(Record(record.key, change, timestamp, record.headers))
 
 
 class KStreamAggregateProcessor(_StoreProcessor):
@@ -104,6 +111,9 @@ class KStreamAggregateProcessor(_StoreProcessor):
 class KStreamAggregate:
     """``KStreamAggregate(storeName, initializer, aggregator)``: the supplier; ``old_value`` of an update is the
     previous aggregate, or the initializer's value for a new key (as Kafka sends it)."""
+
+    #: Its store's record cache forwards the updates (``state/record_cache.check_cached_stores``).
+    forwards_through_cache = True
 
     def __init__(self, store_name: str, initializer: Initializer, aggregator: Aggregator) -> None:
         self.store_name = store_name
@@ -142,6 +152,9 @@ class KStreamReduceProcessor(_StoreProcessor):
 
 class KStreamReduce:
     """``KStreamReduce(storeName, reducer)``: the first value of a key is its aggregate."""
+
+    #: Its store's record cache forwards the updates (``state/record_cache.check_cached_stores``).
+    forwards_through_cache = True
 
     def __init__(self, store_name: str, reducer: Reducer) -> None:
         self.store_name = store_name

@@ -2,8 +2,10 @@
 update, and the value getter a KTable offers to joins (``ContextualProcessor``, ``TimestampedTupleForwarder``,
 ``KTableValueGetter`` of ``kstream.internals``).
 
-Kafka Streams' record cache is not modelled (DESIGN: caching changes which records are forwarded), so a forwarder
-forwards every update at once, as Kafka Streams does with ``statestore.cache.max.bytes=0``.
+By default Kafka Streams' record cache is off (DESIGN: caching changes which records are forwarded), so a forwarder
+forwards every update at once, as Kafka Streams does with ``statestore.cache.max.bytes=0``. With the cache emulated at
+one flush (``state/record_cache.py``), a processor whose store caches forwards nothing itself and registers a
+:class:`CacheFlushListener`, which forwards each flushed entry from the processor's node.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any, Protocol
 
 from streamproc.dsl.internals.change import Change
 from streamproc.engine.processor import Processor, ProcessorContext
-from streamproc.engine.records import Record
+from streamproc.engine.records import ProcessorRecordContext, Record
 from streamproc.state.stores import ValueAndTimestamp
 
 LOG = logging.getLogger("streamproc.dsl")
@@ -74,6 +76,42 @@ def sent_change(new_value: Any, old_value: Any, send_old_values: bool) -> Change
     """The :class:`Change` :func:`forward_change` sends for ``(new_value, old_value)``, built once: for a processor
     that makes its update and forwards it in one step (an aggregation, per record) without the copy."""
     return Change(new_value, old_value if send_old_values else None)
+
+
+class CacheFlushListener:
+    """``TimestampedCacheFlushListener``: forwards a flushed cache entry from the node that owns the store, as
+    ``Change(new, old if sending old values)`` stamped with the new value's timestamp (a tombstone: the entry's)."""
+
+    def __init__(self, context: ProcessorContext, send_old_values: bool) -> None:
+        self.context = context
+        self.node = getattr(context, "current_node", None)  # the processor being initialised (``myNode``)
+        self.send_old_values = send_old_values
+
+    def apply(
+        self,
+        key: Any,
+        new: ValueAndTimestamp[Any] | None,
+        old: ValueAndTimestamp[Any] | None,
+        entry: ProcessorRecordContext,
+    ) -> None:
+        change = Change(value_or_none(new), value_or_none(old) if self.send_old_values else None)
+        timestamp = entry.timestamp if new is None else new.timestamp
+        context: Any = self.context
+        previous = context.current_node
+        context.current_node = self.node
+        try:
+            context.forward(Record(key, change, timestamp, entry.headers))
+        finally:
+            context.current_node = previous
+
+
+def forwards_through_cache(store: object, context: ProcessorContext, send_old_values: bool) -> bool:
+    """``TimestampedTupleForwarder``'s constructor: whether ``store`` caches (then it forwards at its flush, through a
+    listener registered here, and the processor forwards nothing itself)."""
+    set_flush_listener = getattr(store, "set_flush_listener", None)
+    if set_flush_listener is None:
+        return False
+    return bool(set_flush_listener(CacheFlushListener(context, send_old_values)))
 
 
 class KTableValueGetter(Protocol):

@@ -92,6 +92,7 @@ from streamproc.engine.replay import ReplayResult
 from streamproc.engine.serdes import ByteArraySerializer, LongDeserializer, LongSerializer
 from streamproc.engine.stream_task import CommittableOffset, TaskConfig
 from streamproc.engine.timestamp_extractor import ExtractRecordMetadataTimestamp, FailOnInvalidTimestamp
+from streamproc.spark.columnar.cache import DeferredCollector
 from streamproc.spark.columnar.chain import Failure, StatelessStep, processing_failure, run_chain
 from streamproc.spark.columnar.groups import grouped_running_count, grouped_running_max, last_positions
 from streamproc.spark.columnar.output import LONG_MAX as _LONG_MAX
@@ -105,6 +106,7 @@ from streamproc.spark.task_output import (
     TaskChangelogCollector,
     TaskOutputCollector,
 )
+from streamproc.state.record_cache import RECORD_CACHE_OFF
 from streamproc.state.stores import StateStore, TimestampedKeyValueStore
 from streamproc.storage.object_store import ObjectStore
 from streamproc.storage.segments import schema_fingerprint
@@ -147,13 +149,16 @@ class CountPlan:
     #: An ``aggregate``/``reduce`` with the user's functions, folded by a Python loop (:class:`_LoopFold`); ``None``
     #: for ``count()`` (vectorised, ``_count``) or no aggregation.
     folds: KStreamAggregateProcessor | KStreamReduceProcessor | None = None
+    #: The count's store is cached and the run emulates the record cache at one flush (``columnar/cache.py``).
+    flushes_cache: bool = False
 
     def describe(self) -> str:
         """What runs over columns, for the task's log line."""
         if self.store is None:
             return "stateless chain to a sink (spark/columnar/count.py)"
         if self.folds is None:
-            return "count (spark/columnar/count.py)"
+            cache = ", its record cache flushed once at the end" if self.flushes_cache else ""
+            return f"count{cache} (spark/columnar/count.py)"
         kind = "reduce" if isinstance(self.folds, KStreamReduceProcessor) else "aggregate"
         return f"{kind} with a Python loop fold (spark/columnar/count.py)"
 
@@ -393,6 +398,7 @@ def columnar_count_plan(
     has_global_stores: bool,
     collector: TaskOutputCollector,
     changelog_collector: TaskChangelogCollector,
+    cached_stores: frozenset[str] = frozenset(),
 ) -> CountPlan | str:
     """The task's :class:`CountPlan` when it is plainly a DSL count or chain to a sink, else the reason it is not (one
     line): :func:`common_eligibility`, the shape (``_shape``), the sink and store, then :func:`input_eligibility`.
@@ -428,6 +434,11 @@ def columnar_count_plan(
         changelog = None if context is None else context.changelog_partition
         if changelog is not None and (context is None or context.sink is not changelog_collector):
             return f"store {store.name} logs somewhere other than the task's changelog files"
+    flushes_cache = store is not None and store.name in cached_stores and config.record_cache != RECORD_CACHE_OFF
+    if flushes_cache and shape.count is not None and not counts_keys(shape.count):
+        return (
+            "an aggregate or reduce under the record cache runs per record (a tombstone's flush depends on the store)"
+        )
     unclean = input_eligibility(task=task, config=config, source=source, inputs=inputs, object_store=object_store)
     if unclean is not None:
         return unclean
@@ -443,6 +454,7 @@ def columnar_count_plan(
         steps,
         appended,
         None if shape.count is None or counts_keys(shape.count) else shape.count,
+        flushes_cache,
     )
 
 
@@ -486,6 +498,9 @@ def run_columnar_count(
     max_timestamp = UNKNOWN
     drops: list[DroppedRecord] = []
     with_values = bool(plan.steps) or plan.store is None or fold is not None
+    sink, logged = collector, changelog_collector
+    if plan.flushes_cache:  # each key's last row kept until the one flush (columnar/cache.py)
+        collector, changelog_collector = DeferredCollector(), DeferredCollector()  # type: ignore[assignment]
     for batch in _batches(plan, object_store, task, appended_counts):
         n = batch.num_rows
         record_ts = batch.column("timestamp").to_numpy()
@@ -515,6 +530,9 @@ def run_columnar_count(
             rows = batch if len(positions) == n else batch.take(pa.array(positions, pa.int64()))
             if rows.num_rows:
                 _sink(plan, rows, serialized_keys, serialized, state, collector)
+        if plan.flushes_cache:
+            collector.fold_chunk()  # type: ignore[attr-defined]
+            changelog_collector.fold_chunk()  # type: ignore[attr-defined]
         processed += n
         last_offset = int(batch.column("offset")[-1].as_py())
         max_timestamp = max(max_timestamp, int(record_ts.max()))
@@ -522,6 +540,10 @@ def run_columnar_count(
         fold.write_store()
     elif plan.store is not None:
         _write_store(plan.store, state, touched)
+    if plan.flushes_cache:  # the commit's flush: the changelog record, then the update, of each key
+        flushed = changelog_collector.flush(logged)  # type: ignore[attr-defined]
+        collector.flush(sink, plan.sink_partitions)  # type: ignore[attr-defined]
+        logger.info("task [%s] flushed the record cache: %s updates forwarded", task, flushed)
     partition_time = max(plan.partition_time, max_timestamp)
     tp = TopicPartition(plan.input.topic, plan.input.partition)
     counts: dict[str, int] = {}

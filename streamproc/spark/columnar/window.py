@@ -77,6 +77,7 @@ from streamproc.spark.columnar.shape import after_to_stream, bytes_source, plain
 from streamproc.spark.columnar.shape import serde_is as _is
 from streamproc.spark.task_input import StagedRange, task_batches
 from streamproc.spark.task_output import TaskChangelogCollector, TaskOutputCollector
+from streamproc.state.record_cache import RECORD_CACHE_OFF
 from streamproc.state.stores import StateStore, TimestampedWindowStore, TimeWindow, Windowed
 from streamproc.storage.object_store import ObjectStore
 
@@ -172,10 +173,13 @@ def columnar_window_plan(
     has_global_stores: bool,
     collector: TaskOutputCollector,
     changelog_collector: TaskChangelogCollector,
+    cached_stores: frozenset[str] = frozenset(),
 ) -> WindowPlan | str:
     """The task's :class:`WindowPlan` when it is plainly a DSL windowed aggregation, else why not (one line).
 
     ``inputs``: per input partition its staged range, its committed partition time and its upstream objects."""
+    if cached_stores and config.record_cache != RECORD_CACHE_OFF:
+        return "a windowed store's record cache is not emulated"
     common = common_eligibility(task=task, config=config, inputs=inputs, has_global_stores=has_global_stores)
     if common is not None:
         return common

@@ -56,7 +56,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * by an aggregator). API: {@code papi} (Processor API, the same
  * processors as bench/workloads.py; the window workload's re-key is the DSL's {@code repartition()}, the only public
  * way to an internal topic) or {@code dsl}. CACHE: {@code default} (10 MiB, the stores' caching on as the DSL sets
- * it) or {@code off} ({@code statestore.cache.max.bytes=0}). The records' values are {@code IIIII,AAAAAA,…}: item
+ * it), {@code off} ({@code statestore.cache.max.bytes=0}) or {@code one-flush} (1 GiB and a day's commit interval:
+ * the cache flushed once, by {@code close()}). The records' values are {@code IIIII,AAAAAA,…}: item
  * (5 digits), amount (6 digits), padding; the filter drops amounts ending in 0.
  *
  * <p>Prints one JSON object: wall seconds from {@code start()} to the last record seen and to {@code close()}
@@ -312,6 +313,11 @@ final class BenchApps {
         props.put("auto.offset.reset", "earliest");
         if (args[7].equals("off")) {
             props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0L);
+        } else if (args[7].equals("one-flush")) {
+            // a cache no run fills and no commit before close(): the record cache flushed once, at the end (what
+            // streamproc's --record-cache flush-at-end emulates; tests/integration/handoff/test_record_cache_oracle.py)
+            props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 1L << 30);
+            props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 86_400_000L);
         }
         final KafkaStreams streams = new KafkaStreams(topology, props);
         streams.cleanUp();

@@ -1,0 +1,232 @@
+"""Kafka Streams' record cache at one flush: what an application with a cache large enough for the window's updates
+and one commit at its end (``statestore.cache.max.bytes`` ≥ the dirty entries, ``commit.interval.ms`` ≥ the window)
+sends, instead of every update (``--record-cache flush-at-end``, opt-in; the default is the cache off).
+
+A DSL store is cached unless its ``Materialized`` says ``withCachingDisabled`` (``CachingKeyValueStore`` under
+``MeteredTimestampedKeyValueStore``). A cached store does not write through: ``put`` lands in the task's cache as a
+dirty entry with the record context of the write, a read sees the cache first, and the processor that owns the store
+forwards nothing itself (``TimestampedTupleForwarder.maybeForward`` is a no-op when caching is on). At the commit
+(``ProcessorStateManager.flushCache``, stores in registration order), each dirty entry, in the order of its key's
+last write (``NamedCache`` moves a re-dirtied key to the end of its ``LinkedHashSet``), is:
+
+1. compared with the store underneath: its old value read when the new one is a tombstone or the processor sends old
+   values; a tombstone for a key the store does not hold is neither written nor sent
+   (``CachingKeyValueStore.putAndMaybeForward``);
+2. written to the store underneath with the entry's record context installed, so its changelog record carries that
+   write's timestamp, as the uncached write had;
+3. forwarded from the owning processor's node as ``Change(new, old if sending old values)``, stamped with the new
+   value's timestamp, or the entry's own for a tombstone, with the entry's headers
+   (``TimestampedCacheFlushListener.apply``).
+
+So the changelog is the last write per key in the order of those last writes (what ``changelog_reduction`` already
+gives), and downstream processors see one update per key, whose old value is the one before the window, not the
+previous update. Only the processors that know the cache take part (they register a :class:`FlushListener`);
+a cached store nobody registered for is refused by :func:`RecordCaches.check` with the store's name, never run as if
+uncached: its owner would send every update where Kafka Streams sends one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from streamproc.engine.records import ProcessorRecordContext
+from streamproc.errors import ConfigError, StateError
+from streamproc.state.stores import TimestampedKeyValueStore, ValueAndTimestamp
+
+#: ``--record-cache`` values: every update sent (Kafka Streams with ``statestore.cache.max.bytes=0``), or one flush.
+RECORD_CACHE_OFF = "off"
+RECORD_CACHE_FLUSH_AT_END = "flush-at-end"
+RECORD_CACHE_MODES = (RECORD_CACHE_OFF, RECORD_CACHE_FLUSH_AT_END)
+
+
+def check_record_cache_mode(mode: str) -> str:
+    """The mode, or one line naming the choices."""
+    if mode not in RECORD_CACHE_MODES:
+        raise ConfigError(f"record cache {mode!r}: expected one of {', '.join(RECORD_CACHE_MODES)}")
+    return mode
+
+
+@dataclass(slots=True)
+class DirtyEntry:
+    """``LRUCacheEntry`` of a dirty write: the new value and the record context of the write."""
+
+    value: ValueAndTimestamp[Any] | None
+    context: ProcessorRecordContext
+
+
+class FlushListener(Protocol):
+    """What forwards a flushed entry (the DSL's ``TimestampedCacheFlushListener``, in ``processor_support``)."""
+
+    send_old_values: bool
+
+    def apply(
+        self,
+        key: Any,
+        new: ValueAndTimestamp[Any] | None,
+        old: ValueAndTimestamp[Any] | None,
+        entry: ProcessorRecordContext,
+    ) -> None: ...
+
+
+class CachingTimestampedKeyValueStore(TimestampedKeyValueStore[Any, Any]):
+    """``CachingKeyValueStore`` over a timestamped key-value store: a second view of the same bytes store and store
+    context, whose writes wait in :attr:`dirty` until :meth:`flush_cache`."""
+
+    def __init__(self, inner: TimestampedKeyValueStore[Any, Any], task_context: Any) -> None:
+        super().__init__(inner.name, inner.bytes_store, inner.key_serde, inner.value_serde, inner.context)
+        self.inner = inner
+        self.task_context = task_context
+        #: serialized key → entry, in the order of each key's last write (dicts keep insertion order)
+        self.dirty: dict[bytes, DirtyEntry] = {}
+        self.listener: FlushListener | None = None
+
+    def set_flush_listener(self, listener: FlushListener) -> bool:
+        """``WrappedStateStore.setFlushListener``: True, the store caches (its owner stops forwarding)."""
+        self.listener = listener
+        return True
+
+    # -- reads: the cache first ----------------------------------------------------------------------------------
+
+    def get_for_update(self, key: Any) -> tuple[bytes, ValueAndTimestamp[Any] | None]:
+        raw_key = self._key(key)
+        entry = self.dirty.get(raw_key)
+        if entry is not None:
+            return raw_key, entry.value
+        return super().get_for_update(key)
+
+    def get(self, key: Any) -> ValueAndTimestamp[Any] | None:
+        return self.get_for_update(key)[1]
+
+    def range(self, key_from: Any, key_to: Any) -> Iterator[tuple[Any, ValueAndTimestamp[Any]]]:
+        raise self._unsupported("range")
+
+    def all(self) -> Iterator[tuple[Any, ValueAndTimestamp[Any]]]:
+        raise self._unsupported("all")
+
+    def _unsupported(self, operation: str) -> StateError:
+        return StateError(
+            f"store {self.name}: {operation}() over a cached store is not emulated by --record-cache "
+            f"{RECORD_CACHE_FLUSH_AT_END}; run with --record-cache {RECORD_CACHE_OFF}"
+        )
+
+    # -- writes: into the cache ----------------------------------------------------------------------------------
+
+    def _write(self, key: bytes, value: ValueAndTimestamp[Any] | None) -> None:
+        dirty = self.dirty
+        dirty.pop(key, None)  # a re-dirtied key moves to the end (NamedCache.put)
+        dirty[key] = DirtyEntry(value, self.task_context.record_context)
+
+    put_serialized = _write
+
+    def put(self, key: Any, value: ValueAndTimestamp[Any] | None) -> None:
+        self.put_serialized(self._key(key), value)
+
+    def put_if_absent(self, key: Any, value: ValueAndTimestamp[Any] | None) -> ValueAndTimestamp[Any] | None:
+        raw_key, old = self.get_for_update(key)
+        if old is None:
+            self.put_serialized(raw_key, value)
+        return old
+
+    def delete(self, key: Any) -> ValueAndTimestamp[Any] | None:
+        raw_key, old = self.get_for_update(key)
+        self.put_serialized(raw_key, None)
+        return old
+
+    # -- the commit ----------------------------------------------------------------------------------------------
+
+    def flush_cache(self) -> int:
+        """Write and forward every dirty entry (see the module doc); returns how many were forwarded."""
+        listener = self.listener
+        if listener is None:
+            raise StateError(f"store {self.name}: cached, but no processor registered to forward its flush")
+        entries, self.dirty = self.dirty, {}  # cleared first: the listener may write again (re-entrant)
+        inner = self.inner
+        context = self.task_context
+        sent = 0
+        for raw_key, entry in entries.items():
+            new = entry.value
+            old = inner._decode(inner.bytes_store.get(raw_key)) if new is None or listener.send_old_values else None
+            if new is None and old is None:
+                continue
+            key = self._from_key(raw_key)  # the metered layer deserializes the flushed key (``entry.key().get()``)
+            current = context.record_context
+            context.record_context = entry.context
+            try:
+                inner.put_serialized(raw_key, new)
+                listener.apply(key, new, old, entry.context)
+            finally:
+                context.record_context = current
+            sent += 1
+        return sent
+
+
+class RecordCaches:
+    """A task's cached stores, wrapped in registration order, flushed together at the task's commit."""
+
+    def __init__(self, caches: Sequence[CachingTimestampedKeyValueStore]) -> None:
+        self.caches = tuple(caches)
+
+    @classmethod
+    def install(cls, stores: MutableMapping[str, Any], cached: Sequence[str], task_context: Any) -> RecordCaches:
+        """Replace each store named in ``cached`` (registration order) by its caching view in ``stores``."""
+        caches = []
+        for name in cached:
+            store = stores[name]
+            if type(store) is not TimestampedKeyValueStore:
+                raise ConfigError(
+                    f"store {name}: --record-cache {RECORD_CACHE_FLUSH_AT_END} emulates the cache of the DSL's "
+                    f"key-value aggregations (count, aggregate, reduce); this store is a {store.store_type.value} "
+                    f"store, cached in Kafka Streams too: run with --record-cache {RECORD_CACHE_OFF}, or materialize "
+                    "it withCachingDisabled()"
+                )
+            cache = CachingTimestampedKeyValueStore(store, task_context)
+            stores[name] = cache
+            caches.append(cache)
+        return cls(caches)
+
+    def check(self) -> None:
+        """After the processors' ``init``: every cached store has the processor that forwards its flush."""
+        for cache in self.caches:
+            if cache.listener is None:
+                raise ConfigError(
+                    f"store {cache.name}: cached in Kafka Streams (the DSL's default), but its processor is not one "
+                    f"--record-cache {RECORD_CACHE_FLUSH_AT_END} emulates (count, aggregate, reduce of a grouped "
+                    f"stream): run with --record-cache {RECORD_CACHE_OFF}, or materialize it withCachingDisabled()"
+                )
+
+    def flush(self) -> int:
+        """``ProcessorStateManager.flushCache``: every store's cache in registration order; the records forwarded."""
+        return sum(cache.flush_cache() for cache in self.caches)
+
+
+def cached_store_names(definitions: Sequence[Any], stores: Mapping[str, Any]) -> list[str]:
+    """The task's stores built with caching, in registration order."""
+    return [d.name for d in definitions if getattr(d, "caching_enabled", False) and d.name in stores]
+
+
+def check_cached_stores(topology: Any, mode: str) -> None:
+    """Before Spark starts (the driver): under ``flush-at-end`` every cached store is a timestamped key-value store
+    connected to a processor that forwards through its cache (a supplier with ``forwards_through_cache``: the DSL's
+    grouped-stream ``count``/``aggregate``/``reduce``), else one line naming the store; the executors check again
+    after ``init`` (:meth:`RecordCaches.check`)."""
+    if mode == RECORD_CACHE_OFF:
+        return
+    connected: dict[str, list[Any]] = {}
+    for node in topology.nodes:
+        supplier = getattr(node, "supplier", None)
+        for store_name in topology.stores_of(node.name):
+            connected.setdefault(store_name, []).append(supplier)
+    builders = topology.store_builders()
+    for name, builder in builders.items():
+        if not getattr(builder, "caching_enabled", False):
+            continue
+        kind = getattr(getattr(builder, "store_type", None), "value", "unknown")
+        owned = any(getattr(s, "forwards_through_cache", False) for s in connected.get(name, ()))
+        if kind != TimestampedKeyValueStore.store_type.value or not owned:
+            raise ConfigError(
+                f"store {name} ({kind}) is cached in Kafka Streams (the DSL's default); --record-cache "
+                f"{RECORD_CACHE_FLUSH_AT_END} emulates the cache of a grouped stream's count, aggregate and reduce "
+                f"only: run with --record-cache {RECORD_CACHE_OFF}, or materialize the store withCachingDisabled()"
+            )
