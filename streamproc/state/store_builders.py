@@ -16,7 +16,8 @@ builder (``StoreBuilder``) adds the serdes and logging (on by default, ``with_lo
 test driver's path, no task directory) gives the same store in memory.
 
 Kafka's validation and messages are kept (``Stores.java``, ``RocksDbWindowBytesStoreSupplier``, 4.2.0). Not modelled:
-record caching (``with_caching_enabled`` is refused: it changes which changelog records are written), versioned,
+record caching for the Processor API (``with_caching_enabled`` is refused: it changes which changelog records are
+written; the DSL's stores carry ``caching_enabled``, emulated only by ``state/record_cache.py``), versioned,
 time-ordered and key-value-with-headers stores, custom suppliers.
 """
 
