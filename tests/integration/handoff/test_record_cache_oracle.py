@@ -1,9 +1,10 @@
 """``--record-cache flush-at-end`` against the real thing: Kafka Streams 4.2.2 with a record cache flushed once.
 
-The oracle (``BenchApps``' DSL ``count``, CACHE ``one-flush``: a 1 GiB cache and a day's commit interval, so that its
-one flush is ``close()``'s) counts a three-partition topic with repeated keys, out-of-order timestamps and headers
-into its output topic. ``streamproc run --record-cache flush-at-end`` runs the same DSL program (a new application
-over the same input) on Spark and hands its outputs off into another topic. Each output partition must hold the same
+The oracle (``BenchApps``' DSL ``count`` and ``aggregate``, CACHE ``one-flush``: a 1 GiB cache and a day's commit
+interval, so that its one flush is ``close()``'s) counts (sums) a three-partition topic with repeated keys, out-of-order
+timestamps and headers into its output topic. ``streamproc run --record-cache flush-at-end`` runs the same DSL program
+(a new application over the same input) on Spark, over columns and per record, and hands its outputs off into another
+topic. Each output partition must hold the same
 records (key, count, timestamp, headers) in the same order for every input partition's task: each key's last update,
 in the order of those last updates. The tasks' blocks of one output partition are compared per task, since the order
 in which different tasks flush into one partition is Kafka Streams' thread's, not the semantics'.
@@ -34,30 +35,44 @@ from tests.integration.spark.conftest import wait_for_leaders
 
 pytestmark = pytest.mark.integration
 
-INPUT, KS_OUTPUT = "record-cache-clicks", "record-cache-counts-ks"
-#: streamproc's output topic by the way its task runs (``spark/columnar/count.py`` takes this count unless told not to)
-OUTPUTS = {"columnar": "record-cache-counts", "per record": "record-cache-counts-per-record"}
+INPUT = "record-cache-clicks"
+#: (workload, how streamproc's task runs) → streamproc's output topic; Kafka Streams' per workload below.
+#: ``spark/columnar/count.py`` takes the count unless told not to; an aggregate under the cache runs per record.
+CASES = {
+    ("count", "columnar"): "record-cache-counts",
+    ("count", "per record"): "record-cache-counts-per-record",
+    ("aggregate", "per record"): "record-cache-sums",
+}
+KS_OUTPUTS = {"count": "record-cache-counts-ks", "aggregate": "record-cache-sums-ks"}
 PARTITIONS = 3
 RECORDS = 900
 _BYTES, _LONG = serde_for("ByteArray"), serde_for("Long")
 
 
-def _count(output: str) -> Topology:
-    """``BenchApps.dsl("count")`` without its ``peek`` (which forwards unchanged): the same store, sink and serdes."""
+def _program(workload: str, output: str) -> Topology:
+    """``BenchApps.dsl(workload)`` without its ``peek`` (which forwards unchanged): the same stores, sinks, serdes."""
     b = StreamsBuilder()
-    materialized = Materialized.as_(Stores.persistent_timestamped_key_value_store("counts"))
-    b.stream(INPUT, Consumed.with_(_BYTES, _BYTES)).group_by_key().count(
-        materialized=materialized.with_key_serde(_BYTES).with_value_serde(_LONG)
-    ).to_stream().to(output, Produced.with_(_BYTES, _LONG))
+    grouped = b.stream(INPUT, Consumed.with_(_BYTES, _BYTES)).group_by_key()
+    if workload == "count":
+        store = Materialized.as_(Stores.persistent_timestamped_key_value_store("counts"))
+        table = grouped.count(materialized=store.with_key_serde(_BYTES).with_value_serde(_LONG))
+    else:  # BenchApps.amount: the value's characters 6-11 as a number
+        sums = Materialized.as_("sums").with_key_serde(_BYTES).with_value_serde(_LONG)
+        table = grouped.aggregate(lambda: 0, lambda k, v, total: total + int(v[6:12]), materialized=sums)
+    table.to_stream().to(output, Produced.with_(_BYTES, _LONG))
     return b.build()
 
 
 def count_columnar() -> Topology:
-    return _count(OUTPUTS["columnar"])
+    return _program("count", CASES["count", "columnar"])
 
 
 def count_per_record() -> Topology:
-    return _count(OUTPUTS["per record"])
+    return _program("count", CASES["count", "per record"])
+
+
+def aggregate_per_record() -> Topology:
+    return _program("aggregate", CASES["aggregate", "per record"])
 
 
 def _produce(bootstrap: str) -> dict[bytes, int]:
@@ -76,7 +91,7 @@ def _produce(bootstrap: str) -> dict[bytes, int]:
         producer.produce(
             INPUT,
             key=key,
-            value=b"00001,000123,padding",
+            value=b"%05d,%06d,padding" % (rng.randrange(1000), rng.randrange(1_000_000)),
             partition=partition_of[key],
             timestamp=base + i * 50 - rng.randrange(0, 400),
             headers=headers,
@@ -96,26 +111,31 @@ def _flushes(bootstrap: str, topic: str, partition_of: dict[bytes, int]) -> dict
 
 @pytest.fixture(scope="module")
 def oracle(kafka_broker: str, admin: AdminClient, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The input produced and Kafka Streams' one flush of it: each key's input partition and the oracle's blocks."""
-    for topic in (INPUT, KS_OUTPUT, *OUTPUTS.values()):
+    """The input produced and Kafka Streams' one flush of it per workload: each key's input partition and blocks."""
+    topics = (INPUT, *KS_OUTPUTS.values(), *CASES.values())
+    for topic in topics:
         create_topic(admin, topic, partitions=PARTITIONS)
-    wait_for_leaders(admin, INPUT, KS_OUTPUT, *OUTPUTS.values())
+    wait_for_leaders(admin, *topics)
     partition_of = _produce(kafka_broker)
-    state = tmp_path_factory.mktemp("ks-state")
-    app = f"record-cache-ks-{time.time_ns()}"
-    done = subprocess.run(
-        ["java", "-jar", str(ensure_oracle_jar()), "bench", kafka_broker, app, "count", "dsl", INPUT, KS_OUTPUT, "1",
-         "one-flush", str(RECORDS), str(state)],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
-    expected = _flushes(kafka_broker, KS_OUTPUT, partition_of)
-    assert sum(len(block) for block in expected.values()) == len(partition_of)  # one flush: one update per key
+    expected = {}
+    for workload, output in KS_OUTPUTS.items():
+        state = tmp_path_factory.mktemp("ks-state")
+        app = f"record-cache-ks-{workload}-{time.time_ns()}"
+        done = subprocess.run(
+            ["java", "-jar", str(ensure_oracle_jar()), "bench", kafka_broker, app, workload, "dsl", INPUT, output,
+             "1", "one-flush", str(RECORDS), str(state)],
+            capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+        expected[workload] = _flushes(kafka_broker, output, partition_of)
+        # one flush: one update per key
+        assert sum(len(block) for block in expected[workload].values()) == len(partition_of)
     return {"partition_of": partition_of, "expected": expected}
 
 
-@pytest.mark.parametrize("execution", list(OUTPUTS))
+@pytest.mark.parametrize(("workload", "execution"), list(CASES), ids=[" ".join(case) for case in CASES])
 def test_the_one_flush_equals_kafka_streams_with_a_cache_flushed_once(
+    workload: str,
     execution: str,
     oracle: dict[str, Any],
     kafka_broker: str,
@@ -124,7 +144,7 @@ def test_the_one_flush_equals_kafka_streams_with_a_cache_flushed_once(
 ) -> None:
     # Spark's Python workers get the environment from the conf (the JVM may be an earlier test's)
     per_record = ("--conf", f"spark.executorEnv.{PER_RECORD_ENV}=1") if execution == "per record" else ()
-    factory = "count_columnar" if execution == "columnar" else "count_per_record"
+    factory = f"{workload}_{execution.replace(' ', '_')}"
     out = run(
         "run", "--bootstrap", kafka_broker, "--application-id", unique("cache-sp"),
         "--topology", f"{__name__}:{factory}", "--store", str(tmp_path / "staging"),
@@ -133,4 +153,4 @@ def test_the_one_flush_equals_kafka_streams_with_a_cache_flushed_once(
         "--state-dir", str(tmp_path / "state"), *per_record, "--yes",
     )  # fmt: skip
     assert f"{RECORDS} records" in out.output, out.output
-    assert _flushes(kafka_broker, OUTPUTS[execution], oracle["partition_of"]) == oracle["expected"]
+    assert _flushes(kafka_broker, CASES[workload, execution], oracle["partition_of"]) == oracle["expected"][workload]
