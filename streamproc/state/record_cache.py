@@ -114,6 +114,8 @@ class CachingTimestampedKeyValueStore(TimestampedKeyValueStore[Any, Any]):
     # -- writes: into the cache ----------------------------------------------------------------------------------
 
     def _write(self, key: bytes, value: ValueAndTimestamp[Any] | None) -> None:
+        if value is not None and value.value is None:
+            value = None  # ValueAndTimestamp.make(null, ts) is null: the cache holds a tombstone
         dirty = self.dirty
         dirty.pop(key, None)  # a re-dirtied key moves to the end (NamedCache.put)
         dirty[key] = DirtyEntry(value, self.task_context.record_context)

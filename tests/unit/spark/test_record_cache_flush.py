@@ -197,3 +197,40 @@ def test_a_cached_store_the_emulation_does_not_cover_is_refused_in_one_line(
     start, end, restore = _staged(root, [(b"a", b"v", 1, ())], {})
     with pytest.raises(StreamprocError, match="--record-cache off"):  # the executor refuses too, before a record
         _run(root, CACHED, topology.__name__, (start, end, -1), restore, RECORD_CACHE_FLUSH_AT_END)
+
+
+def reduce_with_tombstones() -> Topology:
+    """A reduce whose reducer deletes the key on a 0 (``ValueAndTimestamp.make(null, ts)``: a tombstone)."""
+    b = StreamsBuilder()
+    materialized = Materialized.as_(Stores.persistent_timestamped_key_value_store("counts"))
+    table = (
+        b.stream(SOURCE, Consumed.with_(_BYTES, _LONG))
+        .group_by_key()
+        .reduce(lambda total, v: None if v == 0 else total + v, materialized=materialized.with_value_serde(_LONG))
+    )
+    table.to_stream().to(SINK, Produced.with_(_BYTES, _LONG))
+    return b.build()
+
+
+def test_a_tombstone_is_flushed_only_for_a_key_the_store_held_before_stamped_with_its_records_timestamp(
+    tmp_path: Path,
+) -> None:
+    """``CachingKeyValueStore.putAndMaybeForward``: a key deleted in the window is written and sent only if the store
+    underneath held it; the flushed tombstone carries the deleting record's timestamp (``TimestampedCacheFlushListener``
+    stamps a null new value with the entry's), not the reduce's ``max`` (which the uncached update carries)."""
+    long_of = _LONG.serializer.serialize
+    rows: list[Record] = [
+        (b"new", long_of("t", 5), 10, ()),  # a key the store did not hold: created, then deleted
+        (b"old", long_of("t", 7), 11, ()),
+        (b"new", long_of("t", 3), 12, ()),
+        (b"new", long_of("t", 0), 13, ()),
+        (b"old", long_of("t", 0), 14, ()),  # the restored key (stamped 100): deleted
+        (b"kept", long_of("t", 1), 15, ()),
+    ]
+    root = tmp_path / "store"
+    start, end, restore = _staged(root, rows, {b"old": (100, 40)})
+    _run(root, CACHED, "reduce_with_tombstones", (start, end, -1), restore, RECORD_CACHE_FLUSH_AT_END)
+    sent = [(r["key"], r["value"], r["timestamp"]) for r in _rows(root, CACHED, "outputs")]
+    assert sent == [(b"old", None, 14), (b"kept", long_of("t", 1), 15)]
+    logged = [(r["key"], r["value"], r["timestamp"]) for r in _rows(root, CACHED, "changelogs")]
+    assert logged == [(b"old", None, 14), (b"kept", long_of("t", 1), 15)]
