@@ -4,79 +4,58 @@ Per record (``state/record_cache.py``) the count's cached store sends, at the ta
 one update per key, in the order of each key's last write, each exactly the key's last uncached write: the final
 count, stamped with the largest timestamp folded in (the store's value timestamp), with the last record's headers.
 ``count()`` never writes a tombstone, so no entry is skipped, and a ``toStream`` sink sends no old value. So the
-flush is the last row per key of what the uncached count writes, in the order of those rows, numbered again from
-the collector's count: :class:`DeferredCollector` stands in for a collector while the chunks are counted, keeps only
-each key's last row so far (memory bounded by the keys, not the records), and :meth:`DeferredCollector.flush`
-hands the rows to the real collector as the flush would send them. ``tests/unit/spark/test_columnar_count.py``
-checks that it gives the per-record path's files byte for byte.
+flush is the last row per key of what the uncached count would write, in the order of those rows, numbered from the
+collectors' counts. :class:`LastWrites` keeps those rows chunk by chunk by key id (``output.TaskKeys``): a chunk
+brings each of its keys' last row (``groups.last_positions``), which replaces the row the key had, and goes to the
+end; memory is bounded by the keys, not the records, and no row is sorted or hashed again.
+``tests/unit/spark/test_record_cache_flush.py`` checks it gives the per-record path's files byte for byte.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from streamproc.state.changelog_reduction import last_write_per_key
+from streamproc.spark.columnar.groups import last_positions
 
 
-class _DeferredFiles:
-    """``_ParquetFiles.append_table`` for the chunk's slices, which ``send`` writes partition by partition."""
+class LastWrites:
+    """Each key's last row so far, in the order of those rows: key id, key, timestamp, value, headers, partition."""
 
     def __init__(self) -> None:
-        self.slices: list[pa.Table] = []
+        self.ids = np.zeros(0, dtype=np.int64)
+        self.rows: pa.Table | None = None
 
-    def append_table(self, where: tuple[str, int], table: pa.Table) -> None:
-        self.slices.append(table)
-
-
-class DeferredCollector:
-    """A collector's ``files`` and ``sent`` as the columnar senders use them; each key's last row kept."""
-
-    def __init__(self, sent: int = 0) -> None:
-        self.files = _DeferredFiles()
-        self.sent = sent
-        self.start = sent
-        self.pending: pa.Table | None = None
-
-    def fold_chunk(self) -> None:
-        """Reduce what the chunk sent, with the rows kept so far, to each key's last row in production order."""
-        slices = self.files.slices
-        if not slices:
+    def add(
+        self,
+        ids: np.ndarray,
+        keys: pa.Array,
+        stamps: pa.Array,
+        values: pa.Array,
+        headers: pa.Array,
+        partitions: np.ndarray,
+    ) -> None:
+        """A chunk's rows (in write order, ``ids`` their key ids): its keys' last rows replace theirs."""
+        distinct, last = last_positions(ids)
+        order = np.sort(last)  # the chunk's last rows in write order
+        take = pa.array(order)
+        chunk = pa.table(
+            {
+                "key": keys.take(take),
+                "timestamp": stamps.take(take),
+                "value": values.take(take),
+                "headers": headers.take(take),
+                "partition": pa.array(partitions[order], pa.int32()),
+            }
+        )
+        chunk_ids = ids[order]
+        if self.rows is None:
+            self.ids, self.rows = chunk_ids, chunk
             return
-        self.files.slices = []
-        tables = slices if self.pending is None else [self.pending, *slices]
-        table = pa.concat_tables(tables)
-        table = table.take(pc.sort_indices(table.column("sequence")))  # send() grouped the chunk by partition
-        self.pending = last_write_per_key(table)
+        kept = ~np.isin(self.ids, distinct, assume_unique=True)
+        self.ids = np.concatenate([self.ids[kept], chunk_ids])
+        self.rows = pa.concat_tables([self.rows.filter(pa.array(kept)), chunk])
 
-    def flush(self, real: Any, sink_partitions: int | None = None) -> int:
-        """Send the kept rows to ``real`` (an output or changelog collector), numbered from its count, in the order
-        of the keys' last writes and, for an output collector (``sink_partitions``), grouped by partition as
-        ``send`` writes them; returns how many."""
-        self.fold_chunk()
-        pending = self.pending
-        self.pending = None
-        if pending is None or pending.num_rows == 0:
-            return 0
-        n = pending.num_rows
-        sequence = pa.array(np.arange(real.sent, real.sent + n, dtype=np.int64))
-        index = pending.schema.get_field_index("sequence")
-        pending = pending.set_column(index, pending.schema.field(index), sequence)
-        if sink_partitions is None:
-            first = pending.slice(0, 1)
-            real.files.append_table((first.column("topic")[0].as_py(), first.column("partition")[0].as_py()), pending)
-        else:
-            partitions = pending.column("partition").to_numpy()
-            order = np.argsort(partitions, kind="stable")
-            ordered = pending.take(pa.array(order))
-            bounds = np.searchsorted(partitions[order], np.arange(-1, sink_partitions + 1))
-            topic = pending.column("topic")[0].as_py()
-            for index, partition in enumerate(range(-1, sink_partitions)):
-                start, end = int(bounds[index]), int(bounds[index + 1])
-                if end > start:
-                    real.files.append_table((topic, partition), ordered.slice(start, end - start))
-        real.sent += n
-        return int(n)
+    def table(self) -> pa.Table | None:
+        """The rows kept (``None`` before the first chunk), the key with its last write at the end."""
+        return self.rows

@@ -92,7 +92,7 @@ from streamproc.engine.replay import ReplayResult
 from streamproc.engine.serdes import ByteArraySerializer, LongDeserializer, LongSerializer
 from streamproc.engine.stream_task import CommittableOffset, TaskConfig
 from streamproc.engine.timestamp_extractor import ExtractRecordMetadataTimestamp, FailOnInvalidTimestamp
-from streamproc.spark.columnar.cache import DeferredCollector
+from streamproc.spark.columnar.cache import LastWrites
 from streamproc.spark.columnar.chain import Failure, StatelessStep, processing_failure, run_chain
 from streamproc.spark.columnar.groups import grouped_running_count, grouped_running_max, last_positions
 from streamproc.spark.columnar.output import LONG_MAX as _LONG_MAX
@@ -498,9 +498,8 @@ def run_columnar_count(
     max_timestamp = UNKNOWN
     drops: list[DroppedRecord] = []
     with_values = bool(plan.steps) or plan.store is None or fold is not None
-    sink, logged = collector, changelog_collector
-    if plan.flushes_cache:  # each key's last row kept until the one flush (columnar/cache.py)
-        collector, changelog_collector = DeferredCollector(), DeferredCollector()  # type: ignore[assignment]
+    # each key's last row kept until the one flush of the record cache (columnar/cache.py)
+    last_writes = LastWrites() if plan.flushes_cache else None
     for batch in _batches(plan, object_store, task, appended_counts):
         n = batch.num_rows
         record_ts = batch.column("timestamp").to_numpy()
@@ -519,7 +518,7 @@ def run_columnar_count(
                 fold.fold(rows, values)
                 fold.send(collector, changelog_collector)
             elif rows.num_rows:  # the records before the chain's failure, if any: one may fail first, at the count
-                touched = _count(plan, rows, state, touched, collector, changelog_collector, task)
+                touched = _count(plan, rows, state, touched, collector, changelog_collector, task, last_writes)
             if failure is not None:
                 raise _failure(plan, batch, failure, task)
         else:
@@ -530,9 +529,6 @@ def run_columnar_count(
             rows = batch if len(positions) == n else batch.take(pa.array(positions, pa.int64()))
             if rows.num_rows:
                 _sink(plan, rows, serialized_keys, serialized, state, collector)
-        if plan.flushes_cache:
-            collector.fold_chunk()  # type: ignore[attr-defined]
-            changelog_collector.fold_chunk()  # type: ignore[attr-defined]
         processed += n
         last_offset = int(batch.column("offset")[-1].as_py())
         max_timestamp = max(max_timestamp, int(record_ts.max()))
@@ -540,10 +536,8 @@ def run_columnar_count(
         fold.write_store()
     elif plan.store is not None:
         _write_store(plan.store, state, touched)
-    if plan.flushes_cache:  # the commit's flush: the changelog record, then the update, of each key
-        flushed = changelog_collector.flush(logged)  # type: ignore[attr-defined]
-        collector.flush(sink, plan.sink_partitions)  # type: ignore[attr-defined]
-        logger.info("task [%s] flushed the record cache: %s updates forwarded", task, flushed)
+    if last_writes is not None:
+        _flush(plan, last_writes, collector, changelog_collector, task)
     partition_time = max(plan.partition_time, max_timestamp)
     tp = TopicPartition(plan.input.topic, plan.input.partition)
     counts: dict[str, int] = {}
@@ -647,9 +641,11 @@ def _count(
     collector: TaskOutputCollector,
     changelog_collector: TaskChangelogCollector,
     task: str,
+    last_writes: LastWrites | None = None,
 ) -> np.ndarray:
-    """One chunk's count updates: sent to the sink and the changelog; returns which keys the task has touched. A new
-    key whose stored value is not a count fails the task as the per-record path does at its first record."""
+    """One chunk's count updates: sent to the sink and the changelog (or, under the record cache, kept in
+    ``last_writes`` until its flush); returns which keys the task has touched. A new key whose stored value is not a
+    count fails the task as the per-record path does at its first record."""
     store = plan.store
     assert store is not None
     n = batch.num_rows
@@ -669,11 +665,36 @@ def _count(
     touched[ids] = True
     values = longs(counts)
     stamps = pa.array(timestamps, pa.int64())
+    if last_writes is not None:
+        last_writes.add(ids, keys, stamps, values, batch.column("headers"), state.partition[ids])
+        return touched
     sequence = pa.array(np.arange(collector.sent, collector.sent + n, dtype=np.int64))
     send(plan, collector, batch, state.partition[ids], sequence, stamps, keys, values)
     if plan.changelog is not None:
         send_changes(changelog_collector, store.name, plan.changelog, stamps, keys, values)
     return touched
+
+
+def _flush(
+    plan: CountPlan,
+    last_writes: LastWrites,
+    collector: TaskOutputCollector,
+    changelog_collector: TaskChangelogCollector,
+    task: str,
+) -> None:
+    """The record cache's flush at the task's commit: each key's changelog record and update, in the order of the
+    keys' last writes (``columnar/cache.py``)."""
+    rows = last_writes.table()
+    n = 0 if rows is None else rows.num_rows
+    if rows is not None and n:
+        assert plan.store is not None
+        stamps, keys, values = rows.column("timestamp"), rows.column("key"), rows.column("value")
+        sequence = pa.array(np.arange(collector.sent, collector.sent + n, dtype=np.int64))
+        partitions = rows.column("partition").to_numpy()
+        send(plan, collector, rows, partitions, sequence, stamps, keys, values)
+        if plan.changelog is not None:
+            send_changes(changelog_collector, plan.store.name, plan.changelog, stamps, keys, values)
+    logger.info("task [%s] flushed the record cache: %s updates forwarded", task, n)
 
 
 def _sink(
