@@ -116,7 +116,7 @@ def backfill_params() -> dict[str, Any]:
             "off", type="string", enum=["off", "flush-at-end"], title="Record cache", section=_SECTION_RUN,
             description="The process step's --record-cache: 'off' sends every update of the DSL's stores; "
             "'flush-at-end' what Kafka Streams' record cache, large enough for the window and flushed once at its "
-            "end, sends (each key's last update; count, aggregate and reduce only).",
+            "end, sends (each key's last update; count, aggregate and reduce, windowed by TimeWindows too).",
         ),
         "state_dir": optional("string", "State directory", "The application's state.dir on this host: the hand-off "
                               "writes each task's stores and .checkpoint there.", _SECTION_RUN),

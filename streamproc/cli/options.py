@@ -72,7 +72,7 @@ record_cache_option = click.option(
     help="Kafka Streams' record cache of the DSL's stores: 'off' sends every update (the app with "
     "statestore.cache.max.bytes=0); 'flush-at-end' sends what a cache large enough for the window flushed once, at "
     "its end, sends: each key's last update, in the order of those last updates (count, aggregate and reduce of a "
-    "grouped stream; other cached stores are refused). Tasks then run whole.",
+    "grouped stream, windowed by TimeWindows too; other cached stores are refused). Tasks then run whole.",
 )
 
 

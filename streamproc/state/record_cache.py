@@ -33,7 +33,13 @@ from typing import Any, Protocol
 
 from streamproc.engine.records import ProcessorRecordContext
 from streamproc.errors import ConfigError, StateError
-from streamproc.state.stores import TimestampedKeyValueStore, ValueAndTimestamp
+from streamproc.state.stores import (
+    TimestampedKeyValueStore,
+    TimestampedWindowStore,
+    TimeWindow,
+    ValueAndTimestamp,
+    Windowed,
+)
 
 #: ``--record-cache`` values: every update sent (Kafka Streams with ``statestore.cache.max.bytes=0``), or one flush.
 RECORD_CACHE_OFF = "off"
@@ -100,16 +106,10 @@ class CachingTimestampedKeyValueStore(TimestampedKeyValueStore[Any, Any]):
         return self.get_for_update(key)[1]
 
     def range(self, key_from: Any, key_to: Any) -> Iterator[tuple[Any, ValueAndTimestamp[Any]]]:
-        raise self._unsupported("range")
+        raise _unsupported(self.name, "range")
 
     def all(self) -> Iterator[tuple[Any, ValueAndTimestamp[Any]]]:
-        raise self._unsupported("all")
-
-    def _unsupported(self, operation: str) -> StateError:
-        return StateError(
-            f"store {self.name}: {operation}() over a cached store is not emulated by --record-cache "
-            f"{RECORD_CACHE_FLUSH_AT_END}; run with --record-cache {RECORD_CACHE_OFF}"
-        )
+        raise _unsupported(self.name, "all")
 
     # -- writes: into the cache ----------------------------------------------------------------------------------
 
@@ -164,26 +164,114 @@ class CachingTimestampedKeyValueStore(TimestampedKeyValueStore[Any, Any]):
         return sent
 
 
+class CachingTimestampedWindowStore(TimestampedWindowStore[Any, Any]):
+    """``CachingWindowStore`` over a timestamped window store: writes wait per (key, window start) in the order of
+    their last write (``put`` keys the cache by the window's store key with sequence number 0) until
+    :meth:`flush_cache`, which writes them underneath with their record context (a write to an expired segment is
+    dropped there, as the uncached write would be) and forwards ``Windowed(key, window)`` updates."""
+
+    def __init__(self, inner: TimestampedWindowStore[Any, Any], task_context: Any) -> None:
+        super().__init__(
+            inner.name,
+            inner.segments,
+            inner.key_serde,
+            inner.value_serde,
+            window_size_ms=inner.window_size_ms,
+            retain_duplicates=inner.retain_duplicates,
+            context=inner.context,
+        )
+        self.inner = inner
+        self.task_context = task_context
+        #: (serialized key, window start) → entry, in the order of each window's last write
+        self.dirty: dict[tuple[bytes, int], DirtyEntry] = {}
+        self.listener: FlushListener | None = None
+
+    def set_flush_listener(self, listener: FlushListener) -> bool:
+        """``WrappedStateStore.setFlushListener``: True, the store caches (its owner stops forwarding)."""
+        self.listener = listener
+        return True
+
+    def fetch_at(self, key: Any, window_start: int) -> Any:
+        entry = self.dirty.get((self._key(key), window_start))
+        if entry is not None:
+            return entry.value
+        return self.inner.fetch_at(key, window_start)
+
+    def put(self, key: Any, value: Any, window_start: int) -> None:
+        if value is not None and value.value is None:
+            value = None  # ValueAndTimestamp.make(null, ts) is null: the cache holds a tombstone
+        where = (self._key(key), window_start)
+        dirty = self.dirty
+        dirty.pop(where, None)  # a re-dirtied window moves to the end (NamedCache.put)
+        dirty[where] = DirtyEntry(value, self.task_context.record_context)
+
+    def fetch(self, key: Any, time_from: int, time_to: int) -> Iterator[tuple[int, Any]]:
+        raise _unsupported(self.name, "fetch")
+
+    def fetch_all(self, time_from: int, time_to: int) -> Iterator[tuple[Windowed[Any], Any]]:
+        raise _unsupported(self.name, "fetch_all")
+
+    def all(self) -> Iterator[tuple[Windowed[Any], Any]]:
+        raise _unsupported(self.name, "all")
+
+    def flush_cache(self) -> int:
+        """``CachingWindowStore.putAndMaybeForward`` for every dirty window (see the module doc)."""
+        listener = self.listener
+        if listener is None:
+            raise StateError(f"store {self.name}: cached, but no processor registered to forward its flush")
+        entries, self.dirty = self.dirty, {}
+        inner = self.inner
+        context = self.task_context
+        sent = 0
+        for (raw_key, start), entry in entries.items():
+            key = self._from_key(raw_key)
+            new = entry.value
+            old = inner.fetch_at(key, start) if new is None or listener.send_old_values else None
+            if new is None and old is None:
+                continue
+            current = context.record_context
+            context.record_context = entry.context
+            try:
+                inner.put(key, new, start)
+                window = Windowed(key, TimeWindow(start, start + self.window_size_ms))
+                listener.apply(window, new, old, entry.context)
+            finally:
+                context.record_context = current
+            sent += 1
+        return sent
+
+
+def _unsupported(store: str, operation: str) -> StateError:
+    return StateError(
+        f"store {store}: {operation}() over a cached store is not emulated by --record-cache "
+        f"{RECORD_CACHE_FLUSH_AT_END}; run with --record-cache {RECORD_CACHE_OFF}"
+    )
+
+
 class RecordCaches:
     """A task's cached stores, wrapped in registration order, flushed together at the task's commit."""
 
-    def __init__(self, caches: Sequence[CachingTimestampedKeyValueStore]) -> None:
+    def __init__(self, caches: Sequence[CachingTimestampedKeyValueStore | CachingTimestampedWindowStore]) -> None:
         self.caches = tuple(caches)
 
     @classmethod
     def install(cls, stores: MutableMapping[str, Any], cached: Sequence[str], task_context: Any) -> RecordCaches:
         """Replace each store named in ``cached`` (registration order) by its caching view in ``stores``."""
-        caches = []
+        caches: list[CachingTimestampedKeyValueStore | CachingTimestampedWindowStore] = []
         for name in cached:
             store = stores[name]
-            if type(store) is not TimestampedKeyValueStore:
+            cache: CachingTimestampedKeyValueStore | CachingTimestampedWindowStore
+            if type(store) is TimestampedKeyValueStore:
+                cache = CachingTimestampedKeyValueStore(store, task_context)
+            elif type(store) is TimestampedWindowStore:
+                cache = CachingTimestampedWindowStore(store, task_context)
+            else:
                 raise ConfigError(
                     f"store {name}: --record-cache {RECORD_CACHE_FLUSH_AT_END} emulates the cache of the DSL's "
-                    f"key-value aggregations (count, aggregate, reduce); this store is a {store.store_type.value} "
-                    f"store, cached in Kafka Streams too: run with --record-cache {RECORD_CACHE_OFF}, or materialize "
-                    "it withCachingDisabled()"
+                    f"aggregations (count, aggregate, reduce, windowed by TimeWindows too); this store is a "
+                    f"{store.store_type.value} store, cached in Kafka Streams too: run with --record-cache "
+                    f"{RECORD_CACHE_OFF}, or materialize it withCachingDisabled()"
                 )
-            cache = CachingTimestampedKeyValueStore(store, task_context)
             stores[name] = cache
             caches.append(cache)
         return cls(caches)
@@ -210,8 +298,9 @@ def cached_store_names(definitions: Sequence[Any], stores: Mapping[str, Any]) ->
 
 def check_cached_stores(topology: Any, mode: str) -> None:
     """Before Spark starts (the driver): under ``flush-at-end`` every cached store is a timestamped key-value store
-    connected to a processor that forwards through its cache (a supplier with ``forwards_through_cache``: the DSL's
-    grouped-stream ``count``/``aggregate``/``reduce``), else one line naming the store; the executors check again
+    or timestamped window store connected to a processor that forwards through its cache (a supplier with
+    ``forwards_through_cache``: the DSL's grouped-stream ``count``/``aggregate``/``reduce``, windowed by
+    ``TimeWindows`` too), else one line naming the store; the executors check again
     after ``init`` (:meth:`RecordCaches.check`)."""
     if mode == RECORD_CACHE_OFF:
         return
@@ -226,9 +315,11 @@ def check_cached_stores(topology: Any, mode: str) -> None:
             continue
         kind = getattr(getattr(builder, "store_type", None), "value", "unknown")
         owned = any(getattr(s, "forwards_through_cache", False) for s in connected.get(name, ()))
-        if kind != TimestampedKeyValueStore.store_type.value or not owned:
+        emulated = (TimestampedKeyValueStore.store_type.value, TimestampedWindowStore.store_type.value)
+        if kind not in emulated or not owned:
             raise ConfigError(
                 f"store {name} ({kind}) is cached in Kafka Streams (the DSL's default); --record-cache "
                 f"{RECORD_CACHE_FLUSH_AT_END} emulates the cache of a grouped stream's count, aggregate and reduce "
-                f"only: run with --record-cache {RECORD_CACHE_OFF}, or materialize the store withCachingDisabled()"
+                "(windowed by TimeWindows too) only: run with --record-cache "
+                f"{RECORD_CACHE_OFF}, or materialize the store withCachingDisabled()"
             )

@@ -21,6 +21,7 @@ from streamproc.dsl.internals.processor_support import (
     Initializer,
     Reducer,
     forward_change,
+    forwards_through_cache,
     record_dropped,
     value_or_none,
 )
@@ -64,6 +65,8 @@ class KStreamWindowAggregateProcessor(ContextualProcessor):
         store = context.get_state_store(self.store_name)
         assert isinstance(store, TimestampedWindowStore), f"{self.store_name} is not a timestamped window store"
         self.store = store
+        # a cached store forwards at its flush (state/record_cache.py): the processor sends nothing itself
+        self.cached = forwards_through_cache(store, context, self.send_old_values)
 
     def key_locality(self) -> KeyLocality:
         """Key-local (``fetch_at``/``put`` at the record's key), but which windows are still open depends on this
@@ -109,12 +112,17 @@ class KStreamWindowAggregateProcessor(ContextualProcessor):
                 new_timestamp = max(timestamp, old_and_ts.timestamp)
             new = self.aggregator(record.key, record.value, old)
             self.store.put(record.key, ValueAndTimestamp.make(new, new_timestamp), start)
+            if self.cached:
+                continue
             update = Record(Windowed(record.key, window), Change(new, old), new_timestamp, record.headers)
             forward_change(self.context(), update, self.send_old_values)
 
 
 class KStreamWindowAggregate:
     """``KStreamWindowAggregate(windows, storeName, emitStrategy=onWindowUpdate, initializer, aggregator)``."""
+
+    #: Its store's record cache forwards the updates (``state/record_cache.check_cached_stores``).
+    forwards_through_cache = True
 
     def __init__(self, windows: TimeWindows, store_name: str, initializer: Initializer, aggregator: Aggregator) -> None:
         self.windows = windows

@@ -24,7 +24,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from streamproc import Stores
-from streamproc.dsl import Consumed, Materialized, Produced, StreamsBuilder
+from streamproc.dsl import Consumed, Materialized, Produced, StreamsBuilder, TimeWindows
 from streamproc.engine.serdes import serde_for
 from streamproc.engine.topology import Topology
 from streamproc.spark.columnar.count import PER_RECORD_ENV
@@ -42,8 +42,15 @@ CASES = {
     ("count", "columnar"): "record-cache-counts",
     ("count", "per record"): "record-cache-counts-per-record",
     ("aggregate", "per record"): "record-cache-sums",
+    ("window_count", "per record"): "record-cache-window-counts",
 }
-KS_OUTPUTS = {"count": "record-cache-counts-ks", "aggregate": "record-cache-sums-ks"}
+KS_OUTPUTS = {
+    "count": "record-cache-counts-ks",
+    "aggregate": "record-cache-sums-ks",
+    "window_count": "record-cache-window-counts-ks",
+}
+#: ``BenchApps.WINDOW_MS`` and ``GRACE``: 60 s tumbling windows, 7 days' grace.
+WINDOW_MS, GRACE_MS = 60_000, 7 * 24 * 3_600_000
 PARTITIONS = 3
 RECORDS = 900
 _BYTES, _LONG = serde_for("ByteArray"), serde_for("Long")
@@ -53,6 +60,11 @@ def _program(workload: str, output: str) -> Topology:
     """``BenchApps.dsl(workload)`` without its ``peek`` (which forwards unchanged): the same stores, sinks, serdes."""
     b = StreamsBuilder()
     grouped = b.stream(INPUT, Consumed.with_(_BYTES, _BYTES)).group_by_key()
+    if workload == "window_count":
+        counts = Materialized.as_("counts").with_key_serde(_BYTES).with_value_serde(_LONG)
+        windowed = grouped.windowed_by(TimeWindows.of_size_and_grace(WINDOW_MS, GRACE_MS)).count(materialized=counts)
+        windowed.to_stream().select_key(lambda w, count: w.key).to(output, Produced.with_(_BYTES, _LONG))
+        return b.build()
     if workload == "count":
         store = Materialized.as_(Stores.persistent_timestamped_key_value_store("counts"))
         table = grouped.count(materialized=store.with_key_serde(_BYTES).with_value_serde(_LONG))
@@ -75,29 +87,36 @@ def aggregate_per_record() -> Topology:
     return _program("aggregate", CASES["aggregate", "per record"])
 
 
-def _produce(bootstrap: str) -> dict[bytes, int]:
+def window_count_per_record() -> Topology:
+    return _program("window_count", CASES["window_count", "per record"])
+
+
+def _produce(bootstrap: str) -> tuple[dict[bytes, int], int]:
     """The input: up to 49 keys, each always in one partition (chosen here), timestamps of the last hour out of
-    order, headers on some records; returns each key sent's input partition."""
+    order, headers on some records; returns each key sent's input partition, and how many (key, window) pairs."""
     rng = random.Random(31)
     keys = [b"user-%03d" % i for i in range(60)]
     partition_of = {key: i % PARTITIONS for i, key in enumerate(keys)}
     base = int(time.time() * 1000) - 3_600_000
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     sent: set[bytes] = set()
+    windows: set[tuple[bytes, int]] = set()
     for i in range(RECORDS):
         key = rng.choice(keys[: 20 + i // 30])  # new keys keep arriving: flush order is not first-seen order
         sent.add(key)
+        timestamp = base + i * 50 - rng.randrange(0, 400)
+        windows.add((key, timestamp // WINDOW_MS))
         headers = [("seq", str(i).encode())] if i % 3 == 0 else None
         producer.produce(
             INPUT,
             key=key,
             value=b"%05d,%06d,padding" % (rng.randrange(1000), rng.randrange(1_000_000)),
             partition=partition_of[key],
-            timestamp=base + i * 50 - rng.randrange(0, 400),
+            timestamp=timestamp,
             headers=headers,
         )
     assert producer.flush(30) == 0
-    return {key: partition_of[key] for key in sent}
+    return {key: partition_of[key] for key in sent}, len(windows)
 
 
 def _flushes(bootstrap: str, topic: str, partition_of: dict[bytes, int]) -> dict[tuple[int, int], list[Any]]:
@@ -116,7 +135,7 @@ def oracle(kafka_broker: str, admin: AdminClient, tmp_path_factory: pytest.TempP
     for topic in topics:
         create_topic(admin, topic, partitions=PARTITIONS)
     wait_for_leaders(admin, *topics)
-    partition_of = _produce(kafka_broker)
+    partition_of, windows = _produce(kafka_broker)
     expected = {}
     for workload, output in KS_OUTPUTS.items():
         state = tmp_path_factory.mktemp("ks-state")
@@ -128,8 +147,9 @@ def oracle(kafka_broker: str, admin: AdminClient, tmp_path_factory: pytest.TempP
         )  # fmt: skip
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
         expected[workload] = _flushes(kafka_broker, output, partition_of)
-        # one flush: one update per key
-        assert sum(len(block) for block in expected[workload].values()) == len(partition_of)
+        # one flush: one update per key (per key and window)
+        updates = windows if workload == "window_count" else len(partition_of)
+        assert sum(len(block) for block in expected[workload].values()) == updates
     return {"partition_of": partition_of, "expected": expected}
 
 

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from streamproc import Stores
-from streamproc.dsl import Consumed, Materialized, Produced, StreamsBuilder, TimeWindows
+from streamproc.dsl import Consumed, Materialized, Produced, SessionWindows, SlidingWindows, StreamsBuilder
 from streamproc.engine.task_id import TaskId
 from streamproc.engine.topology import Topology
 from streamproc.errors import ConfigError, StreamprocError
@@ -70,13 +70,20 @@ def count_then_filter() -> Topology:
     return b.build()
 
 
-def windowed_count() -> Topology:
+def _windowed_count(windows: Any) -> Topology:
     b = StreamsBuilder()
-    grouped = b.stream(SOURCE, Consumed.with_(_BYTES, _BYTES)).group_by_key()
-    grouped.windowed_by(TimeWindows.of_size_with_no_grace(10)).count().to_stream().map(lambda k, v: (k.key, v)).to(
-        SINK, Produced.with_(_BYTES, _LONG)
-    )
+    counts = b.stream(SOURCE, Consumed.with_(_BYTES, _BYTES)).group_by_key().windowed_by(windows).count()
+    counts.to_stream().map(lambda k, v: (k.key, v)).to(SINK, Produced.with_(_BYTES, _LONG))
     return b.build()
+
+
+def sliding_count() -> Topology:
+    """A timestamped window store, cached, written by a processor the emulation does not cover."""
+    return _windowed_count(SlidingWindows.of_time_difference_with_no_grace(10))
+
+
+def session_count() -> Topology:
+    return _windowed_count(SessionWindows.of_inactivity_gap_with_no_grace(10))
 
 
 def table_then_count() -> Topology:
@@ -184,7 +191,11 @@ def test_with_caching_disabled_every_update_is_sent(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("topology", "store"),
-    [(windowed_count, "KSTREAM-AGGREGATE-STATE-STORE-0000000001"), (table_then_count, "table")],
+    [
+        (sliding_count, "KSTREAM-AGGREGATE-STATE-STORE-0000000001"),
+        (session_count, "KSTREAM-AGGREGATE-STATE-STORE-0000000001"),
+        (table_then_count, "table"),
+    ],
 )
 def test_a_cached_store_the_emulation_does_not_cover_is_refused_in_one_line(
     tmp_path: Path, topology: Any, store: str
