@@ -21,9 +21,9 @@ from streamproc.kafka.cluster import read_committed_offsets, read_group
 from streamproc.kafka.streams_protocol import ask_streams_protocol
 from streamproc.plan.run_plan import RunPlan
 from streamproc.plan.streams_group_topology import StreamsGroupSubtopology
-from streamproc.state.commit_metadata import handoff_mark
 from streamproc.spark.job import task_work
 from streamproc.spark.task_runner import run_task
+from streamproc.state.commit_metadata import handoff_mark
 from streamproc_dev.broker import KAFKA_VERSION, libs_dir
 from streamproc_dev.conformance.oracle import ORACLE_JAR, ensure_oracle_jar
 from streamproc_dev.conformance.reset_tool import tools_jar
