@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -297,6 +298,64 @@ def test_the_streams_group_tools_reset_scenarios_start_where_the_plan_starts(
     both = run("plan", "--bootstrap", kafka_broker, "--application-id", app_id, "--input-topic", input_topic,
                "--to-earliest", *scopes, "--dry-run", ok=False)  # fmt: skip
     assert both.exit_code == 1 and "give --start-partitions or --all-input-topics, not both" in both.output
+
+
+def test_a_streams_groups_missing_changelog_is_created_only_as_the_application_declared_it(
+    kafka_broker: str,
+    admin: AdminClient,
+    input_topic: str,
+    unique: Callable[[str], str],
+    tmp_path: Path,
+    streams_app: Callable[[str], subprocess.Popen[str]],
+) -> None:
+    """The broker creates a streams group's internal topics from the topology record (partition count it decides,
+    the declared replication factor and configs); the real app's changelog, as the broker created it, is what its
+    record declares. Once that changelog is gone, a first run's ``--create-internal-topics`` that would create it
+    otherwise (a window store's ``compact,delete``) is refused in one line before anything is created; with the
+    application's store kind and replication factor it creates the topic as the broker had."""
+    from confluent_kafka.admin import ConfigResource
+
+    app_id = unique("handoff-sg-internal")
+    client_config = {"bootstrap.servers": kafka_broker}
+    changelog = f"{app_id}-counts-changelog"
+    close(streams_app(app_id))  # the broker creates the changelog at the app's first heartbeat
+    group = read_group(admin, app_id, client_config=client_config)
+    assert group is not None and group.topology is not None, group
+    [declared] = group.topology.internal_topics
+    assert (declared.name, declared.partitions, declared.replication_factor) == (changelog, 0, 1), declared
+
+    def as_created() -> tuple[int, dict[str, str]]:
+        metadata = admin.list_topics(changelog, timeout=10).topics[changelog]
+        [configs] = [
+            f.result(timeout=30) for f in admin.describe_configs([ConfigResource("topic", changelog)]).values()
+        ]
+        dynamic = {k: v.value for k, v in configs.items() if v.source == 1}  # DYNAMIC_TOPIC_CONFIG: set at creation
+        return len(metadata.partitions), dynamic
+
+    assert as_created() == (PARTITIONS, dict(declared.configs)), declared  # the broker created it as declared
+    for future in admin.delete_topics([changelog]).values():
+        future.result(timeout=30)
+    deadline = time.monotonic() + 30
+    while changelog in admin.list_topics(timeout=10).topics:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    (tmp_path / "topology.txt").write_text(str(topologies.count().describe()))
+    first_run = ["plan", "--bootstrap", kafka_broker, "--application-id", app_id, "--topology",
+                 str(tmp_path / "topology.txt"), "--create-internal-topics", "--streams-setting",
+                 "replication.factor=1", "--out", str(tmp_path / "plan.json")]  # fmt: skip
+    refused = run(*first_run, "--store-kind", "counts=window:60000", ok=False)
+    assert refused.exit_code == 1
+    assert one_line(refused.output) == (
+        f"streams group '{app_id}' (topology epoch 0) declares its internal topics otherwise than the plan: internal "
+        f"topic {changelog}: the plan would create it with cleanup.policy=compact,delete, the application declares "
+        "cleanup.policy=compact; plan with the application's settings and store kinds (--streams-setting, "
+        "--store-kind), as the broker creates and checks the topics as the application declared them"
+    ), refused.output
+    assert changelog not in admin.list_topics(timeout=10).topics  # nothing created
+
+    run(*first_run, "--store-kind", "counts=key_value")
+    assert as_created() == (PARTITIONS, dict(declared.configs))
+    assert [t.name for t in RunPlan.read(tmp_path / "plan.json").internal_topics] == [changelog]
 
 
 def planned_starts(bootstrap: str, app_id: str, work: Path, *args: str) -> dict[tuple[str, int], int]:
