@@ -31,7 +31,11 @@ from streamproc.plan.cluster_snapshot import (
 )
 from streamproc.plan.empty_group import wait_for_empty_group
 from streamproc.plan.internal_topics import InternalTopicSettings, NewInternalTopic, internal_topics_to_create
-from streamproc.plan.preconditions import check_group
+from streamproc.plan.preconditions import (
+    check_group,
+    check_streams_group_internal_topics,
+    check_streams_group_topology,
+)
 from streamproc.plan.run_plan import RunPlan
 from streamproc.plan.run_planner import application_spec, build_run_plan, isolation_for, topics_to_read
 from streamproc.plan.streams_group_topology import DeclaredTopology
@@ -114,6 +118,9 @@ def plan_run(
                 # the plan's group rule, before its one write: nothing is created for a running application
                 group = read_group(clients.admin(client_config), application_id, client_config=client_config)
                 check_group(group, application_id)
+                # a streams group's broker creates its internal topics as the application declared them: so must we
+                check_streams_group_topology(group, analysis, application_id, declared)
+                check_streams_group_internal_topics(group, analysis, application_id, to_create)
                 create_internal_topics_now(client_config, to_create)
                 reader = ClusterReader(client_config)  # the metadata with the new topics
                 analysis = analyzed(reader.partition_counts)
@@ -150,6 +157,7 @@ def plan_run(
         clock_given=now_ms is not None,
         topology=None if topology is None else topology if isinstance(topology, str) else str(topology),
         declared=declared,
+        to_create=to_create,
     )
     if to_create:
         return replace(plan, internal_topics=to_create, internal_topics_created=not dry_run)

@@ -28,7 +28,11 @@ from streamproc.kafka.group_metadata import (
     WireReader,
     group_partition,
 )
-from streamproc.plan.streams_group_topology import StreamsGroupSubtopology, StreamsGroupTopology
+from streamproc.plan.streams_group_topology import (
+    StreamsGroupSubtopology,
+    StreamsGroupTopicInfo,
+    StreamsGroupTopology,
+)
 
 #: ``CoordinatorRecordType.STREAMS_GROUP_METADATA`` (value: ``StreamsGroupMetadataValue``, the epoch first).
 STREAMS_GROUP_METADATA_RECORD_TYPE: Final = 17
@@ -85,32 +89,38 @@ def parse_member_value(member_id: str, value: bytes) -> StreamsGroupMember:
 def parse_topology_value(value: bytes) -> StreamsGroupTopology:
     """A ``StreamsGroupTopologyValue`` (its int16 version first, v0 flexible): the topology epoch, then per
     sub-topology its id, source topics and patterns, changelogs, repartition sinks and sources, and copartition
-    groups (the topics' partition counts, replication factors and configs are read past)."""
+    groups; and each changelog's and repartition source's declared partition count, replication factor and
+    configs."""
     version = struct.unpack(">h", value[:2])[0] if len(value) >= 2 else -1
     if version != 0:
         raise GroupMetadataUnavailable(f"StreamsGroupTopologyValue version {version} is not 0")
     reader = WireReader(value[2:], flexible=True)
+    infos: dict[str, StreamsGroupTopicInfo] = {}
     try:
         epoch = reader.int32()
-        subtopologies = tuple(_subtopology(reader) for _ in range(reader.array_length()))
+        subtopologies = tuple(_subtopology(reader, infos) for _ in range(reader.array_length()))
         reader.skip_tagged_fields()
     except ValueError as exc:
         raise GroupMetadataUnavailable(f"StreamsGroupTopologyValue cannot be read: {exc}") from exc
-    return StreamsGroupTopology(epoch, subtopologies)
+    return StreamsGroupTopology(epoch, subtopologies, tuple(infos[name] for name in sorted(infos)))
 
 
-def _subtopology(reader: WireReader) -> StreamsGroupSubtopology:
+def _subtopology(reader: WireReader, infos: dict[str, StreamsGroupTopicInfo]) -> StreamsGroupSubtopology:
+    """One ``Subtopology``; its changelogs' and repartition sources' ``TopicInfo`` go to ``infos`` by name."""
     sub_id = reader.string()
     sources = _strings(reader)
     regex = _strings(reader)
-    changelogs = _topic_names(reader)
+    changelogs = _topic_infos(reader)
     sinks = _strings(reader)
-    repartition_sources = _topic_names(reader)
-    groups = frozenset(_copartition_group(reader, sub_id, sources, regex, repartition_sources)
+    repartition_sources = _topic_infos(reader)
+    names = tuple(info.name for info in repartition_sources)
+    groups = frozenset(_copartition_group(reader, sub_id, sources, regex, names)
                        for _ in range(reader.array_length()))  # fmt: skip
     reader.skip_tagged_fields()
-    return StreamsGroupSubtopology(sub_id, frozenset(sources), frozenset(regex), frozenset(changelogs),
-                                   frozenset(sinks), frozenset(repartition_sources), groups)  # fmt: skip
+    infos.update((info.name, info) for info in (*changelogs, *repartition_sources))
+    return StreamsGroupSubtopology(sub_id, frozenset(sources), frozenset(regex),
+                                   frozenset(info.name for info in changelogs), frozenset(sinks), frozenset(names),
+                                   groups)  # fmt: skip
 
 
 def _copartition_group(reader: WireReader, sub_id: str, *arrays: tuple[str, ...]) -> frozenset[str]:
@@ -131,19 +141,20 @@ def _strings(reader: WireReader) -> tuple[str, ...]:
     return tuple(reader.string() for _ in range(reader.array_length()))
 
 
-def _topic_names(reader: WireReader) -> tuple[str, ...]:
-    """The names of a ``[]TopicInfo``: name, partitions, replication factor, configs (key, value)."""
-    names = []
+def _topic_infos(reader: WireReader) -> tuple[StreamsGroupTopicInfo, ...]:
+    """A ``[]TopicInfo``: name, partitions (int32), replication factor (int16), configs (key, value)."""
+    infos = []
     for _ in range(reader.array_length()):
-        names.append(reader.string())
-        reader.int32()
-        reader.int16()
+        name = reader.string()
+        partitions = reader.int32()
+        replication = reader.int16()
+        configs = []
         for _ in range(reader.array_length()):
-            reader.string()
-            reader.string()
+            configs.append((reader.string(), reader.string()))
             reader.skip_tagged_fields()
         reader.skip_tagged_fields()
-    return tuple(names)
+        infos.append(StreamsGroupTopicInfo(name, partitions, replication, tuple(sorted(configs))))
+    return tuple(infos)
 
 
 def group_key(record_type: int, group_id: str) -> bytes:

@@ -6,6 +6,7 @@ what the reset tools or Kafka Streams would say.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
 
 from streamproc.engine.topology_analysis import (
@@ -21,6 +22,7 @@ from streamproc.plan.empty_group import (
     seconds,
     wait_duration_hint,
 )
+from streamproc.plan.internal_topics import NewInternalTopic
 from streamproc.plan.refusals import (
     GroupActive,
     MissingTopic,
@@ -28,7 +30,7 @@ from streamproc.plan.refusals import (
     StreamsGroupRefused,
     StreamsTopologyDiffers,
 )
-from streamproc.plan.streams_group_topology import DeclaredTopology, topology_difference
+from streamproc.plan.streams_group_topology import DeclaredTopology, internal_topics_difference, topology_difference
 
 #: The state of a streams group whose members could not be read (kafka/cluster.read_group).
 UNKNOWN_GROUP_STATE: Final = "Unknown"
@@ -132,6 +134,27 @@ def check_streams_group_topology(
             f"the topology of streams group '{application_id}' (topology epoch {group.topology.epoch}) is not the "
             f"Python topology's: {difference}; plan with the application's topology (`streamproc topology check` "
             "compares it with the application's describe())"
+        )
+
+
+def check_streams_group_internal_topics(
+    group: GroupState | None,
+    analysis: TopologyAnalysis,
+    application_id: str,
+    to_create: Sequence[NewInternalTopic] = (),
+) -> None:
+    """A streams group's internal topics as its application declared them (partition counts it fixed; for a topic
+    the plan creates, the replication factor and configs too) must be the plan's: the broker creates and checks them
+    so (``streams_group_topology.internal_topics_difference``). Asked before the plan creates anything."""
+    if group is None or group.protocol != "streams" or group.topology is None:
+        return
+    difference = internal_topics_difference(group.topology, analysis.internal_topics, to_create)
+    if difference is not None:
+        raise StreamsTopologyDiffers(
+            f"streams group '{application_id}' (topology epoch {group.topology.epoch}) declares its internal topics "
+            f"otherwise than the plan: {difference}; plan with the application's settings and store kinds "
+            "(--streams-setting, --store-kind), as the broker creates and checks the topics as the application "
+            "declared them"
         )
 
 

@@ -8,7 +8,7 @@ bytes and every rule can be tested without a broker.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from streamproc.engine.task_id import TaskId
@@ -24,8 +24,9 @@ from streamproc.plan.cluster_snapshot import (
     StartPolicy,
     TopicPartition,
 )
+from streamproc.plan.internal_topics import NewInternalTopic
 from streamproc.plan.positions import plan_ranges
-from streamproc.plan.preconditions import check_streams_group_topology
+from streamproc.plan.preconditions import check_streams_group_internal_topics, check_streams_group_topology
 from streamproc.plan.refusals import MissingTopic, OffsetOutOfRange
 from streamproc.plan.run_plan import PlannedRestore, RunPlan
 from streamproc.plan.streams_group_topology import DeclaredTopology
@@ -119,6 +120,7 @@ def build_run_plan(
     clock_given: bool = False,
     topology: str | None = None,
     declared: DeclaredTopology | None = None,
+    to_create: Sequence[NewInternalTopic] = (),
 ) -> RunPlan:
     """Resolve a full ``RunPlan`` from values only.
 
@@ -126,11 +128,13 @@ def build_run_plan(
     starts at the changelog's log start). ``clock_given`` says the caller fixed ``now_ms``; otherwise the plan
     keeps it only when a mode needs the clock, so that its bytes do not depend on when it was made. ``declared``:
     what the user's topology, given as a module, knows beyond its describe() (compared with a streams group's).
+    ``to_create``: the internal topics a first run creates, compared with those a streams group declares.
     """
     local = local or LocalCheckpoints()
     positions = plan_ranges(snapshot, app, request)
     if analysis is not None:
         check_streams_group_topology(snapshot.group, analysis, app.application_id, declared)
+        check_streams_group_internal_topics(snapshot.group, analysis, app.application_id, to_create)
     if not clock_given and not _uses_clock(request):
         positions = replace(positions, now_ms=None)
     sources = set(app.source_topics)

@@ -25,11 +25,12 @@ over-approximates for Processor-API stores. A copartition group of one topic con
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from streamproc.engine.topology_analysis import SubtopologyInfo, TopologyAnalysis
+from streamproc.plan.internal_topics import NewInternalTopic
 
 if TYPE_CHECKING:
     from streamproc.engine.topology import Topology
@@ -55,11 +56,28 @@ class StreamsGroupSubtopology:
 
 
 @dataclass(frozen=True, slots=True)
+class StreamsGroupTopicInfo:
+    """One internal topic as the application declared it to its streams group (the record's ``TopicInfo``): what the
+    broker creates it with when it is missing (``InternalTopicManager#missingInternalTopics``, Kafka 4.2).
+    ``partitions`` 0: the broker decides the count (a changelog: the sub-topology's task count; a repartition topic:
+    from its writers), else the application fixed it (``Repartitioned#withNumberOfPartitions``). ``replication_factor``
+    0 or -1: the broker's default. ``configs``: the topic configs Kafka Streams' ``InternalTopicConfig`` computed,
+    sorted by name."""
+
+    name: str
+    partitions: int
+    replication_factor: int
+    configs: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class StreamsGroupTopology:
-    """The group's topology: its epoch (``TOPOLOGY-EPOCH`` of ``kafka-streams-groups.sh``) and sub-topologies."""
+    """The group's topology: its epoch (``TOPOLOGY-EPOCH`` of ``kafka-streams-groups.sh``), sub-topologies, and its
+    internal topics (changelogs and repartition sources) as declared, by name."""
 
     epoch: int
     subtopologies: tuple[StreamsGroupSubtopology, ...]
+    internal_topics: tuple[StreamsGroupTopicInfo, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +145,57 @@ def topology_difference(
         if difference is not None:
             return f"sub-topology {sub_id}: {difference}"
     return None
+
+
+def internal_topics_difference(
+    group: StreamsGroupTopology, planned_partitions: Mapping[str, int], to_create: Sequence[NewInternalTopic] = ()
+) -> str | None:
+    """``None`` when the plan's internal topics are those the group declares, else the first difference.
+
+    The broker creates a streams group's missing internal topics itself, with the partition count it decides (or
+    the application fixed), the declared replication factor and configs, and it refuses the topology (no task is
+    assigned) while an existing internal topic's count is not the one it decides ("Existing topic … has different
+    number of partitions", ``InternalTopicManager``, Kafka 4.2). So a count the application fixed must be the plan's
+    (``planned_partitions``: the analysis' counts, by which the plan's tasks, changelog partitions and commits are
+    made), and a topic the plan creates (``to_create``: a first run's ``--create-internal-topics``) must be created as
+    the broker would: else the application runs on a topic it did not declare. Existing topics' configs are not
+    compared: the broker does not check them either, and a user may have changed them on purpose."""
+    declared = {info.name: info for info in group.internal_topics}
+    for name, info in sorted(declared.items()):
+        planned = planned_partitions.get(name)
+        if info.partitions > 0 and planned is not None and planned != info.partitions:
+            return (
+                f"internal topic {name}: the application declares {info.partitions} partition(s) "
+                f"(Repartitioned#withNumberOfPartitions: the broker creates and checks the topic with "
+                f"{info.partitions}), the plan {planned}"
+            )
+    for topic in sorted(to_create, key=lambda t: t.name):
+        held = declared.get(topic.name)
+        if held is None:
+            continue
+        mine, theirs = _replication(topic.replication_factor), _replication(held.replication_factor)
+        if mine != theirs:
+            hint = f" (give replication.factor={held.replication_factor})" if held.replication_factor > 0 else ""
+            return (
+                f"internal topic {topic.name}: the plan would create it with replication factor {mine}, the "
+                f"application declares {theirs}{hint}"
+            )
+        wanted = dict(held.configs)
+        for key in sorted(set(wanted) | set(topic.configs)):
+            if topic.configs.get(key) != wanted.get(key):
+                return (
+                    f"internal topic {topic.name}: the plan would create it with {_config(key, topic.configs)}, the "
+                    f"application declares {_config(key, wanted)}"
+                )
+    return None
+
+
+def _replication(factor: int) -> str:
+    return str(factor) if factor > 0 else "the broker's default"
+
+
+def _config(key: str, configs: Mapping[str, str]) -> str:
+    return f"{key}={configs[key]}" if key in configs else f"no {key}"
 
 
 def _subtopology_difference(

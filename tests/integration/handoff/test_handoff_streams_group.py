@@ -3,12 +3,14 @@ plan and the hand-off refuse it naming its member and host (confluent-kafka's gr
 the cluster reader finds it through ListGroups and reads its members from ``__consumer_offsets``); once the app has
 left, a hand-off planned before it committed is refused (its offsets moved), and a new plan from the empty streams
 group's committed offsets hands off, committing the group's offsets in the transaction (docs/streams-groups.md).
-Kafka's own streams-group tool sees the offsets streamproc committed."""
+Kafka's own streams-group tool sees the offsets streamproc committed. The issue's bad input at hand-off time (members,
+a group at another epoch, a group deleted since the plan) is refused in one line with nothing committed."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -22,13 +24,14 @@ from streamproc.plan.run_plan import RunPlan
 from streamproc.plan.streams_group_topology import StreamsGroupSubtopology
 from streamproc.spark.job import task_work
 from streamproc.spark.task_runner import run_task
+from streamproc.state.commit_metadata import handoff_mark
 from streamproc_dev.broker import KAFKA_VERSION, libs_dir
 from streamproc_dev.conformance.oracle import ORACLE_JAR, ensure_oracle_jar
 from streamproc_dev.conformance.reset_tool import tools_jar
 from tests.integration.conftest import create_topic, wait_for_leaders
 from tests.integration.handoff import topologies
 from tests.integration.handoff.conftest import PARTITIONS
-from tests.integration.handoff.test_handoff import TOPOLOGY, answer_list_offsets, processed, run
+from tests.integration.handoff.test_handoff import TOPOLOGY, answer_list_offsets, log_ends, processed, run
 
 pytestmark = pytest.mark.integration
 
@@ -92,6 +95,7 @@ def test_a_running_streams_group_is_refused_and_an_empty_one_is_handed_off_to(
     refused = run(*args, ok=False)
     assert refused.exit_code == 1
     assert f"{named} run the hand-off again" in refused.output, refused.output
+    assert_nothing_committed_by_streamproc(admin, app_id)
 
     close(app)  # the app leaves: an empty streams group, its offsets committed
     empty = read_group(admin, app_id, client_config=client_config)
@@ -182,13 +186,66 @@ def test_a_plan_needs_the_groups_topology_and_a_hand_off_the_plans_epoch(
     close(streams_app(app_id))  # joins and leaves again: the epoch moves
     moved = read_group(admin, app_id, client_config=client_config)
     assert moved is not None and moved.state == "Empty" and moved.epoch is not None and moved.epoch > empty.epoch
+    before, ends = read_committed_offsets(admin, app_id), log_ends(kafka_broker, changelog, PARTITIONS)
     refused = run("handoff", "--bootstrap", kafka_broker, "--plan", str(plan_file), "--store", str(store), "--yes",
                   ok=False)  # fmt: skip
     assert refused.exit_code == 1
-    assert (
+    assert one_line(refused.output).startswith(
         f"streams group '{app_id}' is at epoch {moved.epoch}, the plan was made at epoch {empty.epoch}: members "
         "joined or left"
-    ) in refused.output, refused.output
+    ), refused.output
+    assert read_committed_offsets(admin, app_id) == before and log_ends(kafka_broker, changelog, PARTITIONS) == ends
+    assert_nothing_committed_by_streamproc(admin, app_id)
+
+
+def test_a_streams_group_deleted_since_the_plan_is_refused_and_nothing_is_committed(
+    kafka_broker: str,
+    admin: AdminClient,
+    input_topic: str,
+    unique: Callable[[str], str],
+    tmp_path: Path,
+    streams_app: Callable[[str], subprocess.Popen[str]],
+) -> None:
+    """The issue's "unknown group" at hand-off time: the plan was made from an empty streams group, which Kafka's own
+    ``kafka-streams-groups.sh --delete`` then removed (offsets and all). The hand-off's transactional offset commit
+    would be accepted for the unknown group id and create a *classic* group holding the offsets, which the
+    application's next streams heartbeat converts without a word; the guard refuses in one line instead, before any
+    transaction: no group, no offset, no changelog record."""
+    app_id = unique("handoff-sg-deleted")
+    client_config = {"bootstrap.servers": kafka_broker}
+    changelog = f"{app_id}-counts-changelog"
+    create_topic(admin, changelog, partitions=PARTITIONS, config={"cleanup.policy": "compact"})
+    wait_for_leaders(admin, changelog)
+    close(streams_app(app_id))
+    empty = read_group(admin, app_id, client_config=client_config)
+    assert empty is not None and (empty.protocol, empty.state) == ("streams", "Empty") and empty.epoch, empty
+    answer_list_offsets(kafka_broker, [changelog, topologies.INPUT], PARTITIONS)
+    produce(kafka_broker, input_topic, 4_000_000)
+    (tmp_path / "topology.txt").write_text(str(topologies.count().describe()))
+    plan_file, store = tmp_path / "plan.json", tmp_path / "staging"
+    run("plan", "--bootstrap", kafka_broker, "--application-id", app_id, "--topology", str(tmp_path / "topology.txt"),
+        "--streams-setting", "group.protocol=streams", "--out", str(plan_file))  # fmt: skip
+    plan = RunPlan.read(plan_file)
+    assert plan.streams_group_epoch == empty.epoch and plan.commits, plan
+    run("fetch", "--bootstrap", kafka_broker, "--plan", str(plan_file), "--store", str(store))
+    for work in task_work(plan, topology=TOPOLOGY, store_uri=str(store), counts={topologies.INPUT: 2,
+                                                                                topologies.OUTPUT: 2}):  # fmt: skip
+        run_task(work)
+
+    deleted = streams_groups_tool(kafka_broker, "--delete", "--group", app_id)
+    assert f"'{app_id}'" in deleted and "deleted" in deleted.lower(), deleted
+    assert read_group(admin, app_id, client_config=client_config) is None
+    ends = log_ends(kafka_broker, changelog, PARTITIONS)
+    refused = run("handoff", "--bootstrap", kafka_broker, "--plan", str(plan_file), "--store", str(store),
+                  "--state-dir", str(tmp_path / "state"), "--yes", ok=False)  # fmt: skip
+    assert refused.exit_code == 1
+    assert one_line(refused.output).startswith(
+        f"streams group '{app_id}' no longer exists, the plan was made at epoch {empty.epoch}: "
+    ), refused.output
+    assert read_group(admin, app_id, client_config=client_config) is None
+    assert read_committed_offsets(admin, app_id) == ({}, False)
+    assert log_ends(kafka_broker, changelog, PARTITIONS) == ends
+    assert not (tmp_path / "state").exists() or not any((tmp_path / "state").rglob(".checkpoint"))
 
 
 def test_the_streams_group_tools_reset_scenarios_start_where_the_plan_starts(
@@ -243,11 +300,83 @@ def test_the_streams_group_tools_reset_scenarios_start_where_the_plan_starts(
     assert both.exit_code == 1 and "give --start-partitions or --all-input-topics, not both" in both.output
 
 
+def test_a_streams_groups_missing_changelog_is_created_only_as_the_application_declared_it(
+    kafka_broker: str,
+    admin: AdminClient,
+    input_topic: str,
+    unique: Callable[[str], str],
+    tmp_path: Path,
+    streams_app: Callable[[str], subprocess.Popen[str]],
+) -> None:
+    """The broker creates a streams group's internal topics from the topology record (partition count it decides,
+    the declared replication factor and configs); the real app's changelog, as the broker created it, is what its
+    record declares. Once that changelog is gone, a first run's ``--create-internal-topics`` that would create it
+    otherwise (a window store's ``compact,delete``) is refused in one line before anything is created; with the
+    application's store kind and replication factor it creates the topic as the broker had."""
+    from confluent_kafka.admin import ConfigResource
+
+    app_id = unique("handoff-sg-internal")
+    client_config = {"bootstrap.servers": kafka_broker}
+    changelog = f"{app_id}-counts-changelog"
+    close(streams_app(app_id))  # the broker creates the changelog at the app's first heartbeat
+    group = read_group(admin, app_id, client_config=client_config)
+    assert group is not None and group.topology is not None, group
+    [declared] = group.topology.internal_topics
+    assert (declared.name, declared.partitions, declared.replication_factor) == (changelog, 0, 1), declared
+
+    def as_created() -> tuple[int, dict[str, str]]:
+        metadata = admin.list_topics(changelog, timeout=10).topics[changelog]
+        [configs] = [
+            f.result(timeout=30) for f in admin.describe_configs([ConfigResource("topic", changelog)]).values()
+        ]
+        dynamic = {k: v.value for k, v in configs.items() if v.source == 1}  # DYNAMIC_TOPIC_CONFIG: set at creation
+        return len(metadata.partitions), dynamic
+
+    assert as_created() == (PARTITIONS, dict(declared.configs)), declared  # the broker created it as declared
+    for future in admin.delete_topics([changelog]).values():
+        future.result(timeout=30)
+    deadline = time.monotonic() + 30
+    while changelog in admin.list_topics(timeout=10).topics:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    (tmp_path / "topology.txt").write_text(str(topologies.count().describe()))
+    first_run = ["plan", "--bootstrap", kafka_broker, "--application-id", app_id, "--topology",
+                 str(tmp_path / "topology.txt"), "--create-internal-topics", "--streams-setting",
+                 "replication.factor=1", "--out", str(tmp_path / "plan.json")]  # fmt: skip
+    refused = run(*first_run, "--store-kind", "counts=window:60000", ok=False)
+    assert refused.exit_code == 1
+    assert one_line(refused.output) == (
+        f"streams group '{app_id}' (topology epoch 0) declares its internal topics otherwise than the plan: internal "
+        f"topic {changelog}: the plan would create it with cleanup.policy=compact,delete, the application declares "
+        "cleanup.policy=compact; plan with the application's settings and store kinds (--streams-setting, "
+        "--store-kind), as the broker creates and checks the topics as the application declared them"
+    ), refused.output
+    assert changelog not in admin.list_topics(timeout=10).topics  # nothing created
+
+    run(*first_run, "--store-kind", "counts=key_value")
+    assert as_created() == (PARTITIONS, dict(declared.configs))
+    assert [t.name for t in RunPlan.read(tmp_path / "plan.json").internal_topics] == [changelog]
+
+
 def planned_starts(bootstrap: str, app_id: str, work: Path, *args: str) -> dict[tuple[str, int], int]:
     """Where ``streamproc plan --dry-run`` of the count topology starts each input partition."""
     run("plan", "--bootstrap", bootstrap, "--application-id", app_id, "--topology", str(work / "topology.txt"),
         "--dry-run", "--out", str(work / "plan.json"), *args)  # fmt: skip
     return {(r.topic, r.partition): r.start for r in RunPlan.read(work / "plan.json").ranges if not r.internal}
+
+
+def one_line(output: str) -> str:
+    """The refusal: the CLI's one ``error:`` line, without its prefix (nothing else may say ``error``)."""
+    [line] = [line for line in output.splitlines() if line.startswith("error: ")]
+    return line.removeprefix("error: ")
+
+
+def assert_nothing_committed_by_streamproc(admin: AdminClient, app_id: str) -> None:
+    """No committed offset of the group carries the hand-off's mark (``<plan id>/<task id>`` in its metadata): what
+    the group holds is the application's own commits."""
+    committed, _ = read_committed_offsets(admin, app_id)
+    marked = {f"{tp}": c.metadata for tp, c in committed.items() if handoff_mark(c.metadata) is not None}
+    assert not marked, marked
 
 
 def close(app: subprocess.Popen[str]) -> None:

@@ -9,7 +9,7 @@
 
 Under at_least_once and exactly_once_v2; and with step 3 on Kafka Streams 4.3.1 (an upgraded application; the
 hand-off run with ``--kafka-streams-version 4.3``), under both guarantees. And a 4.3 app in a streams group
-(``group.protocol=streams``, issue #31) from its first run on.
+(``group.protocol=streams``, issue #31) from its first run on, under both guarantees.
 """
 
 from __future__ import annotations
@@ -136,7 +136,18 @@ def test_kafka_streams_resumes_on_the_handed_off_state(
     assert resumed["store"] == alone["store"] == expected_counts(everything)
 
 
+@pytest.mark.parametrize(
+    ("case", "topic", "factory"),
+    [
+        (ALOS_CASE, topologies.RESUME_INPUT_STREAMS_GROUP_43, "state_resume_streams_group_43"),
+        (EOS_CASE, topologies.RESUME_INPUT_STREAMS_GROUP_EOS_43, "state_resume_streams_group_eos_43"),
+    ],
+    ids=["at_least_once", "exactly_once_v2"],
+)
 def test_a_kafka_streams_43_app_in_a_streams_group_resumes_after_the_handoff(
+    case: object,
+    topic: str,
+    factory: str,
     kafka_broker: str,
     admin: AdminClient,
     unique: Callable[[str], str],
@@ -146,11 +157,15 @@ def test_a_kafka_streams_43_app_in_a_streams_group_resumes_after_the_handoff(
 ) -> None:
     """Issue #31's proof with a Kafka Streams 4.3.1 app on the streams rebalance protocol, from its first run on: the
     group the broker keeps for a 4.3 client is planned from and handed off to as a 4.2 one's, and the app resumes on
-    the 4.3 layout the hand-off wrote with 0 records restored, equal to an app that processed everything."""
+    the 4.3 layout the hand-off wrote with 0 records restored, equal to an app that processed everything. Under
+    exactly_once_v2 the app's own transactions (the first run) and the hand-off's (outputs, changelog and the streams
+    group's offsets in one) meet on the same group, and the app reads its changelog and input read_committed."""
     from streamproc.kafka.cluster import read_group
+    from tests.integration.state.test_kafka_streams_opens_state import Case
 
+    assert isinstance(case, Case)
+    guarantee = "exactly_once_v2" if case.guarantee.eos else "at_least_once"
     monkeypatch.setenv("STREAMPROC_ORACLE_GROUP_PROTOCOL", "streams")
-    topic, case = topologies.RESUME_INPUT_STREAMS_GROUP_43, ALOS_CASE
     app_id = unique("resumed-sg-43")
     thirds = _input_in_thirds(admin, topic)
     everything = [r for third in thirds for r in third]
@@ -166,21 +181,25 @@ def test_a_kafka_streams_43_app_in_a_streams_group_resumes_after_the_handoff(
     work = tmp_path / "work"
     work.mkdir()
     describe = work / "topology.txt"
-    describe.write_text(str(topologies.state_resume_streams_group_43().describe()))
+    describe.write_text(str(getattr(topologies, factory)().describe()))
     plan_file, store = work / "plan.json", work / "staging"
     run("plan", "--bootstrap", kafka_broker, "--application-id", app_id, "--topology", str(describe),
-        "--streams-setting", "group.protocol=streams", "--out", str(plan_file))  # fmt: skip
+        "--streams-setting", "group.protocol=streams", "--processing-guarantee", guarantee,
+        "--out", str(plan_file))  # fmt: skip
     plan = RunPlan.read(plan_file)
     [commit] = plan.commits
     assert (commit.before, commit.after) == (len(thirds[0]), len(thirds[0]) + len(thirds[1]))
     assert plan.streams_group_epoch == group.epoch is not None
     run("fetch", "--bootstrap", kafka_broker, "--plan", str(plan_file), "--store", str(store))
-    reference = "tests.integration.handoff.topologies:state_resume_streams_group_43"
+    reference = f"tests.integration.handoff.topologies:{factory}"
     [report] = [run_task(w) for w in task_work(plan, topology=reference, store_uri=str(store), counts={})]
     assert report["records_processed"] == len(thirds[1])
     out = run("handoff", "--bootstrap", kafka_broker, "--plan", str(plan_file), "--store", str(store),
               "--state-dir", str(state_dir), "--kafka-streams-version", "4.3", "--yes")  # fmt: skip
     assert "published 1 task(s), wrote 1 checkpoint(s)" in out.output
+    handed_off = read_group(admin, app_id, client_config={"bootstrap.servers": kafka_broker})
+    assert handed_off is not None and (handed_off.protocol, handed_off.state) == ("streams", "Empty"), handed_off
+    assert handed_off.epoch == group.epoch, "the hand-off's transactional commit moved the streams group's epoch"
 
     produce(kafka_broker, topic, thirds[2])
     resumed = run_app(app_classpath_43, kafka_broker, app_id, state_dir, topic, len(everything), case)

@@ -23,6 +23,7 @@ RESUME_INPUT_43 = "handoff-resume-words-43"
 RESUME_INPUT_BUNDLE = "handoff-resume-words-bundle"
 RESUME_INPUT_EOS_43 = "handoff-resume-words-eos-43"
 RESUME_INPUT_STREAMS_GROUP_43 = "handoff-resume-words-streams-group-43"
+RESUME_INPUT_STREAMS_GROUP_EOS_43 = "handoff-resume-words-streams-group-eos-43"
 
 
 def _state_resume(topic: str) -> Topology:
@@ -83,6 +84,10 @@ def state_resume_eos_43() -> Topology:
 
 def state_resume_streams_group_43() -> Topology:
     return _state_resume(RESUME_INPUT_STREAMS_GROUP_43)
+
+
+def state_resume_streams_group_eos_43() -> Topology:
+    return _state_resume(RESUME_INPUT_STREAMS_GROUP_EOS_43)
 
 
 #: The live re-key proof's topics (``REKEY_RESUME_PARTITIONS`` partitions each), per guarantee.

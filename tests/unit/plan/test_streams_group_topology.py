@@ -18,14 +18,23 @@ from streamproc.engine.topology_description import parse_description
 from streamproc.kafka.group_metadata import GroupMetadataUnavailable
 from streamproc.kafka.streams_group_records import parse_topology_value
 from streamproc.plan.cluster_snapshot import GroupState
-from streamproc.plan.preconditions import check_streams_group_topology
+from streamproc.plan.internal_topics import (
+    ChangelogKind,
+    InternalTopicSettings,
+    NewInternalTopic,
+    StoreKind,
+    internal_topics_to_create,
+)
+from streamproc.plan.preconditions import check_streams_group_internal_topics, check_streams_group_topology
 from streamproc.plan.refusals import StreamsTopologyDiffers
 from streamproc.plan.streams_group_topology import (
     DeclaredTopology,
     StreamsGroupSubtopology,
+    StreamsGroupTopicInfo,
     StreamsGroupTopology,
     declared_topology,
     expected_subtopologies,
+    internal_topics_difference,
     topology_difference,
 )
 from streamproc_dev.conformance.dsl_programs import stream_table_join, strings
@@ -67,6 +76,10 @@ HELD = StreamsGroupTopology(
         StreamsGroupSubtopology("1", frozenset(), frozenset(), frozenset({CHANGELOG}), frozenset(),
                                 frozenset({REPARTITION}), frozenset({frozenset({REPARTITION})})),
     ),
+    (
+        StreamsGroupTopicInfo(REPARTITION, 2, 1, (("cleanup.policy", "delete"),)),
+        StreamsGroupTopicInfo(CHANGELOG, 0, 1, (("cleanup.policy", "compact"),)),
+    ),
 )  # fmt: skip
 JOIN_RECORD = bytes.fromhex(
     "00000000000002023003076f72646572730a637573746f6d65727301022f6170702d637573746f6d6572732d53544154452d53544f5245"
@@ -76,7 +89,8 @@ JOIN_RECORD = bytes.fromhex(
 JOIN_CHANGELOG = "app-customers-STATE-STORE-0000000000-changelog"
 JOIN = StreamsGroupTopology(0, (StreamsGroupSubtopology(
     "0", frozenset({"orders", "customers"}), frozenset(), frozenset({JOIN_CHANGELOG}), frozenset(), frozenset(),
-    frozenset({frozenset({"orders", "customers"})})),))  # fmt: skip
+    frozenset({frozenset({"orders", "customers"})})),),
+    (StreamsGroupTopicInfo(JOIN_CHANGELOG, 0, 1, (("cleanup.policy", "compact"),)),))  # fmt: skip
 
 
 def _analysis(describe: str = DESCRIBE) -> TopologyAnalysis:
@@ -204,4 +218,52 @@ def test_source_patterns_are_compared_and_a_pattern_source_named() -> None:
     assert topology_difference(by_pattern, _analysis(pattern)) is None
     assert topology_difference(by_pattern, _analysis()) == (
         "sub-topology 0: the application has source topic patterns [wor.*], the Python topology []"
+    )
+
+
+def test_a_partition_count_the_application_fixed_must_be_the_plans() -> None:
+    """The record's repartition topic has 2 partitions fixed (``Repartitioned#withNumberOfPartitions``): the broker
+    creates and checks it with 2, so a plan whose analysis gives it 3 (its writer reads 3 partitions) is refused."""
+    assert internal_topics_difference(HELD, _analysis().internal_topics) is None
+    three = analyze(parse_description(DESCRIBE), "app", {"words": 3, REPARTITION: 3})
+    assert internal_topics_difference(HELD, three.internal_topics) == (
+        f"internal topic {REPARTITION}: the application declares 2 partition(s) (Repartitioned#withNumberOfPartitions:"
+        " the broker creates and checks the topic with 2), the plan 3"
+    )
+    group = GroupState("streams", "Empty", (), epoch=3, topology=HELD)
+    check_streams_group_internal_topics(group, _analysis(), "app")
+    with pytest.raises(StreamsTopologyDiffers) as refused:
+        check_streams_group_internal_topics(group, three, "app")
+    assert str(refused.value).startswith(
+        "streams group 'app' (topology epoch 0) declares its internal topics otherwise than the plan: internal topic "
+        f"{REPARTITION}: the application declares 2 partition(s)"
+    )
+    check_streams_group_internal_topics(GroupState("classic", "Empty", ()), three, "app")  # no record: no comparison
+
+
+def test_a_topic_the_plan_creates_must_be_created_as_the_group_declares_it() -> None:
+    """A first run's ``--create-internal-topics`` of a topic the group declares (the broker would create it at the
+    application's next heartbeat): replication factor and configs must be the declared ones, compared exactly."""
+    analysis = analyze(parse_description(DESCRIBE), "app", {"words": 2, REPARTITION: 2}, require_internal_topics=False)
+    real = replace(HELD, internal_topics=(HELD.internal_topics[0], StreamsGroupTopicInfo(
+        CHANGELOG, 0, 1, (("cleanup.policy", "compact"), ("message.timestamp.type", "CreateTime")))))  # fmt: skip
+
+    def created(kind: StoreKind, replication: int = 1) -> tuple[NewInternalTopic, ...]:
+        settings = InternalTopicSettings({"counts": kind}, replication_factor=replication)
+        return internal_topics_to_create(analysis, {"words", REPARTITION}, settings)
+
+    key_value = StoreKind(ChangelogKind.KEY_VALUE)
+    assert internal_topics_difference(real, analysis.internal_topics, created(key_value)) is None
+    assert internal_topics_difference(real, analysis.internal_topics, created(key_value, -1)) == (
+        f"internal topic {CHANGELOG}: the plan would create it with replication factor the broker's default, the "
+        "application declares 1 (give replication.factor=1)"
+    )
+    window = StoreKind(ChangelogKind.WINDOW, 60_000)
+    assert internal_topics_difference(real, analysis.internal_topics, created(window)) == (
+        f"internal topic {CHANGELOG}: the plan would create it with cleanup.policy=compact,delete, the application "
+        "declares cleanup.policy=compact"
+    )
+    assert internal_topics_difference(HELD, analysis.internal_topics, created(key_value)) == (
+        f"internal topic {CHANGELOG}: the plan would create it with message.timestamp.type=CreateTime, the "
+        "application declares no message.timestamp.type"
     )
