@@ -27,7 +27,7 @@ uncached: its owner would send every update where Kafka Streams sends one.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -140,28 +140,17 @@ class CachingTimestampedKeyValueStore(TimestampedKeyValueStore[Any, Any]):
 
     def flush_cache(self) -> int:
         """Write and forward every dirty entry (see the module doc); returns how many were forwarded."""
-        listener = self.listener
-        if listener is None:
-            raise StateError(f"store {self.name}: cached, but no processor registered to forward its flush")
         entries, self.dirty = self.dirty, {}  # cleared first: the listener may write again (re-entrant)
         inner = self.inner
-        context = self.task_context
-        sent = 0
-        for raw_key, entry in entries.items():
-            new = entry.value
-            old = inner._decode(inner.bytes_store.get(raw_key)) if new is None or listener.send_old_values else None
-            if new is None and old is None:
-                continue
-            key = self._from_key(raw_key)  # the metered layer deserializes the flushed key (``entry.key().get()``)
-            current = context.record_context
-            context.record_context = entry.context
-            try:
-                inner.put_serialized(raw_key, new)
-                listener.apply(key, new, old, entry.context)
-            finally:
-                context.record_context = current
-            sent += 1
-        return sent
+
+        def old(raw_key: bytes) -> ValueAndTimestamp[Any] | None:
+            return inner._decode(inner.bytes_store.get(raw_key))
+
+        def write(raw_key: bytes, new: ValueAndTimestamp[Any] | None) -> Any:
+            inner.put_serialized(raw_key, new)
+            return self._from_key(raw_key)  # the metered layer deserializes the flushed key (``entry.key().get()``)
+
+        return flush_entries(self.name, self.listener, self.task_context, entries, old, write)
 
 
 class CachingTimestampedWindowStore(TimestampedWindowStore[Any, Any]):
@@ -216,29 +205,49 @@ class CachingTimestampedWindowStore(TimestampedWindowStore[Any, Any]):
 
     def flush_cache(self) -> int:
         """``CachingWindowStore.putAndMaybeForward`` for every dirty window (see the module doc)."""
-        listener = self.listener
-        if listener is None:
-            raise StateError(f"store {self.name}: cached, but no processor registered to forward its flush")
         entries, self.dirty = self.dirty, {}
         inner = self.inner
-        context = self.task_context
-        sent = 0
-        for (raw_key, start), entry in entries.items():
-            key = self._from_key(raw_key)
-            new = entry.value
-            old = inner.fetch_at(key, start) if new is None or listener.send_old_values else None
-            if new is None and old is None:
-                continue
-            current = context.record_context
-            context.record_context = entry.context
-            try:
-                inner.put(key, new, start)
-                window = Windowed(key, TimeWindow(start, start + self.window_size_ms))
-                listener.apply(window, new, old, entry.context)
-            finally:
-                context.record_context = current
-            sent += 1
-        return sent
+
+        def old(where: tuple[bytes, int]) -> Any:
+            return inner.fetch_at(self._from_key(where[0]), where[1])
+
+        def write(where: tuple[bytes, int], new: ValueAndTimestamp[Any] | None) -> Any:
+            key, start = self._from_key(where[0]), where[1]
+            inner.put(key, new, start)
+            return Windowed(key, TimeWindow(start, start + self.window_size_ms))
+
+        return flush_entries(self.name, self.listener, self.task_context, entries, old, write)
+
+
+def flush_entries(
+    store: str,
+    listener: FlushListener | None,
+    context: Any,
+    entries: Mapping[Any, DirtyEntry],
+    old_of: Callable[[Any], ValueAndTimestamp[Any] | None],
+    write: Callable[[Any, ValueAndTimestamp[Any] | None], Any],
+) -> int:
+    """``putAndMaybeForward`` of each dirty entry in order (the rule both caching stores share): the old value read
+    underneath when the new one is a tombstone or old values are sent; a tombstone for what the store does not hold
+    skipped; else, with the entry's record context installed, ``write`` (the store underneath and its changelog;
+    returns the key to forward) then the listener's forward. Returns how many were forwarded."""
+    if listener is None:
+        raise StateError(f"store {store}: cached, but no processor registered to forward its flush")
+    sent = 0
+    for where, entry in entries.items():
+        new = entry.value
+        old = old_of(where) if new is None or listener.send_old_values else None
+        if new is None and old is None:
+            continue
+        current = context.record_context
+        context.record_context = entry.context
+        try:
+            key = write(where, new)
+            listener.apply(key, new, old, entry.context)
+        finally:
+            context.record_context = current
+        sent += 1
+    return sent
 
 
 def _unsupported(store: str, operation: str) -> StateError:
