@@ -100,9 +100,10 @@ FULL = Plan(sizes=(1_000_000, 10_000_000), partitions=(8, 32), repeats=3, cores=
 STREAMPROC_MASTER = "default"
 
 
-#: The DSL workloads whose stores ``--record-cache flush-at-end`` emulates (a grouped stream's count or aggregate):
+#: The DSL workloads whose stores ``--record-cache flush-at-end`` emulates (a grouped stream's count or aggregate,
+#: windowed too):
 #: each also runs that way, as the user of an app with Kafka Streams' default (cached) stores may choose to.
-RECORD_CACHE_WORKLOADS = ("count", "filter_count", "aggregate")
+RECORD_CACHE_WORKLOADS = ("count", "filter_count", "aggregate", "window_count")
 FLUSH_AT_END = "flush-at-end"
 
 

@@ -20,41 +20,25 @@ from streamproc.spark.columnar.groups import last_positions
 
 
 class LastWrites:
-    """Each key's last row so far, in the order of those rows: key id, key, timestamp, value, headers, partition."""
+    """Each key's (window's) last row so far, in the order of those rows, by key id; the rows' columns are the
+    caller's (the count: key, timestamp, value, headers, partition; the windowed count: the window's too)."""
 
     def __init__(self) -> None:
         self.ids = np.zeros(0, dtype=np.int64)
         self.rows: pa.Table | None = None
 
-    def add(
-        self,
-        ids: np.ndarray,
-        keys: pa.Array,
-        stamps: pa.Array,
-        values: pa.Array,
-        headers: pa.Array,
-        partitions: np.ndarray,
-    ) -> None:
+    def add(self, ids: np.ndarray, chunk: pa.Table) -> None:
         """A chunk's rows (in write order, ``ids`` their key ids): its keys' last rows replace theirs."""
         distinct, last = last_positions(ids)
         order = np.sort(last)  # the chunk's last rows in write order
-        take = pa.array(order)
-        chunk = pa.table(
-            {
-                "key": keys.take(take),
-                "timestamp": stamps.take(take),
-                "value": values.take(take),
-                "headers": headers.take(take),
-                "partition": pa.array(partitions[order], pa.int32()),
-            }
-        )
+        rows = chunk.take(pa.array(order))
         chunk_ids = ids[order]
         if self.rows is None:
-            self.ids, self.rows = chunk_ids, chunk
+            self.ids, self.rows = chunk_ids, rows
             return
         kept = ~np.isin(self.ids, distinct, assume_unique=True)
         self.ids = np.concatenate([self.ids[kept], chunk_ids])
-        self.rows = pa.concat_tables([self.rows.filter(pa.array(kept)), chunk])
+        self.rows = pa.concat_tables([self.rows.filter(pa.array(kept)), rows])
 
     def table(self) -> pa.Table | None:
         """The rows kept (``None`` before the first chunk), the key with its last write at the end."""

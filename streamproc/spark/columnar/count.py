@@ -257,24 +257,25 @@ def _input_clean(store: ObjectStore, staged: StagedRange, appended: tuple[str, .
 _OUTPUT_FINGERPRINT = schema_fingerprint(OUTPUT_SCHEMA)
 
 
-def input_earliest_timestamp(
+def input_timestamp_range(
     store: ObjectStore, staged: StagedRange, appended: tuple[str, ...], task: str
-) -> int | None:
-    """The smallest record timestamp of the task's input (staged segments and upstream objects), from the row
-    groups' Parquet statistics; ``None`` for no records. Call it after :func:`input_eligibility` (every file then
-    readable, every row group with timestamp statistics)."""
+) -> tuple[int, int] | None:
+    """The smallest and largest record timestamps of the task's input (staged segments and upstream objects), from
+    the row groups' Parquet statistics; ``None`` for no records. Call it after :func:`input_eligibility` (every file
+    then readable, every row group with timestamp statistics)."""
     files = [open_segment(store, name, task=task) for name in staged.segments]
     files += [open_upstream(store, name) for name in appended]
-    earliest: int | None = None
+    bounds: tuple[int, int] | None = None
     for parquet in files:
         column = parquet.schema_arrow.names.index("timestamp")
         metadata = parquet.metadata
         for group in range(metadata.num_row_groups):
             row_group = metadata.row_group(group)
             if row_group.num_rows:
-                low = int(row_group.column(column).statistics.min)
-                earliest = low if earliest is None else min(earliest, low)
-    return earliest
+                stats = row_group.column(column).statistics
+                low, high = int(stats.min), int(stats.max)
+                bounds = (low, high) if bounds is None else (min(bounds[0], low), max(bounds[1], high))
+    return bounds
 
 
 def _row_groups_clean(parquet: pq.ParquetFile, what_file: str) -> str | None:
@@ -666,7 +667,8 @@ def _count(
     values = longs(counts)
     stamps = pa.array(timestamps, pa.int64())
     if last_writes is not None:
-        last_writes.add(ids, keys, stamps, values, batch.column("headers"), state.partition[ids])
+        chunk = {"key": keys, "timestamp": stamps, "value": values, "headers": batch.column("headers")}
+        last_writes.add(ids, pa.table({**chunk, "partition": pa.array(state.partition[ids], pa.int32())}))
         return touched
     sequence = pa.array(np.arange(collector.sent, collector.sent + n, dtype=np.int64))
     send(plan, collector, batch, state.partition[ids], sequence, stamps, keys, values)

@@ -62,12 +62,13 @@ from streamproc.engine.replay import ReplayResult
 from streamproc.engine.serdes import ByteArraySerializer, LongDeserializer, LongSerializer
 from streamproc.engine.stream_task import CommittableOffset, TaskConfig
 from streamproc.spark.columnar import count as columnar_count
+from streamproc.spark.columnar.cache import LastWrites
 from streamproc.spark.columnar.chain import Failure, StatelessStep, processing_failure, run_chain
 from streamproc.spark.columnar.count import (
     TaskInputs,
     common_eligibility,
-    input_earliest_timestamp,
     input_eligibility,
+    input_timestamp_range,
 )
 from streamproc.spark.columnar.groups import grouped_running_count, grouped_running_max, ids_with_new, last_positions
 from streamproc.spark.columnar.output import LONG_MAX as _LONG_MAX
@@ -110,10 +111,13 @@ class WindowPlan:
     after: tuple[StatelessStep, ...] = ()
     #: the store held segments after restore (else no window needs reading from it)
     restored: bool = False
+    #: the store is cached and the run emulates the record cache at one flush (``columnar/cache.py``)
+    flushes_cache: bool = False
 
     def describe(self) -> str:
         """What runs over columns, for the task's log line."""
-        return "windowed aggregate (spark/columnar/window.py)"
+        cache = ", its record cache flushed once at the end" if self.flushes_cache else ""
+        return f"windowed aggregate{cache} (spark/columnar/window.py)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,8 +182,6 @@ def columnar_window_plan(
     """The task's :class:`WindowPlan` when it is plainly a DSL windowed aggregation, else why not (one line).
 
     ``inputs``: per input partition its staged range, its committed partition time and its upstream objects."""
-    if cached_stores and config.record_cache != RECORD_CACHE_OFF:
-        return "a windowed store's record cache is not emulated"
     common = common_eligibility(task=task, config=config, inputs=inputs, has_global_stores=has_global_stores)
     if common is not None:
         return common
@@ -217,12 +219,25 @@ def columnar_window_plan(
     if unclean is not None:
         return unclean
     restored = bool(segments.segment_ids())
-    earliest = input_earliest_timestamp(object_store, staged, appended, task)
+    bounds = input_timestamp_range(object_store, staged, appended, task)
+    earliest = None if bounds is None else bounds[0]
     if restored and earliest is not None and segments.observed_stream_time > earliest:
         return (
             f"store {store.name}'s stream time {segments.observed_stream_time} is after the input's earliest "
             f"timestamp {earliest} (a put could fall in an expired segment)"
         )
+    flushes_cache = store.name in cached_stores and config.record_cache != RECORD_CACHE_OFF
+    if flushes_cache:
+        # the flush puts each window in the order of last writes, after the newest: every window must still be live
+        # then (its segment not before the newest window's minus the retention), which the input's span bounds
+        if not counts_windows(processor):
+            return "a windowed aggregate other than count() under the record cache runs per record"
+        span = 0 if bounds is None else bounds[1] - bounds[0]
+        if span + windows.size_ms + segments.segment_interval_ms >= segments.retention_ms:
+            return (
+                f"under the record cache, the input's span ({span} ms) could put a flushed window of store "
+                f"{store.name} in an expired segment"
+            )
     return WindowPlan(
         staged,
         appended,
@@ -239,6 +254,7 @@ def columnar_window_plan(
         shape.before,
         shape.after,
         restored,
+        flushes_cache,
     )
 
 
@@ -255,6 +271,8 @@ class _Updates:
     timestamps: np.ndarray
     failure: Failure | None = None
     store_keys: pa.Array | None = None
+    #: the updates' window ids (the count fold's, first-touch order): the record cache keeps each window's last
+    ids: np.ndarray | None = None
 
 
 #: a window store entry to write at the end: store key, ``ts ‖ Long`` or ``None`` (a tombstone), window start
@@ -421,7 +439,13 @@ class _CountFold(_Fold):
             self.counts[distinct] = counts[last]
             self.timestamps[distinct] = stamps_of_updates[last]
         return _Updates(
-            updated[:kept], update_starts[:kept], counts[:kept], stamps_of_updates[:kept], failure, store_keys[:kept]
+            updated[:kept],
+            update_starts[:kept],
+            counts[:kept],
+            stamps_of_updates[:kept],
+            failure,
+            store_keys[:kept],
+            ids[:kept],
         )
 
     def _record_windows(self, stamps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -534,6 +558,8 @@ def run_columnar_window(
     if isinstance(fold, _CountFold):
         logger.debug("task [%s] folds the windowed count() over columns, no aggregator call per update", task)
     sink_keys = TaskKeys(plan.sink_partitions)
+    # each window's last update kept until the one flush of the record cache (columnar/cache.py)
+    last_writes = LastWrites() if plan.flushes_cache else None
     processed = 0
     last_offset = -1
     max_timestamp = UNKNOWN
@@ -542,7 +568,12 @@ def run_columnar_window(
         offsets = batch.column("offset")
         updates, where, chain_failure = _fold_chunk(plan, fold, batch, processed)
         rows = where[updates.records]  # update → position in the chunk
-        sent, failure = _after(plan, batch, rows, updates)
+        if last_writes is not None:  # the chain after toStream runs at the flush, on the flushed updates
+            sent, failure = None, None
+            if len(rows):
+                _keep_last(last_writes, batch, rows, updates)
+        else:
+            sent, failure = _after(plan, batch, rows, updates)
         if failure is None and updates.failure is not None:
             failure = Failure(int(where[updates.failure.position]), updates.failure.node, updates.failure.error)
         if failure is None:
@@ -550,12 +581,15 @@ def run_columnar_window(
         if failure is not None:
             offset = offsets[failure.position].as_py()
             raise processing_failure(task, failure.node, topic, partition, offset, failure.error)
-        _log_changes(plan, changelog_collector, batch, rows, updates)
+        if last_writes is None:
+            _log_changes(plan, changelog_collector, batch, rows, updates)
         if sent is not None:
             _send_updates(plan, collector, batch, sink_keys, *sent)
         processed += n
         last_offset = int(offsets[-1].as_py())
         max_timestamp = max(max_timestamp, int(pc.max(batch.column("timestamp")).as_py()))
+    if last_writes is not None:
+        _flush(plan, last_writes, collector, changelog_collector, sink_keys, task)
     _write_store(plan, fold)
     partition_time = max(plan.partition_time, max_timestamp)
     counts: dict[str, int] = {}
@@ -627,14 +661,26 @@ def _after(
     row in the chunk). A serializer's failure is the chain's last node's, as per record."""
     if not len(rows):
         return None, None
-    size = plan.windows.size_ms
-    starts = updates.starts.tolist()
-    windows = {start: TimeWindow(start, start + size) for start in set(starts)}  # immutable: shared
-    keys: list[Any] = [
-        Windowed(key, windows[start])
-        for key, start in zip(batch.column("key").take(pa.array(rows)).to_pylist(), starts, strict=True)
-    ]
     values = updates.values.tolist() if isinstance(updates.values, np.ndarray) else updates.values
+    sent = _through_after(plan, batch.column("key").take(pa.array(rows)), updates.starts, values)
+    if isinstance(sent, Failure):
+        return None, Failure(int(rows[sent.position]), sent.node, sent.error)
+    update_index, serialized_keys, serialized_values = sent
+    return (rows[update_index], serialized_keys, serialized_values, updates.timestamps[update_index]), None
+
+
+def _through_after(
+    plan: WindowPlan, record_keys: pa.Array, starts: np.ndarray, values: list[Any]
+) -> tuple[np.ndarray, pa.Array, pa.Array] | Failure:
+    """Updates (their records' keys, window starts, aggregates) as ``Windowed`` records through the chain after
+    ``toStream`` and the sink's serializers: the indexes of the updates sent with their serialized keys and values,
+    or the first failure (``position``: the update's index)."""
+    size = plan.windows.size_ms
+    start_list = starts.tolist()
+    windows = {start: TimeWindow(start, start + size) for start in set(start_list)}  # immutable: shared
+    keys: list[Any] = [
+        Windowed(key, windows[start]) for key, start in zip(record_keys.to_pylist(), start_list, strict=True)
+    ]
     chain = run_chain(plan.after, keys, values)
     picked = chain.positions
     serialized_keys, key_failure = _serialized(plan, ByteArraySerializer(), chain.keys, picked)
@@ -644,9 +690,8 @@ def _after(
     if failures:
         first = min(failures, key=lambda f: (f.position, f is not chain.failure))
         node = first.node if first is chain.failure else plan.after[-1].name
-        return None, Failure(int(rows[first.position]), node, first.error)
-    update_index = np.asarray(picked, dtype=np.int64)
-    return (rows[update_index], serialized_keys, serialized_values, updates.timestamps[update_index]), None
+        return Failure(first.position, node, first.error)
+    return np.asarray(picked, dtype=np.int64), serialized_keys, serialized_values
 
 
 def _serialized(
@@ -714,6 +759,67 @@ def _log_changes(
         serialize = LongSerializer().serialize
         values = pa.array([serialize(plan.store.name, v) for v in updates.values], pa.binary())
     send_changes(changelog_collector, plan.store.name, plan.changelog, pa.array(stamps, pa.int64()), keys, values)
+
+
+def _keep_last(last_writes: LastWrites, batch: pa.RecordBatch, rows: np.ndarray, updates: _Updates) -> None:
+    """The chunk's window updates for the record cache: each window's last one replaces the one it had."""
+    assert updates.ids is not None and updates.store_keys is not None  # the count fold's
+    take = pa.array(rows)
+    last_writes.add(
+        updates.ids,
+        pa.table(
+            {
+                "store_key": updates.store_keys,
+                "key": batch.column("key").take(take),
+                "start": pa.array(updates.starts, pa.int64()),
+                "count": pa.array(updates.values, pa.int64()),
+                "timestamp": pa.array(updates.timestamps, pa.int64()),
+                "headers": batch.column("headers").take(take),
+                "offset": batch.column("offset").take(take),
+            }
+        ),
+    )
+
+
+def _flush(
+    plan: WindowPlan,
+    last_writes: LastWrites,
+    collector: TaskOutputCollector,
+    changelog_collector: TaskChangelogCollector,
+    sink_keys: TaskKeys,
+    task: str,
+) -> None:
+    """The record cache's flush at the task's commit (``CachingWindowStore.putAndMaybeForward``): each window's
+    changelog record, then its update through ``toStream``, the chain and the sink, in the order of the windows'
+    last writes. A chain function or serializer that fails there fails the task at the flushed update's record, as
+    the flush's record context is that record's."""
+    rows = last_writes.table()
+    n = 0 if rows is None else rows.num_rows
+    if rows is not None and n:
+        counts = rows.column("count").to_numpy()
+        stamps = rows.column("timestamp").to_numpy()
+        if plan.changelog is not None:
+            send_changes(
+                changelog_collector,
+                plan.store.name,
+                plan.changelog,
+                pa.array(stamps, pa.int64()),
+                rows.column("store_key").combine_chunks(),
+                longs(counts),
+            )
+        starts = rows.column("start").to_numpy()
+        sent = _through_after(plan, rows.column("key").combine_chunks(), starts, counts.tolist())
+        if isinstance(sent, Failure):
+            offset = rows.column("offset")[sent.position].as_py()
+            topic, partition = plan.input.topic, plan.input.partition
+            raise processing_failure(task, sent.node, topic, partition, offset, sent.error)
+        picked, keys, values = sent
+        headers = pa.RecordBatch.from_arrays([rows.column("headers").combine_chunks().take(pa.array(picked))],
+                                             names=["headers"])  # fmt: skip
+        sequence = pa.array(np.arange(collector.sent, collector.sent + len(picked), dtype=np.int64))
+        partitions = sink_keys.partitions_of(keys)
+        send(plan, collector, headers, partitions, sequence, pa.array(stamps[picked], pa.int64()), keys, values)
+    logger.info("task [%s] flushed the record cache: %s updates forwarded", task, n)
 
 
 def _write_store(plan: WindowPlan, fold: _LoopFold | _CountFold) -> None:

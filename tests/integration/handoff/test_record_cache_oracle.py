@@ -37,12 +37,14 @@ pytestmark = pytest.mark.integration
 
 INPUT = "record-cache-clicks"
 #: (workload, how streamproc's task runs) → streamproc's output topic; Kafka Streams' per workload below.
-#: ``spark/columnar/count.py`` takes the count unless told not to; an aggregate under the cache runs per record.
+#: ``spark/columnar/`` takes the count and the windowed count unless told not to; an aggregate under the cache runs
+#: per record.
 CASES = {
     ("count", "columnar"): "record-cache-counts",
     ("count", "per record"): "record-cache-counts-per-record",
     ("aggregate", "per record"): "record-cache-sums",
-    ("window_count", "per record"): "record-cache-window-counts",
+    ("window_count", "columnar"): "record-cache-window-counts",
+    ("window_count", "per record"): "record-cache-window-counts-per-record",
 }
 KS_OUTPUTS = {
     "count": "record-cache-counts-ks",
@@ -85,6 +87,10 @@ def count_per_record() -> Topology:
 
 def aggregate_per_record() -> Topology:
     return _program("aggregate", CASES["aggregate", "per record"])
+
+
+def window_count_columnar() -> Topology:
+    return _program("window_count", CASES["window_count", "columnar"])
 
 
 def window_count_per_record() -> Topology:

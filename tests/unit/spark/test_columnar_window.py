@@ -154,6 +154,10 @@ def window_sum_tombstones() -> Topology:
     return _aggregate(aggregator=lambda k, v, total: None if v.startswith(b"n") else total + len(v))
 
 
+#: ``--record-cache`` of the example being run (the record cache's tests set it)
+RECORD_CACHE = {"mode": "off"}
+
+
 def _work(
     root: Path, plan: str, topology: str, inputs: tuple[int, int, int], restore: tuple[int, int] | None
 ) -> TaskWork:
@@ -170,6 +174,7 @@ def _work(
         restores=restores,
         partition_counts={SINK: SINK_PARTITIONS},
         local_dir=str(root.parent),
+        record_cache=RECORD_CACHE["mode"],
     )
 
 
@@ -528,3 +533,32 @@ def test_a_failing_window_count_fails_as_per_record(
         error = caught.value
         errors.append((type(error), str(error), type(error.__cause__), str(error.__cause__)))
     assert errors[0] == errors[1]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    rows=_ROWS,
+    shape=st.sampled_from([(10, 10, 200_000), (20, 5, 200_000), (30, 7, 250_000)]),
+    stored=st.lists(st.tuples(_KEYS, st.integers(0, 3), st.integers(0, 50), st.integers(0, 5)), max_size=4),
+    topology=st.sampled_from(["window_count", "window_count_chained", "window_count_unlogged"]),
+    chunk=st.sampled_from([1, 7, 256]),
+)
+def test_the_columnar_window_count_under_the_record_cache_equals_the_per_record_path(
+    tmp_path_factory: pytest.TempPathFactory,
+    caplog: pytest.LogCaptureFixture,
+    rows: list[Any],
+    shape: tuple[int, int, int],
+    stored: list[tuple[bytes, int, int, int]],
+    topology: str,
+    chunk: int,
+) -> None:
+    """``--record-cache flush-at-end``: the windowed count() over columns keeps each window's last update and sends it
+    at the end through the chain after ``toStream``, as the per-record ``CachingWindowStore`` flushes it (tumbling
+    and hopping windows, a restored store, chains before and after, one to many chunks; the grace keeps every
+    flushed window live, which the columnar path requires)."""
+    RECORD_CACHE["mode"] = "flush-at-end"
+    try:
+        _run_both_and_compare(tmp_path_factory, caplog, rows, shape, stored, topology, -1, chunk)
+    finally:
+        RECORD_CACHE["mode"] = "off"
+    assert "windowed aggregate, its record cache flushed once at the end" in caplog.text
