@@ -8,17 +8,17 @@ restores 0 records and equals an app that processed everything), plus: the Spark
 containers, the ledger's rows are in the compose PostgreSQL, and ``docker compose down -v`` leaves no container,
 volume or network. Bad input: a host port already taken gives one line naming the service, and nothing is left.
 
-Opt-in, outside ``make test`` (whose budget it would double): ``make deploy-test``, or
-``STREAMPROC_DEPLOY_TEST=1 pytest tests/integration/deploy/test_compose_up.py``. It needs root (it starts dockerd
-when no engine answers, :mod:`streamproc_dev.docker_engine`) or a running engine, and builds the stand-in base
-images once (:mod:`streamproc_dev.images`; no image registry is reachable here). The Docker-less topology test
-(``test_deployment.py``) stays the fast check inside ``make test``.
+``make test`` runs it beside pytest's workers, in a process of its own (``python -m streamproc_dev.deploy_test``, log
+``tests/results/deploy.log``); ``make deploy-test`` runs it alone. It needs a Docker engine: the one that answers, or
+``dockerd`` started here as root (:mod:`streamproc_dev.docker_engine`; a developer who is not root and has no engine
+gets one line saying it was skipped, from that runner, not from here). It builds the stand-in base images once
+(:mod:`streamproc_dev.images`; no image registry is reachable here); the engine's data root in the cache keeps them
+and every layer for the next run. The Docker-less topology test (``test_deployment.py``) stays the fast check.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import time
@@ -33,8 +33,7 @@ import pytest
 from streamproc.errors import DevServiceError
 from streamproc_dev import airflow_server, demo, docker_engine, images
 from streamproc_dev.conformance.oracle import ensure_oracle_jar
-from streamproc_dev.deployment import Deployment, write_env_file
-from streamproc_dev.service_process import free_port
+from streamproc_dev.deployment import Deployment, host_port, write_env_file
 from streamproc_dev.versions import cache_dir
 from tests.conftest import PROJECT_ROOT
 from tests.integration.deploy import compose_file
@@ -44,10 +43,6 @@ pytestmark = [
     pytest.mark.integration,
     # a cold run builds every image (minutes on two cores) before the first test; a warm one reuses them
     pytest.mark.timeout(5400),
-    pytest.mark.skipif(
-        os.environ.get("STREAMPROC_DEPLOY_TEST") != "1",
-        reason="the compose deployment test is opt-in: make deploy-test (STREAMPROC_DEPLOY_TEST=1)",
-    ),
 ]
 
 BACKFILL = "streamproc_backfill"
@@ -58,30 +53,36 @@ APP_JAR = "/opt/streamproc/oracle.jar"
 
 @pytest.fixture(scope="module")
 def engine() -> Iterator[None]:
-    """A Docker engine: the running one, else dockerd started here and stopped afterwards."""
+    """A Docker engine: the running one, else dockerd started here and stopped afterwards, whatever happened."""
     workdir = cache_dir() / "run" / "docker"
     started = docker_engine.start(workdir)
-    yield
-    if started is not None:
-        docker_engine.stop(workdir)
+    try:
+        yield
+    finally:
+        if started is not None:
+            docker_engine.stop(workdir)
 
 
 @pytest.fixture(scope="module")
 def settings(engine: None, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """``.env.example`` with the stand-in base images, free host ports, and the demo's topology mounted."""
+    """``.env.example`` with the stand-in base images, free host ports, and the demo's topology mounted.
+
+    The host ports are below the ephemeral range (``host_port``): the tests beside this one take ``free_port()``
+    ports while the images build, before these are bound.
+    """
     root = tmp_path_factory.mktemp("compose")
     topologies = root / "topologies"
     (topologies / "streamproc_dev").mkdir(parents=True)
     (topologies / "streamproc_dev" / "__init__.py").write_text("", encoding="utf-8")
     shutil.copy(PROJECT_ROOT / "streamproc_dev" / "demo_topology.py", topologies / "streamproc_dev")
     topologies.chmod(0o755)
-    ui_port = free_port()
+    ui_port = host_port()
     values = {
         **images.build_standins(),
         "AIRFLOW_UI_PORT": str(ui_port),
         "AIRFLOW_BASE_URL": f"http://localhost:{ui_port}",
-        "SPARK_UI_PORT": str(free_port()),
-        "KAFKA_HOST_PORT": str(free_port()),
+        "SPARK_UI_PORT": str(host_port()),
+        "KAFKA_HOST_PORT": str(host_port()),
         "SPARK_WORKER_CORES": "1",
         "SPARK_WORKER_MEMORY": "1g",
         "STREAMPROC_TOPOLOGIES_DIR": str(topologies),
