@@ -155,6 +155,15 @@ class Deployment:
             found[kind] = result.stdout.split()
         return found
 
+    def remove_leftovers(self) -> None:
+        """Whatever ``leftovers`` finds, removed with the docker CLI alone: the last resort when ``down`` itself was
+        interrupted (make's Ctrl-C during a teardown), before the engine the test started is stopped."""
+        found = self.leftovers()
+        removals = {"containers": ["rm", "-f", "-v"], "volumes": ["volume", "rm", "-f"], "networks": ["network", "rm"]}
+        for kind, args in removals.items():  # containers first: they hold the volumes and networks
+            if found[kind]:
+                subprocess.run([docker_cli(), *args, *found[kind]], capture_output=True, check=False, timeout=300)  # noqa: S603
+
     def container_names(self, service: str) -> list[str]:
         result = self.compose("ps", "--all", "--format", "{{.Name}}", service)
         return sorted(result.stdout.split())

@@ -19,6 +19,7 @@ and every layer for the next run. The Docker-less topology test (``test_deployme
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -51,16 +52,34 @@ STATE_DIR = "/var/lib/streamproc/state"
 APP_JAR = "/opt/streamproc/oracle.jar"
 
 
+#: every compose project this module creates, removed at the end whatever became of its own ``down``
+PROJECTS: list[str] = []
+
+
+def _project() -> str:
+    project = f"streamproc-test-{uuid.uuid4().hex[:6]}"
+    PROJECTS.append(project)
+    return project
+
+
 @pytest.fixture(scope="module")
 def engine() -> Iterator[None]:
-    """A Docker engine: the running one, else dockerd started here and stopped afterwards, whatever happened."""
+    """A Docker engine: the running one, else dockerd started here and stopped afterwards, whatever happened.
+
+    Before that, anything left of this module's projects is removed: after an interrupt (``make test``'s trap,
+    ``streamproc_dev.deploy_test``) the ``down`` that was running may have been cut short.
+    """
     workdir = cache_dir() / "run" / "docker"
     started = docker_engine.start(workdir)
     try:
         yield
     finally:
-        if started is not None:
-            docker_engine.stop(workdir)
+        try:
+            for project in PROJECTS:
+                Deployment(project, Path(os.devnull)).remove_leftovers()
+        finally:
+            if started is not None:
+                docker_engine.stop(workdir)
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +114,7 @@ def settings(engine: None, tmp_path_factory: pytest.TempPathFactory) -> dict[str
 @pytest.fixture(scope="module")
 def deployment(settings: dict[str, str]) -> Iterator[Deployment]:
     """The compose project, up and healthy; torn down afterwards whatever happened."""
-    project = f"streamproc-test-{uuid.uuid4().hex[:6]}"
+    project = _project()
     deployed = Deployment(project, Path(settings["ENV_FILE"]))
     seconds = deployed.up()
     print(f"docker compose up --build --wait: {seconds:.0f} s")
@@ -204,7 +223,7 @@ def _task_states(api: Api, run_path: str) -> dict[str, Any]:
 def test_a_taken_host_port_is_one_line_naming_the_service_and_nothing_is_left(settings: dict[str, str]) -> None:
     import socket
 
-    project = f"streamproc-test-{uuid.uuid4().hex[:6]}"
+    project = _project()
     env_file = Path(settings["ENV_FILE"]).with_name("env-taken")
     with socket.socket() as taken:
         taken.bind(("0.0.0.0", 0))  # noqa: S104 - where Docker publishes the port
@@ -223,7 +242,7 @@ def test_a_taken_host_port_is_one_line_naming_the_service_and_nothing_is_left(se
 
 
 def test_a_failed_build_is_one_line_naming_the_service_and_nothing_is_left(settings: dict[str, str]) -> None:
-    project = f"streamproc-test-{uuid.uuid4().hex[:6]}"
+    project = _project()
     env_file = Path(settings["ENV_FILE"]).with_name("env-unbuildable")
     missing = "streamproc-standin/no-such-python:3.11"  # not built here, and no registry to pull it from
     write_env_file(env_file, {**{k: v for k, v in settings.items() if k != "ENV_FILE"}, "PYTHON_IMAGE": missing})
