@@ -70,8 +70,9 @@ services: install
 #   nothing: $(DEPLOY_LOG). It starts dockerd when no engine answers (root), stops it after, and prints one
 #   "deployment test skipped: <why>" line instead where it cannot have an engine (not root, none running).
 # pytest leaves that file to it (--ignore). On an interrupt the trap sends it SIGTERM (`exec`: $$! is its python), on
-# which it takes the compose project down and stops its dockerd (the report finishes on its own, as before). Measured cold on a clean clone on a
-# 2-core machine (docs/operations.md): CI's limit is 90 minutes, the suite must stay under 60.
+# which it takes the compose project down and stops its dockerd (the report finishes on its own, as before).
+# CI (.ci/run, a clean clone on 2 cores) allows 90 minutes and the suite must stay under 60 cold; measured figures are
+# in docs/operations.md.
 DEPLOY_LOG := tests/results/deploy.log
 test: services
 	@mkdir -p conformance/results $(dir $(DEPLOY_LOG))

@@ -68,7 +68,10 @@ class BuildProgress:
             elif image := _IMAGE.match(text):
                 self._image_event(image["image"], image["state"])
             elif container := _CONTAINER.match(text):
-                self._say(f"container {container['container']}: {container['state'].lower()}")
+                said = f"container {container['container']}: {container['state'].lower()}"
+                if said not in self._announced:  # ``up --wait`` repeats every state it has seen at each change
+                    self._announced.add(said)
+                    self._say(said)
             elif self._pending is not None and text:
                 self._flush()  # the step's first output: it runs (a cached one says so first)
 

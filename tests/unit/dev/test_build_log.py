@@ -51,12 +51,20 @@ def test_each_step_that_runs_is_one_line_and_cached_or_instant_ones_none(caplog:
     ]
 
 
-def test_a_service_becoming_healthy_is_one_line(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_service_state_is_one_line_however_often_compose_repeats_it(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="streamproc_dev.build_log")
     progress = build_log.BuildProgress("compose up")
-    for line in (" Container p-kafka-1 Starting ", " Container p-kafka-1 Started ", " Container p-kafka-1 Healthy "):
-        progress.line(line)
-    assert _messages(caplog) == ["container p-kafka-1: healthy"]
+    states = [
+        "kafka-1 Starting",
+        "kafka-1 Started",
+        "kafka-1 Healthy",
+        "init-1 Exited",
+        "kafka-1 Healthy",
+        "init-1 Exited",
+    ]
+    for state in states:
+        progress.line(f" Container p-{state} ")
+    assert _messages(caplog) == ["container p-kafka-1: healthy", "container p-init-1: exited"]
 
 
 def test_run_returns_both_outputs_and_the_exit_status_as_subprocess_run_does() -> None:
