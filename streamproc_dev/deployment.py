@@ -10,6 +10,9 @@ caller's overrides (ports, the stand-in base images), so the file's own defaults
 from __future__ import annotations
 
 import logging
+import os
+import random
+import socket
 import subprocess
 import time
 from collections.abc import Mapping
@@ -17,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from streamproc.errors import DevServiceError
-from streamproc_dev import compose, compose_failure
+from streamproc_dev import build_log, compose, compose_failure
 from streamproc_dev.docker_engine import docker_cli
 
 log = logging.getLogger(__name__)
@@ -45,6 +48,30 @@ def write_env_file(target: Path, overrides: Mapping[str, str], example: Path = E
     return target
 
 
+def host_port(attempts: int = 200) -> int:
+    """A free TCP port for the project to publish, below the kernel's ephemeral range.
+
+    ``make test`` runs this test beside pytest's workers, whose services take ``free_port()`` ports (the OS picks
+    them in the ephemeral range, as it does for every outgoing connection), and the ports are bound only minutes
+    later, when ``up`` starts the containers after the builds. Below that range nothing the suite starts picks a
+    port, so nothing can take it in between. Checked free on 0.0.0.0, where Docker publishes.
+    """
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text(encoding="ascii").split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768  # Linux's default
+    pick = random.SystemRandom()
+    for _ in range(attempts):
+        port = pick.randrange(max(1024, low - 12000), low)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("0.0.0.0", port))  # noqa: S104 - where Docker publishes the port
+            except OSError:
+                continue
+            return port
+    raise DevServiceError(f"no free TCP port below the ephemeral range ({low}) after {attempts} tries")
+
+
 @dataclass(frozen=True, slots=True)
 class Deployment:
     """One compose project: its name, env file and compose file."""
@@ -53,9 +80,11 @@ class Deployment:
     env_file: Path
     compose_file: Path = COMPOSE_FILE
 
+    def _base(self) -> list[str]:
+        return ["--project-name", self.project, "-f", str(self.compose_file), "--env-file", str(self.env_file)]
+
     def compose(self, *args: str, timeout_s: float = 600) -> subprocess.CompletedProcess[str]:
-        base = ["--project-name", self.project, "-f", str(self.compose_file), "--env-file", str(self.env_file)]
-        return compose.command().run(*base, *args, timeout_s=timeout_s)
+        return compose.command().run(*self._base(), *args, timeout_s=timeout_s)
 
     def up(self) -> float:
         """Build, start and wait for every service; returns the seconds it took. On failure: torn down, then
@@ -67,17 +96,24 @@ class Deployment:
         """
         started = time.monotonic()
         log.info("docker compose build, then up --wait (project %s)", self.project)
-        self._step("--parallel", "1", "--progress", "plain", "build")
-        self._step("--progress", "plain", "up", "-d", "--build", "--wait", "--wait-timeout", str(WAIT_TIMEOUT_S))
+        self._step("compose build", "--parallel", "1", "--progress", "plain", "build")
+        self._step("compose up", "--progress", "plain", "up", "-d", "--build", "--wait", "--wait-timeout",
+                   str(WAIT_TIMEOUT_S))  # fmt: skip
         return time.monotonic() - started
 
-    def _step(self, *args: str) -> None:
+    def _step(self, what: str, *args: str) -> None:
+        command = compose.command()
         try:
-            result = self.compose(*args, timeout_s=UP_TIMEOUT_S)
+            # each image and each build step that runs logged as it starts (build_log): a cold build takes minutes
+            result = build_log.run([*command.argv, *self._base(), *args], image=what, timeout_s=UP_TIMEOUT_S,
+                                   env={**os.environ, **command.env})  # fmt: skip
         except subprocess.TimeoutExpired as exc:
             self.down()
             raise DevServiceError(f"docker compose {' '.join(args)} did not finish within {UP_TIMEOUT_S:.0f}s; "
                                   "the project was torn down") from exc  # fmt: skip
+        except KeyboardInterrupt:  # interrupted (make's Ctrl-C or SIGTERM, streamproc_dev.deploy_test): nothing left
+            self.down()
+            raise
         if result.returncode != 0:
             output = result.stdout + result.stderr
             log.debug("docker compose %s failed:\n%s", " ".join(args), output)
@@ -118,6 +154,15 @@ class Deployment:
             )  # fmt: skip
             found[kind] = result.stdout.split()
         return found
+
+    def remove_leftovers(self) -> None:
+        """Whatever ``leftovers`` finds, removed with the docker CLI alone: the last resort when ``down`` itself was
+        interrupted (make's Ctrl-C during a teardown), before the engine the test started is stopped."""
+        found = self.leftovers()
+        removals = {"containers": ["rm", "-f", "-v"], "volumes": ["volume", "rm", "-f"], "networks": ["network", "rm"]}
+        for kind, args in removals.items():  # containers first: they hold the volumes and networks
+            if found[kind]:
+                subprocess.run([docker_cli(), *args, *found[kind]], capture_output=True, check=False, timeout=300)  # noqa: S603
 
     def container_names(self, service: str) -> list[str]:
         result = self.compose("ps", "--all", "--format", "{{.Name}}", service)

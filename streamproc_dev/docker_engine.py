@@ -3,10 +3,13 @@
 No engine runs on a fresh machine of this kind, but Debian's ``docker.io`` (installed by ``tools/prereq.sh`` as root)
 starts as root in a few seconds (``/work/shared/notes/docker-engine.md``). Its data root lives in the cache
 (``~/.cache/streamproc/docker``) so that a later run on the same machine reuses the image layers built before: the
-images take minutes to build and seconds to reuse. ``--iptables=false`` because containers have no route out here
-anyway, and published ports still work through docker-proxy. Started like the other dev services
-(:mod:`streamproc_dev.service_process`): its own session, its PID recorded in the work directory, stopped by that PID
-only; an engine that was already answering is never stopped by us.
+images take minutes to build and seconds to reuse. It changes nothing on the host beyond its own files, because it runs
+beside ``make test``'s other services: ``--iptables=false`` (no NAT or filter rules; containers have no route out here
+anyway, and published ports still work through docker-proxy), ``--ip-forward=false`` (the host's sysctl left as it is:
+containers of one compose network talk over their bridge, the host reaches them through docker-proxy) and
+``--bridge=none`` (no ``docker0`` on the host: compose makes, and ``down`` removes, its own network). Started like the
+other dev services (:mod:`streamproc_dev.service_process`): its own session, its PID recorded in the work directory,
+stopped by that PID only; an engine that was already answering is never stopped by us.
 """
 
 from __future__ import annotations
@@ -44,6 +47,13 @@ def docker_cli() -> str:
     return docker
 
 
+def dockerd_path() -> str | None:
+    """The installed ``dockerd`` (Debian puts it in /usr/sbin, which a non-root PATH may lack), or None."""
+    return shutil.which("dockerd") or next(
+        (p for p in ("/usr/sbin/dockerd", "/usr/bin/dockerd") if os.access(p, os.X_OK)), None
+    )
+
+
 def engine_version(timeout_s: float = 10) -> str | None:
     """The server version of the engine the docker CLI reaches, or None when none answers."""
     try:
@@ -66,9 +76,7 @@ def start(workdir: Path) -> ServiceHandle | None:
     if version is not None:
         log.info("Docker engine %s already answers; using it", version)
         return None
-    dockerd = shutil.which("dockerd") or next(
-        (p for p in ("/usr/sbin/dockerd", "/usr/bin/dockerd") if os.access(p, os.X_OK)), None
-    )
+    dockerd = dockerd_path()
     if dockerd is None:
         raise DevServiceError("no Docker engine answers and dockerd is not installed; run `make prereq` as root")
     if os.geteuid() != 0:
@@ -83,6 +91,8 @@ def start(workdir: Path) -> ServiceHandle | None:
         "--pidfile", str(workdir / "dockerd.pid"),
         "--host", DEFAULT_HOST,
         "--iptables=false",
+        "--ip-forward=false",
+        "--bridge=none",
     ]  # fmt: skip
     pid = service_process.spawn(args, log_path=log_path, cwd=workdir)
     handle = ServiceHandle(NAME, pid, DEFAULT_HOST, str(workdir), str(log_path), {"data_root": str(data_root())})

@@ -51,7 +51,7 @@ def go_install(
     renamed to ``target``'s name. ``what`` names the program in logs and errors.
     """
     if target.exists():
-        log.info("%s %s already built at %s", what, version, target)
+        log.debug("%s %s already built at %s", what, version, target)
         return target
     go = go_binary()
     cache_dir().mkdir(parents=True, exist_ok=True)

@@ -15,10 +15,12 @@ import logging
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from streamproc.errors import DevServiceError
+from streamproc_dev import build_log
 from streamproc_dev.docker_engine import docker_cli
 from streamproc_dev.versions import KAFKA_VERSION, cache_dir
 
@@ -63,10 +65,12 @@ def debian_tarball() -> Path:
     with tempfile.TemporaryDirectory(dir=tarball.parent) as staging:
         root = Path(staging) / "rootfs"
         log.info("Making a Debian bookworm root filesystem with debootstrap (about a minute, once)")
+        started = time.monotonic()
         _run([debootstrap, "--variant=minbase", "bookworm", str(root), DEBIAN_MIRROR], what="debootstrap")
         partial = Path(staging) / "rootfs.tar"
         _run(["tar", "-C", str(root), "--numeric-owner", "-cf", str(partial), "."], what="tar")
         partial.rename(tarball)
+    log.info("Debian root filesystem made in %.0f s: %s", time.monotonic() - started, tarball)
     return tarball
 
 
@@ -79,9 +83,8 @@ def _run(args: Sequence[str], *, what: str) -> None:
 def _build(name: str, context: Path) -> None:
     """``docker build`` a stand-in over the Debian root, with the host's network (apt-get reaches Debian's mirror)."""
     log.info("Building %s", name)
-    result = _docker(
-        "build", "--network", "host", "--build-arg", f"DEBIAN_IMAGE={DEBIAN_IMAGE}", "-t", name, str(context)
-    )
+    args = ["build", "--network", "host", "--build-arg", f"DEBIAN_IMAGE={DEBIAN_IMAGE}", "-t", name, str(context)]
+    result = build_log.run([docker_cli(), *args], image=name, timeout_s=3600)
     if result.returncode != 0:
         raise DevServiceError(f"building {name} failed:\n{(result.stdout + result.stderr)[-3000:]}")
 
@@ -116,8 +119,9 @@ def build_standins() -> dict[str, str]:
     from streamproc_dev import broker, s3
 
     if not image_exists(DEBIAN_IMAGE):
+        tarball = debian_tarball()
         log.info("Importing %s", DEBIAN_IMAGE)
-        result = _docker("import", str(debian_tarball()), DEBIAN_IMAGE)
+        result = _docker("import", str(tarball), DEBIAN_IMAGE)
         if result.returncode != 0:
             raise DevServiceError(f"docker import of the Debian root failed: {result.stderr.strip()}")
     for variable, name in VARIABLES.items():

@@ -18,9 +18,12 @@
 #   STREAMPROC_PREREQ_INSTALL   auto (default: install what it can) or never (only check and print the commands)
 #   STREAMPROC_GO, STREAMPROC_PG_BINDIR, STREAMPROC_CHROMIUM, JAVA_HOME   tried first when set
 #   STREAMPROC_PREREQ_SYSROOT   prefix for the fixed places searched (/usr/lib/jvm, /usr/lib/postgresql); for tests
-#   STREAMPROC_PREREQ_DOCKER    yes: also the deployment test's tools (`make deploy-test`): a Docker engine (dockerd,
-#                               Debian's docker.io) and debootstrap (the stand-in base image); installed as root with
-#                               apt-get like the rest. Unset, nothing about Docker is checked: only that test needs it.
+#   STREAMPROC_PREREQ_DOCKER    the compose deployment test's tools: a Docker engine (dockerd, Debian's docker.io)
+#                               and debootstrap (its stand-in base image). auto (default): installed with apt-get
+#                               like the rest when missing and root; not root, a missing one is one line (the test
+#                               is then skipped with its reason, streamproc_dev/deploy_test.py), not a stop.
+#                               yes (`make deploy-test`): required, a stop when missing. no: neither checked nor
+#                               installed (`make test` then skips the deployment test, saying so).
 # shellcheck disable=SC2329 # the check_<tool> functions are called by name, "check_$tool"
 set -u
 
@@ -342,9 +345,13 @@ if [ -n "$failed" ]; then
 	exit 1
 fi
 
-# The deployment test's engine and image tools, only when asked for (STREAMPROC_PREREQ_DOCKER=yes).
-if [ "${STREAMPROC_PREREQ_DOCKER:-}" = yes ]; then
-	docker_missing() { ! command -v dockerd >/dev/null 2>&1 || ! command -v debootstrap >/dev/null 2>&1; }
+# The deployment test's engine and image tools (STREAMPROC_PREREQ_DOCKER: auto by default, yes, no).
+DOCKER_MODE=${STREAMPROC_PREREQ_DOCKER:-auto}
+if [ "$DOCKER_MODE" != no ]; then
+	docker_missing() {
+		! { command -v dockerd || [ -x /usr/sbin/dockerd ]; } >/dev/null 2>&1 ||
+			! { command -v debootstrap || [ -x /usr/sbin/debootstrap ]; } >/dev/null 2>&1
+	}
 	_docker_note=
 	if docker_missing && [ "$INSTALL" = auto ] && [ "$IS_ROOT" = yes ] && [ "$HAVE_APT" = yes ]; then
 		mkdir -p "$CACHE"
@@ -354,15 +361,20 @@ if [ "${STREAMPROC_PREREQ_DOCKER:-}" = yes ]; then
 			DEBIAN_FRONTEND=noninteractive apt-get -qq -y -o DPkg::Lock::Timeout=600 install docker.io debootstrap >>"$log" 2>&1 &&
 			_docker_note=" (installed)"
 	fi
-	if docker_missing; then
+	sudo=
+	[ "$IS_ROOT" = yes ] || sudo="sudo "
+	if ! docker_missing; then
+		_dockerd=$(command -v dockerd 2>/dev/null || echo /usr/sbin/dockerd)
+		_dv=$("$_dockerd" --version 2>/dev/null | sed -n 's/^Docker version \([^,]*\),.*/\1/p')
+		printf 'prereq: %-10s %s %s%s\n' docker "${_dv:-?}" "$_dockerd" "$_docker_note"
+	elif [ "$DOCKER_MODE" = yes ] || [ "$IS_ROOT" = yes ]; then
+		# root (CI) must run the deployment test: a failed install is a stop, as for every other tool
 		printf 'prereq: %-10s MISSING: dockerd or debootstrap (the deployment test builds images and runs them)\n' docker
-		sudo=
-		[ "$IS_ROOT" = yes ] || sudo="sudo "
 		echo "  ${sudo}apt-get update && ${sudo}apt-get install -y docker.io debootstrap"
 		exit 1
+	else
+		printf 'prereq: %-10s not installed: the deployment test needs it and root (%sapt-get install -y docker.io debootstrap)\n' docker "$sudo"
 	fi
-	_dv=$(dockerd --version 2>/dev/null | sed -n 's/^Docker version \([^,]*\),.*/\1/p')
-	printf 'prereq: %-10s %s %s%s\n' docker "${_dv:-?}" "$(command -v dockerd)" "$_docker_note"
 fi
 
 if [ -n "$ENV_FILE" ]; then

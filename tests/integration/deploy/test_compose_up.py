@@ -8,11 +8,12 @@ restores 0 records and equals an app that processed everything), plus: the Spark
 containers, the ledger's rows are in the compose PostgreSQL, and ``docker compose down -v`` leaves no container,
 volume or network. Bad input: a host port already taken gives one line naming the service, and nothing is left.
 
-Opt-in, outside ``make test`` (whose budget it would double): ``make deploy-test``, or
-``STREAMPROC_DEPLOY_TEST=1 pytest tests/integration/deploy/test_compose_up.py``. It needs root (it starts dockerd
-when no engine answers, :mod:`streamproc_dev.docker_engine`) or a running engine, and builds the stand-in base
-images once (:mod:`streamproc_dev.images`; no image registry is reachable here). The Docker-less topology test
-(``test_deployment.py``) stays the fast check inside ``make test``.
+``make test`` runs it beside pytest's workers, in a process of its own (``python -m streamproc_dev.deploy_test``, log
+``tests/results/deploy.log``); ``make deploy-test`` runs it alone. It needs a Docker engine: the one that answers, or
+``dockerd`` started here as root (:mod:`streamproc_dev.docker_engine`; a developer who is not root and has no engine
+gets one line saying it was skipped, from that runner, not from here). It builds the stand-in base images once
+(:mod:`streamproc_dev.images`; no image registry is reachable here); the engine's data root in the cache keeps them
+and every layer for the next run. The Docker-less topology test (``test_deployment.py``) stays the fast check.
 """
 
 from __future__ import annotations
@@ -33,8 +34,7 @@ import pytest
 from streamproc.errors import DevServiceError
 from streamproc_dev import airflow_server, demo, docker_engine, images
 from streamproc_dev.conformance.oracle import ensure_oracle_jar
-from streamproc_dev.deployment import Deployment, write_env_file
-from streamproc_dev.service_process import free_port
+from streamproc_dev.deployment import Deployment, host_port, write_env_file
 from streamproc_dev.versions import cache_dir
 from tests.conftest import PROJECT_ROOT
 from tests.integration.deploy import compose_file
@@ -44,10 +44,6 @@ pytestmark = [
     pytest.mark.integration,
     # a cold run builds every image (minutes on two cores) before the first test; a warm one reuses them
     pytest.mark.timeout(5400),
-    pytest.mark.skipif(
-        os.environ.get("STREAMPROC_DEPLOY_TEST") != "1",
-        reason="the compose deployment test is opt-in: make deploy-test (STREAMPROC_DEPLOY_TEST=1)",
-    ),
 ]
 
 BACKFILL = "streamproc_backfill"
@@ -56,32 +52,56 @@ STATE_DIR = "/var/lib/streamproc/state"
 APP_JAR = "/opt/streamproc/oracle.jar"
 
 
+#: every compose project this module creates, removed at the end whatever became of its own ``down``
+PROJECTS: list[str] = []
+
+
+def _project() -> str:
+    project = f"streamproc-test-{uuid.uuid4().hex[:6]}"
+    PROJECTS.append(project)
+    return project
+
+
 @pytest.fixture(scope="module")
 def engine() -> Iterator[None]:
-    """A Docker engine: the running one, else dockerd started here and stopped afterwards."""
+    """A Docker engine: the running one, else dockerd started here and stopped afterwards, whatever happened.
+
+    Before that, anything left of this module's projects is removed: after an interrupt (``make test``'s trap,
+    ``streamproc_dev.deploy_test``) the ``down`` that was running may have been cut short.
+    """
     workdir = cache_dir() / "run" / "docker"
     started = docker_engine.start(workdir)
-    yield
-    if started is not None:
-        docker_engine.stop(workdir)
+    try:
+        yield
+    finally:
+        try:
+            for project in PROJECTS:
+                Deployment(project, Path(os.devnull)).remove_leftovers()
+        finally:
+            if started is not None:
+                docker_engine.stop(workdir)
 
 
 @pytest.fixture(scope="module")
 def settings(engine: None, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """``.env.example`` with the stand-in base images, free host ports, and the demo's topology mounted."""
+    """``.env.example`` with the stand-in base images, free host ports, and the demo's topology mounted.
+
+    The host ports are below the ephemeral range (``host_port``): the tests beside this one take ``free_port()``
+    ports while the images build, before these are bound.
+    """
     root = tmp_path_factory.mktemp("compose")
     topologies = root / "topologies"
     (topologies / "streamproc_dev").mkdir(parents=True)
     (topologies / "streamproc_dev" / "__init__.py").write_text("", encoding="utf-8")
     shutil.copy(PROJECT_ROOT / "streamproc_dev" / "demo_topology.py", topologies / "streamproc_dev")
     topologies.chmod(0o755)
-    ui_port = free_port()
+    ui_port = host_port()
     values = {
         **images.build_standins(),
         "AIRFLOW_UI_PORT": str(ui_port),
         "AIRFLOW_BASE_URL": f"http://localhost:{ui_port}",
-        "SPARK_UI_PORT": str(free_port()),
-        "KAFKA_HOST_PORT": str(free_port()),
+        "SPARK_UI_PORT": str(host_port()),
+        "KAFKA_HOST_PORT": str(host_port()),
         "SPARK_WORKER_CORES": "1",
         "SPARK_WORKER_MEMORY": "1g",
         "STREAMPROC_TOPOLOGIES_DIR": str(topologies),
@@ -94,7 +114,7 @@ def settings(engine: None, tmp_path_factory: pytest.TempPathFactory) -> dict[str
 @pytest.fixture(scope="module")
 def deployment(settings: dict[str, str]) -> Iterator[Deployment]:
     """The compose project, up and healthy; torn down afterwards whatever happened."""
-    project = f"streamproc-test-{uuid.uuid4().hex[:6]}"
+    project = _project()
     deployed = Deployment(project, Path(settings["ENV_FILE"]))
     seconds = deployed.up()
     print(f"docker compose up --build --wait: {seconds:.0f} s")
@@ -203,7 +223,7 @@ def _task_states(api: Api, run_path: str) -> dict[str, Any]:
 def test_a_taken_host_port_is_one_line_naming_the_service_and_nothing_is_left(settings: dict[str, str]) -> None:
     import socket
 
-    project = f"streamproc-test-{uuid.uuid4().hex[:6]}"
+    project = _project()
     env_file = Path(settings["ENV_FILE"]).with_name("env-taken")
     with socket.socket() as taken:
         taken.bind(("0.0.0.0", 0))  # noqa: S104 - where Docker publishes the port
@@ -222,7 +242,7 @@ def test_a_taken_host_port_is_one_line_naming_the_service_and_nothing_is_left(se
 
 
 def test_a_failed_build_is_one_line_naming_the_service_and_nothing_is_left(settings: dict[str, str]) -> None:
-    project = f"streamproc-test-{uuid.uuid4().hex[:6]}"
+    project = _project()
     env_file = Path(settings["ENV_FILE"]).with_name("env-unbuildable")
     missing = "streamproc-standin/no-such-python:3.11"  # not built here, and no registry to pull it from
     write_env_file(env_file, {**{k: v for k, v in settings.items() if k != "ENV_FILE"}, "PYTHON_IMAGE": missing})

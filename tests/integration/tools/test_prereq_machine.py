@@ -14,7 +14,8 @@ from pathlib import Path
 from tests.conftest import PROJECT_ROOT
 
 SCRIPT = PROJECT_ROOT / "tools" / "prereq.sh"
-TOOLS = ("python", "java", "mvn", "go", "cc", "postgresql", "chromium")
+#: docker: the compose deployment test's engine (dockerd) and debootstrap, checked by default since `make test` runs it
+TOOLS = ("python", "java", "mvn", "go", "cc", "postgresql", "chromium", "docker")
 
 
 #: What `make` exports from `.prereq.env`: the script would take these over PATH, so a test of what it finds on
