@@ -133,6 +133,25 @@ def _streams_launcher(deployment: Deployment, image: str) -> list[str]:
     ]  # fmt: skip
 
 
+def test_an_engine_that_does_not_start_is_one_line_and_nothing_is_left(tmp_path: Path) -> None:
+    """A dockerd that refuses to start is one line with the daemon's own cause, and no dockerd is left. The fault is
+    real: the pid file names a live process, as a dockerd killed without cleaning up leaves it for the next start.
+    It runs before the module's engine fixture starts one (no engine answers on CI's machine)."""
+    if docker_engine.engine_version() is not None:
+        pytest.skip("an engine already answers here: the test would not start dockerd")
+    workdir = tmp_path / "docker"
+    workdir.mkdir()
+    (workdir / "dockerd.pid").write_text(str(os.getpid()), encoding="utf-8")
+    with pytest.raises(DevServiceError) as refused:
+        docker_engine.start(workdir)
+    message = str(refused.value)
+    assert "\n" not in message, message
+    assert message.startswith("dockerd did not start: ") and "pid file found" in message, message
+    assert docker_engine.engine_version() is None
+    left = subprocess.run(["pgrep", "-f", f"dockerd.*{workdir}"], capture_output=True, check=False)  # noqa: S607
+    assert left.returncode == 1, left.stdout
+
+
 def test_a_user_deploys_runs_a_backfill_with_approval_and_tears_down(
     deployment: Deployment, settings: dict[str, str]
 ) -> None:
