@@ -54,11 +54,13 @@ def dockerd_path() -> str | None:
     )
 
 
-def engine_version(timeout_s: float = 10) -> str | None:
-    """The server version of the engine the docker CLI reaches, or None when none answers."""
+def engine_version(timeout_s: float = 10, host: str | None = None) -> str | None:
+    """The server version of the engine the docker CLI reaches (at ``host``, else its default), or None when none
+    answers."""
+    address = () if host is None else ("--host", host)
     try:
         result = subprocess.run(  # noqa: S603
-            [docker_cli(), "version", "--format", "{{.Server.Version}}"],
+            [docker_cli(), *address, "version", "--format", "{{.Server.Version}}"],
             capture_output=True, text=True, check=False, timeout=timeout_s,
         )  # fmt: skip
     except subprocess.TimeoutExpired:
@@ -67,12 +69,13 @@ def engine_version(timeout_s: float = 10) -> str | None:
     return version if result.returncode == 0 and version else None
 
 
-def start(workdir: Path) -> ServiceHandle | None:
-    """Start ``dockerd`` unless an engine answers already; returns the started engine's handle, None if one ran.
+def start(workdir: Path, host: str | None = None) -> ServiceHandle | None:
+    """Start ``dockerd`` unless an engine answers already (where the docker CLI looks, or at ``host``; a started one
+    listens there, or on the default socket); returns the started engine's handle, None if one ran.
 
     Raises ``DevServiceError`` with the cause (no dockerd, not root, the daemon's own last log lines) otherwise.
     """
-    version = engine_version()
+    version = engine_version(host=host)
     if version is not None:
         log.info("Docker engine %s already answers; using it", version)
         return None
@@ -89,17 +92,18 @@ def start(workdir: Path) -> ServiceHandle | None:
         "--data-root", str(data_root()),
         "--exec-root", str(workdir / "exec"),
         "--pidfile", str(workdir / "dockerd.pid"),
-        "--host", DEFAULT_HOST,
+        "--host", host or DEFAULT_HOST,
         "--iptables=false",
         "--ip-forward=false",
         "--bridge=none",
     ]  # fmt: skip
     pid = service_process.spawn(args, log_path=log_path, cwd=workdir)
-    handle = ServiceHandle(NAME, pid, DEFAULT_HOST, str(workdir), str(log_path), {"data_root": str(data_root())})
+    address = host or DEFAULT_HOST
+    handle = ServiceHandle(NAME, pid, address, str(workdir), str(log_path), {"data_root": str(data_root())})
     handle.save()
     try:
         service_process.wait_until(
-            lambda: engine_version(timeout_s=5) is not None,
+            lambda: engine_version(timeout_s=5, host=host) is not None,
             pid=pid, name=NAME, log_path=log_path, timeout_s=START_TIMEOUT_S, interval_s=1.0,
         )  # fmt: skip
     except DevServiceError as exc:
