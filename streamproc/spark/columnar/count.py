@@ -107,9 +107,9 @@ from streamproc.spark.columnar.output import (
     shard_positions,
     stored_long,
 )
-from streamproc.spark.columnar.shard_rows import ShardRows
 from streamproc.spark.columnar.shape import after_to_stream, bytes_source, plain_sink, stateless_chain
 from streamproc.spark.columnar.shape import serde_is as _is
+from streamproc.spark.columnar.shard_rows import ShardRows
 from streamproc.spark.task_input import StagedRange, open_segment, open_upstream, task_batches
 from streamproc.spark.task_output import (
     OUTPUT_SCHEMA,
