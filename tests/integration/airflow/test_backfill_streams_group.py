@@ -20,6 +20,7 @@ from confluent_kafka.admin import AdminClient
 
 from streamproc.kafka.cluster import read_committed_offsets, read_group
 from streamproc.ledger import Ledger
+from streamproc.plan.cluster_snapshot import GroupState
 from tests.integration.airflow.conftest import (
     BACKFILL,
     INCREMENTAL,
@@ -56,21 +57,11 @@ def test_an_approved_backfill_hands_off_into_a_streams_group_and_the_app_resumes
     oracle_jar: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from tests.integration.handoff import dsl_handoff_programs
-
-    monkeypatch.setenv("STREAMPROC_ORACLE_GROUP_PROTOCOL", "streams")
-    program = dsl_handoff_programs.NAMES[PROGRAM]
-    inputs, outputs = _topics(PROGRAM)
-    recreate_topics(admin, inputs + outputs, PARTITIONS)
-    parts = _parts(PROGRAM, seed=3131)
     app_id, state_dir = unique("sg-dag"), tmp_path / "state"
+    program, parts, topics, empty = _first_run(
+        admin, airflow_setup, oracle_jar, app_id, state_dir, monkeypatch, seed=3131
+    )
     client_config = {"bootstrap.servers": airflow_setup.bootstrap}
-
-    _produce(airflow_setup.bootstrap, parts[0])
-    first = _app(oracle_jar, airflow_setup.bootstrap, app_id, state_dir, program)
-    assert first["restored"] == 0
-    empty = read_group(admin, app_id, client_config=client_config)
-    assert empty is not None and (empty.protocol, empty.state, empty.members) == ("streams", "Empty", ()), empty
 
     _produce(airflow_setup.bootstrap, parts[1])
     conf = {
@@ -105,7 +96,7 @@ def test_an_approved_backfill_hands_off_into_a_streams_group_and_the_app_resumes
     assert resumed["restored"] == 0, f"the resumed app restored records after the DAG's hand-off: {restores}"
 
     alone = _app(oracle_jar, airflow_setup.bootstrap, unique("sg-dag-alone"), tmp_path / "alone", program)
-    delete_topics(admin, inputs + outputs)
+    delete_topics(admin, topics)
     assert_resumed_stores_equal(resumed, alone)
 
 
@@ -123,21 +114,11 @@ def test_the_incremental_dag_skips_then_hands_off_into_a_streams_group_and_the_a
     streams group caught up it skips (nothing new since the group's committed offsets); after more input it plans
     from the streams group (its epoch recorded), processes and hands off without an approval, and the app resumes
     with 0 restored, equal to an app that processed everything."""
-    from tests.integration.handoff import dsl_handoff_programs
-
-    monkeypatch.setenv("STREAMPROC_ORACLE_GROUP_PROTOCOL", "streams")
-    program = dsl_handoff_programs.NAMES[PROGRAM]
-    inputs, outputs = _topics(PROGRAM)
-    recreate_topics(admin, inputs + outputs, PARTITIONS)
-    parts = _parts(PROGRAM, seed=3132)
     app_id, state_dir = unique("sg-incr"), tmp_path / "state"
+    program, parts, topics, empty = _first_run(
+        admin, airflow_setup, oracle_jar, app_id, state_dir, monkeypatch, seed=3132
+    )
     client_config = {"bootstrap.servers": airflow_setup.bootstrap}
-
-    _produce(airflow_setup.bootstrap, parts[0])
-    first = _app(oracle_jar, airflow_setup.bootstrap, app_id, state_dir, program)
-    assert first["restored"] == 0
-    empty = read_group(admin, app_id, client_config=client_config)
-    assert empty is not None and (empty.protocol, empty.state, empty.members) == ("streams", "Empty", ()), empty
     settings = {
         "application_id": app_id,
         "topology": f"tests.integration.handoff.dsl_handoff_programs:{PROGRAM}",
@@ -177,5 +158,26 @@ def test_the_incremental_dag_skips_then_hands_off_into_a_streams_group_and_the_a
     assert resumed["restored"] == 0, f"the resumed app restored records after the DAG's hand-off: {restores}"
 
     alone = _app(oracle_jar, airflow_setup.bootstrap, unique("sg-incr-alone"), tmp_path / "alone", program)
-    delete_topics(admin, inputs + outputs)
+    delete_topics(admin, topics)
     assert_resumed_stores_equal(resumed, alone)
+
+
+def _first_run(
+    admin: AdminClient, airflow_setup: AirflowSetup, oracle_jar: Path, app_id: str, state_dir: Path,
+    monkeypatch: pytest.MonkeyPatch, *, seed: int,
+) -> tuple[Any, list[Any], list[str], GroupState]:  # fmt: skip
+    """The count app's first part processed by the real app in a streams group, which it leaves ``Empty`` with its
+    commits: the program, the parts of its input (``parts[0]`` produced), its topics and the empty group."""
+    from tests.integration.handoff import dsl_handoff_programs
+
+    monkeypatch.setenv("STREAMPROC_ORACLE_GROUP_PROTOCOL", "streams")
+    program = dsl_handoff_programs.NAMES[PROGRAM]
+    inputs, outputs = _topics(PROGRAM)
+    recreate_topics(admin, inputs + outputs, PARTITIONS)
+    parts = _parts(PROGRAM, seed=seed)
+    _produce(airflow_setup.bootstrap, parts[0])
+    first = _app(oracle_jar, airflow_setup.bootstrap, app_id, state_dir, program)
+    assert first["restored"] == 0
+    empty = read_group(admin, app_id, client_config={"bootstrap.servers": airflow_setup.bootstrap})
+    assert empty is not None and (empty.protocol, empty.state, empty.members) == ("streams", "Empty", ()), empty
+    return program, parts, inputs + outputs, empty

@@ -20,6 +20,7 @@ from confluent_kafka.admin import AdminClient
 
 from streamproc.kafka.cluster import read_committed_offsets, read_group
 from streamproc.kafka.streams_protocol import ask_streams_protocol
+from streamproc.plan.cluster_snapshot import GroupState
 from streamproc.plan.run_plan import RunPlan
 from streamproc.plan.streams_group_topology import StreamsGroupSubtopology
 from streamproc.spark.job import task_work
@@ -147,12 +148,8 @@ def test_a_plan_needs_the_groups_topology_and_a_hand_off_the_plans_epoch(
     join and leave move the group's epoch, and the guard refuses before anything is committed, naming both epochs."""
     app_id = unique("handoff-sg-epoch")
     client_config = {"bootstrap.servers": kafka_broker}
-    changelog = f"{app_id}-counts-changelog"
-    create_topic(admin, changelog, partitions=PARTITIONS, config={"cleanup.policy": "compact"})
-    wait_for_leaders(admin, changelog)
-    close(streams_app(app_id))
-    empty = read_group(admin, app_id, client_config=client_config)
-    assert empty is not None and (empty.protocol, empty.state) == ("streams", "Empty") and empty.epoch, empty
+    changelog = stopped_app(admin, streams_app, app_id)
+    empty = empty_group(admin, kafka_broker, app_id)
     assert empty.topology is not None and empty.topology.subtopologies == (
         StreamsGroupSubtopology("0", frozenset({input_topic}), frozenset(), frozenset({changelog}), frozenset(),
                                 frozenset()),
@@ -213,12 +210,8 @@ def test_a_streams_group_deleted_since_the_plan_is_refused_and_nothing_is_commit
     transaction: no group, no offset, no changelog record."""
     app_id = unique("handoff-sg-deleted")
     client_config = {"bootstrap.servers": kafka_broker}
-    changelog = f"{app_id}-counts-changelog"
-    create_topic(admin, changelog, partitions=PARTITIONS, config={"cleanup.policy": "compact"})
-    wait_for_leaders(admin, changelog)
-    close(streams_app(app_id))
-    empty = read_group(admin, app_id, client_config=client_config)
-    assert empty is not None and (empty.protocol, empty.state) == ("streams", "Empty") and empty.epoch, empty
+    changelog = stopped_app(admin, streams_app, app_id)
+    empty = empty_group(admin, kafka_broker, app_id)
     answer_list_offsets(kafka_broker, [changelog, topologies.INPUT], PARTITIONS)
     produce(kafka_broker, input_topic, 4_000_000)
     (tmp_path / "topology.txt").write_text(str(topologies.count().describe()))
@@ -261,10 +254,7 @@ def test_the_streams_group_tools_reset_scenarios_start_where_the_plan_starts(
     partitions it lists at its offsets, the others at the group's committed offsets. The tool's export, given back
     as ``--from-file``, plans the same starts."""
     app_id = unique("sg-reset")
-    changelog = f"{app_id}-counts-changelog"
-    create_topic(admin, changelog, partitions=PARTITIONS, config={"cleanup.policy": "compact"})
-    wait_for_leaders(admin, changelog)
-    close(streams_app(app_id))
+    changelog = stopped_app(admin, streams_app, app_id)
     produce(kafka_broker, input_topic, 5_000_000)  # records after the group's commits
     answer_list_offsets(kafka_broker, [changelog, topologies.INPUT], PARTITIONS)
     offsets, _ = read_committed_offsets(admin, app_id)
@@ -356,6 +346,23 @@ def test_a_streams_groups_missing_changelog_is_created_only_as_the_application_d
     run(*first_run, "--store-kind", "counts=key_value")
     assert as_created() == (PARTITIONS, dict(declared.configs))
     assert [t.name for t in RunPlan.read(tmp_path / "plan.json").internal_topics] == [changelog]
+
+
+def stopped_app(admin: AdminClient, streams_app: Callable[[str], subprocess.Popen[str]], app_id: str) -> str:
+    """The count app's changelog created as the app declares it (compacted), then the app run once and stopped, so
+    that its streams group holds its topology, its commits and no member; returns the changelog topic."""
+    changelog = f"{app_id}-counts-changelog"
+    create_topic(admin, changelog, partitions=PARTITIONS, config={"cleanup.policy": "compact"})
+    wait_for_leaders(admin, changelog)
+    close(streams_app(app_id))
+    return changelog
+
+
+def empty_group(admin: AdminClient, bootstrap: str, app_id: str) -> GroupState:
+    """The app's streams group, checked ``Empty`` with an epoch (what a plan and a hand-off may start from)."""
+    group = read_group(admin, app_id, client_config={"bootstrap.servers": bootstrap})
+    assert group is not None and (group.protocol, group.state) == ("streams", "Empty") and group.epoch, group
+    return group
 
 
 def planned_starts(bootstrap: str, app_id: str, work: Path, *args: str) -> dict[tuple[str, int], int]:
