@@ -802,7 +802,7 @@ class WindowStore(_SerdeStore[K, V]):
             context = self.context
             store_key = raw_key + _pack_start_seqnum(window_start, 0)  # store_encoding.window_store_key
             if timestamped:
-                stored, timestamp = _pack_long(value_timestamp) + raw, value_timestamp  # type: ignore[arg-type]
+                stored, timestamp = _pack_long(value_timestamp) + raw, value_timestamp
             else:
                 stored, timestamp = raw, context.record_timestamp()
             if not self.segments.put(store_key, stored, window_start):
