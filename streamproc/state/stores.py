@@ -789,7 +789,9 @@ class WindowStore(_SerdeStore[K, V]):
         goes through the change logger, which stays the rule; ``tests/unit/state/test_stores.py`` checks both paths
         give the same store bytes and changelog records."""
         raw, value_timestamp = self._encode_value(value)
-        raw_key = self._key(key)
+        raw_key = None if key is None else self.key_serde.serializer.serialize(self.serde_topic, key)  # _key
+        if raw_key is None:
+            raw_key = self._key(key)  # raises StateError
         timestamped = value_timestamp is not None
         if (
             raw is not None
@@ -833,7 +835,9 @@ class WindowStore(_SerdeStore[K, V]):
         observed = segments.observed_stream_time
         if window_start < (_LONG_MIN if observed == NO_TIMESTAMP else observed - segments.retention_ms + 1):
             return None  # min_live_time()
-        raw_key = self._key(key)
+        raw_key = None if key is None else self.key_serde.serializer.serialize(self.serde_topic, key)  # _key
+        if raw_key is None:
+            raw_key = self._key(key)  # raises StateError
         if type(window_start) is int and 0 <= window_start <= _LONG_MAX:
             segment = segments.segment(window_start // segments.segment_interval_ms)
             stored = None if segment is None else segment.get(raw_key + _pack_start_seqnum(window_start, 0))
@@ -905,7 +909,9 @@ class TimestampedWindowStore(WindowStore[K, V]):
             return None, None
         if not isinstance(value, ValueAndTimestamp):
             raise StateError(f"store {self.name}: a timestamped window store takes ValueAndTimestamp values")
-        return self._value(value.value), value.timestamp
+        inner = value.value  # _value, inlined: once per windowed aggregation's record
+        raw = None if inner is None else self.value_serde.serializer.serialize(self.serde_topic, inner)
+        return raw, value.timestamp
 
     def _decode_value(self, stored: bytes) -> Any:
         if len(stored) < store_encoding.TIMESTAMP_SIZE:
