@@ -787,7 +787,9 @@ class WindowStore(_SerdeStore[K, V]):
         changelog record in this frame: :meth:`WindowStoreChangeLogger.put`'s store key, ``ts ‖ value`` bytes and
         changelog record, without a :class:`LoggedChange` per write (a windowed aggregation's every record). The rest
         goes through the change logger, which stays the rule; ``tests/unit/state/test_stores.py`` checks both paths
-        give the same store bytes and changelog records."""
+        give the same store bytes and changelog records. As in :class:`TimestampedKeyValueStore`, the record
+        context's timestamp is read only where the changelog record takes it (not for a timestamped value), so a
+        timestamped put outside a task no longer fails for want of a record context."""
         raw, value_timestamp = self._encode_value(value)
         raw_key = None if key is None else self.key_serde.serializer.serialize(self.serde_topic, key)  # _key
         if raw_key is None:
