@@ -32,7 +32,7 @@ Which shard owns a record
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -235,6 +235,13 @@ def _forward_to_children(source: SourceNode, record: Record[Any, Any]) -> None:
         raise
     finally:
         context._record_context = None
+
+
+def processing_stamps(drops: Sequence[DroppedRecord]) -> list[Stamp]:
+    """The stamps of a columnar shard's drops (``spark/columnar/shard_rows.py``): each happened while its record was
+    processed, at the record's position, which is the drop's ``records_processed`` (the columnar path takes only
+    input without skip steps)."""
+    return [Stamp(drop.records_processed, PROCESS, sequence) for sequence, drop in enumerate(drops)]
 
 
 def store_shard_key(store: Any) -> ShardKey:

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -71,6 +72,8 @@ logger = logging.getLogger(__name__)
 #: The sort keys of the merge, in order.
 _ORDER = [("position", "ascending"), ("phase", "ascending"), ("sequence", "ascending")]
 _DLQ_KEY = "dlq"
+#: The column the merge numbers each row's file in (``_ordered_by_file``).
+_FILE = "file"
 
 
 def merge_shards(work: Any, count: int, *, attempt: int = 0) -> dict[str, Any]:
@@ -143,70 +146,96 @@ def _split(name: str) -> tuple[str, int]:
 
 def _read(store: ObjectStore, name: str, shard: int) -> pa.Table:
     table = pq.read_table(pa.BufferReader(store.get(name)))
-    return table.append_column("shard", pa.array([shard] * table.num_rows, pa.int32()))
+    return table.append_column("shard", pa.array(np.full(table.num_rows, shard, dtype=np.int32)))
 
 
 def _merged_rows(
     store: ObjectStore, shards: Sequence[ShardObjects], reports: Sequence[dict[str, Any]], section: str, name: Any
 ) -> pa.Table:
-    """Every shard's rows of the report's ``section`` (file keys), in the task's order, ``sequence`` renumbered."""
+    """Every shard's rows of the report's ``section`` (file keys), in the task's order per file, ``sequence``
+    renumbered."""
     tables = [
         _read(store, name(shard, file), index)
         for index, (shard, report) in enumerate(zip(shards, reports, strict=True))
         for file in sorted(report[section])
     ]
-    return _ordered(tables)
-
-
-def _ordered(tables: list[pa.Table]) -> pa.Table:
-    """``tables`` (stamped rows of every shard) as one table in the merged order, ``sequence`` renumbered from 0."""
     if not tables:
         return pa.table({})
-    table = pa.concat_tables(tables).combine_chunks()
-    table = table.take(pc.sort_indices(table, sort_keys=_ORDER))
-    return table.set_column(
-        table.schema.get_field_index("sequence"), "sequence", pa.array(range(table.num_rows), pa.int64())
-    )
+    table = pa.concat_tables(tables)
+    return _ordered_by_file(table, _file_numbers(table))
+
+
+def _file_numbers(table: pa.Table, dead_letters: np.ndarray | None = None) -> np.ndarray:
+    """A number per row naming the file it belongs in: its (topic, partition), ``-1`` for a dead letter (one file of
+    its own); numbers rise with topic (in order of first appearance) then partition."""
+    topics = pc.dictionary_encode(table.column("topic")).combine_chunks().indices.to_numpy(zero_copy_only=False)
+    partitions = table.column("partition").to_numpy().astype(np.int64)
+    span = int(partitions.max()) + 2 if len(partitions) else 1  # UNASSIGNED (-1) included
+    numbers: np.ndarray = topics.astype(np.int64) * span + partitions + 1
+    if dead_letters is not None:
+        numbers[dead_letters] = -1
+    return numbers
+
+
+def _ordered_by_file(table: pa.Table, files: np.ndarray) -> pa.Table:
+    """``table``'s rows (every shard's, stamped) grouped by file (``files``: a number per row), each file's rows in
+    the task's order, and ``sequence`` renumbered from 0 in that order across every file.
+
+    The task's order is ``(position, phase, sequence)``: each ``(position, phase)`` belongs to one shard, whose
+    ``sequence`` orders its rows (``spark/task_shards.py``). One lexicographic sort gives each row's rank in it; a
+    stable sort of the ranked rows by file groups them without disturbing it, and a row's place in that rank is its
+    new ``sequence``: the order the unsplit task produced its rows in. One ``take`` then moves every column."""
+    position = table.column("position").to_numpy()
+    phase = table.column("phase").to_numpy()
+    sequence = table.column("sequence").to_numpy()
+    merged = np.lexsort((sequence, phase, position))
+    by_file = np.argsort(files[merged], kind="stable")
+    order = merged[by_file]
+    table = table.take(pa.array(order))
+    table = table.set_column(table.schema.get_field_index("sequence"), "sequence", pa.array(by_file, pa.int64()))
+    return table.append_column(_FILE, pa.array(files[order], pa.int64()))
 
 
 def _merge_outputs(
     store: ObjectStore, shards: Sequence[ShardObjects], reports: Sequence[dict[str, Any]], work_dir: Path
 ) -> tuple[dict[tuple[str, int], Path], Path]:
     """The task's output files and its DLQ file: one production order (``sequence``) over both."""
-    tables = []
+    outputs: list[pa.Table] = []
+    letters: list[pa.Table] = []
     for index, (shard, report) in enumerate(zip(shards, reports, strict=True)):
-        for file in sorted(report["outputs"]):
-            tables.append(_flagged(_read(store, shard.output(*_split(file)), index), dlq=False))
-        tables.append(_flagged(_read(store, shard.dead_letter_queue, index), dlq=True))
-    merged = _ordered(tables)
-    is_dlq = merged.column("dlq")
-    outputs = _write_by_file(merged.filter(pc.invert(is_dlq)), OUTPUT_SCHEMA, work_dir)
-    dlq = merged.filter(is_dlq)
-    dead_letters = _ParquetFiles(OUTPUT_SCHEMA, work_dir / _DLQ_KEY)
-    (work_dir / _DLQ_KEY).mkdir(parents=True, exist_ok=True)
-    if dlq.num_rows:
-        dead_letters.append_table((_DLQ_KEY, UNASSIGNED), dlq.select(OUTPUT_SCHEMA.names).cast(OUTPUT_SCHEMA))
-    closed = dead_letters.close().get((_DLQ_KEY, UNASSIGNED))
+        outputs.extend(_read(store, shard.output(*_split(file)), index) for file in sorted(report["outputs"]))
+        letters.append(_read(store, shard.dead_letter_queue, index))
+    table = pa.concat_tables([*outputs, *letters])
+    dead_letters = np.zeros(table.num_rows, dtype=bool)
+    dead_letters[sum(t.num_rows for t in outputs) :] = True
+    written = _write_by_file(_ordered_by_file(table, _file_numbers(table, dead_letters)), OUTPUT_SCHEMA, work_dir)
+    closed = written.pop((_DLQ_KEY, UNASSIGNED), None)
     if closed is None:  # as TaskOutputCollector.dead_letter_file: an empty file when nothing went there
-        closed = dead_letters._path((_DLQ_KEY, UNASSIGNED))
+        (work_dir / _DLQ_KEY).mkdir(parents=True, exist_ok=True)
+        closed = work_dir / _DLQ_KEY / f"{_DLQ_KEY}+{UNASSIGNED}.parquet"
         pq.write_table(OUTPUT_SCHEMA.empty_table(), closed, **_WRITE_OPTIONS)
-    return outputs, closed
-
-
-def _flagged(table: pa.Table, *, dlq: bool) -> pa.Table:
-    return table.append_column("dlq", pa.array([dlq] * table.num_rows, pa.bool_()))
+    return written, closed
 
 
 def _write_by_file(table: pa.Table, schema: pa.Schema, work_dir: Path) -> dict[tuple[str, int], Path]:
-    """``table``'s rows (merged order) into one file per (topic, partition), in the task's row groups."""
+    """``table``'s rows (grouped by file, each in the task's order: :func:`_ordered_by_file`) into one file per
+    (topic, partition) and the dead letters' own file, in the task's row groups."""
     work_dir.mkdir(parents=True, exist_ok=True)
     files = _ParquetFiles(schema, work_dir)
+    letters = _ParquetFiles(schema, work_dir / _DLQ_KEY)
     if table.num_rows:
-        keys = pa.table({"topic": table.column("topic"), "partition": table.column("partition")})
-        for topic, partition in sorted(set(zip(*(c.to_pylist() for c in keys.columns), strict=True))):
-            mask = pc.and_(pc.equal(table.column("topic"), topic), pc.equal(table.column("partition"), partition))
-            files.append_table((topic, partition), table.filter(mask).select(schema.names).cast(schema))
-    return files.close()
+        numbers = table.column(_FILE).to_numpy()
+        starts = np.flatnonzero(np.r_[True, numbers[1:] != numbers[:-1]])
+        ends = np.r_[starts[1:], len(numbers)]
+        for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+            rows = table.slice(start, end - start).select(schema.names).cast(schema)
+            if numbers[start] < 0:
+                (work_dir / _DLQ_KEY).mkdir(exist_ok=True)
+                letters.append_table((_DLQ_KEY, UNASSIGNED), rows)
+            else:
+                topic, partition = rows.column("topic")[0].as_py(), rows.column("partition")[0].as_py()
+                files.append_table((topic, partition), rows)
+    return {**files.close(), **letters.close()}
 
 
 def _merged_drops(store: ObjectStore, shards: Sequence[ShardObjects]) -> tuple[DroppedRecord, ...]:

@@ -39,7 +39,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from streamproc.engine.assigned_streams_tasks import AssignedStreamsTasks, TaskInputs
-from streamproc.engine.key_shards import ShardGate, ShardKey, ShardSpec, store_shard_key
+from streamproc.engine.key_shards import ShardGate, ShardKey, ShardSpec, processing_stamps, store_shard_key
 from streamproc.engine.records import NULL_SIZE, ConsumerRecord, RawRecord, TimestampType, TopicPartition
 from streamproc.engine.replay import PartitionInput
 from streamproc.engine.slotted_init import build_slotted
@@ -264,8 +264,9 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                 "changelog_collector": changelog_collector,
                 "cached_stores": frozenset(cached_store_names(definitions, state.stores)),
             }
-            # a shard runs per record: the gate sits on the per-record path's source nodes
-            columnar = columnar_plan(**facts) if gate is None else f"key shard {work.shard} of a split task"
+            # a key shard over columns keeps the rows it owns (columnar/shard_rows.py); per record, the gate sits
+            # on the source nodes
+            columnar = columnar_plan(**facts, shard=work.shard)
             if not isinstance(columnar, str):
                 logger.info("task [%s] runs the columnar %s", task_id, columnar.describe())
                 try:
@@ -274,6 +275,8 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                     tasks.log_task_failure(task_id, exc)  # as the per-record loop logs a task's failure
                     raise
                 state.flush()  # the task's commit
+                if gate is not None:
+                    gate.drop_stamps = processing_stamps(result.dropped)
             else:
                 logger.debug("task [%s] runs per record, %s", task_id, columnar)
                 partitions = [TopicPartition(r.topic, r.partition) for r in work.inputs]

@@ -9,6 +9,9 @@ path's files, store and report byte for byte:
 - ``window``: the windowed ``aggregate``/``reduce``/``count`` with ``TimeWindows``;
 - ``groups`` (grouped running folds), ``output`` (sink and changelog columns) and ``shape`` (the node shapes both
   recognise) are shared by the two.
+
+A key shard of a split task (issue #29) runs the columnar count over the rows it owns (``shard_rows``); the windowed
+fold is never split (its sub-topologies need task-wide stream times, ``spark/task_split.py``).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from streamproc.engine.key_shards import ShardSpec
 from streamproc.engine.replay import ReplayResult
 from streamproc.spark.columnar.count import CountPlan, columnar_count_plan, run_columnar_count
 from streamproc.spark.columnar.window import WindowPlan, columnar_window_plan, run_columnar_window
@@ -32,17 +36,22 @@ class ColumnarTask:
     collector: TaskOutputCollector
     changelog_collector: TaskChangelogCollector
     task: str
+    #: The key shard of a split task this runs, ``None``: the whole task.
+    shard: ShardSpec | None = None
 
     def describe(self) -> str:
         """What runs over columns, for the task's log line."""
-        return self.plan.describe()
+        described = self.plan.describe()
+        return described if self.shard is None else f"{described}, key shard {self.shard}"
 
     def run(self, appended_counts: dict[str, int]) -> ReplayResult:
         """Run the task over its input; ``appended_counts`` gets the upstream records read, as the per-record path
         counts them."""
         where = (self.object_store, self.collector, self.changelog_collector)
         if isinstance(self.plan, CountPlan):
-            return run_columnar_count(self.plan, *where, task=self.task, appended_counts=appended_counts)
+            return run_columnar_count(
+                self.plan, *where, task=self.task, appended_counts=appended_counts, shard=self.shard
+            )
         return run_columnar_window(self.plan, *where, task=self.task, appended_counts=appended_counts)
 
 
@@ -50,16 +59,23 @@ def columnar_plan(**facts: Any) -> ColumnarTask | str:
     """The task as the columnar path runs it, or why it runs per record (one line naming each fold's reason).
 
     ``facts`` are the task's (``task``, ``graph``, ``config``, ``inputs``, ``object_store``, ``stores``,
-    ``has_global_stores``, ``collector``, ``changelog_collector``); the first fold that takes the task wins.
+    ``has_global_stores``, ``collector``, ``changelog_collector``, and ``shard`` for a key shard of a split task);
+    the first fold that takes the task wins.
     """
+    shard: ShardSpec | None = facts.pop("shard", None)
     plan: CountPlan | WindowPlan | str = columnar_count_plan(**facts)
-    if isinstance(plan, str):
+    if shard is not None:
+        if isinstance(plan, str):
+            return f"a key shard runs the columnar count only, and not the columnar count: {plan}"
+        if plan.flushes_cache:
+            return "a key shard runs without the record cache"
+    elif isinstance(plan, str):
         window = columnar_window_plan(**facts)
         if isinstance(window, str):
             return f"not the columnar count: {plan}; not the columnar windowed aggregate: {window}"
         plan = window
     return ColumnarTask(
-        plan, facts["object_store"], facts["collector"], facts["changelog_collector"], task=facts["task"]
+        plan, facts["object_store"], facts["collector"], facts["changelog_collector"], task=facts["task"], shard=shard
     )
 
 

@@ -84,6 +84,7 @@ from streamproc.dsl.internals.kstream_aggregate import (
 from streamproc.dsl.internals.processor_support import LOG as record_dropped_log
 from streamproc.engine.deserialization_handler import LogAndFailExceptionHandler
 from streamproc.engine.dropped_records import REASON_NULL_KEY_OR_VALUE, DroppedRecord
+from streamproc.engine.key_shards import ShardSpec
 from streamproc.engine.processing_handler import LogAndFailProcessingExceptionHandler
 from streamproc.engine.processor_topology import ProcessorNode, ProcessorTopology, SinkNode, SourceNode
 from streamproc.engine.record_queue import UNKNOWN
@@ -97,9 +98,18 @@ from streamproc.spark.columnar.chain import Failure, StatelessStep, processing_f
 from streamproc.spark.columnar.groups import grouped_running_count, grouped_running_max, last_positions
 from streamproc.spark.columnar.output import LONG_MAX as _LONG_MAX
 from streamproc.spark.columnar.output import LONG_MIN as _LONG_MIN
-from streamproc.spark.columnar.output import StoredCounts, TaskKeys, longs, send, send_changes, stored_long
+from streamproc.spark.columnar.output import (
+    StoredCounts,
+    TaskKeys,
+    longs,
+    send,
+    send_changes,
+    shard_positions,
+    stored_long,
+)
 from streamproc.spark.columnar.shape import after_to_stream, bytes_source, plain_sink, stateless_chain
 from streamproc.spark.columnar.shape import serde_is as _is
+from streamproc.spark.columnar.shard_rows import ShardRows
 from streamproc.spark.task_input import StagedRange, open_segment, open_upstream, task_batches
 from streamproc.spark.task_output import (
     OUTPUT_SCHEMA,
@@ -488,9 +498,16 @@ def run_columnar_count(
     *,
     task: str,
     appended_counts: dict[str, int] | None = None,
+    shard: ShardSpec | None = None,
 ) -> ReplayResult:
     """Run the planned task over its input (see the module docstring) and return the task's result;
-    ``appended_counts`` gets the upstream records read, as ``task_runner.upstream_records`` counts them."""
+    ``appended_counts`` gets the upstream records read, as ``task_runner.upstream_records`` counts them.
+
+    With ``shard``, only the rows that key shard owns are folded and written, stamped with their positions
+    (``shard_rows.py``); the result's counts, offsets and stream time are still the whole task's."""
+    if shard is not None and plan.flushes_cache:
+        raise AssertionError("a task under the record cache runs whole (job.process sets --split off)")
+    owned = None if shard is None else ShardRows(shard, by_key=plan.store is not None)
     state = TaskKeys(plan.sink_partitions, None if plan.store is None else _stored_counts(plan.store))
     fold = None if plan.folds is None else _LoopFold(plan, state, task)
     touched = np.zeros(0, dtype=bool)
@@ -501,9 +518,9 @@ def run_columnar_count(
     with_values = bool(plan.steps) or plan.store is None or fold is not None
     # each key's last row kept until the one flush of the record cache (columnar/cache.py)
     last_writes = LastWrites() if plan.flushes_cache else None
-    for batch in _batches(plan, object_store, task, appended_counts):
+    for chunk in _batches(plan, object_store, task, appended_counts):
+        batch = chunk if owned is None else owned.owned(chunk, processed)
         n = batch.num_rows
-        record_ts = batch.column("timestamp").to_numpy()
         keys: list[Any] | None = None
         if plan.steps:
             chain = run_chain(plan.steps, batch.column("key").to_pylist(), batch.column("value").to_pylist())
@@ -530,9 +547,9 @@ def run_columnar_count(
             rows = batch if len(positions) == n else batch.take(pa.array(positions, pa.int64()))
             if rows.num_rows:
                 _sink(plan, rows, serialized_keys, serialized, state, collector)
-        processed += n
-        last_offset = int(batch.column("offset")[-1].as_py())
-        max_timestamp = max(max_timestamp, int(record_ts.max()))
+        processed += chunk.num_rows
+        last_offset = int(chunk.column("offset")[-1].as_py())
+        max_timestamp = max(max_timestamp, int(pc.max(chunk.column("timestamp")).as_py()))
     if fold is not None:
         fold.write_store()
     elif plan.store is not None:
@@ -566,10 +583,11 @@ def _drop_null_values(
 ) -> tuple[list[int], list[object]]:
     """The positions whose mapped value is not null, and those values; each null one dropped as
     ``KStreamAggregateProcessor`` drops it (its warning, a ``null_key_or_value`` drop at the record's offset and
-    step)."""
+    step: ``processed`` + its index, or a shard's row's own position)."""
     if all(v is not None for v in values):
         return positions, values
     offsets = batch.column("offset")
+    at = shard_positions(batch)  # a shard's rows: each one's step in the task's order
     topic, partition = plan.input.topic, plan.input.partition
     kept: list[int] = []
     kept_values: list[object] = []
@@ -582,7 +600,8 @@ def _drop_null_values(
         record_dropped_log.warning(
             "%s topic=[%s] partition=[%s] offset=[%s]", NULL_KEY_OR_VALUE_MESSAGE, topic, partition, offset
         )
-        drops.append(DroppedRecord(topic, partition, offset, REASON_NULL_KEY_OR_VALUE, processed + position))
+        step = processed + position if at is None else at[position].as_py()
+        drops.append(DroppedRecord(topic, partition, offset, REASON_NULL_KEY_OR_VALUE, step))
     return kept, kept_values
 
 
@@ -673,7 +692,7 @@ def _count(
     sequence = pa.array(np.arange(collector.sent, collector.sent + n, dtype=np.int64))
     send(plan, collector, batch, state.partition[ids], sequence, stamps, keys, values)
     if plan.changelog is not None:
-        send_changes(changelog_collector, store.name, plan.changelog, stamps, keys, values)
+        send_changes(changelog_collector, store.name, plan.changelog, stamps, keys, values, shard_positions(batch))
     return touched
 
 
@@ -862,7 +881,9 @@ class _LoopFold:
         sequence = pa.array(np.arange(collector.sent, collector.sent + n, dtype=np.int64))
         send(self.plan, collector, rows, self.state.partition[self._ids], sequence, sink_stamps, keys, values)
         if self.plan.changelog is not None:
-            send_changes(changelog_collector, self.store.name, self.plan.changelog, change_stamps, keys, values)
+            changelog = self.plan.changelog
+            positions = shard_positions(rows)
+            send_changes(changelog_collector, self.store.name, changelog, change_stamps, keys, values, positions)
 
     def write_store(self) -> None:
         """One write per key the task put: its final aggregate (``ts ‖ Long``), or a delete after a tombstone."""

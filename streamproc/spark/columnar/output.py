@@ -1,6 +1,9 @@
 """The Arrow columns the columnar paths write (``count.py``, ``window.py``): sink and changelog
 rows built from buffers, byte for byte the rows the per-record collectors write, and the task's keys with their
-sink partitions looked up once per distinct key."""
+sink partitions looked up once per distinct key.
+
+Rows of one key shard of a split task (``shard_rows.py``) carry a :data:`POSITION` column; what :func:`send` and
+:func:`send_changes` write for them ends with the stamp the shard collectors write (``spark/task_shards.py``)."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 
+from streamproc.engine.key_shards import PROCESS
 from streamproc.engine.partitioner import partition_for_key
 from streamproc.engine.records import TopicPartition
 from streamproc.engine.serdes import LongDeserializer, LongSerializer
@@ -22,8 +26,11 @@ from streamproc.spark.task_output import (
     TaskChangelogCollector,
     TaskOutputCollector,
 )
+from streamproc.spark.task_shards import SHARD_CHANGELOG_SCHEMA, SHARD_OUTPUT_SCHEMA
 
 _BIG_ENDIAN_LONG = np.dtype(">i8")
+#: The column of a key shard's rows that holds each row's position in the task's order (``shard_rows.py``).
+POSITION = "position"
 
 
 class SinkPlan(Protocol):
@@ -142,8 +149,10 @@ def send(
     keys: pa.Array,
     values: pa.Array,
 ) -> None:
-    """The chunk's sink records into their partitions' files, each partition's in production order."""
+    """The chunk's sink records into their partitions' files, each partition's in production order (a shard's rows
+    stamped with their positions)."""
     n = batch.num_rows
+    positions = shard_positions(batch)
     table = pa.Table.from_arrays(
         [
             sequence,
@@ -154,8 +163,9 @@ def send(
             values,
             batch.column("headers").cast(_HEADERS),
             same_strings(plan.sink_name, n),
+            *([] if positions is None else _stamp(positions)),
         ],
-        schema=OUTPUT_SCHEMA,
+        schema=OUTPUT_SCHEMA if positions is None else SHARD_OUTPUT_SCHEMA,
     )
     order = np.argsort(partitions, kind="stable")
     ordered = table.take(pa.array(order))
@@ -175,9 +185,11 @@ def send_changes(
     stamps: pa.Array,
     keys: pa.Array,
     values: pa.Array,
+    positions: pa.Array | None = None,
 ) -> None:
     """A chunk's changelog records of one store, in write order, into the changelog partition's file: as
-    ``TaskChangelogCollector.send`` writes each (no headers: a store write logs none)."""
+    ``TaskChangelogCollector.send`` writes each (no headers: a store write logs none); a shard's stamped with
+    ``positions``."""
     n = len(keys)
     logged = pa.array(np.arange(collector.sent, collector.sent + n, dtype=np.int64))
     table = pa.Table.from_arrays(
@@ -190,8 +202,23 @@ def send_changes(
             keys,
             values,
             no_headers(n),
+            *([] if positions is None else _stamp(positions)),
         ],
-        schema=CHANGELOG_SCHEMA,
+        schema=CHANGELOG_SCHEMA if positions is None else SHARD_CHANGELOG_SCHEMA,
     )
     collector.files.append_table((changelog.topic, changelog.partition), table)
     collector.sent += n
+
+
+def shard_positions(rows: pa.RecordBatch | pa.Table) -> pa.Array | None:
+    """The positions of a key shard's rows (:data:`POSITION`), or ``None`` for a whole task's."""
+    if POSITION not in rows.schema.names:
+        return None
+    column = rows.column(POSITION)
+    return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+
+
+def _stamp(positions: pa.Array) -> list[pa.Array]:
+    """The ``position`` and ``phase`` columns a shard's rows end with: a columnar shard writes every row while its
+    record is processed."""
+    return [positions, pa.array(np.full(len(positions), PROCESS, dtype=np.int8))]

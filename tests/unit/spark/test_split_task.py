@@ -7,10 +7,15 @@ merge (``run_task`` with ``TaskWork.shard``, then ``merge_shards``), and compare
 drops object byte for byte, the stores entry for entry, and the reports but for what differs by run. Half the
 examples first run an earlier window unsplit and restore the second run's stores from its changelog records, so a
 split task also starts from restored state.
+
+The columnar count's programs (``test_columnar_count``/``_aggregate``/``_chain``: Bytes serdes, one partition, no
+null keys or values) are split too: there each shard folds only the rows it owns over columns
+(``spark/columnar/shard_rows.py``), and the merged task must equal the whole columnar task the same way.
 """
 
 from __future__ import annotations
 
+import importlib
 import io
 import tarfile
 from pathlib import Path
@@ -33,6 +38,7 @@ from streamproc.engine.topology import Topology
 from streamproc.engine.topology_builder import build_processor_topology, store_builders
 from streamproc.errors import StreamprocError
 from streamproc.intervals import to_intervals
+from streamproc.spark.columnar import count as columnar_count
 from streamproc.spark.shard_merge import merge_shards
 from streamproc.spark.task_output import TaskObjects
 from streamproc.spark.task_runner import InputRange, RestoreRange, TaskWork, run_task
@@ -111,13 +117,13 @@ def _stage(store: LocalObjectStore, topic: str, records: list[RawRecord], start:
 
 
 def _work(root: Path, plan: str, subtopology: int, inputs: tuple[InputRange, ...], restores: tuple[RestoreRange, ...],
-          counts: dict[str, int]) -> TaskWork:  # fmt: skip
+          counts: dict[str, int], topology: str = f"{_MODULE}:program") -> TaskWork:  # fmt: skip
     return TaskWork(
         plan_id=plan,
         application_id=APP,
         task_id=f"{subtopology}_0",
         subtopology=subtopology,
-        topology=f"{_MODULE}:program",
+        topology=topology,
         store_uri=str(root),
         inputs=inputs,
         restores=restores,
@@ -170,8 +176,12 @@ def _comparable(report: dict[str, Any], columnar: bool) -> dict[str, Any]:
 
 def _run_split(work: TaskWork, count: int) -> dict[str, Any]:
     for index in range(count):
-        run_task(TaskWork(**{**_fields(work), "shard": ShardSpec(index, count)}))
+        run_task(_shard(work, ShardSpec(index, count)))
     return merge_shards(work, count)
+
+
+def _shard(work: TaskWork, shard: ShardSpec) -> TaskWork:
+    return TaskWork(**{**_fields(work), "shard": shard})
 
 
 def _fields(work: TaskWork) -> dict[str, Any]:
@@ -253,3 +263,101 @@ def _restores(store: LocalObjectStore, root: Path, work: TaskWork, definitions: 
         end = _stage(store, topic, records, 0)
         restores.append(RestoreRange(definition.name, topic, 0, 0, end))
     return tuple(restores)
+
+
+#: Programs the columnar count takes whole (``spark/columnar/count.py``): a count, user aggregates
+#: and reduces after a chain that drops null values (tombstones, a raising aggregator) and a chain to a sink.
+COLUMNAR_PROGRAMS = [
+    "tests.unit.spark.test_columnar_count:count_logged",
+    "tests.unit.spark.test_columnar_aggregate:sum_lengths_after_a_chain",
+    "tests.unit.spark.test_columnar_aggregate:tombstones_after_a_chain",
+    "tests.unit.spark.test_columnar_aggregate:reduce_lengths",
+    "tests.unit.spark.test_columnar_aggregate:raises",
+    f"{_MODULE}:chain_to_sink",
+]
+
+
+def _program(spec: str) -> Any:
+    """The topology factory ``module:function`` names (the task runner loads the same)."""
+    module, _, name = spec.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+_BYTE_KEYS = st.sampled_from([b"a", b"b", b"user-000017", b"", b"\x00\xff", b"k" * 40, b"c", b"d"])
+_BYTE_VALUES = st.sampled_from([b"x", b"\x02yz", b"abc", b"four", b"", b"\x01", b"seven77"])
+_BYTE_ROWS = st.lists(st.tuples(_BYTE_KEYS, _BYTE_VALUES, st.integers(0, 5_000)), max_size=60)
+
+
+def chain_to_sink() -> Topology:
+    """A stateless chain to a sink (no store: its records go to shards round-robin by position)."""
+    from streamproc.dsl import Consumed, Produced, StreamsBuilder
+    from streamproc.engine.serdes import serde_for
+
+    raw = serde_for("ByteArray")
+    b = StreamsBuilder()
+    b.stream("clicks", Consumed.with_(raw, raw)).filter(lambda k, v: v != b"x").map_values(lambda v: v + b"!").to(
+        "out", Produced.with_(raw, raw)
+    )
+    return b.build()
+
+
+# imported now: a test module imported inside a running @given would nest its own
+_PROGRAM_MODULES = [importlib.import_module(p.partition(":")[0]) for p in COLUMNAR_PROGRAMS if ":chain_" not in p]
+
+
+@pytest.mark.parametrize("program", COLUMNAR_PROGRAMS, ids=[p.rpartition(":")[2] for p in COLUMNAR_PROGRAMS])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    windows=st.lists(_BYTE_ROWS, min_size=1, max_size=2), count=st.integers(1, 4), chunk=st.sampled_from([1, 3, 256])
+)
+def test_a_columnar_task_split_publishes_what_it_publishes_whole(
+    tmp_path_factory: pytest.TempPathFactory, program: str, windows: list[list[tuple[bytes, bytes, int]]], count: int,
+    chunk: int,
+) -> None:  # fmt: skip
+    topology = _program(program)()
+    assert split_refusals(topology) == {0: None}
+    graph = build_processor_topology(topology, 0, application_id=APP)
+    counts = {n.topic: SINK_PARTITIONS for n in graph.nodes if isinstance(n, SinkNode)}
+    definitions = store_definitions(store_builders(topology, 0))
+    scratch = tmp_path_factory.mktemp("split-columnar")
+    root = scratch / "store"
+    store = LocalObjectStore(root)
+    (topic,) = graph.source_topics
+    before = columnar_count.CHUNK_ROWS
+    columnar_count.CHUNK_ROWS = chunk
+    try:
+        start = 0
+        restores: tuple[RestoreRange, ...] = ()
+        for number, window in enumerate(windows):
+            records = [ConsumerRecord.raw(topic, 0, start + i, ts, k, v) for i, (k, v, ts) in enumerate(window)]
+            end = _stage(store, topic, records, start)
+            inputs = (InputRange(topic, 0, start, end, -1),)
+            start = end
+            work = _work(root, f"{number:015x}a", 0, inputs, restores, counts, program)
+            whole, whole_error = _outcome(lambda work=work: run_task(work))
+            if number < len(windows) - 1:  # the earlier window: its changelog records are the next run's restores
+                if whole_error is not None:
+                    return
+                restores = _restores(store, root, work, definitions)
+                continue
+            split_work = _work(root, f"{number:015x}b", 0, inputs, restores, counts, program)
+            shards = [
+                _outcome(lambda w=split_work, i=i: run_task(_shard(w, ShardSpec(i, count)))) for i in range(count)
+            ]
+            split, split_error = _outcome(lambda w=split_work: merge_shards(w, count))
+            if whole_error is not None:  # the shard that owns the first failing record fails as the whole task did
+                assert whole_error in {error for _report, error in shards}
+                assert split_error is not None
+                return
+            event(f"compared, {count} shards" if whole and whole["outputs"] else "compared, no outputs")
+            assert whole is not None and split is not None, split_error
+            assert whole["execution"] == "columnar"
+            assert all(report is not None and report["execution"] == "columnar" for report, _error in shards)
+            assert _comparable(split, False) == _comparable(whole, False)
+            assert _published(root, split_work.plan_id, "0_0", False) == _published(root, work.plan_id, "0_0", False)
+            kinds = {d.name: d.store_type for d in definitions if d.persistent}
+            assert _store_entries(root, split_work.plan_id, "0_0", scratch, kinds) == _store_entries(
+                root, work.plan_id, "0_0", scratch, kinds
+            )
+    finally:
+        columnar_count.CHUNK_ROWS = before
