@@ -173,7 +173,7 @@ def warn_changelog_retention(admin: Any, results: list[TaskResults], now_ms: int
             if topic not in retention:
                 continue
             cutoff = now_ms - retention[topic]
-            old = sum(1 for record in r.changelog(topic, partition) if record.timestamp < cutoff)
+            old = r.changelog_older_than(topic, partition, cutoff)
             if old:
                 warnings.append(
                     f"task [{r.task_id}] {old} changelog record(s) for {topic}-{partition} are older than the topic's "

@@ -109,6 +109,14 @@ class TaskResults:
         """:meth:`changelog` as plain rows."""
         return _rows(self.store, self.objects.changelog(topic, partition))
 
+    def changelog_older_than(self, topic: str, partition: int, cutoff_ms: int) -> int:
+        """How many of :meth:`changelog`'s records have a timestamp before ``cutoff_ms``, counted on the timestamp
+        column alone (a record object per changelog record cost ≈ 1 CPU-s per million of them)."""
+        data = self.store.get(self.objects.changelog(topic, partition))
+        stamps = pq.read_table(pa.BufferReader(data), columns=["timestamp"]).column("timestamp")
+        older: int | None = pc.sum(pc.less(stamps, cutoff_ms)).as_py()
+        return older or 0
+
     def changelog_table(self, topic: str, partition: int) -> pa.Table:
         """:meth:`changelog` as one table of :data:`ROW_COLUMNS` (to be reduced whole, then produced)."""
         data = self.store.get(self.objects.changelog(topic, partition))

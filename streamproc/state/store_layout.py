@@ -104,6 +104,8 @@ def segment_id(timestamp: int, segment_interval_ms: int) -> int:
     """``AbstractSegments.segmentId``: ``timestamp / segmentInterval`` (Java division)."""
     if segment_interval_ms < 1:
         raise StateError(f"segment interval {segment_interval_ms} ms must be positive")
+    if timestamp >= 0:
+        return timestamp // segment_interval_ms  # Java's division of two non-negatives is the floor
     return _java_div(timestamp, segment_interval_ms)
 
 

@@ -55,6 +55,8 @@ _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 #: ``ts ‖ value``'s 8-byte big-endian timestamp (``store_encoding``), bound once for the timestamped store's hot path.
 _pack_long = struct.Struct(">q").pack
 _unpack_long_from = struct.Struct(">q").unpack_from
+#: A window store key's ``int64_be(window start) ‖ int32_be(seqnum)`` suffix (``store_encoding.window_store_key``).
+_pack_start_seqnum = struct.Struct(">qi").pack
 
 RawRecord = ConsumerRecord[bytes | None, bytes | None]
 
@@ -307,11 +309,21 @@ class SegmentedBytesStore:
         return self._window_expiry and not self._observe(timestamp)
 
     def _live_segment(self, timestamp: int) -> KeyValueBytesStore | None:
-        """``getOrCreateSegmentIfLive`` with the stream time advanced to ``timestamp`` (the per-window rule first)."""
-        if not self._observe(timestamp):
+        """``getOrCreateSegmentIfLive`` with the stream time advanced to ``timestamp`` (the per-window rule first).
+
+        Called on every window store write: :meth:`_observe` and :func:`segment_id` are inlined for non-negative
+        times (Java's division is then Python's floor division); a negative one goes through them."""
+        observed = self.observed_stream_time
+        if timestamp > observed:
+            self.observed_stream_time = observed = timestamp
+        oldest = observed - self.retention_ms
+        if self._window_expiry and timestamp <= oldest:
             return None
-        seg = segment_id(timestamp, self.segment_interval_ms)
-        min_live = segment_id(self.observed_stream_time - self.retention_ms, self.segment_interval_ms)
+        interval = self.segment_interval_ms
+        if timestamp >= 0 and oldest >= 0:
+            seg, min_live = timestamp // interval, oldest // interval
+        else:
+            seg, min_live = segment_id(timestamp, interval), segment_id(oldest, interval)
         if seg < min_live:
             return None
         store = self._segments.get(seg)
@@ -769,9 +781,43 @@ class WindowStore(_SerdeStore[K, V]):
         return self._from_value(stored)
 
     def put(self, key: K, value: Any, window_start: int) -> None:
+        """``put(key, value, windowStart)``; ``None`` deletes the window (and logs a null).
+
+        The common case (no duplicates kept, a non-null value, times in Java's long range) writes the store and its
+        changelog record in this frame: :meth:`WindowStoreChangeLogger.put`'s store key, ``ts ‖ value`` bytes and
+        changelog record, without a :class:`LoggedChange` per write (a windowed aggregation's every record). The rest
+        goes through the change logger, which stays the rule; ``tests/unit/state/test_stores.py`` checks both paths
+        give the same store bytes and changelog records. As in :class:`TimestampedKeyValueStore`, the record
+        context's timestamp is read only where the changelog record takes it (not for a timestamped value), so a
+        timestamped put outside a task no longer fails for want of a record context."""
         raw, value_timestamp = self._encode_value(value)
+        raw_key = None if key is None else self.key_serde.serializer.serialize(self.serde_topic, key)  # _key
+        if raw_key is None:
+            raw_key = self._key(key)  # raises StateError
+        timestamped = value_timestamp is not None
+        if (
+            raw is not None
+            and not self.retain_duplicates
+            and type(window_start) is int
+            and _LONG_MIN <= window_start <= _LONG_MAX
+            and (not timestamped or (type(value_timestamp) is int and _LONG_MIN <= value_timestamp <= _LONG_MAX))
+            and timestamped is self.change_logger.timestamped
+        ):
+            context = self.context
+            store_key = raw_key + _pack_start_seqnum(window_start, 0)  # store_encoding.window_store_key
+            if timestamped:
+                stored, timestamp = _pack_long(value_timestamp) + raw, value_timestamp
+            else:
+                stored, timestamp = raw, context.record_timestamp()
+            if not self.segments.put(store_key, stored, window_start):
+                context.record_dropped(REASON_EXPIRED_SEGMENT)
+            context.written = True
+            sink = context.sink
+            if sink is not None and (partition := context.changelog_partition) is not None:
+                sink.send(self.name, partition, ChangelogRecord(store_key, raw, timestamp))  # type: ignore[arg-type]
+            return
         change = self.change_logger.put(
-            self._key(key), raw, window_start, self.context.record_timestamp(), value_timestamp=value_timestamp
+            raw_key, raw, window_start, self.context.record_timestamp(), value_timestamp=value_timestamp
         )
         if change.store_write is not None:
             kept = self.segments.put(change.store_write.key, change.store_write.value, window_start)
@@ -782,10 +828,23 @@ class WindowStore(_SerdeStore[K, V]):
         self._log(change)
 
     def fetch_at(self, key: K, window_start: int) -> Any:
-        """``fetch(key, time)``: the value of one window (seqnum 0), ``None`` if absent or expired."""
-        if window_start < self.segments.min_live_time():
-            return None
-        stored = self.segments.get(store_encoding.window_store_key(self._key(key), window_start, 0), window_start)
+        """``fetch(key, time)``: the value of one window (seqnum 0), ``None`` if absent or expired.
+
+        Once per record of a windowed aggregation: :meth:`SegmentedBytesStore.min_live_time`,
+        :func:`~streamproc.state.store_encoding.window_store_key` and the segment lookup inlined for a window start
+        in ``[0, Long.MAX_VALUE]``; any other goes through them."""
+        segments = self.segments
+        observed = segments.observed_stream_time
+        if window_start < (_LONG_MIN if observed == NO_TIMESTAMP else observed - segments.retention_ms + 1):
+            return None  # min_live_time()
+        raw_key = None if key is None else self.key_serde.serializer.serialize(self.serde_topic, key)  # _key
+        if raw_key is None:
+            raw_key = self._key(key)  # raises StateError
+        if type(window_start) is int and 0 <= window_start <= _LONG_MAX:
+            segment = segments.segment(window_start // segments.segment_interval_ms)
+            stored = None if segment is None else segment.get(raw_key + _pack_start_seqnum(window_start, 0))
+        else:
+            stored = segments.get(store_encoding.window_store_key(raw_key, window_start, 0), window_start)
         return None if stored is None else self._decode_value(stored)
 
     def fetch(self, key: K, time_from: int, time_to: int) -> Iterator[tuple[int, Any]]:
@@ -852,11 +911,15 @@ class TimestampedWindowStore(WindowStore[K, V]):
             return None, None
         if not isinstance(value, ValueAndTimestamp):
             raise StateError(f"store {self.name}: a timestamped window store takes ValueAndTimestamp values")
-        return self._value(value.value), value.timestamp
+        inner = value.value  # _value, inlined: once per windowed aggregation's record
+        raw = None if inner is None else self.value_serde.serializer.serialize(self.serde_topic, inner)
+        return raw, value.timestamp
 
     def _decode_value(self, stored: bytes) -> Any:
-        value = self._from_value(store_encoding.raw_value(stored))
-        return ValueAndTimestamp.make(value, store_encoding.timestamp_of(stored))
+        if len(stored) < store_encoding.TIMESTAMP_SIZE:
+            store_encoding.raw_value(stored)  # raises StateError
+        value = self.value_serde.deserializer.deserialize(self.serde_topic, stored[8:])  # raw_value, inlined
+        return None if value is None else ValueAndTimestamp(value, _unpack_long_from(stored)[0])  # make()
 
 
 class SessionStore(_SerdeStore[K, V]):

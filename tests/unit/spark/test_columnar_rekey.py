@@ -7,7 +7,8 @@ byte, report, and calls of each user function; or the same error.
 
 (b) A stage-2 task (a count, a chain to a sink) over staged records and the output objects of several upstream tasks
 with interleaved, out-of-order, tied timestamps: the same files, store and report both ways. And the merge itself
-(``task_input.task_batches``) against ``task_runner.upstream_records`` record by record.
+(``task_input.task_batches``, and ``task_runner.upstream_records`` built from it) against the greedy merge
+record by record (``task_runner.greedy_upstream_records``).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from streamproc.spark.columnar import count as columnar_count
 from streamproc.spark.columnar.count import PER_RECORD_ENV
 from streamproc.spark.task_input import staged_range, task_batches
 from streamproc.spark.task_output import _WRITE_OPTIONS, OUTPUT_SCHEMA
-from streamproc.spark.task_runner import InputRange, TaskWork, run_task, upstream_records
+from streamproc.spark.task_runner import InputRange, TaskWork, greedy_upstream_records, run_task, upstream_records
 from streamproc.storage import LocalObjectStore
 from tests.unit.spark.test_columnar_count import (
     _BYTES,
@@ -380,7 +381,7 @@ def test_task_batches_merge_upstream_objects_as_upstream_records_does(
     expected_counts: dict[str, int] = {}
     expected = [
         (r.offset, r.timestamp, r.key, r.value, list(r.headers))
-        for r in upstream_records(store, InputRange(SOURCE, 0, start, end, -1, appended=names), expected_counts)
+        for r in greedy_upstream_records(store, InputRange(SOURCE, 0, start, end, -1, appended=names), expected_counts)
     ]
     counts: dict[str, int] = {}
     got = []
@@ -391,6 +392,25 @@ def test_task_batches_merge_upstream_objects_as_upstream_records_does(
             got.append((row["offset"], row["timestamp"], row["key"], row["value"], row["headers"]))
     assert got[0][0] == start and len(got) == 1 + len(expected)
     assert [(o, ts, k, v, [(h["key"], h["value"]) for h in hs]) for o, ts, k, v, hs in got[1:]] == expected
+    assert counts == expected_counts
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(upstream=st.lists(_UPSTREAM_ROWS, min_size=0, max_size=5))
+def test_upstream_records_are_the_greedy_merges_records(
+    tmp_path_factory: pytest.TempPathFactory, upstream: list[list[Record]]
+) -> None:
+    """The per-record path's upstream records, built a batch at a time over ``merged_upstream``, are the greedy
+    merge's: the same ``ConsumerRecord`` (offsets, timestamps, bytes, headers, sizes) in the same order, the same
+    counts."""
+    root = tmp_path_factory.mktemp("records") / "store"
+    start, end, names = _stage_with_upstream(root, [(b"s", b"v", 1, ())], upstream)
+    store = LocalObjectStore(root)
+    r = InputRange(SOURCE, 0, start, end, -1, appended=names)
+    expected_counts: dict[str, int] = {}
+    expected = list(greedy_upstream_records(store, r, expected_counts))
+    counts: dict[str, int] = {}
+    assert list(upstream_records(store, r, counts)) == expected
     assert counts == expected_counts
 
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 import struct
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from streamproc.engine.dropped_records import REASON_EXPIRED_SEGMENT
 from streamproc.engine.records import ConsumerRecord, TopicPartition
 from streamproc.engine.serdes import serde_for
 from streamproc.errors import StateError
+from streamproc.state import store_layout
 from streamproc.state.changelog import ChangelogRecord
 from streamproc.state.stores import (
     InMemoryKeyValueBytesStore,
@@ -440,3 +443,143 @@ def test_in_memory_bytes_store_range_is_a_snapshot() -> None:
     store.put(b"z", b"9")
     assert list(entries) == [(b"a", b"1"), (b"b", b"2")]
     assert list(store.range(b"a0", b"z")) == [(b"b", b"2"), (b"z", b"9")]
+
+
+# -- the window store's hot path against the change logger's rule --------------------------------------------------
+
+_WINDOW_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["a", "b", "ab"]),
+        st.one_of(st.none(), st.sampled_from(["", "v", "w"])),
+        st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1),
+        st.one_of(
+            st.integers(min_value=-3_000, max_value=30_000),
+            st.sampled_from([-(1 << 63), (1 << 63) - 1, (1 << 63) - 1_000]),
+        ),
+    ),
+    max_size=40,
+)
+
+
+def _reference_live_segment(segments: SegmentedBytesStore, timestamp: int) -> object | None:
+    """``getOrCreateSegmentIfLive`` as written before the inlining: ``_observe`` and ``segment_id`` per call."""
+    if not segments._observe(timestamp):
+        return None
+    seg = store_layout.segment_id(timestamp, segments.segment_interval_ms)
+    min_live = store_layout.segment_id(
+        segments.observed_stream_time - segments.retention_ms, segments.segment_interval_ms
+    )
+    if seg < min_live:
+        return None
+    store = segments._segments.get(seg)
+    if store is None:
+        store = segments._factory(seg)
+        segments._segments[seg] = store
+        for expired in [s for s in segments._segments if s < min_live]:
+            segments._segments.pop(expired).destroy()
+    return store
+
+
+def _reference_put(store: WindowStore[str, object], key: str, value: object, window_start: int) -> None:
+    """``WindowStore.put`` through :class:`WindowStoreChangeLogger` and a :class:`LoggedChange`, the rule."""
+    raw, value_timestamp = store._encode_value(value)
+    change = store.change_logger.put(
+        store._key(key), raw, window_start, store.context.record_timestamp(), value_timestamp=value_timestamp
+    )
+    if change.store_write is not None:
+        segment = _reference_live_segment(store.segments, window_start)
+        if segment is None:
+            store.context.record_dropped(REASON_EXPIRED_SEGMENT)
+        else:
+            segment.put(change.store_write.key, change.store_write.value)  # type: ignore[attr-defined]
+    elif store.segments.refuses_skipped_write(window_start):
+        store.context.record_dropped(REASON_EXPIRED_SEGMENT)
+    store._log(change)
+
+
+def _reference_fetch_at(store: WindowStore[str, object], key: str, window_start: int) -> object:
+    if window_start < store.segments.min_live_time():
+        return None
+    stored = store.segments.get(window_key(store._key(key), window_start, 0), window_start)
+    return None if stored is None else store._decode_value(stored)
+
+
+def _window_pair(timestamped: bool, window_expiry: bool) -> list[tuple[WindowStore[str, object], Sink, list[str]]]:
+    from streamproc.engine.serdes import Serde
+
+    serde: Serde[str] = Serde(_NullForEmpty(), serde_for("String").deserializer)  # type: ignore[arg-type]
+    out: list[tuple[WindowStore[str, object], Sink, list[str]]] = []
+    for _ in range(2):
+        sink, drops = Sink(), []  # type: ignore[var-annotated]
+        segments = SegmentedBytesStore(
+            "w",
+            retention_ms=5_000,
+            segment_interval_ms=1_000,
+            segment_factory=lambda _s: InMemoryKeyValueBytesStore(),
+            persistent=False,
+            window_expiry=window_expiry,
+        )
+        kind = TimestampedWindowStore if timestamped else WindowStore
+        store = kind(
+            "w",
+            segments,
+            serde_for("String"),
+            serde,
+            window_size_ms=500,
+            context=StoreContext(TP, sink, lambda: CTX_TS, drops.append),
+        )
+        out.append((store, sink, drops))
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(ops=_WINDOW_OPS, timestamped=st.booleans(), window_expiry=st.booleans())
+def test_window_store_hot_path_writes_what_the_change_logger_says(
+    ops: list[tuple[str, str | None, int, int]], timestamped: bool, window_expiry: bool
+) -> None:
+    """``put`` and ``fetch_at`` inline the window key, the ``ts ‖ value`` bytes, the changelog record and the
+    segment's liveness for the common case; any sequence of puts (tombstones, values serialized to null, negative and
+    extreme window starts and value timestamps, expired segments) must leave the same segments, changelog records,
+    drops and stream time, and read the same, as the change logger's rule."""
+    (fast, fast_sink, fast_drops), (ref, ref_sink, ref_drops) = _window_pair(timestamped, window_expiry)
+    for key, inner, value_ts, start in ops:
+        value: object = inner
+        if timestamped:
+            value = None if inner is None else ValueAndTimestamp(inner, value_ts)
+        for store, put in ((fast, WindowStore.put), (ref, _reference_put)):
+            assert store.fetch_at(key, start) == _reference_fetch_at(store, key, start)
+            put(store, key, value, start)  # type: ignore[operator]
+    assert fast_sink.records == ref_sink.records
+    assert fast_drops == ref_drops
+    assert fast.segments.observed_stream_time == ref.segments.observed_stream_time
+    assert fast.segments.segment_ids() == ref.segments.segment_ids()
+    for seg in fast.segments.segment_ids():
+        assert list(fast.segments.segment(seg).range(None, None)) == list(ref.segments.segment(seg).range(None, None))  # type: ignore[union-attr]
+    for key, _inner, _ts, start in ops:
+        assert fast.fetch_at(key, start) == ref.fetch_at(key, start) == _reference_fetch_at(fast, key, start)
+
+
+def test_window_store_put_refuses_what_the_change_logger_refuses() -> None:
+    store = window_store(Sink())
+    with pytest.raises(StateError, match="does not fit in a Java long"):
+        store.put("a", "v", 1 << 63)
+    with pytest.raises(StateError, match="key cannot be null"):
+        store.put(None, "v", 0)  # type: ignore[arg-type]
+    segments = SegmentedBytesStore(
+        "w",
+        retention_ms=5_000,
+        segment_interval_ms=1_000,
+        segment_factory=lambda _s: InMemoryKeyValueBytesStore(),
+        persistent=False,
+    )
+    timestamped: TimestampedWindowStore[str, str] = TimestampedWindowStore(
+        "w", segments, serde_for("String"), serde_for("String"), window_size_ms=500, context=context(Sink())
+    )
+    with pytest.raises(StateError, match="needs the value's timestamp"):
+        timestamped.put("a", ValueAndTimestamp("v", None), 0)  # type: ignore[arg-type]
+    with pytest.raises(StateError, match="does not fit in a Java long"):
+        timestamped.put("a", ValueAndTimestamp("v", 1 << 63), 0)
+    timestamped.put("a", ValueAndTimestamp("v", 1), 0)
+    segments.segment(0).put(window_key(b"a", 0, 0), b"1234567")  # type: ignore[union-attr]
+    with pytest.raises(StateError, match="has no 8-byte timestamp"):
+        timestamped.fetch_at("a", 0)
