@@ -88,7 +88,17 @@ class ShardGate:
     counts and events are the shard's own, and :attr:`drop_stamps` says where each kept drop happened.
     """
 
-    __slots__ = ("_owners", "_position", "_sequence", "_shard_key", "_task", "drop_stamps", "processing", "shard")
+    __slots__ = (
+        "_owners",
+        "_position",
+        "_sequence",
+        "_shard_key",
+        "_task",
+        "drop_stamps",
+        "positions",
+        "processing",
+        "shard",
+    )
 
     def __init__(self, shard: ShardSpec) -> None:
         self.shard = shard
@@ -104,6 +114,9 @@ class ShardGate:
         self._owners: dict[bytes | str, int] = {}
         #: One stamp per drop the shard kept, in the order of the task's sensor's events.
         self.drop_stamps: list[Stamp] = []
+        #: When the shard reads only its own records (``spark/owned_input.py``): the position in the whole task of
+        #: each record it processes, by its own step count; ``None``: its steps are the task's.
+        self.positions: Sequence[int] | None = None
 
     def owner(self, key: object, position: int) -> int:
         """The shard that processes the record at ``position`` with deserialized key ``key``."""
@@ -141,7 +154,14 @@ class ShardGate:
         """The position of the record being polled or processed."""
         task = self._task
         assert task is not None, "the gate is not installed"
-        return task.records_processed + len(task.skip_steps)
+        return self._in_task(task.records_processed + len(task.skip_steps))
+
+    def _in_task(self, step: int) -> int:
+        """The position in the whole task of the shard's step ``step``."""
+        positions = self.positions
+        if positions is None:
+            return step
+        return int(positions[step]) if step < len(positions) else (int(positions[-1]) + 1 if len(positions) else 0)
 
     @property
     def keeps(self) -> bool:
@@ -193,7 +213,7 @@ class ShardGate:
         inline: list[bool] = []
 
         def gated(record: Record[Any, Any]) -> None:
-            position = task.records_processed + len(task.skip_steps)
+            position = self._in_task(task.records_processed + len(task.skip_steps))
             if self.owner(record.key, position) != index:
                 return
             if not inline:

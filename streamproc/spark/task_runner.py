@@ -51,7 +51,8 @@ from streamproc.engine.validation import ValidatingSourceNode, prevalidated
 from streamproc.errors import ProcessingError, StateError
 from streamproc.spark.columnar import columnar_plan
 from streamproc.spark.global_stores import GlobalRestoreRange, GlobalStoresKey, worker_global_stores
-from streamproc.spark.task_input import BATCH_ROWS, merged_upstream, read_records, staged_range
+from streamproc.spark.owned_input import OwnedInput, owned_input, translated_drops
+from streamproc.spark.task_input import BATCH_ROWS, StagedRange, merged_upstream, read_records, staged_range
 from streamproc.spark.task_output import (
     TaskChangelogCollector,
     TaskObjects,
@@ -287,8 +288,10 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                         stores, cached_store_names(definitions, stores), task.context
                     )
                 state.attach(task.context)
+                own: OwnedInput | str = "the whole task"
                 if gate is not None:
                     gate.install(task, shard_key(state.stores, definitions))
+                    own = _owned_input(work, store, staged_inputs, graph, config, state.stores, definitions, gate)
                 inputs = tuple(
                     PartitionInput(
                         TopicPartition(r.topic, r.partition),
@@ -297,6 +300,13 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                             itertools.chain(
                                 read_records(store, staged_inputs[(r.topic, r.partition)], task=work.task_id),
                                 upstream_records(store, r, appended_counts),
+                            )
+                            if isinstance(own, str)
+                            else own.records(
+                                store,
+                                staged_inputs[(r.topic, r.partition)],
+                                upstream_records(store, r, appended_counts),
+                                task=work.task_id,
                             ),
                         ),
                         r.partition_time,
@@ -309,6 +319,11 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                 tasks.run_to_end()
                 result = tasks.close()[task_id]
                 state.flush()  # the task's commit: stores that log on flush (the suppress buffer) log now
+                if not isinstance(own, str):  # what every shard reports alike, from the whole input
+                    assert gate is not None
+                    (r,) = work.inputs
+                    result = translated_drops(result, gate.drop_stamps)
+                    result = own.whole_result(result, TopicPartition(r.topic, r.partition), r.partition_time)
         except BaseException:
             tasks.close(clean=False)  # processors closed, nothing committed: no report, nothing counts as done
             raise
@@ -400,6 +415,41 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
         return {**report, "skipped": False}
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
+
+
+def _owned_input(
+    work: TaskWork,
+    store: ObjectStore,
+    staged_inputs: Mapping[tuple[str, int], StagedRange],
+    graph: Any,
+    config: Any,
+    stores: Mapping[str, Any],
+    definitions: Sequence[StoreDefinition],
+    gate: ShardGate,
+) -> OwnedInput | str:
+    """A per-record shard's own rows when it may read only those (``owned_input.py``), the gate told their
+    positions; else why it runs the task's whole ``PartitionGroup``."""
+    if len(work.inputs) != 1:
+        own: OwnedInput | str = f"{len(work.inputs)} input partitions"
+    else:
+        (r,) = work.inputs
+        names = sorted(d.name for d in definitions)
+        own = owned_input(
+            store=store,
+            staged=staged_inputs[(r.topic, r.partition)],
+            appended=r.appended,
+            graph=graph,
+            config=config,
+            first_store=stores[names[0]] if names else None,
+            shard=gate.shard,
+            task=work.task_id,
+        )
+    if isinstance(own, str):
+        logger.debug("task [%s] shard %s reads every record: %s", work.task_id, gate.shard, own)
+    else:
+        gate.positions = own.positions.tolist()  # indexed once per record: a list, not numpy scalars
+        logger.debug("task [%s] shard %s reads only its %d records", work.task_id, gate.shard, len(own.positions))
+    return own
 
 
 def shard_key(stores: Mapping[str, Any], definitions: Sequence[StoreDefinition]) -> ShardKey | None:

@@ -1,0 +1,184 @@
+"""A per-record key shard that reads only the records it owns (issue #29, docs/split.md).
+
+A per-record shard normally runs its task's whole ``PartitionGroup`` and gates the records it does not own
+(``engine/key_shards.py``): correct whatever the input, but every shard reads, deserializes and orders every record.
+For a task of one input partition whose poll cannot drop a record, none of that is needed: the order is the
+partition's offsets (staged, then the records upstream tasks appended), so a record's position in the task's order
+is its index in the input, and which shard owns it follows from its key bytes. Such a shard reads the key column once
+(:func:`owned_input`), builds and processes only its own records, and is told each one's position through the gate
+(``ShardGate.positions``); what every shard must report alike (records processed, steps, stream time, the committable
+offset and partition time) is computed over every row's offset and timestamp (:meth:`OwnedInput.whole_result`), as
+the columnar path computes it for the same inputs.
+
+The poll cannot drop a record when (:func:`owned_input` checks each, else the shard runs the whole ``PartitionGroup``
+and says why at debug level):
+
+- the source's key and value deserializers are ``ByteArray`` or ``String`` (neither fails: ``String`` replaces what
+  is not UTF-8, as Java does), and it validates no ``value_schema``;
+- its timestamp extractor is a record-metadata one and no timestamp is negative (read over the column);
+- the owner is the gate's: ``partition_for_key`` of the key as the sub-topology's first store serializes it. That is
+  the key bytes themselves when the store's key serializer undoes the source's key deserializer: ``ByteArray`` for
+  ``ByteArray``, ``String`` for ``String`` over keys that are valid UTF-8 (checked over the column); a null key, or a
+  sub-topology without stores, goes round-robin by position, as the gate sends it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from streamproc.engine.key_shards import ShardSpec
+from streamproc.engine.processor_topology import ProcessorTopology
+from streamproc.engine.record_queue import UNKNOWN
+from streamproc.engine.records import TopicPartition
+from streamproc.engine.replay import ReplayResult
+from streamproc.engine.serdes import (
+    ByteArrayDeserializer,
+    ByteArraySerializer,
+    StringDeserializer,
+    StringSerializer,
+)
+from streamproc.engine.stream_task import CommittableOffset, TaskConfig
+from streamproc.engine.timestamp_extractor import ExtractRecordMetadataTimestamp, FailOnInvalidTimestamp
+from streamproc.engine.validation import ValidatingSourceNode
+from streamproc.spark.columnar.output import TaskKeys
+from streamproc.spark.columnar.shape import serde_is
+from streamproc.spark.task_input import StagedRange, checked_batches, task_batches
+from streamproc.storage.object_store import ObjectStore
+from streamproc.storage.segments import records_from_batch
+
+_PLAIN_DESERIALIZERS = (ByteArrayDeserializer, StringDeserializer)
+
+
+@dataclass(frozen=True)
+class OwnedInput:
+    """Which of a task's input rows (staged, then appended) one shard owns, and what the whole input computes."""
+
+    #: Per input row, in the task's order: this shard owns it.
+    owned: np.ndarray
+    #: The positions of the owned rows, in order (what the gate stamps their events with).
+    positions: np.ndarray
+    #: The staged rows (the rest were appended by upstream tasks).
+    staged_rows: int
+    last_offset: int
+    max_timestamp: int
+
+    def records(self, store: ObjectStore, staged: StagedRange, upstream: Iterator[Any], *, task: str) -> Iterator[Any]:
+        """The owned records, in order: staged ones built only for owned rows, then the owned upstream ones
+        (``upstream``: every upstream record, which ``task_runner.upstream_records`` counts as read)."""
+        start = 0
+        for batch in checked_batches(store, staged, task=task):
+            n = batch.num_rows
+            kept = np.flatnonzero(self.owned[start : start + n])
+            start += n
+            if len(kept) == n:
+                yield from records_from_batch(batch)
+            elif len(kept):
+                yield from records_from_batch(batch.take(pa.array(kept)))
+        yield from itertools.compress(upstream, self.owned[self.staged_rows :].tolist())
+
+    def whole_result(self, shard: ReplayResult, partition: TopicPartition, partition_time: int) -> ReplayResult:
+        """The shard's result with what every shard of the task reports alike computed over the whole input: as the
+        unsplit task counts one partition's steps when none is skipped, and its time and offset."""
+        records = len(self.owned)
+        stream_time = max(partition_time, self.max_timestamp)
+        offsets = {partition: CommittableOffset(self.last_offset + 1, stream_time)} if records else {}
+        return dataclasses.replace(
+            shard,
+            records_processed=records,
+            steps=records,
+            stream_time=stream_time,
+            skip_steps=(),
+            committable_offsets=offsets,
+        )
+
+
+def owned_input(
+    *,
+    store: ObjectStore,
+    staged: StagedRange,
+    appended: tuple[str, ...],
+    graph: ProcessorTopology,
+    config: TaskConfig,
+    first_store: Any,
+    shard: ShardSpec,
+    task: str,
+) -> OwnedInput | str:
+    """The shard's rows of a one-partition task whose poll cannot drop a record, or why it must read them all
+    (see the module doc). ``first_store``: the sub-topology's first store by name, ``None`` without stores."""
+    source = graph.source(staged.topic)
+    if isinstance(source, ValidatingSourceNode):
+        return "the source validates a value_schema"
+    key_type = _plain(source.key_deserializer)
+    if key_type is None or _plain(source.value_deserializer) is None:
+        return "the source's serdes are not ByteArray or String"
+    extractor = source.timestamp_extractor or config.default_timestamp_extractor or FailOnInvalidTimestamp()
+    if getattr(type(extractor), "extract", None) is not ExtractRecordMetadataTimestamp.extract:
+        return "the timestamp extractor is not a record-metadata one"
+    by_key = first_store is not None
+    if by_key:
+        serializer = first_store.key_serde.serializer.serialize
+        expected = ByteArraySerializer if key_type is ByteArrayDeserializer else StringSerializer
+        if not serde_is(serializer, expected):
+            return "the store's key serializer does not give back the key bytes the source read"
+    owners = TaskKeys(shard.count) if by_key else None
+    owned: list[np.ndarray] = []
+    staged_rows = 0
+    last_offset, max_timestamp, position = -1, UNKNOWN, 0
+    columns = ("offset", "timestamp", "key")
+    for batch in task_batches(store, staged, appended, task=task, columns=columns):
+        n = batch.num_rows
+        timestamps = batch.column("timestamp")
+        lowest = pc.min(timestamps).as_py()
+        if lowest is not None and lowest < 0:
+            return "a timestamp is negative"
+        keys = batch.column("key")
+        if key_type is StringDeserializer and not _utf8(keys):
+            return "a key is not valid UTF-8"
+        positions = np.arange(position, position + n, dtype=np.int64)
+        if owners is None:
+            chosen = positions % shard.count
+        else:  # a null key goes round-robin, as the gate sends it
+            chosen = owners.partitions_of(keys).astype(np.int64)
+            chosen = np.where(chosen < 0, positions % shard.count, chosen)
+        owned.append(chosen == shard.index)
+        offsets = batch.column("offset")
+        staged_rows += pc.sum(pc.less(offsets, staged.end)).as_py() or 0
+        last_offset = int(offsets[-1].as_py())
+        max_timestamp = max(max_timestamp, int(pc.max(timestamps).as_py()))
+        position += n
+    mask = np.concatenate(owned) if owned else np.zeros(0, dtype=bool)
+    return OwnedInput(mask, np.flatnonzero(mask), staged_rows, last_offset, max_timestamp)
+
+
+def _plain(deserializer: Any) -> type | None:
+    """``ByteArrayDeserializer`` or ``StringDeserializer`` when the source's deserializer is one of them."""
+    function = getattr(deserializer, "deserialize", deserializer)
+    return next((kind for kind in _PLAIN_DESERIALIZERS if serde_is(function, kind)), None)
+
+
+def _utf8(keys: pa.Array) -> bool:
+    try:
+        keys.cast(pa.string())
+    except pa.ArrowInvalid:
+        return False
+    return True
+
+
+def translated_drops(result: ReplayResult, stamps: Sequence[Any]) -> ReplayResult:
+    """The shard's drops with the step of each one's record in the whole task (its stamp's position), not the count
+    of the shard's own records before it."""
+    if not result.dropped:
+        return result
+    dropped = tuple(
+        dataclasses.replace(drop, records_processed=stamp.position)
+        for drop, stamp in zip(result.dropped, stamps, strict=True)
+    )
+    return dataclasses.replace(result, dropped=dropped)
