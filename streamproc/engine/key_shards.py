@@ -165,8 +165,9 @@ class ShardGate:
 
     @property
     def keeps(self) -> bool:
-        """Whether an event happening now is this shard's to publish (processing: always; poll: shard 0's)."""
-        return self.processing or self.shard.index == 0
+        """Whether an event happening now is this shard's to publish (processing: always; poll: shard 0's; every
+        event of a shard that reads only its own records)."""
+        return self.processing or self.shard.index == 0 or self.positions is not None
 
     def stamp(self) -> Stamp:
         """The stamp of a drop this shard keeps, happening now (drops are ordered by their sequence too)."""
@@ -179,20 +180,29 @@ class ShardGate:
         among the records of one ``(position, phase)`` is the collector's own sequence."""
         if self.processing:
             return self._position, PROCESS
+        if self.positions is not None:  # no poll drops its records (spark/owned_input.py): one being processed
+            return self.position(), PROCESS
         return self.position(), POLL
 
-    def install(self, task: StreamTask, shard_key: ShardKey | None) -> None:
+    def install(self, task: StreamTask, shard_key: ShardKey | None, positions: Sequence[int] | None = None) -> None:
         """Gate every source node of ``task`` and observe its drop sensor (before the task starts); ``shard_key``:
-        the bytes a key's shard is chosen from (``None``: round-robin, for a sub-topology without stores)."""
+        the bytes a key's shard is chosen from (``None``: round-robin, for a sub-topology without stores).
+
+        With ``positions`` the task is given only the records this shard owns (``spark/owned_input.py``), and these
+        are their positions in the whole task, by the shard's step count: nothing is gated (the source nodes and the
+        compiled loop run as in the unsplit task), only the events are stamped, each at its record's position."""
         self._task = task
         self._shard_key = shard_key
+        task.dropped.observer = self._observe_drop
+        if positions is not None:
+            self.positions = positions
+            return
         # the compiled loop skips a record whose key's owner the gate already knows to be another shard, and does
         # the step's bookkeeping only, as the gate's early return leaves it (bulk_replay; the Python loops ask the
         # gate every time, with the same result)
         task.shard_skip = (self._owners, self.shard.index)
         for source in task.topology.sources:
             source.process = self._gated(task, source)  # type: ignore[method-assign,assignment]
-        task.dropped.observer = self._observe_drop
 
     def _observe_drop(self, _event: DroppedRecord) -> bool:
         if not self.keeps:

@@ -290,8 +290,9 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                 state.attach(task.context)
                 own: OwnedInput | str = "the whole task"
                 if gate is not None:
-                    gate.install(task, shard_key(state.stores, definitions))
                     own = _owned_input(work, store, staged_inputs, graph, config, state.stores, definitions, gate)
+                    positions = None if isinstance(own, str) else own.positions.tolist()
+                    gate.install(task, shard_key(state.stores, definitions), positions)
                 inputs = tuple(
                     PartitionInput(
                         TopicPartition(r.topic, r.partition),
@@ -427,8 +428,8 @@ def _owned_input(
     definitions: Sequence[StoreDefinition],
     gate: ShardGate,
 ) -> OwnedInput | str:
-    """A per-record shard's own rows when it may read only those (``owned_input.py``), the gate told their
-    positions; else why it runs the task's whole ``PartitionGroup``."""
+    """A per-record shard's own rows when it may read only those (``owned_input.py``); else why it runs the task's
+    whole ``PartitionGroup``."""
     if len(work.inputs) != 1:
         own: OwnedInput | str = f"{len(work.inputs)} input partitions"
     else:
@@ -447,7 +448,6 @@ def _owned_input(
     if isinstance(own, str):
         logger.debug("task [%s] shard %s reads every record: %s", work.task_id, gate.shard, own)
     else:
-        gate.positions = own.positions.tolist()  # indexed once per record: a list, not numpy scalars
         logger.debug("task [%s] shard %s reads only its %d records", work.task_id, gate.shard, len(own.positions))
     return own
 
