@@ -49,8 +49,9 @@ AUTO_RECORDS_PER_SHARD = 250_000
 #: so runs every task whole until the shards stop paying for the task's whole input (docs/split.md, "The rest");
 #: ``--split N`` splits on request. Since shards of a columnar task run over columns and the merge sorts once
 #: (1 M records, K = 2, bench/README.md): over columns 0.47× the whole task's wall (the merge rewrites every output,
-#: more than the columnar task costs), per record 1.21× for the count and 0.84× for a Python aggregate, at 1.4-1.7×
-#: the CPU.
+#: more than the columnar task costs); per record, with shards reading only their own records (``owned_input.py``),
+#: 1.38× for the count and 1.46× for a Python aggregate, at 1.2-1.3× the CPU. ``auto`` would have to tell those apart
+#: before the task's input is read.
 AUTO_SPLIT_PAYS = False
 #: The store kinds the merge rebuilds from changelog records (segmented stores need task-wide stream times).
 _MERGED_STORE_TYPES = (StoreType.KEY_VALUE, StoreType.TIMESTAMPED_KEY_VALUE)
