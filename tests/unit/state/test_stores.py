@@ -56,6 +56,19 @@ def kv_store(sink: Sink) -> KeyValueStore[str, int]:
     return KeyValueStore("s", InMemoryKeyValueBytesStore(), serde_for("String"), serde_for("Long"), context(sink))
 
 
+def in_memory_segments(
+    name: str, retention_ms: int, segment_interval_ms: int, *, persistent: bool
+) -> SegmentedBytesStore:
+    """A segmented store whose segments live in memory (``persistent``: the expiry rule of a persistent store)."""
+    return SegmentedBytesStore(
+        name,
+        retention_ms=retention_ms,
+        segment_interval_ms=segment_interval_ms,
+        segment_factory=lambda _s: InMemoryKeyValueBytesStore(),
+        persistent=persistent,
+    )
+
+
 def test_key_value_round_trip_and_changelog() -> None:
     sink = Sink()
     store = kv_store(sink)
@@ -217,13 +230,7 @@ def test_timestamped_restore_prepends_record_timestamp() -> None:
 
 
 def window_store(sink: Sink, *, retain_duplicates: bool = False, retention: int = 10_000) -> WindowStore[str, str]:
-    segments = SegmentedBytesStore(
-        "w",
-        retention_ms=retention,
-        segment_interval_ms=1_000,
-        segment_factory=lambda _s: InMemoryKeyValueBytesStore(),
-        persistent=False,
-    )
+    segments = in_memory_segments("w", retention, 1_000, persistent=False)
     return WindowStore(
         "w",
         segments,
@@ -346,13 +353,7 @@ def test_a_null_with_duplicates_kept_is_counted_only_by_the_in_memory_store(
 
 def test_a_session_remove_is_never_counted() -> None:
     drops: list[str] = []
-    segments = SegmentedBytesStore(
-        "sess",
-        retention_ms=1_000,
-        segment_interval_ms=1_000,
-        segment_factory=lambda _s: InMemoryKeyValueBytesStore(),
-        persistent=True,
-    )
+    segments = in_memory_segments("sess", 1_000, 1_000, persistent=True)
     store: SessionStore[str, int] = SessionStore(
         "sess", segments, serde_for("String"), serde_for("Long"), StoreContext(TP, Sink(), lambda: CTX_TS, drops.append)
     )
@@ -380,13 +381,7 @@ def test_a_segmented_restore_advances_stream_time_to_the_batchs_latest_first() -
 
 def test_timestamped_window_store() -> None:
     sink = Sink()
-    segments = SegmentedBytesStore(
-        "w",
-        retention_ms=60_000,
-        segment_interval_ms=60_000,
-        segment_factory=lambda _s: InMemoryKeyValueBytesStore(),
-        persistent=False,
-    )
+    segments = in_memory_segments("w", 60_000, 60_000, persistent=False)
     store: TimestampedWindowStore[str, int] = TimestampedWindowStore(
         "w", segments, serde_for("String"), serde_for("Long"), window_size_ms=1_000, context=context(sink)
     )
@@ -413,13 +408,7 @@ def test_window_restore_routes_by_window_start() -> None:
 
 def test_session_store() -> None:
     sink = Sink()
-    segments = SegmentedBytesStore(
-        "sess",
-        retention_ms=100_000,
-        segment_interval_ms=60_000,
-        segment_factory=lambda _s: InMemoryKeyValueBytesStore(),
-        persistent=False,
-    )
+    segments = in_memory_segments("sess", 100_000, 60_000, persistent=False)
     store: SessionStore[str, int] = SessionStore(
         "sess", segments, serde_for("String"), serde_for("Long"), context(sink)
     )
@@ -565,13 +554,7 @@ def test_window_store_put_refuses_what_the_change_logger_refuses() -> None:
         store.put("a", "v", 1 << 63)
     with pytest.raises(StateError, match="key cannot be null"):
         store.put(None, "v", 0)  # type: ignore[arg-type]
-    segments = SegmentedBytesStore(
-        "w",
-        retention_ms=5_000,
-        segment_interval_ms=1_000,
-        segment_factory=lambda _s: InMemoryKeyValueBytesStore(),
-        persistent=False,
-    )
+    segments = in_memory_segments("w", 5_000, 1_000, persistent=False)
     timestamped: TimestampedWindowStore[str, str] = TimestampedWindowStore(
         "w", segments, serde_for("String"), serde_for("String"), window_size_ms=500, context=context(Sink())
     )
