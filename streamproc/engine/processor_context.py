@@ -178,7 +178,7 @@ class ProcessorContextImpl:
                     try:  # child.process(record) without its frame: ProcessorNode.run and .failed
                         child.run(record)
                     except Exception as exception:
-                        child.failed(record, exception)
+                        child.failed(record, _from_child(exception))
             else:
                 named = previous_node.child(child_name)
                 if named is None:
@@ -191,7 +191,7 @@ class ProcessorContextImpl:
                 try:
                     named.run(record)
                 except Exception as exception:
-                    named.failed(record, exception)
+                    named.failed(record, _from_child(exception))
         finally:
             self._record_context = installed
             self.current_node = previous_node
@@ -238,3 +238,15 @@ class ProcessorContextImpl:
 
     def current_system_time_ms(self) -> int:
         return self.system_time_ms
+
+
+def _from_child(exception: Exception) -> Exception:
+    """``exception`` with this module's ``forward`` frame cut from its traceback, which then starts at the child
+    that raised: what a handler records (the DLQ's stack trace header) is the same whether the record came through
+    ``forward`` or from the compiled loop, which hands a source's records to its children with no frame of its own
+    (``_bulk_kernel.c``'s ``forward_to_children``). Which of the two a record takes depends on how the task's input
+    was chunked, which a key shard that reads only its own records (``spark/owned_input.py``) does not share."""
+    traceback = exception.__traceback__
+    if traceback is not None and traceback.tb_frame.f_code is ProcessorContextImpl.forward.__code__:
+        exception.__traceback__ = traceback.tb_next
+    return exception

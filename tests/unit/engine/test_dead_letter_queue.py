@@ -115,6 +115,24 @@ def test_a_processor_exception_and_a_deserialization_error_also_reach_the_dead_l
     assert dead[1]["__streams.errors.message"] == b"boom"
 
 
+@pytest.mark.parametrize("bulk", [True, False])
+def test_the_stack_trace_header_starts_at_the_failing_processor_however_the_record_was_handed_to_it(
+    bulk: bool,
+) -> None:
+    """The queue's first record reaches the processor through ``ProcessorContextImpl.forward``, later ones from the
+    compiled loop (no frame of its own): the header is the same for both, so a key shard that reads only its own
+    records (its own first record is another in the unsplit task) writes the unsplit task's bytes (issue #29)."""
+    config = TaskConfig(processing_exception_handler=LogAndContinueProcessingExceptionHandler(),
+                        dead_letter_queue_topic="dlq")  # fmt: skip
+    boom = b'{"amount":1,"boom":true}'
+    _, sent = _run(config, [_raw(0, boom), _raw(1, b'{"amount":1}'), _raw(2, boom)], bulk=bulk, schema=None)
+    traces = [dict(s.headers)["__streams.errors.stacktrace"].decode() for s in sent if s.topic == "dlq"]
+    assert len(traces) == 2
+    assert traces[0] == traces[1]
+    first_frame = traces[0].splitlines()[1]
+    assert __file__ in first_frame and "in process" in first_frame
+
+
 def test_without_a_topic_the_handlers_build_no_dead_letter_record_and_configure_keeps_a_given_topic() -> None:
     result, sent = _run(TaskConfig(processing_exception_handler=LogAndContinueProcessingExceptionHandler()),
                         [_raw(0, b'{"amount":-1}')])  # fmt: skip
