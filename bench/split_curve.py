@@ -2,7 +2,8 @@
 
 ``python -m bench.split_curve [--records N] [--shards 2,3,4] [--workloads count,filter_count] [--per-record]``
 stages the bench's records (``generator.values``: 100 000 users, Zipf keys, 200-byte values) as one partition of a
-local store (not measured), then, for each DSL workload (``workloads.DSL_WORKLOADS``):
+local store (not measured), then, for each DSL workload (``workloads.DSL_WORKLOADS``, or :data:`STRING_WORKLOADS`,
+the same logic over String serdes, which ``--split auto`` splits):
 
 - the task whole, as ``streamproc process`` runs it (over columns where the columnar path takes it, else per
   record; ``--per-record`` forces per record for both, ``STREAMPROC_PER_RECORD_COUNT``);
@@ -42,7 +43,53 @@ def program() -> Any:
     """The workload the environment names (``STREAMPROC_SPLIT_WORKLOAD``), for the task runner to load by name."""
     from bench.workloads import DSL_WORKLOADS
 
-    return DSL_WORKLOADS[os.environ["STREAMPROC_SPLIT_WORKLOAD"]]()
+    name = os.environ["STREAMPROC_SPLIT_WORKLOAD"]
+    return STRING_WORKLOADS[name]() if name in STRING_WORKLOADS else DSL_WORKLOADS[name]()
+
+
+def string_count() -> Any:
+    """``groupByKey().count()`` with String serdes: per record (the columnar path reads Bytes), each shard reading
+    only its own records, which is what ``--split auto`` splits."""
+    from streamproc.dsl import Consumed, Produced, StreamsBuilder
+    from streamproc.engine.serdes import serde_for
+
+    text, long = serde_for("String"), serde_for("Long")
+    b = StreamsBuilder()
+    b.stream(INPUT, Consumed.with_(text, text)).group_by_key().count().to_stream().to(
+        OUTPUT, Produced.with_(text, long)
+    )
+    return b.build()
+
+
+def string_aggregate() -> Any:
+    """``groupByKey().aggregate(0, sum + amount)`` with String serdes: a Python aggregator per record."""
+    from streamproc.dsl import Consumed, Materialized, Produced, StreamsBuilder
+    from streamproc.engine.serdes import serde_for
+
+    text, long = serde_for("String"), serde_for("Long")
+    b = StreamsBuilder()
+    sums = (
+        b.stream(INPUT, Consumed.with_(text, text))
+        .group_by_key()
+        .aggregate(lambda: 0, lambda k, v, total: total + int(v[6:12]), materialized=Materialized.with_(text, long))
+    )
+    sums.to_stream().to(OUTPUT, Produced.with_(text, long))
+    return b.build()
+
+
+#: The workloads ``--split auto`` splits (String serdes), besides the bench's DSL ones (Bytes: the columnar path's).
+STRING_WORKLOADS = {"string_count": string_count, "string_aggregate": string_aggregate}
+
+
+def _auto_splits(workload: str) -> bool:
+    """Whether ``--split auto`` would split the workload's task where cores idle (``task_split.auto_refusals``)."""
+    from streamproc.engine.stream_task import TaskConfig
+    from streamproc.spark.task_split import auto_refusals
+
+    os.environ["STREAMPROC_SPLIT_WORKLOAD"] = workload
+    topology = program()
+    topology, config = topology if isinstance(topology, tuple) else (topology, TaskConfig())
+    return auto_refusals(topology, config)[0] is None
 
 
 def _stage(root: Path, records: int) -> None:
@@ -108,6 +155,7 @@ def measure(root: Path, records: int, workload: str, shards: list[int], number: 
         result: dict[str, Any] = {
             "workload": workload,
             "execution": whole["execution"],
+            "auto_splits": _auto_splits(workload),
             "whole": {"wall_s": round(time.monotonic() - wall, 3), "cpu_s": round(cpu, 3)},
             "split": [],
         }
@@ -151,13 +199,14 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     print(f"{args.records} records, one partition, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")  # noqa: T201
-    print(f"{'workload':<14}{'whole':<12}{'K':>3}{'shards s':>10}{'merge s':>9}{'wall s':>8}{'speed-up':>10}{'CPU':>7}")  # noqa: T201
+    print(f"{'workload':<18}{'whole':<12}{'K':>3}{'shards s':>10}{'merge s':>9}{'wall s':>8}{'speed-up':>10}{'CPU':>7}"  # noqa: T201
+          "  auto splits")  # fmt: skip
     for r in results:
-        head = f"{r['workload']:<14}{r['whole']['wall_s']:>5.2f} s {r['execution'][:3]:<4}"
+        head = f"{r['workload']:<18}{r['whole']['wall_s']:>5.2f} s {r['execution'][:3]:<4}"
         for s in r["split"]:
             print(f"{head}{s['shards']:>3}{s['shards_wall_s']:>10.2f}{s['merge_wall_s']:>9.2f}{s['wall_s']:>8.2f}"  # noqa: T201
-                  f"{s['speedup']:>9.2f}×{s['cpu_ratio']:>6.2f}×")  # fmt: skip
-            head = " " * 26
+                  f"{s['speedup']:>9.2f}×{s['cpu_ratio']:>6.2f}×  {'yes' if r['auto_splits'] else 'no'}")  # fmt: skip
+            head = " " * 30
     print(json.dumps({"records": args.records, "results": results}))  # noqa: T201
     return 0
 

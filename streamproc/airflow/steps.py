@@ -167,7 +167,7 @@ def plan_step(
     from airflow.sdk.exceptions import AirflowSkipException
 
     from streamproc.airflow.hooks import schema_registry_settings
-    from streamproc.cli.topology import checked_topology
+    from streamproc.cli.topology import checked_application
     from streamproc.fetch import planned_ranges
     from streamproc.handoff.preview import preview
     from streamproc.kafka.planner import plan_run
@@ -202,7 +202,7 @@ def plan_step(
     store_options(run.store, run.aws_conn_id)  # a missing S3 connection fails the plan, not the fetch
     # everything the topology can be checked for, before any data moves (a registry that is down among it)
     app_settings = schema_registry_settings(run.schema_registry_conn_id)
-    topology = checked_topology(run.topology, app_settings, application_id=run.application_id)
+    topology, app_config = checked_application(run.topology, app_settings, application_id=run.application_id)
     state_dir = Path(run.state_dir) if run.state_dir else None
     if state_dir is not None and not state_dir.is_dir():  # the process and hand-off tasks would refuse it later
         raise ConfigError(f"param 'state_dir': {state_dir} is not a directory on this worker")
@@ -229,7 +229,7 @@ def plan_step(
     log.info("Plan %s of application '%s':\n%s", plan_id, run.application_id, plan.report())
     from streamproc.spark.task_split import parallelism_lines, parse_split
 
-    log.info("%s", "\n".join(parallelism_lines(topology, plan, parse_split(run.split))))
+    log.info("%s", "\n".join(parallelism_lines(topology, plan, parse_split(run.split), app_config)))
     log.info("%s", shown)
     ranges = [
         {"topic": r.topic, "partition": r.partition, "start": r.start, "end": r.end, "compacted": r.compacted,

@@ -38,7 +38,7 @@ from streamproc.cli.output import FAILURE_KEY, catch_errors, emit
 from streamproc.cli.plan import show_plan
 from streamproc.cli.process import conf_settings, partition_counts, process_with_progress, show_process
 from streamproc.cli.resume import take_over_interrupted
-from streamproc.cli.topology import checked_topology
+from streamproc.cli.topology import checked_application
 from streamproc.errors import HandoffError, HandoffNotConfirmed, StreamprocError
 
 if TYPE_CHECKING:
@@ -243,7 +243,7 @@ def _run_steps(
     parse_split(split)  # a bad --split too
     with times.step("plan"):
         # everything the topology can be checked for, before any Kafka or Spark work (cli/topology.py)
-        app_topology = checked_topology(
+        app_topology, app_config = checked_application(
             topology,
             settings,
             application_id=application_id,
@@ -276,7 +276,7 @@ def _run_steps(
                 declared=declared_topology(app_topology, application_id),
             )
             show_plan(ctx, plan, work_dir / PLAN_FILE, dry_run=dry_run,
-                      parallelism=parallelism_lines(app_topology, plan, parse_split(split)))  # fmt: skip
+                      parallelism=parallelism_lines(app_topology, plan, parse_split(split), app_config))  # fmt: skip
             run.planned(plan)
     if dry_run:
         run.stopped_after_plan()

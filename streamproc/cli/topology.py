@@ -14,6 +14,7 @@ from streamproc.cli.options import application_settings, streams_config_option, 
 from streamproc.cli.output import catch_errors, emit
 
 if TYPE_CHECKING:
+    from streamproc.engine.stream_task import TaskConfig
     from streamproc.engine.topology import Topology
 
 #: The application id ``topology check`` builds the runtime graph with when none is given: it decorates internal
@@ -32,15 +33,30 @@ def checked_topology(
     """``MODULE:FUNCTION``'s topology, built with the application's ``settings`` and checked before any data moves
     (``plan.preflight``), then every Schema Registry its serdes were configured for must answer: what ``plan``,
     ``run``, ``topology check`` and the DAGs' plan task do first."""
+    return checked_application(
+        reference, settings, application_id=application_id, describe=describe, first_run=first_run
+    )[0]
+
+
+def checked_application(
+    reference: str,
+    settings: Mapping[str, str],
+    *,
+    application_id: str,
+    describe: str | None = None,
+    first_run: bool = False,
+) -> tuple[Topology, TaskConfig]:
+    """:func:`checked_topology` with the ``TaskConfig`` the factory gave (the default one when it gave none): what
+    the plan's parallelism preview needs to say where ``--split auto`` splits."""
     from streamproc.engine.topology_loader import load_topology
     from streamproc.plan.preflight import preflight
     from streamproc.schema_registry.client import check_registries, collected
 
     with collected() as registries:
-        topology = load_topology(reference, settings)[0]
+        topology, config = load_topology(reference, settings)
     preflight(topology, application_id=application_id, reference=reference, describe=describe, first_run=first_run)
     check_registries(registries)
-    return topology
+    return topology, config
 
 
 @click.group("topology")

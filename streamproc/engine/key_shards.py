@@ -98,6 +98,7 @@ class ShardGate:
         "positions",
         "processing",
         "shard",
+        "stamp_now",
     )
 
     def __init__(self, shard: ShardSpec) -> None:
@@ -117,6 +118,10 @@ class ShardGate:
         #: When the shard reads only its own records (``spark/owned_input.py``): the position in the whole task of
         #: each record it processes, by its own step count; ``None``: its steps are the task's.
         self.positions: Sequence[int] | None = None
+        #: What the collectors call once per output and changelog record: :meth:`tag` when the shard keeps the
+        #: event, else ``None`` (one call where :attr:`keeps` and :meth:`tag` are three; a shard that reads only its
+        #: own records keeps every event, and a plain look-up gives its position).
+        self.stamp_now: Callable[[], tuple[int, int] | None] = self._kept_tag
 
     def owner(self, key: object, position: int) -> int:
         """The shard that processes the record at ``position`` with deserialized key ``key``."""
@@ -184,6 +189,9 @@ class ShardGate:
             return self.position(), PROCESS
         return self.position(), POLL
 
+    def _kept_tag(self) -> tuple[int, int] | None:
+        return self.tag() if self.keeps else None
+
     def install(self, task: StreamTask, shard_key: ShardKey | None, positions: Sequence[int] | None = None) -> None:
         """Gate every source node of ``task`` and observe its drop sensor (before the task starts); ``shard_key``:
         the bytes a key's shard is chosen from (``None``: round-robin, for a sub-topology without stores).
@@ -196,6 +204,7 @@ class ShardGate:
         task.dropped.observer = self._observe_drop
         if positions is not None:
             self.positions = positions
+            self.stamp_now = _owned_tags(task, positions, self.position)
             return
         # the compiled loop skips a record whose key's owner the gate already knows to be another shard, and does
         # the step's bookkeeping only, as the gate's early return leaves it (bulk_replay; the Python loops ask the
@@ -242,6 +251,23 @@ class ShardGate:
                 self.processing = False
 
         return gated
+
+
+def _owned_tags(
+    task: StreamTask, positions: Sequence[int], position: Callable[[], int]
+) -> Callable[[], tuple[int, int] | None]:
+    """:meth:`ShardGate.stamp_now` of a shard that reads only its own records: every event is kept and happens while
+    a record is processed, at the position of the shard's current step (``position``, the gate's own rule, after the
+    last one: a flush at the commit)."""
+    at = list(positions)
+
+    def tag() -> tuple[int, int]:
+        try:
+            return at[task.records_processed + len(task.skip_steps)], PROCESS
+        except IndexError:
+            return position(), PROCESS
+
+    return tag
 
 
 def _forward_to_children(source: SourceNode, record: Record[Any, Any]) -> None:

@@ -46,11 +46,11 @@ from streamproc.spark.task_runner import InputRange, RestoreRange, TaskWork, run
 from streamproc.spark.task_split import (
     MergeWork,
     Split,
+    StageSplit,
+    auto_refusals,
     log_refusals,
-    plan_shards,
     split_refusals,
     split_stage,
-    widest_wave,
 )
 from streamproc.state.record_cache import RECORD_CACHE_OFF, check_cached_stores, check_record_cache_mode
 from streamproc.worker_processes import usable_cores, worker_pool
@@ -562,7 +562,7 @@ def _run_on_spark(
     """Every stage's tasks as Spark tasks, on a Spark context started for them and stopped after."""
     root = _module_root(topology)
     sc = spark_context(master, settings, python_path=[root] if root else [])
-    shards = plan_shards(stages(plan, work), refusals or {}, split, sc.defaultParallelism)
+    stage_split = StageSplit(refusals or {}, split, sc.defaultParallelism)
 
     def run_stage(stage: Stage) -> list[dict[str, Any]]:
         logger.info(
@@ -576,7 +576,7 @@ def _run_on_spark(
         return run_tasks(sc, stage.tasks, progress=_offset(progress, stage.tasks_before, len(work)))
 
     try:
-        return run_stages(plan, work, split_stage(run_stage, shards))
+        return run_stages(plan, work, split_stage(run_stage, stage_split))
     finally:
         sc.stop()
 
@@ -611,7 +611,7 @@ def process(
     task's, so its tasks run whole (no key shards)."""
     check_record_cache_mode(record_cache)
     with collected() as registries:
-        user_topology, _config = load_topology(topology, streams_settings)
+        user_topology, config = load_topology(topology, streams_settings)
     check_registries(registries)
     check_topology(plan, user_topology, topology)
     settings = dict(conf or {})
@@ -633,6 +633,8 @@ def process(
         logger.info("--record-cache %s: every task runs whole (the cache's flush order is the task's)", record_cache)
         split = "off"
     refusals = split_refusals(user_topology)
+    if split == "auto":  # only where shards pay: per record, each shard reading only its own records
+        refusals = auto_refusals(user_topology, config, refusals)
     log_refusals(refusals, split)
     if master == INLINE_MASTER:
 
@@ -641,11 +643,10 @@ def process(
                         stage.number, stage.count, len(stage.tasks), plan_id(plan))  # fmt: skip
             return run_inline(stage.tasks, progress=_offset(progress, stage.tasks_before, len(work)))
 
-        shards = plan_shards(stages(plan, work), refusals, split, 1)
-        reports = run_stages(plan, work, split_stage(run_stage_inline, shards))
+        reports = run_stages(plan, work, split_stage(run_stage_inline, StageSplit(refusals, split, 1)))
     elif (processes := processes_of(master)) is not None:
-        shards = plan_shards(stages(plan, work), refusals, split, processes)
-        widest = widest_wave(stages(plan, work), shards) if work else 1
+        stage_split = StageSplit(refusals, split, processes)
+        widest = stage_split.widest(stages(plan, work)) if work else 1
         # one pool for every stage: each worker imports the task runner once, not once per stage
         with worker_pool(min(processes, widest)) as pool:
 
@@ -655,7 +656,7 @@ def process(
                             min(processes, widest), master)  # fmt: skip
                 return run_in_processes(stage.tasks, pool, progress=_offset(progress, stage.tasks_before, len(work)))
 
-            reports = run_stages(plan, work, split_stage(run_stage_in_processes, shards))
+            reports = run_stages(plan, work, split_stage(run_stage_in_processes, stage_split))
     else:
         reports = _run_on_spark(plan, work, master, settings, topology, progress, split, refusals)
     reports.sort(key=lambda r: TaskId.parse(r["task_id"]))

@@ -100,20 +100,21 @@ class OwnedInput:
         )
 
 
-def owned_input(
-    *,
-    store: ObjectStore,
-    staged: StagedRange,
-    appended: tuple[str, ...],
-    graph: ProcessorTopology,
-    config: TaskConfig,
-    first_store: Any,
-    shard: ShardSpec,
-    task: str,
-) -> OwnedInput | str:
-    """The shard's rows of a one-partition task whose poll cannot drop a record, or why it must read them all
-    (see the module doc). ``first_store``: the sub-topology's first store by name, ``None`` without stores."""
-    source = graph.source(staged.topic)
+@dataclass(frozen=True)
+class OwnedReading:
+    """What the topology alone says of a shard reading only its own records: they may be, and how owners are told."""
+
+    #: ``ByteArrayDeserializer`` or ``StringDeserializer``: the source's key deserializer (String keys must be UTF-8).
+    key_type: type
+    #: Owners go by key (the sub-topology has stores); else round-robin by position.
+    by_key: bool
+
+
+def owned_reading(source: Any, config: TaskConfig, first_store: Any) -> OwnedReading | str:
+    """Whether a shard of a task read from ``source`` may read only its own records, as far as the topology and
+    config tell (the data's own checks, negative timestamps and keys that are not UTF-8, come when it is read), or
+    why not. One rule for the task runner (:func:`owned_input`) and the driver, which splits under ``--split auto``
+    only where the shards read only their own records (``task_split.auto_refusals``)."""
     if isinstance(source, ValidatingSourceNode):
         return "the source validates a value_schema"
     key_type = _plain(source.key_deserializer)
@@ -128,6 +129,26 @@ def owned_input(
         expected = ByteArraySerializer if key_type is ByteArrayDeserializer else StringSerializer
         if not serde_is(serializer, expected):
             return "the store's key serializer does not give back the key bytes the source read"
+    return OwnedReading(key_type, by_key)
+
+
+def owned_input(
+    *,
+    store: ObjectStore,
+    staged: StagedRange,
+    appended: tuple[str, ...],
+    graph: ProcessorTopology,
+    config: TaskConfig,
+    first_store: Any,
+    shard: ShardSpec,
+    task: str,
+) -> OwnedInput | str:
+    """The shard's rows of a one-partition task whose poll cannot drop a record, or why it must read them all
+    (see the module doc). ``first_store``: the sub-topology's first store by name, ``None`` without stores."""
+    reading = owned_reading(graph.source(staged.topic), config, first_store)
+    if isinstance(reading, str):
+        return reading
+    key_type, by_key = reading.key_type, reading.by_key
     owners = TaskKeys(shard.count) if by_key else None
     owned: list[np.ndarray] = []
     staged_rows = 0

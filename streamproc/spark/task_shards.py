@@ -31,6 +31,7 @@ from streamproc.spark.task_output import (
     CHANGELOG_SCHEMA,
     DROPS_SCHEMA,
     OUTPUT_SCHEMA,
+    ROW_GROUP_ROWS,
     TaskChangelogCollector,
     TaskObjects,
     TaskOutputCollector,
@@ -83,13 +84,19 @@ class ShardOutputCollector(TaskOutputCollector):
         processor_node_id: str,
         partitioner: Partitioner | None,
     ) -> None:
-        gate = self.gate
-        if not gate.keeps:
+        stamp = self.gate.stamp_now()
+        if stamp is None:
             return
         partition = self.partition(topic, key, value, processor_node_id, partitioner)
         cell = _NO_HEADERS if not headers else _headers(headers)
-        row = (self.sent, topic, partition, timestamp, key, value, cell, processor_node_id, *gate.tag())
-        self.files.append((topic, partition), row)
+        row = (self.sent, topic, partition, timestamp, key, value, cell, processor_node_id, *stamp)
+        # self.files.append inlined, as the task's collector does: once per output record
+        where = (topic, partition)
+        rows = self.files._rows.get(where)
+        if rows is None or len(rows) >= ROW_GROUP_ROWS - 1:
+            self.files.append(where, row)
+        else:
+            rows.append(row)
         self.sent += 1
 
     def send_dead_letter_queue_record(self, record: DeadLetterQueueRecord, processor_node_id: str) -> None:
@@ -108,8 +115,8 @@ class ShardChangelogCollector(TaskChangelogCollector):
     def send(self, store_name: str, partition: TopicPartition, record: ChangelogRecord) -> None:
         if partition.partition != self.task_id.partition:
             super(TaskChangelogCollector, self).send(store_name, partition, record)  # raises the wiring error
-        gate = self.gate
-        if not gate.keeps:
+        stamp = self.gate.stamp_now()
+        if stamp is None:
             return
         row = (
             self.sent,
@@ -120,9 +127,14 @@ class ShardChangelogCollector(TaskChangelogCollector):
             record.key,
             record.value,
             _NO_HEADERS if not record.headers else _headers(record.headers),
-            *gate.tag(),
+            *stamp,
         )
-        self.files.append((partition.topic, partition.partition), row)
+        where = (partition.topic, partition.partition)
+        rows = self.files._rows.get(where)
+        if rows is None or len(rows) >= ROW_GROUP_ROWS - 1:
+            self.files.append(where, row)
+        else:
+            rows.append(row)
         self.sent += 1
 
 

@@ -2,10 +2,12 @@
 the two waves a stage then runs in.
 
 ``--split off`` runs every task whole, as before. ``--split N`` splits every task of a sub-topology this executor
-can split into N shards; ``--split auto`` (the default) only where it pays: a stage whose tasks leave cores idle
-(``cores // tasks`` ≥ 2) and a task with at least :data:`AUTO_RECORDS_PER_SHARD` planned input records per shard
-(every shard reads and orders the whole task's input, so a small task gains nothing) — and for now nowhere
-(:data:`AUTO_SPLIT_PAYS`: measured, this slice's shards do not pay yet).
+can split into N shards. ``--split auto`` (the default) splits only where shards pay (:func:`auto_refusals`, measured
+in bench/README.md): a task processed per record whose shards each read only their own records
+(``spark/owned_input.py``: one input partition, ByteArray or String serdes, record-metadata timestamps, a store keyed
+by the key bytes), in a stage whose tasks leave cores idle (``cores // tasks`` ≥ 2), with at least
+:data:`AUTO_RECORDS_PER_SHARD` planned input records per shard. A task the columnar path takes runs whole (it is
+faster whole than its shards and their merge), and so does one whose shards would each read its whole input.
 
 What this executor splits (the first slice of #29): a sub-topology that ``split_decisions`` calls splittable with no
 task-wide values (stateless chains, grouped count/reduce/aggregate, table sources, materialized table filter and
@@ -22,14 +24,16 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from streamproc.engine.key_locality import split_decisions, unsplit_message
 from streamproc.engine.key_shards import ShardSpec
+from streamproc.engine.stream_task import TaskConfig
 from streamproc.engine.topology import Topology
-from streamproc.engine.topology_builder import store_builders
+from streamproc.engine.topology_builder import build_processor_topology, build_stores, store_builders
 from streamproc.errors import ConfigError
 from streamproc.state.store_builders import store_definitions
 from streamproc.state.store_type import StoreType
@@ -39,20 +43,12 @@ logger = logging.getLogger(__name__)
 #: ``--split``: ``auto``, ``off`` or a shard count.
 Split = Literal["auto", "off"] | int
 
-#: Planned input records per shard below which ``auto`` does not split a task: each shard reads, deserializes and
-#: orders the whole task's input (``engine/key_shards.py``), so a shard must have enough of its own to process.
+#: Planned input records per shard below which ``auto`` does not split a task: each shard pays a task's fixed costs
+#: (its restore, its stores' open and bundle) and the merge reads and writes every output again.
 AUTO_RECORDS_PER_SHARD = 250_000
-#: Whether ``auto`` splits at all. Not yet: measured on 2 busy cores (a DSL count, String serdes, one partition of
-#: 400 000 records run per record), a shard took 7.2-8.4 s where the whole task took 9.1 s (every shard reads,
-#: deserializes and orders the whole input, and gates every record) and the merge 4.3 s (sorting the stamped rows,
-#: rebuilding the store from the other shard's changelog records): 2 shards in 2 processes took 22 s wall. ``auto``
-#: so runs every task whole until the shards stop paying for the task's whole input (docs/split.md, "The rest");
-#: ``--split N`` splits on request. Since shards of a columnar task run over columns and the merge sorts once
-#: (1 M records, K = 2, bench/README.md): over columns 0.47× the whole task's wall (the merge rewrites every output,
-#: more than the columnar task costs); per record, with shards reading only their own records (``owned_input.py``),
-#: 1.38× for the count and 1.46× for a Python aggregate, at 1.2-1.3× the CPU. ``auto`` would have to tell those apart
-#: before the task's input is read.
-AUTO_SPLIT_PAYS = False
+#: The application id the driver builds a sub-topology's graph with to look at its source and stores (only changelog
+#: names depend on it, and nothing here reads them).
+_LOOKING = "streamproc-split-auto"
 #: The store kinds the merge rebuilds from changelog records (segmented stores need task-wide stream times).
 _MERGED_STORE_TYPES = (StoreType.KEY_VALUE, StoreType.TIMESTAMPED_KEY_VALUE)
 
@@ -81,7 +77,7 @@ def split_refusals(topology: Topology) -> dict[int, str | None]:
         if decision.task_wide_values:
             values = "; ".join(v.describe() for v in decision.task_wide_values)
             refusals[decision.subtopology] = (
-                f"sub-topology {decision.subtopology} runs unsplit (one shard per task): its shards would need "
+                f"{_unsplit_prefix(decision.subtopology)}its shards would need "
                 f"task-wide values computed before the split ({values}), which the executor does not compute yet"
             )
             continue
@@ -102,17 +98,59 @@ def _store_refusal(topology: Topology, subtopology: int, reused: Mapping[str, st
         elif definition.persistent and not definition.logged:
             why = "has logging disabled, so the merge could not rebuild it from the shards' changelog records"
         if why is not None:
-            return f"sub-topology {subtopology} runs unsplit (one shard per task): store {definition.name} {why}"
+            return f"{_unsplit_prefix(subtopology)}store {definition.name} {why}"
     return None
 
 
-def parallelism_lines(topology: Topology, plan: Any, split: Split) -> list[str]:
+def auto_refusals(
+    topology: Topology, config: TaskConfig, refusals: Mapping[int, str | None] | None = None
+) -> dict[int, str | None]:
+    """Per sub-topology: why ``--split auto`` runs its tasks whole, or ``None`` where key shards pay (see the module
+    doc). ``refusals``: :func:`split_refusals`'s, when already computed; a sub-topology refused there stays so.
+
+    Decided from the topology and config alone, before any input is read: a task the columnar path may take runs
+    whole; so does one whose shards could not each read only their own records (``owned_input.owned_reading``, the
+    task runner's own rule). What only the data tells (a negative timestamp, a String key that is not UTF-8) makes
+    a shard read every record, as with ``--split N``."""
+    from streamproc.spark.columnar import count_shape_refusal
+    from streamproc.spark.owned_input import owned_reading
+
+    verdicts: dict[int, str | None] = {}
+    for subtopology, refusal in (split_refusals(topology) if refusals is None else refusals).items():
+        if refusal is not None:
+            verdicts[subtopology] = refusal
+            continue
+        graph = build_processor_topology(topology, subtopology, application_id=_LOOKING)
+        why: str | None
+        if len(graph.source_topics) != 1:
+            why = f"its tasks read {len(graph.source_topics)} topics, so each shard would read every record"
+        elif count_shape_refusal(graph, graph.source_topics[0]) is None:
+            why = "the columnar path may take its tasks, which run faster whole than as shards and a merge"
+        else:
+            stores = build_stores(topology, subtopology)
+            first = stores[min(stores)] if stores else None
+            reading = owned_reading(graph.source(graph.source_topics[0]), config, first)
+            why = None if not isinstance(reading, str) else f"each shard would read every record: {reading}"
+        verdicts[subtopology] = None if why is None else f"{_auto_prefix(subtopology)}{why}; --split N splits anyway"
+    return verdicts
+
+
+def _unsplit_prefix(subtopology: int) -> str:
+    return f"sub-topology {subtopology} runs unsplit (one shard per task): "
+
+
+def _auto_prefix(subtopology: int) -> str:
+    return f"sub-topology {subtopology} runs unsplit under --split auto (one shard per task): "
+
+
+def parallelism_lines(topology: Topology, plan: Any, split: Split, config: TaskConfig) -> list[str]:
     """The plan's preview of how each sub-topology's tasks will run (``plan``: a ``RunPlan``): how many tasks, the
     most planned records one reads, and whether each runs as key shards under ``split``, or why not; shown before
-    anything is fetched (``streamproc run``'s plan, the Airflow plan step's log)."""
+    anything is fetched (``streamproc run``'s plan, the Airflow plan step's log). ``config``: the application's, as
+    its topology factory gave it (``auto`` looks at its timestamp extractor)."""
     records = {r.name: r.end - r.start for r in plan.ranges}
     appended = {r.name for r in plan.ranges if r.internal}
-    refusals = split_refusals(topology)
+    refusals = auto_refusals(topology, config) if split == "auto" else split_refusals(topology)
     tasks: dict[int, list[Any]] = {}
     for task in plan.tasks:
         tasks.setdefault(task.subtopology, []).append(task)
@@ -131,18 +169,16 @@ def parallelism_lines(topology: Topology, plan: Any, split: Split) -> list[str]:
 
 def _split_verdict(refusal: str | None, split: Split, subtopology: int) -> str:
     if refusal is not None:
-        prefix = f"sub-topology {subtopology} runs unsplit (one shard per task): "
-        return "one core per task: " + refusal.removeprefix(prefix)
+        why = refusal.removeprefix(_unsplit_prefix(subtopology)).removeprefix(_auto_prefix(subtopology))
+        return "one core per task: " + why
     if split == "off":
         return "one core per task (key shards possible; --split off)"
     if split != "auto":
         return f"each task as {split} key shards, then a merge"
-    if not AUTO_SPLIT_PAYS:
-        return (
-            "one core per task: key shards possible, but --split auto splits nothing yet (each shard reads and orders "
-            "its whole task's input, so they do not pay, docs/split.md); --split N splits on request"
-        )
-    return f"key shards where cores would idle and a task has {AUTO_RECORDS_PER_SHARD} records per shard"
+    return (
+        f"key shards where cores would idle and a task has {AUTO_RECORDS_PER_SHARD} planned records per shard (each "
+        "shard reads only its own records), then a merge"
+    )
 
 
 def log_refusals(refusals: Mapping[int, str | None], split: Split) -> None:
@@ -155,13 +191,11 @@ def log_refusals(refusals: Mapping[int, str | None], split: Split) -> None:
 
 
 def shard_count(split: Split, task_records: int, tasks_in_stage: int, cores: int) -> int:
-    """How many key shards one splittable task runs as (1: unsplit)."""
+    """How many key shards one task that may be split runs as under ``split`` (1: unsplit)."""
     if split == "off":
         return 1
     if split != "auto":
         return int(split)
-    if not AUTO_SPLIT_PAYS:
-        return 1
     spare = cores // max(tasks_in_stage, 1)
     return max(1, min(spare, task_records // AUTO_RECORDS_PER_SHARD))
 
@@ -169,16 +203,30 @@ def shard_count(split: Split, task_records: int, tasks_in_stage: int, cores: int
 def plan_shards(
     stages: Sequence[Sequence[Any]], refusals: Mapping[int, str | None], split: Split, cores: int
 ) -> dict[str, int]:
-    """Task id → shard count, for every task that runs as 2 or more shards (``stages``: each stage's TaskWork)."""
+    """Task id → shard count, for every task that runs as 2 or more shards (``stages``: each stage's TaskWork;
+    ``refusals``: :func:`auto_refusals` under ``auto``, else :func:`split_refusals`), from the planned records
+    alone: what the run starts with (:class:`StageSplit` counts what earlier stages appended as each stage starts).
+    """
+    return {task: count for tasks in stages for task, count in stage_shards(tasks, refusals, split, cores, {}).items()}
+
+
+def stage_shards(
+    tasks: Sequence[Any],
+    refusals: Mapping[int, str | None],
+    split: Split,
+    cores: int,
+    appended: Mapping[tuple[str, int], int],
+) -> dict[str, int]:
+    """One stage's :func:`plan_shards`: a task's records are its planned ones plus ``appended``, what earlier stages
+    wrote to its input partitions."""
     counts: dict[str, int] = {}
-    for tasks in stages:
-        for work in tasks:
-            if refusals.get(work.subtopology, "unknown") is not None:
-                continue
-            records = sum(r.end - r.start for r in work.inputs)
-            count = shard_count(split, records, len(tasks), cores)
-            if count > 1:
-                counts[work.task_id] = count
+    for work in tasks:
+        if refusals.get(work.subtopology, "unknown") is not None:
+            continue
+        records = sum(r.end - r.start + appended.get((r.topic, r.partition), 0) for r in work.inputs)
+        count = shard_count(split, records, len(tasks), cores)
+        if count > 1:
+            counts[work.task_id] = count
     return counts
 
 
@@ -207,24 +255,63 @@ def shard_work(work: Any, count: int) -> list[Any]:
     ]
 
 
+@dataclass
+class StageSplit:
+    """Each stage's shard counts, decided as the stage starts: a task reading a repartition topic has, besides its
+    planned records, what the earlier stages appended (counted from their reports' outputs), which ``auto`` weighs
+    as any other input (a re-key then an aggregate over one partition is the common case)."""
+
+    refusals: Mapping[int, str | None]
+    split: Split
+    cores: int
+    appended: Counter[tuple[str, int]] = dataclasses.field(default_factory=Counter)
+
+    def shards(self, tasks: Sequence[Any]) -> dict[str, int]:
+        return stage_shards(tasks, self.refusals, self.split, self.cores, self.appended)
+
+    def saw(self, reports: Sequence[dict[str, Any]]) -> None:
+        """Count what a finished stage's tasks wrote (``outputs``: ``topic+partition`` → records)."""
+        for report in reports:
+            for name, records in report.get("outputs", {}).items():
+                topic, _, partition = name.rpartition("+")
+                self.appended[(topic, int(partition))] += records
+
+    def widest(self, stages: Sequence[Sequence[Any]]) -> int:
+        """The most work items a wave may run at once: under ``auto`` with a sub-topology that may split, a stage
+        may split once the earlier ones' outputs are counted, up to the cores."""
+        planned = widest_wave(stages, plan_shards(stages, self.refusals, self.split, self.cores))
+        if self.split == "auto" and any(refusal is None for refusal in self.refusals.values()):
+            return max(planned, self.cores)
+        return planned
+
+
 def split_stage(
-    run_stage: Callable[[Any], list[dict[str, Any]]], shards: Mapping[str, int]
+    run_stage: Callable[[Any], list[dict[str, Any]]], split: StageSplit
 ) -> Callable[[Any], list[dict[str, Any]]]:
     """``run_stage`` (a job's runner of one ``Stage``) with the stage's split tasks run as shards, then merged."""
 
     def run(stage: Any) -> list[dict[str, Any]]:
-        split = [w for w in stage.tasks if w.task_id in shards]
-        if not split:
-            return run_stage(stage)
-        first = [item for w in stage.tasks for item in (shard_work(w, shards[w.task_id]) if w in split else [w])]
-        for w in split:
-            logger.info("task [%s] runs as %d key shards", w.task_id, shards[w.task_id])
-        reports = run_stage(dataclasses.replace(stage, tasks=tuple(first)))
-        # a task done before (its report exists) answers for each of its shards: keep one
-        whole = {r["task_id"]: r for r in reports if "shard" not in r}
-        merges = tuple(MergeWork(w, shards[w.task_id]) for w in split)
-        for report in run_stage(dataclasses.replace(stage, tasks=merges)):
-            whole[report["task_id"]] = report
-        return list(whole.values())
+        shards = split.shards(stage.tasks)
+        reports = _run_split(run_stage, stage, shards)
+        split.saw(reports)
+        return reports
 
     return run
+
+
+def _run_split(
+    run_stage: Callable[[Any], list[dict[str, Any]]], stage: Any, shards: Mapping[str, int]
+) -> list[dict[str, Any]]:
+    split = [w for w in stage.tasks if w.task_id in shards]
+    if not split:
+        return run_stage(stage)
+    first = [item for w in stage.tasks for item in (shard_work(w, shards[w.task_id]) if w in split else [w])]
+    for w in split:
+        logger.info("task [%s] runs as %d key shards", w.task_id, shards[w.task_id])
+    reports = run_stage(dataclasses.replace(stage, tasks=tuple(first)))
+    # a task done before (its report exists) answers for each of its shards: keep one
+    whole = {r["task_id"]: r for r in reports if "shard" not in r}
+    merges = tuple(MergeWork(w, shards[w.task_id]) for w in split)
+    for report in run_stage(dataclasses.replace(stage, tasks=merges)):
+        whole[report["task_id"]] = report
+    return list(whole.values())

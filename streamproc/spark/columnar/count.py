@@ -243,6 +243,14 @@ def _shape(graph: ProcessorTopology, topic: str) -> _Shape | str:
     return _Shape(source, tuple(steps), count, count_node, sink)
 
 
+def count_shape_refusal(graph: ProcessorTopology, topic: str) -> str | None:
+    """Why the columnar count cannot take the sub-topology read from ``topic`` whatever the task's data and config,
+    or ``None`` when it may: the driver asks before splitting under ``--split auto``, as a task the columnar count
+    takes runs faster whole than as key shards (``spark/task_split.py``)."""
+    shape = _shape(graph, topic)
+    return shape if isinstance(shape, str) else None
+
+
 def _input_clean(store: ObjectStore, staged: StagedRange, appended: tuple[str, ...], task: str) -> str | None:
     """Why the task's input (staged segments, then upstream output objects) may hold a null key or value or a
     negative timestamp (from the row groups' Parquet statistics, nothing decoded), or ``None`` when it cannot. An

@@ -23,6 +23,7 @@ from confluent_kafka.admin import AdminClient
 
 from streamproc.engine.partitioner import partition_for_key
 from streamproc.plan.run_plan import RunPlan
+from streamproc.spark import task_split
 from streamproc.spark.job import process
 from tests.integration.conftest import create_topic
 from tests.integration.spark import topologies
@@ -152,16 +153,27 @@ def _check_two_stages(staged: dict[str, Any], tmp_path: Path, app: str, topology
 _VOLATILE = ("attempt", "seconds", "bytes_written", "objects", "shards", "execution", "skipped")
 
 
-@pytest.mark.parametrize(("master", "split"), [("inline", 2), ("processes[2]", 3)])
+@pytest.mark.parametrize(
+    ("master", "split", "program"),
+    [("inline", 2, "rekey_count_dsl"), ("processes[2]", 3, "rekey_count_dsl"),
+     ("processes[8]", "auto", "rekey_count_dsl_strings")],
+)  # fmt: skip
 def test_a_split_process_step_publishes_what_the_unsplit_one_publishes(
-    staged_dsl: dict[str, Any], tmp_path: Path, caplog: pytest.LogCaptureFixture, master: str, split: int
-) -> None:
+    staged_dsl: dict[str, Any], tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch,
+    master: str, split: int | str, program: str,
+) -> None:  # fmt: skip
     """Issue #29: with ``--split N`` each task of both stages runs as N key shards (work items of the inline or
     worker-process master, stage 2's over the records stage 1 appended) merged back into the task's objects: every
     output, changelog and drops object is byte for byte ``--split off``'s, the stores hold the same entries, the
-    reports agree, the shards' objects are gone, and a re-run skips every task."""
+    reports agree, the shards' objects are gone, and a re-run skips every task.
+
+    ``--split auto`` splits where shards pay: with String serdes both stages run per record and each shard reads
+    only its own records; 4 tasks a stage on 8 worker processes leave 2 cores a task (the records-per-shard floor
+    lowered to the test's few records)."""
+    monkeypatch.setattr(task_split, "AUTO_RECORDS_PER_SHARD", 100)
     plan: RunPlan = staged_dsl["plan"]
-    topology = "tests.integration.spark.topologies:rekey_count_dsl"
+    topology = f"tests.integration.spark.topologies:{program}"
+    shards_per_task = 2 if split == "auto" else split
     options: dict[str, Any] = {"topology": topology, "partitions": {topologies.REKEY_OUTPUT: PARTITIONS}}
     whole_dir, split_dir = tmp_path / "whole", tmp_path / "split"
     shutil.copytree(staged_dsl["store"], whole_dir)
@@ -170,10 +182,10 @@ def test_a_split_process_step_publishes_what_the_unsplit_one_publishes(
     with caplog.at_level(logging.INFO, logger="streamproc.spark.task_split"):
         shards = process(plan, store_uri=str(split_dir), master=master, split=split, **options)
     for task in plan.tasks:
-        assert f"task [{task.task_id}] runs as {split} key shards" in caplog.text
+        assert f"task [{task.task_id}] runs as {shards_per_task} key shards" in caplog.text
     assert output_bytes(split_dir, plan) == output_bytes(whole_dir, plan)
     for a, b in zip(shards, whole, strict=True):
-        assert a["shards"] == split
+        assert a["shards"] == shards_per_task
         assert {k for k in a.keys() | b.keys() if k not in _VOLATILE and a.get(k) != b.get(k)} == set(), (a, b)
         if a["task_id"].startswith("1_"):
             assert store_entries(split_dir, plan, a["task_id"], tmp_path / "s") == store_entries(

@@ -103,15 +103,25 @@ def rekey_count() -> Topology:
 def rekey_count_dsl() -> Topology:
     """The same two stages with the DSL and Bytes serdes, which the columnar path runs: stage 1 ``selectKey`` into
     the repartition topic's sink, stage 2 ``groupByKey().count()`` over the upstream tasks' records."""
+    return _rekey_count_dsl(BYTES)
+
+
+def _rekey_count_dsl(serde: Any) -> Topology:
     from streamproc.dsl import Consumed, Materialized, Produced, Repartitioned, StreamsBuilder
 
     b = StreamsBuilder()
-    rekeyed = b.stream(REKEY_INPUT, Consumed.with_(BYTES, BYTES)).select_key(lambda k, v: v)
-    rekeyed = rekeyed.repartition(Repartitioned.with_(BYTES, BYTES).with_name("rekeyed"))
+    rekeyed = b.stream(REKEY_INPUT, Consumed.with_(serde, serde)).select_key(lambda k, v: v)
+    rekeyed = rekeyed.repartition(Repartitioned.with_(serde, serde).with_name("rekeyed"))
     materialized = Materialized.as_(Stores.persistent_timestamped_key_value_store("counts"))
-    counts = rekeyed.group_by_key().count(materialized=materialized.with_key_serde(BYTES).with_value_serde(LONG))
-    counts.to_stream().to(REKEY_OUTPUT, Produced.with_(BYTES, LONG))
+    counts = rekeyed.group_by_key().count(materialized=materialized.with_key_serde(serde).with_value_serde(LONG))
+    counts.to_stream().to(REKEY_OUTPUT, Produced.with_(serde, LONG))
     return b.build()
+
+
+def rekey_count_dsl_strings() -> Topology:
+    """:func:`rekey_count_dsl` with String serdes (the same description): per record, not over columns, and each
+    key shard of either stage can read only its own records (``spark/owned_input.py``)."""
+    return _rekey_count_dsl(STRING)
 
 
 class CountFailingOnK7(CountPerKey):

@@ -6,18 +6,21 @@ from __future__ import annotations
 
 import logging
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from streamproc import Stores
 from streamproc.dsl import Consumed, Materialized, StreamsBuilder
 from streamproc.engine.serdes import serde_for
+from streamproc.engine.stream_task import TaskConfig
 from streamproc.errors import ConfigError
 from streamproc.plan.run_plan import PlannedRange, PlannedTask
-from streamproc.spark import task_split
 from streamproc.spark.task_runner import InputRange, TaskWork
 from streamproc.spark.task_split import (
     AUTO_RECORDS_PER_SHARD,
+    StageSplit,
+    auto_refusals,
     log_refusals,
     parallelism_lines,
     parse_split,
@@ -37,14 +40,7 @@ def test_split_values_are_auto_off_or_a_count() -> None:
             parse_split(bad)
 
 
-def test_auto_does_not_split_until_shards_pay() -> None:
-    assert not task_split.AUTO_SPLIT_PAYS
-    assert shard_count("auto", 100 * AUTO_RECORDS_PER_SHARD, 1, 16) == 1
-    assert shard_count(2, 10, 1, 1) == 2
-
-
-def test_auto_splits_only_tasks_large_enough_where_cores_would_idle(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(task_split, "AUTO_SPLIT_PAYS", True)
+def test_auto_splits_only_tasks_large_enough_where_cores_would_idle() -> None:
     big = 4 * AUTO_RECORDS_PER_SHARD
     assert shard_count("off", big, 1, 8) == 1
     assert shard_count(3, 10, 1, 1) == 3
@@ -55,18 +51,80 @@ def test_auto_splits_only_tasks_large_enough_where_cores_would_idle(monkeypatch:
     assert shard_count("auto", big, 1, 16) == 4  # no shard below AUTO_RECORDS_PER_SHARD
 
 
+class _PartitionTime:
+    """A timestamp extractor of the user's: it may fail or drop at the poll, which only the whole input shows."""
+
+    def extract(self, record: Any, partition_time: int) -> int:
+        return partition_time
+
+
+def _string_count(
+    key: Any = _STRING, value: Any = _STRING, store_key: Any = _STRING, extractor: Any = None
+) -> StreamsBuilder:
+    b = StreamsBuilder()
+    consumed = Consumed.with_(key, value)
+    if extractor is not None:
+        consumed = consumed.with_timestamp_extractor(extractor)
+    stored = Materialized.as_(Stores.persistent_timestamped_key_value_store("counts")).with_key_serde(store_key)
+    b.stream("in", consumed).group_by_key().count(materialized=stored).to_stream().to("out")
+    return b
+
+
+def test_auto_splits_where_each_shard_reads_only_its_own_records_per_record() -> None:
+    """Decided from the topology and config alone: per record (not what the columnar path may take), one input
+    topic, serdes whose poll cannot drop a record, record-metadata timestamps, a store keyed by the key bytes."""
+    config = TaskConfig()
+    assert auto_refusals(_string_count().build(), config) == {0: None}
+    assert auto_refusals(PROGRAMS["group-by-count"](), config) == {0: None, 1: None}
+    assert auto_refusals(PROGRAMS["stateless-chain"](), config) == {0: None}  # no store: round-robin shards
+
+    def why(topology: Any, config: TaskConfig = config, subtopology: int = 0) -> str:
+        refusal = auto_refusals(topology, config)[subtopology]
+        assert refusal is not None
+        assert refusal.startswith(f"sub-topology {subtopology} runs unsplit under --split auto (one shard per task): ")
+        assert refusal.endswith("; --split N splits anyway")
+        return refusal
+
+    raw, json = serde_for("ByteArray"), serde_for("Json")
+    assert "the columnar path may take its tasks" in why(PROGRAMS["bytes-count"]())
+    assert "its tasks read 2 topics" in why(PROGRAMS["table-table-joins"]())
+    assert "serdes are not ByteArray or String" in why(_string_count(value=json).build())
+    assert "does not give back the key bytes" in why(_string_count(value=raw, store_key=raw).build())
+    custom = TaskConfig(default_timestamp_extractor=_PartitionTime())
+    assert "not a record-metadata one" in why(_string_count().build(), custom)
+    assert "not a record-metadata one" in why(_string_count(extractor=_PartitionTime()).build())
+    # what split_refusals refuses stays refused, with its own reason
+    [windowed] = auto_refusals(PROGRAMS["windowed-aggregate-materialized"](), config).values()
+    assert windowed is not None and "task-wide values" in windowed
+
+
 def _work(task: str, subtopology: int, records: int) -> TaskWork:
     return TaskWork("0" * 16, "app", task, subtopology, "m:f", "/s", (InputRange("t", 0, 0, records, -1),))
 
 
-def test_plan_shards_names_only_split_tasks_of_splittable_subtopologies(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(task_split, "AUTO_SPLIT_PAYS", True)
+def test_plan_shards_names_only_split_tasks_of_splittable_subtopologies() -> None:
     big = 4 * AUTO_RECORDS_PER_SHARD
     stages = [[_work("0_0", 0, big), _work("1_0", 1, big)], [_work("2_0", 2, 10)]]
     refusals = {0: None, 1: "sub-topology 1 runs unsplit (one shard per task): no", 2: None}
     assert plan_shards(stages, refusals, "auto", 4) == {"0_0": 2}
     assert plan_shards(stages, refusals, 3, 1) == {"0_0": 3, "2_0": 3}
     assert plan_shards(stages, refusals, "off", 4) == {}
+
+
+def test_a_stage_reading_a_repartition_topic_counts_what_the_earlier_stages_appended() -> None:
+    """Planned, a repartition partition holds only what was there before the run; ``auto`` decides each stage as
+    it starts, with the records the earlier stages' reports say they wrote to its input partitions."""
+    split = StageSplit({0: None, 1: None}, "auto", 2)
+    upstream = [_work("0_0", 0, 10)]
+    downstream = [TaskWork("0" * 16, "app", "1_0", 1, "m:f", "/s", (InputRange("app-rep", 0, 0, 0, -1),))]
+    assert split.shards(upstream) == {}
+    assert split.widest([upstream, downstream]) == 2  # a later stage may split, up to the cores
+    split.saw([{"task_id": "0_0", "outputs": {"app-rep+0": AUTO_RECORDS_PER_SHARD, "out+0": 7}}])
+    assert split.shards(downstream) == {}
+    split.saw([{"task_id": "0_1", "outputs": {"app-rep+0": AUTO_RECORDS_PER_SHARD}}])
+    assert split.shards(downstream) == {"1_0": 2}
+    assert StageSplit({0: None}, 3, 2).widest([upstream]) == 3
+    assert StageSplit({0: "no"}, "auto", 8).widest([upstream, upstream]) == 1
 
 
 def test_what_the_first_slice_splits_and_why_not() -> None:
@@ -122,12 +180,17 @@ def test_the_plan_shows_each_subtopologys_parallelism_and_why() -> None:
     why = refusal.removeprefix("sub-topology 0 runs unsplit (one shard per task): ")
     first = "  sub-topology 0: 2 task(s), at most 50 planned records each (plus what earlier stages append); "
     second = "  sub-topology 1: 2 task(s), at most 700 planned records each; "
-    assert parallelism_lines(topology, plan, 3) == [
+    assert parallelism_lines(topology, plan, 3, TaskConfig()) == [
         "Parallelism (--split 3):",
         f"{first}one core per task: {why}",
         f"{second}each task as 3 key shards, then a merge",
     ]
-    assert parallelism_lines(topology, plan, "off")[2] == (
+    assert parallelism_lines(topology, plan, "off", TaskConfig())[2] == (
         f"{second}one core per task (key shards possible; --split off)"
     )
-    assert "--split auto splits nothing yet" in parallelism_lines(topology, plan, "auto")[2]
+    assert parallelism_lines(topology, plan, "auto", TaskConfig())[2] == (
+        f"{second}key shards where cores would idle and a task has {AUTO_RECORDS_PER_SHARD} planned records per shard "
+        "(each shard reads only its own records), then a merge"
+    )
+    auto_first = parallelism_lines(PROGRAMS["bytes-count"](), plan, "auto", TaskConfig())[1]
+    assert "one core per task: the columnar path may take its tasks" in auto_first
