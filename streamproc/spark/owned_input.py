@@ -13,13 +13,19 @@ the columnar path computes it for the same inputs.
 The poll cannot drop a record when (:func:`owned_input` checks each, else the shard runs the whole ``PartitionGroup``
 and says why at debug level):
 
-- the source's key and value deserializers are ``ByteArray`` or ``String`` (neither fails: ``String`` replaces what
-  is not UTF-8, as Java does), and it validates no ``value_schema``;
-- its timestamp extractor is a record-metadata one and no timestamp is negative (read over the column);
-- the owner is the gate's: ``partition_for_key`` of the key as the sub-topology's first store serializes it. That is
-  the key bytes themselves when the store's key serializer undoes the source's key deserializer: ``ByteArray`` for
-  ``ByteArray``, ``String`` for ``String`` over keys that are valid UTF-8 (checked over the column); a null key, or a
-  sub-topology without stores, goes round-robin by position, as the gate sends it.
+- the source validates no ``value_schema``, and its key and value deserializers are ``ByteArray`` or ``String``
+  (neither fails: ``String`` replaces what is not UTF-8, as Java does) or the deserialization exception handler is
+  ``LogAndFail`` (a record that does not deserialize fails the task, split or not, where it would have been
+  dropped: a Schema Registry app's Avro, Protobuf or JSON Schema serdes under the default handler);
+- its timestamp extractor is a record-metadata one and no timestamp is negative (read over the column).
+
+The owner is the gate's: ``partition_for_key`` of the key as the sub-topology's first store serializes it; a key the
+source deserializes to null, or a sub-topology without stores, goes round-robin by position, as the gate sends it.
+Those bytes are the key bytes themselves when the store's key serializer undoes the source's key deserializer
+(``ByteArray`` for ``ByteArray``, ``String`` for ``String`` over keys that are valid UTF-8, checked over the column):
+then the key column is hashed at once. Otherwise each distinct key is deserialized as the source does and serialized
+as the store does, once per shard (a key that fails to deserialize makes the shard read every record, and the task
+fails there as it fails unsplit).
 """
 
 from __future__ import annotations
@@ -34,7 +40,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from streamproc.engine.key_shards import ShardSpec
+from streamproc.engine.deserialization_handler import LogAndFailExceptionHandler
+from streamproc.engine.key_shards import ShardSpec, store_shard_key
+from streamproc.engine.partitioner import partition_for_key
 from streamproc.engine.processor_topology import ProcessorTopology
 from streamproc.engine.record_queue import UNKNOWN
 from streamproc.engine.records import TopicPartition
@@ -104,32 +112,38 @@ class OwnedInput:
 class OwnedReading:
     """What the topology alone says of a shard reading only its own records: they may be, and how owners are told."""
 
-    #: ``ByteArrayDeserializer`` or ``StringDeserializer``: the source's key deserializer (String keys must be UTF-8).
-    key_type: type
     #: Owners go by key (the sub-topology has stores); else round-robin by position.
     by_key: bool
+    #: The store's key bytes are the record's key bytes (``ByteArray``/``ByteArray``, or ``String``/``String`` when
+    #: :attr:`utf8` keys are valid): the key column is hashed as it is.
+    same_bytes: bool
+    #: The source reads keys as ``String``: only valid UTF-8 keeps their bytes.
+    utf8: bool
 
 
 def owned_reading(source: Any, config: TaskConfig, first_store: Any) -> OwnedReading | str:
     """Whether a shard of a task read from ``source`` may read only its own records, as far as the topology and
-    config tell (the data's own checks, negative timestamps and keys that are not UTF-8, come when it is read), or
-    why not. One rule for the task runner (:func:`owned_input`) and the driver, which splits under ``--split auto``
-    only where the shards read only their own records (``task_split.auto_refusals``)."""
+    config tell (the data's own checks, negative timestamps and keys that do not deserialize, come when it is read),
+    or why not. One rule for the task runner (:func:`owned_input`) and the driver, which splits under ``--split
+    auto`` only where the shards read only their own records (``task_split.auto_refusals``)."""
     if isinstance(source, ValidatingSourceNode):
         return "the source validates a value_schema"
     key_type = _plain(source.key_deserializer)
-    if key_type is None or _plain(source.value_deserializer) is None:
-        return "the source's serdes are not ByteArray or String"
+    plain = key_type is not None and _plain(source.value_deserializer) is not None
+    if not plain and type(config.deserialization_exception_handler) is not LogAndFailExceptionHandler:
+        return (
+            "the source's serdes are not ByteArray or String and a deserialization exception handler is configured "
+            "(it may drop a record at the poll)"
+        )
     extractor = source.timestamp_extractor or config.default_timestamp_extractor or FailOnInvalidTimestamp()
     if getattr(type(extractor), "extract", None) is not ExtractRecordMetadataTimestamp.extract:
         return "the timestamp extractor is not a record-metadata one"
     by_key = first_store is not None
-    if by_key:
-        serializer = first_store.key_serde.serializer.serialize
+    same = False
+    if by_key and key_type is not None:
         expected = ByteArraySerializer if key_type is ByteArrayDeserializer else StringSerializer
-        if not serde_is(serializer, expected):
-            return "the store's key serializer does not give back the key bytes the source read"
-    return OwnedReading(key_type, by_key)
+        same = serde_is(first_store.key_serde.serializer.serialize, expected)
+    return OwnedReading(by_key, same, key_type is StringDeserializer)
 
 
 def owned_input(
@@ -145,11 +159,12 @@ def owned_input(
 ) -> OwnedInput | str:
     """The shard's rows of a one-partition task whose poll cannot drop a record, or why it must read them all
     (see the module doc). ``first_store``: the sub-topology's first store by name, ``None`` without stores."""
-    reading = owned_reading(graph.source(staged.topic), config, first_store)
+    source = graph.source(staged.topic)
+    reading = owned_reading(source, config, first_store)
     if isinstance(reading, str):
         return reading
-    key_type, by_key = reading.key_type, reading.by_key
-    owners = TaskKeys(shard.count) if by_key else None
+    owners = TaskKeys(shard.count) if reading.by_key else None
+    deserialized = _DeserializedOwners(source, first_store, shard.count, staged.topic) if reading.by_key else None
     owned: list[np.ndarray] = []
     staged_rows = 0
     last_offset, max_timestamp, position = -1, UNKNOWN, 0
@@ -161,13 +176,17 @@ def owned_input(
         if lowest is not None and lowest < 0:
             return "a timestamp is negative"
         keys = batch.column("key")
-        if key_type is StringDeserializer and not _utf8(keys):
-            return "a key is not valid UTF-8"
         positions = np.arange(position, position + n, dtype=np.int64)
-        if owners is None:
+        if owners is None or deserialized is None:
             chosen = positions % shard.count
         else:  # a null key goes round-robin, as the gate sends it
-            chosen = owners.partitions_of(keys).astype(np.int64)
+            if reading.same_bytes and (not reading.utf8 or _utf8(keys)):
+                chosen = owners.partitions_of(keys).astype(np.int64)
+            else:
+                try:
+                    chosen = deserialized.owners(keys)
+                except Exception:  # noqa: BLE001 - the task fails at this record, where every record is read
+                    return "a key does not deserialize"
             chosen = np.where(chosen < 0, positions % shard.count, chosen)
         owned.append(chosen == shard.index)
         offsets = batch.column("offset")
@@ -177,6 +196,44 @@ def owned_input(
         position += n
     mask = np.concatenate(owned) if owned else np.zeros(0, dtype=bool)
     return OwnedInput(mask, np.flatnonzero(mask), staged_rows, last_offset, max_timestamp)
+
+
+class _DeserializedOwners:
+    """Owners of keys whose store bytes are not their record bytes: each distinct key deserialized as the source
+    does and serialized as the store does (``key_shards.store_shard_key``, the gate's rule), once per shard."""
+
+    def __init__(self, source: Any, store: Any, count: int, topic: str) -> None:
+        self._deserialize = source.key_deserializer
+        self._shard_key = store_shard_key(store)
+        self._count = count
+        self._topic = topic
+        self._known: dict[bytes | None, int] = {}
+
+    def owners(self, keys: pa.Array) -> np.ndarray:
+        """Per key, its shard, or -1 for one the gate sends round-robin (deserialized to null, or no store bytes);
+        raises what the source's deserializer raises."""
+        encoded = pc.dictionary_encode(keys)
+        by_id = np.fromiter((self._owner(raw) for raw in encoded.dictionary.to_pylist()), np.int64)
+        indices = encoded.indices
+        chosen = np.zeros(len(keys), np.int64)
+        if len(by_id):
+            chosen = by_id[indices.fill_null(0).to_numpy(zero_copy_only=False)]
+        if indices.null_count:
+            chosen[indices.is_null().to_numpy(zero_copy_only=False)] = self._owner(None)
+        return chosen
+
+    def _owner(self, raw: bytes | None) -> int:
+        owner = self._known.get(raw)
+        if owner is None:
+            key = self._deserialize(self._topic, raw)
+            data = None
+            if key is not None:
+                try:
+                    data = self._shard_key(key)
+                except Exception:  # noqa: BLE001 - the store could not address it either (the gate's rule)
+                    data = None
+            owner = self._known[raw] = -1 if data is None else partition_for_key(data, self._count)
+        return owner
 
 
 def _plain(deserializer: Any) -> type | None:

@@ -31,6 +31,7 @@ from streamproc.engine.key_shards import ShardSpec
 from streamproc.engine.processing_handler import LogAndContinueProcessingExceptionHandler
 from streamproc.engine.processor_topology import SinkNode
 from streamproc.engine.records import ConsumerRecord, RawRecord
+from streamproc.engine.serdes import StringDeserializer
 from streamproc.engine.stream_task import TaskConfig
 from streamproc.engine.task_id import TaskId
 from streamproc.engine.timestamp_extractor import LogAndSkipOnInvalidTimestamp
@@ -58,8 +59,34 @@ _MODULE = "tests.unit.spark.test_split_task"
 _CURRENT: list[Any] = ["", False]
 
 
+class _FoldedKeys(StringDeserializer):
+    """A key deserializer of the user's whose keys are not their bytes: ``c`` reads as ``b`` and the empty key as
+    null, so records with different key bytes share a store entry (a key shard must own both) and the store's key
+    bytes are not the record's (a shard reading only its own records tells owners by deserializing each key)."""
+
+    def deserialize(self, topic: str, data: bytes | None) -> str | None:
+        text = super().deserialize(topic, data)
+        return {"c": "b", "": None}.get(text, text) if text is not None else None
+
+
+def folded_keys_count() -> Topology:
+    from streamproc.dsl import Consumed, Produced, StreamsBuilder
+    from streamproc.engine.serdes import Serde, serde_for
+
+    text = serde_for("String")
+    b = StreamsBuilder()
+    folded = Serde(text.serializer, _FoldedKeys())
+    counts = b.stream("in", Consumed.with_(folded, text)).group_by_key().count()
+    counts.to_stream().to("out", Produced.with_(text, serde_for("Long")))
+    return b.build()
+
+
+#: The side-by-side programs and this module's own.
+_PROGRAMS = {**PROGRAMS, "folded-keys-count": folded_keys_count}
+
+
 def program() -> Topology | tuple[Topology, TaskConfig]:
-    topology = PROGRAMS[_CURRENT[0]]()
+    topology = _PROGRAMS[_CURRENT[0]]()
     if not _CURRENT[1]:
         return topology
     # drops at the poll (negative timestamps, every shard sees them) and at processing (a failing lambda, to the DLQ)
@@ -72,7 +99,7 @@ def program() -> Topology | tuple[Topology, TaskConfig]:
 
 def _splittable() -> list[tuple[str, int]]:
     cases = []
-    for name, build in sorted(PROGRAMS.items()):
+    for name, build in sorted(_PROGRAMS.items()):
         for subtopology, refusal in sorted(split_refusals(build()).items()):
             if refusal is None:
                 cases.append((name, subtopology))
@@ -203,7 +230,7 @@ def test_a_split_task_publishes_what_the_unsplit_task_publishes(
     restore: bool, handlers: bool,
 ) -> None:  # fmt: skip
     _CURRENT[:] = [name, handlers]
-    topology = PROGRAMS[name]()
+    topology = _PROGRAMS[name]()
     graph = build_processor_topology(topology, subtopology, application_id=APP)
     counts = {n.topic: SINK_PARTITIONS for n in graph.nodes if isinstance(n, SinkNode)}
     definitions = store_definitions(store_builders(topology, subtopology))

@@ -12,6 +12,7 @@ import pytest
 
 from streamproc import Stores
 from streamproc.dsl import Consumed, Materialized, StreamsBuilder
+from streamproc.engine.deserialization_handler import LogAndContinueExceptionHandler
 from streamproc.engine.serdes import serde_for
 from streamproc.engine.stream_task import TaskConfig
 from streamproc.errors import ConfigError
@@ -72,7 +73,8 @@ def _string_count(
 
 def test_auto_splits_where_each_shard_reads_only_its_own_records_per_record() -> None:
     """Decided from the topology and config alone: per record (not what the columnar path may take), one input
-    topic, serdes whose poll cannot drop a record, record-metadata timestamps, a store keyed by the key bytes."""
+    topic, a poll that cannot drop a record (serdes that cannot fail, or the default handler, which fails the task)
+    and record-metadata timestamps."""
     config = TaskConfig()
     assert auto_refusals(_string_count().build(), config) == {0: None}
     assert auto_refusals(PROGRAMS["group-by-count"](), config) == {0: None, 1: None}
@@ -88,8 +90,15 @@ def test_auto_splits_where_each_shard_reads_only_its_own_records_per_record() ->
     raw, json = serde_for("ByteArray"), serde_for("Json")
     assert "the columnar path may take its tasks" in why(PROGRAMS["bytes-count"]())
     assert "its tasks read 2 topics" in why(PROGRAMS["table-table-joins"]())
-    assert "serdes are not ByteArray or String" in why(_string_count(value=json).build())
-    assert "does not give back the key bytes" in why(_string_count(value=raw, store_key=raw).build())
+    # serdes that may fail: a record that does not deserialize fails the task under the default handler, split or
+    # not; a handler that drops it at the poll needs every record in every shard
+    assert auto_refusals(_string_count(value=json).build(), config) == {0: None}
+    assert auto_refusals(_string_count(key=json, store_key=json).build(), config) == {0: None}
+    continuing = TaskConfig(deserialization_exception_handler=LogAndContinueExceptionHandler())
+    assert "a deserialization exception handler is configured" in why(_string_count(value=json).build(), continuing)
+    assert auto_refusals(_string_count().build(), continuing) == {0: None}  # String never fails
+    # a store keyed otherwise than the source's bytes: owners from each key as the store serializes it
+    assert auto_refusals(_string_count(value=raw, store_key=raw).build(), config) == {0: None}
     custom = TaskConfig(default_timestamp_extractor=_PartitionTime())
     assert "not a record-metadata one" in why(_string_count().build(), custom)
     assert "not a record-metadata one" in why(_string_count(extractor=_PartitionTime()).build())
