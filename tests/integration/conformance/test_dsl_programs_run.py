@@ -21,23 +21,42 @@ One JVM answers every program and seed.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import shutil
 import subprocess
+import tarfile
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
+from streamproc.engine.key_shards import ShardSpec
+from streamproc.engine.processor_topology import SinkNode
+from streamproc.engine.records import ConsumerRecord
 from streamproc.engine.serdes import SERDES
 from streamproc.engine.stream_task import TaskConfig
+from streamproc.engine.task_id import TaskId
 from streamproc.engine.topology import Topology
+from streamproc.engine.topology_builder import build_processor_topology, store_builders
 from streamproc.engine.topology_description import Sink, Source
+from streamproc.intervals import to_intervals
+from streamproc.spark.shard_merge import merge_shards
+from streamproc.spark.task_output import TaskObjects
+from streamproc.spark.task_runner import InputRange, TaskWork, run_task
+from streamproc.spark.task_split import split_refusals
 from streamproc.state import store_encoding
+from streamproc.state.rocksdb_store import RocksDBKeyValueBytesStore
+from streamproc.state.store_builders import store_definitions
+from streamproc.state.store_type import StoreType
 from streamproc.state.stores import KeyValueBytesStore, SegmentedBytesStore, SessionStore, WindowStore
+from streamproc.storage import LocalObjectStore
+from streamproc.storage.manifest import SegmentProof
+from streamproc.storage.staging import SegmentLimits, stage_range
 from streamproc.testing import TestRecord, TopologyTestDriver
 from streamproc_dev.conformance.dsl_programs import GOLDEN, PROGRAMS
 from streamproc_dev.conformance.oracle import JVM_OPTIONS, ensure_oracle_jar
@@ -237,3 +256,104 @@ def test_program_stores_equal_kafkas(kafka_runs: dict[str, Any], registry: str, 
         missing = [e for e in expected if e not in ours[store]]
         extra = [e for e in ours[store] if e not in expected]
         assert not missing and not extra, f"{store} ({theirs['bytes_store']}): missing {missing[:5]}, extra {extra[:5]}"
+
+
+#: The program a split run's task runner loads (``split_program``): ``(registry, name)``, set per case (the runs are
+#: inline, in this process).
+_SPLIT_PROGRAM: list[str] = ["", ""]
+
+
+def split_program() -> Topology:
+    return REGISTRIES[_SPLIT_PROGRAM[0]][_SPLIT_PROGRAM[1]]()
+
+
+def _split_cases() -> list[Any]:
+    """The programs the executor runs as one task per partition that it may split (one sub-topology, one input
+    topic, ``split_refusals`` none): their tasks are exactly what a Kafka Streams task of the program runs, so a
+    split run's outputs are comparable with Kafka's answer record for record."""
+    cases: list[Any] = []
+    for registry, programs in REGISTRIES.items():
+        for name, program in programs.items():
+            topology = program()
+            inputs = _topics(topology)[0]
+            refusals = split_refusals(topology)
+            if len(inputs) == 1 and list(refusals.values()) == [None] and not topology.global_node_groups():
+                cases.extend(
+                    pytest.param(registry, name, seed, shards, id=f"{registry}-{name}-{seed}-{shards}")
+                    for seed in SEEDS
+                    for shards in (2, 3)
+                )
+    return cases
+
+
+@pytest.mark.parametrize(("registry", "name", "seed", "shards"), _split_cases())
+def test_a_program_run_as_key_shards_gives_kafkas_results(
+    kafka_runs: dict[str, Any], tmp_path: Path, registry: str, name: str, seed: int, shards: int
+) -> None:
+    """Issue #29's oracle: the program's task run by the executor as ``shards`` key shards and merged
+    (``spark/shard_merge.py``) writes, per output topic in production order (``sequence`` across its partitions'
+    files), Kafka's records, drops as many, and ends with Kafka's store entries."""
+    run_id = f"{registry}/{name}/{seed}"
+    kafka = kafka_runs[run_id]
+    assert "error" not in kafka, f"Kafka Streams failed to run {run_id}: {kafka['error']}"
+    _SPLIT_PROGRAM[:] = [registry, name]
+    records = kafka_runs["_request"][run_id]["records"]
+    topic = records[0][0]
+    store = LocalObjectStore(tmp_path / "store")
+    raw = [ConsumerRecord.raw(topic, 0, i, ts, _utf8(k), _utf8(v)) for i, (_, k, v, ts) in enumerate(records)]
+    stage_range(store, topic, 0, 0, len(raw), raw, SegmentProof(to_intervals(range(len(raw))), {}),
+                SegmentLimits(max_segment_records=16))  # fmt: skip
+    topology = split_program()
+    graph = build_processor_topology(topology, 0, application_id="dsl-run")
+    work = TaskWork(
+        plan_id="0" * 15 + "1",
+        application_id="dsl-run",
+        task_id="0_0",
+        subtopology=0,
+        topology=f"{__name__}:split_program",
+        store_uri=str(tmp_path / "store"),
+        inputs=(InputRange(topic, 0, 0, len(raw), -1),),
+        partition_counts={n.topic: 3 for n in graph.nodes if isinstance(n, SinkNode)},
+        local_dir=str(tmp_path),
+    )
+    for index in range(shards):
+        assert run_task(dataclasses.replace(work, shard=ShardSpec(index, shards)))["shard"] == f"{index}-of-{shards}"
+    report = merge_shards(work, shards)
+    assert report["shards"] == shards
+    objects = TaskObjects(work.plan_id, TaskId(0, 0))
+    rows = [
+        row
+        for path in sorted((tmp_path / "store" / objects.prefix / "outputs").glob("*.parquet"))
+        for row in pq.read_table(path).to_pylist()
+    ]
+    outputs = {
+        out: [[_hex(r["key"]), _hex(r["value"]), r["timestamp"]] for r in sorted(rows, key=lambda r: r["sequence"])
+              if r["topic"] == out]
+        for out in kafka["outputs"]
+    }  # fmt: skip
+    assert any(kafka["outputs"].values()), "the inputs produced no output at all: they test nothing"
+    assert outputs == kafka["outputs"]
+    assert sum(report["dropped"].values()) == kafka["dropped"], "dropped-records-total"
+    kinds = {d.name: d.store_type for d in store_definitions(store_builders(topology, 0)) if d.persistent}
+    assert sorted(kinds) == sorted(n for n, theirs in kafka["stores"].items() if "entries" in theirs)
+    for store_name, kind in kinds.items():
+        theirs = sorted(kafka["stores"][store_name]["entries"])
+        assert _bundle_entries(tmp_path, objects, store_name, kind) == theirs, store_name
+
+
+def _utf8(text: str | None) -> bytes | None:
+    return None if text is None else text.encode()
+
+
+def _bundle_entries(tmp_path: Path, objects: TaskObjects, name: str, kind: StoreType) -> list[list[str]]:
+    """The raw entries of key-value store ``name`` in the task's published store bundle (a split task's: shard 0's
+    stores with the other shards' last writes applied)."""
+    target = tmp_path / "bundle"
+    if not target.exists():
+        with tarfile.open(tmp_path / "store" / objects.stores) as tar:
+            tar.extractall(target, filter="data")
+    db = RocksDBKeyValueBytesStore(name, target / "rocksdb" / name, kind)
+    try:
+        return sorted([key.hex(), value.hex()] for key, value in db.range(None, None))
+    finally:
+        db.close()
