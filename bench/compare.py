@@ -162,16 +162,21 @@ class Bench:
         api: str,
         master: str = STREAMPROC_MASTER,
         record_cache: str = "off",
+        split: str = "auto",
+        factory: str | None = None,
     ) -> dict[str, Any]:
+        """``streamproc run`` of ``workload`` (``factory``: another topology than ``bench.workloads``' of that name,
+        ``split``: its ``--split``, ``bench/split_run.py``'s)."""
         output = self.topic(data.partitions)
         app = f"bench-sp-{workload.replace('_', '-')}-{uuid.uuid4().hex[:8]}"
         run_dir = Path(tempfile.mkdtemp(dir=self.work))
-        factory = f"bench.workloads:{workload}" if api == "papi" else f"bench.workloads:dsl_{workload}"
+        if factory is None:
+            factory = f"bench.workloads:{workload}" if api == "papi" else f"bench.workloads:dsl_{workload}"
         command = [*_taskset(cores), str(ROOT / ".venv" / "bin" / "streamproc"), "run", "--bootstrap", self.bootstrap,
                    "--application-id", app, "--topology", factory, "--store", str(run_dir / "staging"),
                    "--work-dir", str(run_dir / "work"), "--state-dir", str(run_dir / "state"),
                    *_master_flags(master, cores), "--create-internal-topics", "--record-cache", record_cache,
-                   "--streams-setting", "replication.factor=1", "--yes"]  # fmt: skip
+                   "--split", split, "--streams-setting", "replication.factor=1", "--yes"]  # fmt: skip
         env = {**self.env, "STREAMPROC_BENCH_INPUT": data.topic, "STREAMPROC_BENCH_OUTPUT": output}
         try:
             m = self.measured([command], env)

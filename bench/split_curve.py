@@ -50,30 +50,33 @@ def program() -> Any:
 def string_count() -> Any:
     """``groupByKey().count()`` with String serdes: per record (the columnar path reads Bytes), each shard reading
     only its own records, which is what ``--split auto`` splits."""
+    from bench.workloads import _topics
     from streamproc.dsl import Consumed, Produced, StreamsBuilder
     from streamproc.engine.serdes import serde_for
 
+    source, sink = _topics()
     text, long = serde_for("String"), serde_for("Long")
     b = StreamsBuilder()
-    b.stream(INPUT, Consumed.with_(text, text)).group_by_key().count().to_stream().to(
-        OUTPUT, Produced.with_(text, long)
-    )
+    counts = b.stream(source, Consumed.with_(text, text)).group_by_key().count()
+    counts.to_stream().to(sink, Produced.with_(text, long))
     return b.build()
 
 
 def string_aggregate() -> Any:
     """``groupByKey().aggregate(0, sum + amount)`` with String serdes: a Python aggregator per record."""
+    from bench.workloads import _topics
     from streamproc.dsl import Consumed, Materialized, Produced, StreamsBuilder
     from streamproc.engine.serdes import serde_for
 
+    source, sink = _topics()
     text, long = serde_for("String"), serde_for("Long")
     b = StreamsBuilder()
     sums = (
-        b.stream(INPUT, Consumed.with_(text, text))
+        b.stream(source, Consumed.with_(text, text))
         .group_by_key()
         .aggregate(lambda: 0, lambda k, v, total: total + int(v[6:12]), materialized=Materialized.with_(text, long))
     )
-    sums.to_stream().to(OUTPUT, Produced.with_(text, long))
+    sums.to_stream().to(sink, Produced.with_(text, long))
     return b.build()
 
 
