@@ -30,7 +30,8 @@ import tarfile
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -72,8 +73,10 @@ logger = logging.getLogger(__name__)
 #: The sort keys of the merge, in order.
 _ORDER = [("position", "ascending"), ("phase", "ascending"), ("sequence", "ascending")]
 _DLQ_KEY = "dlq"
-#: The column the merge numbers each row's file in (``_ordered_by_file``).
-_FILE = "file"
+#: The renumbered ``sequence`` column (the same field in the output and changelog schemas).
+_SEQUENCE = OUTPUT_SCHEMA.field("sequence")
+#: The changelog columns the store rebuild reads (``_as_records``), with ``store``.
+_RESTORED = ["sequence", "store", "topic", "partition", "timestamp", "key", "value"]
 
 
 def merge_shards(work: Any, count: int, *, attempt: int = 0) -> dict[str, Any]:
@@ -104,8 +107,9 @@ def merge_shards(work: Any, count: int, *, attempt: int = 0) -> dict[str, Any]:
         outputs, dead_letters = _merge_outputs(store, shards, reports, work_dir / "outputs")
         for (topic, partition), path in outputs.items():
             written[objects.output(topic, partition)] = publish_file(store, objects.output(topic, partition), path)
-        changelog = _merged_rows(store, shards, reports, "changelogs", lambda s, n: s.changelog(*_split(n)))
-        changelog_files = _write_by_file(changelog, CHANGELOG_SCHEMA, work_dir / "changelogs")
+        changelog = _pieces(store, shards, reports, "changelogs", lambda s, n: s.changelog(*_split(n)))
+        ranks = _ranks(changelog)
+        changelog_files, _ = _write_by_file(_by_file(changelog, ranks), CHANGELOG_SCHEMA, work_dir / "changelogs")
         for (topic, partition), path in changelog_files.items():
             written[objects.changelog(topic, partition)] = publish_file(
                 store, objects.changelog(topic, partition), path
@@ -118,7 +122,7 @@ def merge_shards(work: Any, count: int, *, attempt: int = 0) -> dict[str, Any]:
         written[objects.drops] = len(drops)
         first = reports[0]
         if shards[0].stores in first["objects"]:
-            bundle = _merged_bundle(work, store, shards[0], changelog, work_dir / "bundle")
+            bundle = _merged_bundle(work, store, shards[0], _other_shards(changelog, ranks), work_dir / "bundle")
             store.put(objects.stores, bundle)
             written[objects.stores] = len(bundle)
         report = _task_report(first, reports, written, attempt, started)
@@ -144,72 +148,80 @@ def _split(name: str) -> tuple[str, int]:
     return topic, int(partition)
 
 
-def _read(store: ObjectStore, name: str, shard: int) -> pa.Table:
-    table = pq.read_table(pa.BufferReader(store.get(name)))
-    return table.append_column("shard", pa.array(np.full(table.num_rows, shard, dtype=np.int32)))
+def _read(store: ObjectStore, name: str) -> pa.Table:
+    return pq.read_table(pa.BufferReader(store.get(name)))
 
 
-def _merged_rows(
+@dataclass(frozen=True, slots=True)
+class _Piece:
+    """One shard's rows of one of the task's files, as the shard wrote them: stamped, in its production order."""
+
+    #: The file's ``(topic, partition)``; ``None`` for the dead-letter file (a file of its own whatever its topics).
+    file: tuple[str, int] | None
+    shard: int
+    rows: pa.Table
+
+
+def _pieces(
     store: ObjectStore, shards: Sequence[ShardObjects], reports: Sequence[dict[str, Any]], section: str, name: Any
-) -> pa.Table:
-    """Every shard's rows of the report's ``section`` (file keys), in the task's order per file, ``sequence``
-    renumbered."""
-    tables = [
-        _read(store, name(shard, file), index)
+) -> list[_Piece]:
+    """Every shard's pieces of the files its report lists in ``section`` (``name(shard, file)``: the object)."""
+    return [
+        _Piece(_split(file), index, _read(store, name(shard, file)))
         for index, (shard, report) in enumerate(zip(shards, reports, strict=True))
         for file in sorted(report[section])
     ]
-    if not tables:
-        return pa.table({})
-    table = pa.concat_tables(tables)
-    return _ordered_by_file(table, _file_numbers(table))
 
 
-def _file_numbers(table: pa.Table, dead_letters: np.ndarray | None = None) -> np.ndarray:
-    """A number per row naming the file it belongs in: its (topic, partition), ``-1`` for a dead letter (one file of
-    its own); numbers rise with topic (in order of first appearance) then partition."""
-    topics = pc.dictionary_encode(table.column("topic")).combine_chunks().indices.to_numpy(zero_copy_only=False)
-    partitions = table.column("partition").to_numpy().astype(np.int64)
-    span = int(partitions.max()) + 2 if len(partitions) else 1  # UNASSIGNED (-1) included
-    numbers: np.ndarray = topics.astype(np.int64) * span + partitions + 1
-    if dead_letters is not None:
-        numbers[dead_letters] = -1
-    return numbers
-
-
-def _ordered_by_file(table: pa.Table, files: np.ndarray) -> pa.Table:
-    """``table``'s rows (every shard's, stamped) grouped by file (``files``: a number per row), each file's rows in
-    the task's order, and ``sequence`` renumbered from 0 in that order across every file.
+def _ranks(pieces: Sequence[_Piece]) -> list[np.ndarray]:
+    """Each piece's rows' places in the task's order over every piece: the rows' new ``sequence``.
 
     The task's order is ``(position, phase, sequence)``: each ``(position, phase)`` belongs to one shard, whose
-    ``sequence`` orders its rows (``spark/task_shards.py``). One lexicographic sort gives each row's rank in it; a
-    stable sort of the ranked rows by file groups them without disturbing it, and a row's place in that rank is its
-    new ``sequence``: the order the unsplit task produced its rows in. One ``take`` then moves every column."""
-    position = table.column("position").to_numpy()
-    phase = table.column("phase").to_numpy()
-    sequence = table.column("sequence").to_numpy()
-    merged = np.lexsort((sequence, phase, position))
-    by_file = np.argsort(files[merged], kind="stable")
-    order = merged[by_file]
-    table = table.take(pa.array(order))
-    table = table.set_column(table.schema.get_field_index("sequence"), "sequence", pa.array(by_file, pa.int64()))
-    return table.append_column(_FILE, pa.array(files[order], pa.int64()))
+    ``sequence`` orders its rows (``spark/task_shards.py``). One lexsort over the stamp columns alone ranks every
+    row; the other columns move only where a file's rows must be interleaved (:func:`_in_task_order`)."""
+    if not pieces:
+        return []
+    stamps = [np.concatenate([p.rows.column(n).to_numpy() for p in pieces]) for n in ("sequence", "phase", "position")]
+    ranks = np.empty(len(stamps[0]), dtype=np.int64)
+    ranks[np.lexsort(stamps)] = np.arange(len(ranks), dtype=np.int64)
+    return np.split(ranks, np.cumsum([p.rows.num_rows for p in pieces[:-1]]))
+
+
+def _by_file(pieces: Sequence[_Piece], ranks: Sequence[np.ndarray]) -> dict[tuple[str, int] | None, pa.Table]:
+    """Each file's rows (every shard's piece of it) in the task's order, ``sequence`` their ranks (:func:`_ranks`);
+    a file without rows is left out (the task writes no such file)."""
+    parts: dict[tuple[str, int] | None, list[tuple[pa.Table, np.ndarray]]] = {}
+    for piece, piece_ranks in zip(pieces, ranks, strict=True):
+        if piece.rows.num_rows:
+            parts.setdefault(piece.file, []).append((piece.rows, piece_ranks))
+    return {file: _in_task_order(ranked) for file, ranked in parts.items()}
+
+
+def _in_task_order(ranked: Sequence[tuple[pa.Table, np.ndarray]]) -> pa.Table:
+    """Rows of one file (one table per shard, each with its rows' ranks) as one table in rank order, ``sequence``
+    their ranks.
+
+    A file only one shard wrote keeps that shard's rows as they are when their ranks already rise (its production
+    order is the task's order): no column but ``sequence`` is touched. A sink partitioned by the key the shards split
+    on writes every output file from one shard. Otherwise the rows are interleaved by one ``take`` (a stable sort of
+    the ranks: each shard's rows already form a rising run)."""
+    if len(ranked) == 1 and bool(np.all(ranked[0][1][1:] > ranked[0][1][:-1])):
+        rows, ranks = ranked[0]
+    else:
+        rows = pa.concat_tables([table for table, _ in ranked])
+        ranks = np.concatenate([r for _, r in ranked])
+        order = np.argsort(ranks, kind="stable")
+        rows, ranks = rows.take(pa.array(order)), ranks[order]
+    return rows.set_column(rows.schema.get_field_index("sequence"), _SEQUENCE, pa.array(ranks, pa.int64()))
 
 
 def _merge_outputs(
     store: ObjectStore, shards: Sequence[ShardObjects], reports: Sequence[dict[str, Any]], work_dir: Path
 ) -> tuple[dict[tuple[str, int], Path], Path]:
     """The task's output files and its DLQ file: one production order (``sequence``) over both."""
-    outputs: list[pa.Table] = []
-    letters: list[pa.Table] = []
-    for index, (shard, report) in enumerate(zip(shards, reports, strict=True)):
-        outputs.extend(_read(store, shard.output(*_split(file)), index) for file in sorted(report["outputs"]))
-        letters.append(_read(store, shard.dead_letter_queue, index))
-    table = pa.concat_tables([*outputs, *letters])
-    dead_letters = np.zeros(table.num_rows, dtype=bool)
-    dead_letters[sum(t.num_rows for t in outputs) :] = True
-    written = _write_by_file(_ordered_by_file(table, _file_numbers(table, dead_letters)), OUTPUT_SCHEMA, work_dir)
-    closed = written.pop((_DLQ_KEY, UNASSIGNED), None)
+    pieces = _pieces(store, shards, reports, "outputs", lambda s, n: s.output(*_split(n)))
+    pieces += [_Piece(None, index, _read(store, shard.dead_letter_queue)) for index, shard in enumerate(shards)]
+    written, closed = _write_by_file(_by_file(pieces, _ranks(pieces)), OUTPUT_SCHEMA, work_dir)
     if closed is None:  # as TaskOutputCollector.dead_letter_file: an empty file when nothing went there
         (work_dir / _DLQ_KEY).mkdir(parents=True, exist_ok=True)
         closed = work_dir / _DLQ_KEY / f"{_DLQ_KEY}+{UNASSIGNED}.parquet"
@@ -217,30 +229,40 @@ def _merge_outputs(
     return written, closed
 
 
-def _write_by_file(table: pa.Table, schema: pa.Schema, work_dir: Path) -> dict[tuple[str, int], Path]:
-    """``table``'s rows (grouped by file, each in the task's order: :func:`_ordered_by_file`) into one file per
-    (topic, partition) and the dead letters' own file, in the task's row groups."""
+def _write_by_file(
+    files: Mapping[tuple[str, int] | None, pa.Table], schema: pa.Schema, work_dir: Path
+) -> tuple[dict[tuple[str, int], Path], Path | None]:
+    """Each file's rows (in the task's order: :func:`_by_file`) into its file with the task's writer and row
+    groups: the (topic, partition) files, and the dead letters' file (key ``None``; ``None`` without dead letters)
+    in a directory of its own."""
     work_dir.mkdir(parents=True, exist_ok=True)
-    files = _ParquetFiles(schema, work_dir)
+    outputs = _ParquetFiles(schema, work_dir)
     letters = _ParquetFiles(schema, work_dir / _DLQ_KEY)
-    if table.num_rows:
-        numbers = table.column(_FILE).to_numpy()
-        starts = np.flatnonzero(np.r_[True, numbers[1:] != numbers[:-1]])
-        ends = np.r_[starts[1:], len(numbers)]
-        for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
-            rows = table.slice(start, end - start).select(schema.names).cast(schema)
-            if numbers[start] < 0:
-                (work_dir / _DLQ_KEY).mkdir(exist_ok=True)
-                letters.append_table((_DLQ_KEY, UNASSIGNED), rows)
-            else:
-                topic, partition = rows.column("topic")[0].as_py(), rows.column("partition")[0].as_py()
-                files.append_table((topic, partition), rows)
-    return {**files.close(), **letters.close()}
+    for file, table in files.items():
+        rows = table.select(schema.names)
+        if not rows.schema.equals(schema):  # a shard's file holds the task's columns: only a nullability may differ
+            rows = rows.cast(schema)
+        if file is None:
+            (work_dir / _DLQ_KEY).mkdir(exist_ok=True)
+            letters.append_table((_DLQ_KEY, UNASSIGNED), rows)
+        else:
+            outputs.append_table(file, rows)
+    return outputs.close(), letters.close().get((_DLQ_KEY, UNASSIGNED))
+
+
+def _other_shards(changelog: Sequence[_Piece], ranks: Sequence[np.ndarray]) -> pa.Table:
+    """The changelog records of every shard but shard 0 (:data:`_RESTORED`'s columns), in the task's order with
+    ``sequence`` renumbered, as the written changelog has them; only those columns move."""
+    ranked = [
+        (piece.rows.select(_RESTORED), piece_ranks)
+        for piece, piece_ranks in zip(changelog, ranks, strict=True)
+        if piece.shard != 0 and piece.rows.num_rows
+    ]
+    return _in_task_order(ranked) if ranked else CHANGELOG_SCHEMA.empty_table().select(_RESTORED)
 
 
 def _merged_drops(store: ObjectStore, shards: Sequence[ShardObjects]) -> tuple[DroppedRecord, ...]:
-    tables = [_read(store, shard.drops, index) for index, shard in enumerate(shards)]
-    table = pa.concat_tables(tables).combine_chunks()
+    table = pa.concat_tables([_read(store, shard.drops) for shard in shards]).combine_chunks()
     table = table.take(pc.sort_indices(table, sort_keys=_ORDER))
     columns = [
         table.column(name).to_pylist() for name in ("topic", "partition", "offset", "reason", "records_processed")
@@ -248,8 +270,9 @@ def _merged_drops(store: ObjectStore, shards: Sequence[ShardObjects]) -> tuple[D
     return tuple(DroppedRecord(*row) for row in zip(*columns, strict=True))
 
 
-def _merged_bundle(work: Any, store: ObjectStore, first: ShardObjects, changelog: pa.Table, where: Path) -> bytes:
-    """Shard 0's store bundle with the other shards' changelog records applied (see the module doc)."""
+def _merged_bundle(work: Any, store: ObjectStore, first: ShardObjects, others: pa.Table, where: Path) -> bytes:
+    """Shard 0's store bundle with the other shards' changelog records (``others``, in the task's order, ``sequence``
+    renumbered: :data:`_RESTORED`'s columns) applied (see the module doc)."""
     where.mkdir(parents=True)
     with tarfile.open(fileobj=pa.BufferReader(store.get(first.stores))) as tar:
         members = tar.getmembers()
@@ -261,7 +284,6 @@ def _merged_bundle(work: Any, store: ObjectStore, first: ShardObjects, changelog
         bundle_archive.extract(tar, where, members)
     topology, _config = load_topology(work.topology, work.streams_settings)
     definitions = {d.name: d for d in store_definitions(store_builders(topology, work.subtopology)) if d.persistent}
-    others = changelog.filter(pc.not_equal(changelog.column("shard"), 0)) if changelog.num_rows else changelog
     for name, definition in sorted(definitions.items()):
         rows = others.filter(pc.equal(others.column("store"), name)) if others.num_rows else others
         rows = last_write_per_key(rows)
