@@ -30,7 +30,7 @@ import tarfile
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,11 +70,11 @@ from streamproc.storage.object_store import ObjectStore, load_store
 
 logger = logging.getLogger(__name__)
 
-#: The sort keys of the merge, in order.
-_ORDER = [("position", "ascending"), ("phase", "ascending"), ("sequence", "ascending")]
 _DLQ_KEY = "dlq"
 #: The renumbered ``sequence`` column (the same field in the output and changelog schemas).
 _SEQUENCE = OUTPUT_SCHEMA.field("sequence")
+#: A shard's stamp columns (``spark/task_shards.py``), the merge's sort keys in order.
+_STAMP = ["position", "phase", "sequence"]
 #: The changelog columns the store rebuild reads (``_as_records``), with ``store``.
 _RESTORED = ["sequence", "store", "topic", "partition", "timestamp", "key", "value"]
 
@@ -108,8 +108,8 @@ def merge_shards(work: Any, count: int, *, attempt: int = 0) -> dict[str, Any]:
         for (topic, partition), path in outputs.items():
             written[objects.output(topic, partition)] = publish_file(store, objects.output(topic, partition), path)
         changelog = _pieces(store, shards, reports, "changelogs", lambda s, n: s.changelog(*_split(n)))
-        ranks = _ranks(changelog)
-        changelog_files, _ = _write_by_file(_by_file(changelog, ranks), CHANGELOG_SCHEMA, work_dir / "changelogs")
+        others: list[tuple[pa.Table, np.ndarray]] = []
+        changelog_files, _ = _write_by_file(changelog, CHANGELOG_SCHEMA, work_dir / "changelogs", others)
         for (topic, partition), path in changelog_files.items():
             written[objects.changelog(topic, partition)] = publish_file(
                 store, objects.changelog(topic, partition), path
@@ -122,7 +122,7 @@ def merge_shards(work: Any, count: int, *, attempt: int = 0) -> dict[str, Any]:
         written[objects.drops] = len(drops)
         first = reports[0]
         if shards[0].stores in first["objects"]:
-            bundle = _merged_bundle(work, store, shards[0], _other_shards(changelog, ranks), work_dir / "bundle")
+            bundle = _merged_bundle(work, store, shards[0], _other_shards(others), work_dir / "bundle")
             store.put(objects.stores, bundle)
             written[objects.stores] = len(bundle)
         report = _task_report(first, reports, written, attempt, started)
@@ -154,12 +154,16 @@ def _read(store: ObjectStore, name: str) -> pa.Table:
 
 @dataclass(frozen=True, slots=True)
 class _Piece:
-    """One shard's rows of one of the task's files, as the shard wrote them: stamped, in its production order."""
+    """One shard's rows of one of the task's files, as the shard wrote them (stamped, in its production order): the
+    Parquet file's bytes, decoded column by column as the merge needs them."""
 
     #: The file's ``(topic, partition)``; ``None`` for the dead-letter file (a file of its own whatever its topics).
     file: tuple[str, int] | None
     shard: int
-    rows: pa.Table
+    data: bytes
+
+    def read(self, columns: Sequence[str] | None = None) -> pa.Table:
+        return pq.read_table(pa.BufferReader(self.data), columns=columns)
 
 
 def _pieces(
@@ -167,7 +171,7 @@ def _pieces(
 ) -> list[_Piece]:
     """Every shard's pieces of the files its report lists in ``section`` (``name(shard, file)``: the object)."""
     return [
-        _Piece(_split(file), index, _read(store, name(shard, file)))
+        _Piece(_split(file), index, store.get(name(shard, file)))
         for index, (shard, report) in enumerate(zip(shards, reports, strict=True))
         for file in sorted(report[section])
     ]
@@ -177,24 +181,15 @@ def _ranks(pieces: Sequence[_Piece]) -> list[np.ndarray]:
     """Each piece's rows' places in the task's order over every piece: the rows' new ``sequence``.
 
     The task's order is ``(position, phase, sequence)``: each ``(position, phase)`` belongs to one shard, whose
-    ``sequence`` orders its rows (``spark/task_shards.py``). One lexsort over the stamp columns alone ranks every
-    row; the other columns move only where a file's rows must be interleaved (:func:`_in_task_order`)."""
+    ``sequence`` orders its rows (``spark/task_shards.py``). One lexsort over the stamp columns alone (all the merge
+    decodes of every piece at once) ranks every row."""
     if not pieces:
         return []
-    stamps = [np.concatenate([p.rows.column(n).to_numpy() for p in pieces]) for n in ("sequence", "phase", "position")]
-    ranks = np.empty(len(stamps[0]), dtype=np.int64)
-    ranks[np.lexsort(stamps)] = np.arange(len(ranks), dtype=np.int64)
-    return np.split(ranks, np.cumsum([p.rows.num_rows for p in pieces[:-1]]))
-
-
-def _by_file(pieces: Sequence[_Piece], ranks: Sequence[np.ndarray]) -> dict[tuple[str, int] | None, pa.Table]:
-    """Each file's rows (every shard's piece of it) in the task's order, ``sequence`` their ranks (:func:`_ranks`);
-    a file without rows is left out (the task writes no such file)."""
-    parts: dict[tuple[str, int] | None, list[tuple[pa.Table, np.ndarray]]] = {}
-    for piece, piece_ranks in zip(pieces, ranks, strict=True):
-        if piece.rows.num_rows:
-            parts.setdefault(piece.file, []).append((piece.rows, piece_ranks))
-    return {file: _in_task_order(ranked) for file, ranked in parts.items()}
+    stamps = [piece.read(_STAMP) for piece in pieces]
+    keys = [np.concatenate([t.column(name).to_numpy() for t in stamps]) for name in reversed(_STAMP)]
+    ranks = np.empty(len(keys[0]), dtype=np.int64)
+    ranks[np.lexsort(keys)] = np.arange(len(ranks), dtype=np.int64)
+    return np.split(ranks, np.cumsum([t.num_rows for t in stamps[:-1]]))
 
 
 def _in_task_order(ranked: Sequence[tuple[pa.Table, np.ndarray]]) -> pa.Table:
@@ -220,8 +215,8 @@ def _merge_outputs(
 ) -> tuple[dict[tuple[str, int], Path], Path]:
     """The task's output files and its DLQ file: one production order (``sequence``) over both."""
     pieces = _pieces(store, shards, reports, "outputs", lambda s, n: s.output(*_split(n)))
-    pieces += [_Piece(None, index, _read(store, shard.dead_letter_queue)) for index, shard in enumerate(shards)]
-    written, closed = _write_by_file(_by_file(pieces, _ranks(pieces)), OUTPUT_SCHEMA, work_dir)
+    pieces += [_Piece(None, index, store.get(shard.dead_letter_queue)) for index, shard in enumerate(shards)]
+    written, closed = _write_by_file(pieces, OUTPUT_SCHEMA, work_dir)
     if closed is None:  # as TaskOutputCollector.dead_letter_file: an empty file when nothing went there
         (work_dir / _DLQ_KEY).mkdir(parents=True, exist_ok=True)
         closed = work_dir / _DLQ_KEY / f"{_DLQ_KEY}+{UNASSIGNED}.parquet"
@@ -230,16 +225,33 @@ def _merge_outputs(
 
 
 def _write_by_file(
-    files: Mapping[tuple[str, int] | None, pa.Table], schema: pa.Schema, work_dir: Path
+    pieces: Sequence[_Piece],
+    schema: pa.Schema,
+    work_dir: Path,
+    others: list[tuple[pa.Table, np.ndarray]] | None = None,
 ) -> tuple[dict[tuple[str, int], Path], Path | None]:
-    """Each file's rows (in the task's order: :func:`_by_file`) into its file with the task's writer and row
-    groups: the (topic, partition) files, and the dead letters' file (key ``None``; ``None`` without dead letters)
-    in a directory of its own."""
+    """Every file of ``pieces`` in the task's order (``sequence`` renumbered from 0 across all of them:
+    :func:`_ranks`), with the task's writer and row groups: the (topic, partition) files, and the dead letters'
+    file (``None`` without dead letters) in a directory of its own. A file without rows is not written (the task
+    writes no such file).
+
+    Only the stamps of every piece are decoded at once; each file's pieces are decoded, ordered and written in
+    turn, so the merge holds one file's rows, not every file's. ``others`` (the changelog) collects the rows of
+    every shard but shard 0 as the store rebuild reads them (:data:`_RESTORED`'s columns) with their ranks."""
     work_dir.mkdir(parents=True, exist_ok=True)
+    by_file: dict[tuple[str, int] | None, list[tuple[_Piece, np.ndarray]]] = {}
+    for piece, ranks in zip(pieces, _ranks(pieces), strict=True):
+        if len(ranks):
+            by_file.setdefault(piece.file, []).append((piece, ranks))
     outputs = _ParquetFiles(schema, work_dir)
     letters = _ParquetFiles(schema, work_dir / _DLQ_KEY)
-    for file, table in files.items():
-        rows = table.select(schema.names)
+    for file, ranked in by_file.items():
+        parts = []
+        for piece, ranks in ranked:
+            parts.append((piece.read(), ranks))
+            if others is not None and piece.shard != 0:
+                others.append((parts[-1][0].select(_RESTORED), ranks))
+        rows = _in_task_order(parts).select(schema.names)
         if not rows.schema.equals(schema):  # a shard's file holds the task's columns: only a nullability may differ
             rows = rows.cast(schema)
         if file is None:
@@ -250,20 +262,16 @@ def _write_by_file(
     return outputs.close(), letters.close().get((_DLQ_KEY, UNASSIGNED))
 
 
-def _other_shards(changelog: Sequence[_Piece], ranks: Sequence[np.ndarray]) -> pa.Table:
-    """The changelog records of every shard but shard 0 (:data:`_RESTORED`'s columns), in the task's order with
-    ``sequence`` renumbered, as the written changelog has them; only those columns move."""
-    ranked = [
-        (piece.rows.select(_RESTORED), piece_ranks)
-        for piece, piece_ranks in zip(changelog, ranks, strict=True)
-        if piece.shard != 0 and piece.rows.num_rows
-    ]
+def _other_shards(ranked: Sequence[tuple[pa.Table, np.ndarray]]) -> pa.Table:
+    """The changelog records of every shard but shard 0 (:data:`_RESTORED`'s columns, with their ranks:
+    :func:`_write_by_file`'s ``others``) in the task's order, ``sequence`` renumbered as the written changelog has
+    it."""
     return _in_task_order(ranked) if ranked else CHANGELOG_SCHEMA.empty_table().select(_RESTORED)
 
 
 def _merged_drops(store: ObjectStore, shards: Sequence[ShardObjects]) -> tuple[DroppedRecord, ...]:
     table = pa.concat_tables([_read(store, shard.drops) for shard in shards]).combine_chunks()
-    table = table.take(pc.sort_indices(table, sort_keys=_ORDER))
+    table = table.take(pc.sort_indices(table, sort_keys=[(name, "ascending") for name in _STAMP]))
     columns = [
         table.column(name).to_pylist() for name in ("topic", "partition", "offset", "reason", "records_processed")
     ]
