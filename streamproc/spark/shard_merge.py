@@ -19,6 +19,10 @@ writer (``_ParquetFiles``, the same row groups and settings), exactly the files 
   times, inputs, restores) from shard 0, counts summed, objects and bytes the merge's own.
 
 The task's report is published last, as always; then the shards' objects are deleted.
+
+The merge is a serial step after the shards, so its cost comes straight off the split's speed-up: it decodes the
+stamp columns of every shard's file of a kind at once (to rank them), then each file's rows in turn, and moves rows
+only where several shards wrote one file (``_in_task_order``).
 """
 
 from __future__ import annotations
@@ -42,7 +46,8 @@ import pyarrow.parquet as pq
 
 from streamproc.engine.dropped_records import DroppedRecord
 from streamproc.engine.key_shards import ShardSpec
-from streamproc.engine.records import ConsumerRecord, RawRecord
+from streamproc.engine.records import ConsumerRecord, RawRecord, TimestampType
+from streamproc.engine.slotted_init import build_slotted
 from streamproc.engine.task_id import TaskId
 from streamproc.engine.topology_builder import store_builders
 from streamproc.engine.topology_loader import load_topology
@@ -67,6 +72,7 @@ from streamproc.state.processor_state_manager import open_store
 from streamproc.state.store_builders import store_definitions
 from streamproc.state.stores import StoreContext
 from streamproc.storage.object_store import ObjectStore, load_store
+from streamproc.storage.segments import serialized_sizes
 
 logger = logging.getLogger(__name__)
 
@@ -75,8 +81,8 @@ _DLQ_KEY = "dlq"
 _SEQUENCE = OUTPUT_SCHEMA.field("sequence")
 #: A shard's stamp columns (``spark/task_shards.py``), the merge's sort keys in order.
 _STAMP = ["position", "phase", "sequence"]
-#: The changelog columns the store rebuild reads (``_as_records``), with ``store``.
-_RESTORED = ["sequence", "store", "topic", "partition", "timestamp", "key", "value"]
+#: The changelog columns the store rebuild reads (``_as_records``, with the renumbered ``sequence``), and ``store``.
+_RESTORED = ["store", "topic", "partition", "timestamp", "key", "value"]
 
 
 def merge_shards(work: Any, count: int, *, attempt: int = 0) -> dict[str, Any]:
@@ -193,8 +199,8 @@ def _ranks(pieces: Sequence[_Piece]) -> list[np.ndarray]:
 
 
 def _in_task_order(ranked: Sequence[tuple[pa.Table, np.ndarray]]) -> pa.Table:
-    """Rows of one file (one table per shard, each with its rows' ranks) as one table in rank order, ``sequence``
-    their ranks.
+    """Rows of one file (one table per shard without ``sequence``, each with its rows' ranks) as one table in rank
+    order, its first column ``sequence``: their ranks.
 
     A file only one shard wrote keeps that shard's rows as they are when their ranks already rise (its production
     order is the task's order): no column but ``sequence`` is touched. A sink partitioned by the key the shards split
@@ -207,7 +213,7 @@ def _in_task_order(ranked: Sequence[tuple[pa.Table, np.ndarray]]) -> pa.Table:
         ranks = np.concatenate([r for _, r in ranked])
         order = np.argsort(ranks, kind="stable")
         rows, ranks = rows.take(pa.array(order)), ranks[order]
-    return rows.set_column(rows.schema.get_field_index("sequence"), _SEQUENCE, pa.array(ranks, pa.int64()))
+    return rows.add_column(0, _SEQUENCE, pa.array(ranks, pa.int64()))
 
 
 def _merge_outputs(
@@ -245,10 +251,11 @@ def _write_by_file(
             by_file.setdefault(piece.file, []).append((piece, ranks))
     outputs = _ParquetFiles(schema, work_dir)
     letters = _ParquetFiles(schema, work_dir / _DLQ_KEY)
+    columns = [name for name in schema.names if name != _SEQUENCE.name]  # the stamps and sequence are ranked
     for file, ranked in by_file.items():
         parts = []
         for piece, ranks in ranked:
-            parts.append((piece.read(), ranks))
+            parts.append((piece.read(columns), ranks))
             if others is not None and piece.shard != 0:
                 others.append((parts[-1][0].select(_RESTORED), ranks))
         rows = _in_task_order(parts).select(schema.names)
@@ -266,7 +273,7 @@ def _other_shards(ranked: Sequence[tuple[pa.Table, np.ndarray]]) -> pa.Table:
     """The changelog records of every shard but shard 0 (:data:`_RESTORED`'s columns, with their ranks:
     :func:`_write_by_file`'s ``others``) in the task's order, ``sequence`` renumbered as the written changelog has
     it."""
-    return _in_task_order(ranked) if ranked else CHANGELOG_SCHEMA.empty_table().select(_RESTORED)
+    return _in_task_order(ranked) if ranked else CHANGELOG_SCHEMA.empty_table().select([_SEQUENCE.name, *_RESTORED])
 
 
 def _merged_drops(store: ObjectStore, shards: Sequence[ShardObjects]) -> tuple[DroppedRecord, ...]:
@@ -306,8 +313,21 @@ def _merged_bundle(work: Any, store: ObjectStore, first: ShardObjects, others: p
 
 
 def _as_records(rows: pa.Table) -> list[RawRecord]:
-    columns = [rows.column(n).to_pylist() for n in ("topic", "partition", "sequence", "timestamp", "key", "value")]
-    return [ConsumerRecord.raw(*row) for row in zip(*columns, strict=True)]
+    """The rows as ``ConsumerRecord.raw(topic, partition, sequence, timestamp, key, value)`` builds them, built from
+    the columns (``build_slotted``, as ``storage/segments.records_from_batch`` builds a segment's records)."""
+    count = rows.num_rows
+    key, value = rows.column("key"), rows.column("value")
+    columns = [
+        *(rows.column(name).to_pylist() for name in ("topic", "partition", "sequence", "timestamp")),
+        [TimestampType.CREATE_TIME] * count,
+        key.to_pylist(),
+        value.to_pylist(),
+        [()] * count,
+        [None] * count,
+        serialized_sizes(key),
+        serialized_sizes(value),
+    ]
+    return build_slotted(ConsumerRecord, columns)
 
 
 def _task_report(
