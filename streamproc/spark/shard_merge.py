@@ -195,7 +195,7 @@ def _ranks(pieces: Sequence[_Piece]) -> list[np.ndarray]:
     keys = [np.concatenate([t.column(name).to_numpy() for t in stamps]) for name in reversed(_STAMP)]
     ranks = np.empty(len(keys[0]), dtype=np.int64)
     ranks[np.lexsort(keys)] = np.arange(len(ranks), dtype=np.int64)
-    return np.split(ranks, np.cumsum([t.num_rows for t in stamps[:-1]]))
+    return np.split(ranks, np.cumsum([t.num_rows for t in stamps[:-1]], dtype=np.int64))
 
 
 def _in_task_order(ranked: Sequence[tuple[pa.Table, np.ndarray]]) -> pa.Table:
