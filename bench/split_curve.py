@@ -11,7 +11,8 @@ the same logic over String serdes, which ``--split auto`` splits):
   the merge (``shard_merge.merge_shards``) — the two waves the process step runs.
 
 Each step runs in a worker process started and warmed (imports) before it is measured; the figures are the wall
-seconds the driver saw and the CPU seconds the workers spent (``time.process_time`` inside each). Prints a table
+seconds the driver saw and the CPU seconds the workers spent (``time.process_time`` inside each; the JSON line also
+gives the merge's own, ``merge_cpu_s``). Prints a table
 (whole, then per K: shards' wall, merge wall, total wall, speed-up over whole, CPU per record against whole) and one
 JSON line. The merged task's report equals the whole one's in records processed and outputs (checked: a split that
 computed something else reports no speed).
@@ -176,6 +177,7 @@ def measure(root: Path, records: int, workload: str, shards: list[int], number: 
                 "shards": k,
                 "shards_wall_s": round(shards_wall, 3),
                 "merge_wall_s": round(total - shards_wall, 3),
+                "merge_cpu_s": round(merge_cpu, 3),
                 "wall_s": round(total, 3),
                 "cpu_s": round(shard_cpu + merge_cpu, 3),
                 "speedup": round(result["whole"]["wall_s"] / total, 2),

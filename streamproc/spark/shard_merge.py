@@ -19,6 +19,10 @@ writer (``_ParquetFiles``, the same row groups and settings), exactly the files 
   times, inputs, restores) from shard 0, counts summed, objects and bytes the merge's own.
 
 The task's report is published last, as always; then the shards' objects are deleted.
+
+The merge is a serial step after the shards, so its cost comes straight off the split's speed-up: it decodes the
+stamp columns of every shard's file of a kind at once (to rank them), then each file's rows in turn, and moves rows
+only where several shards wrote one file (``_in_task_order``).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +46,8 @@ import pyarrow.parquet as pq
 
 from streamproc.engine.dropped_records import DroppedRecord
 from streamproc.engine.key_shards import ShardSpec
-from streamproc.engine.records import ConsumerRecord, RawRecord
+from streamproc.engine.records import ConsumerRecord, RawRecord, TimestampType
+from streamproc.engine.slotted_init import build_slotted
 from streamproc.engine.task_id import TaskId
 from streamproc.engine.topology_builder import store_builders
 from streamproc.engine.topology_loader import load_topology
@@ -66,14 +72,17 @@ from streamproc.state.processor_state_manager import open_store
 from streamproc.state.store_builders import store_definitions
 from streamproc.state.stores import StoreContext
 from streamproc.storage.object_store import ObjectStore, load_store
+from streamproc.storage.segments import serialized_sizes
 
 logger = logging.getLogger(__name__)
 
-#: The sort keys of the merge, in order.
-_ORDER = [("position", "ascending"), ("phase", "ascending"), ("sequence", "ascending")]
 _DLQ_KEY = "dlq"
-#: The column the merge numbers each row's file in (``_ordered_by_file``).
-_FILE = "file"
+#: The renumbered ``sequence`` column (the same field in the output and changelog schemas).
+_SEQUENCE = OUTPUT_SCHEMA.field("sequence")
+#: A shard's stamp columns (``spark/task_shards.py``), the merge's sort keys in order.
+_STAMP = ["position", "phase", "sequence"]
+#: The changelog columns the store rebuild reads (``_as_records``, with the renumbered ``sequence``), and ``store``.
+_RESTORED = ["store", "topic", "partition", "timestamp", "key", "value"]
 
 
 def merge_shards(work: Any, count: int, *, attempt: int = 0) -> dict[str, Any]:
@@ -104,8 +113,9 @@ def merge_shards(work: Any, count: int, *, attempt: int = 0) -> dict[str, Any]:
         outputs, dead_letters = _merge_outputs(store, shards, reports, work_dir / "outputs")
         for (topic, partition), path in outputs.items():
             written[objects.output(topic, partition)] = publish_file(store, objects.output(topic, partition), path)
-        changelog = _merged_rows(store, shards, reports, "changelogs", lambda s, n: s.changelog(*_split(n)))
-        changelog_files = _write_by_file(changelog, CHANGELOG_SCHEMA, work_dir / "changelogs")
+        changelog = _pieces(store, shards, reports, "changelogs", lambda s, n: s.changelog(*_split(n)))
+        others: list[tuple[pa.Table, np.ndarray]] = []
+        changelog_files, _ = _write_by_file(changelog, CHANGELOG_SCHEMA, work_dir / "changelogs", others)
         for (topic, partition), path in changelog_files.items():
             written[objects.changelog(topic, partition)] = publish_file(
                 store, objects.changelog(topic, partition), path
@@ -118,7 +128,7 @@ def merge_shards(work: Any, count: int, *, attempt: int = 0) -> dict[str, Any]:
         written[objects.drops] = len(drops)
         first = reports[0]
         if shards[0].stores in first["objects"]:
-            bundle = _merged_bundle(work, store, shards[0], changelog, work_dir / "bundle")
+            bundle = _merged_bundle(work, store, shards[0], _other_shards(others), work_dir / "bundle")
             store.put(objects.stores, bundle)
             written[objects.stores] = len(bundle)
         report = _task_report(first, reports, written, attempt, started)
@@ -144,72 +154,75 @@ def _split(name: str) -> tuple[str, int]:
     return topic, int(partition)
 
 
-def _read(store: ObjectStore, name: str, shard: int) -> pa.Table:
-    table = pq.read_table(pa.BufferReader(store.get(name)))
-    return table.append_column("shard", pa.array(np.full(table.num_rows, shard, dtype=np.int32)))
+def _read(store: ObjectStore, name: str) -> pa.Table:
+    return pq.read_table(pa.BufferReader(store.get(name)))
 
 
-def _merged_rows(
+@dataclass(frozen=True, slots=True)
+class _Piece:
+    """One shard's rows of one of the task's files, as the shard wrote them (stamped, in its production order): the
+    Parquet file's bytes, decoded column by column as the merge needs them."""
+
+    #: The file's ``(topic, partition)``; ``None`` for the dead-letter file (a file of its own whatever its topics).
+    file: tuple[str, int] | None
+    shard: int
+    data: bytes
+
+    def read(self, columns: Sequence[str] | None = None) -> pa.Table:
+        return pq.read_table(pa.BufferReader(self.data), columns=columns)
+
+
+def _pieces(
     store: ObjectStore, shards: Sequence[ShardObjects], reports: Sequence[dict[str, Any]], section: str, name: Any
-) -> pa.Table:
-    """Every shard's rows of the report's ``section`` (file keys), in the task's order per file, ``sequence``
-    renumbered."""
-    tables = [
-        _read(store, name(shard, file), index)
+) -> list[_Piece]:
+    """Every shard's pieces of the files its report lists in ``section`` (``name(shard, file)``: the object)."""
+    return [
+        _Piece(_split(file), index, store.get(name(shard, file)))
         for index, (shard, report) in enumerate(zip(shards, reports, strict=True))
         for file in sorted(report[section])
     ]
-    if not tables:
-        return pa.table({})
-    table = pa.concat_tables(tables)
-    return _ordered_by_file(table, _file_numbers(table))
 
 
-def _file_numbers(table: pa.Table, dead_letters: np.ndarray | None = None) -> np.ndarray:
-    """A number per row naming the file it belongs in: its (topic, partition), ``-1`` for a dead letter (one file of
-    its own); numbers rise with topic (in order of first appearance) then partition."""
-    topics = pc.dictionary_encode(table.column("topic")).combine_chunks().indices.to_numpy(zero_copy_only=False)
-    partitions = table.column("partition").to_numpy().astype(np.int64)
-    span = int(partitions.max()) + 2 if len(partitions) else 1  # UNASSIGNED (-1) included
-    numbers: np.ndarray = topics.astype(np.int64) * span + partitions + 1
-    if dead_letters is not None:
-        numbers[dead_letters] = -1
-    return numbers
-
-
-def _ordered_by_file(table: pa.Table, files: np.ndarray) -> pa.Table:
-    """``table``'s rows (every shard's, stamped) grouped by file (``files``: a number per row), each file's rows in
-    the task's order, and ``sequence`` renumbered from 0 in that order across every file.
+def _ranks(pieces: Sequence[_Piece]) -> list[np.ndarray]:
+    """Each piece's rows' places in the task's order over every piece: the rows' new ``sequence``.
 
     The task's order is ``(position, phase, sequence)``: each ``(position, phase)`` belongs to one shard, whose
-    ``sequence`` orders its rows (``spark/task_shards.py``). One lexicographic sort gives each row's rank in it; a
-    stable sort of the ranked rows by file groups them without disturbing it, and a row's place in that rank is its
-    new ``sequence``: the order the unsplit task produced its rows in. One ``take`` then moves every column."""
-    position = table.column("position").to_numpy()
-    phase = table.column("phase").to_numpy()
-    sequence = table.column("sequence").to_numpy()
-    merged = np.lexsort((sequence, phase, position))
-    by_file = np.argsort(files[merged], kind="stable")
-    order = merged[by_file]
-    table = table.take(pa.array(order))
-    table = table.set_column(table.schema.get_field_index("sequence"), "sequence", pa.array(by_file, pa.int64()))
-    return table.append_column(_FILE, pa.array(files[order], pa.int64()))
+    ``sequence`` orders its rows (``spark/task_shards.py``). One lexsort over the stamp columns alone (all the merge
+    decodes of every piece at once) ranks every row."""
+    if not pieces:
+        return []
+    stamps = [piece.read(_STAMP) for piece in pieces]
+    keys = [np.concatenate([t.column(name).to_numpy() for t in stamps]) for name in reversed(_STAMP)]
+    ranks = np.empty(len(keys[0]), dtype=np.int64)
+    ranks[np.lexsort(keys)] = np.arange(len(ranks), dtype=np.int64)
+    return np.split(ranks, np.cumsum([t.num_rows for t in stamps[:-1]], dtype=np.int64))
+
+
+def _in_task_order(ranked: Sequence[tuple[pa.Table, np.ndarray]]) -> pa.Table:
+    """Rows of one file (one table per shard without ``sequence``, each with its rows' ranks) as one table in rank
+    order, its first column ``sequence``: their ranks.
+
+    A file only one shard wrote keeps that shard's rows as they are when their ranks already rise (its production
+    order is the task's order): no column but ``sequence`` is touched. A sink partitioned by the key the shards split
+    on writes every output file from one shard. Otherwise the rows are interleaved by one ``take`` (a stable sort of
+    the ranks: each shard's rows already form a rising run)."""
+    if len(ranked) == 1 and bool(np.all(ranked[0][1][1:] > ranked[0][1][:-1])):
+        rows, ranks = ranked[0]
+    else:
+        rows = pa.concat_tables([table for table, _ in ranked])
+        ranks = np.concatenate([r for _, r in ranked])
+        order = np.argsort(ranks, kind="stable")
+        rows, ranks = rows.take(pa.array(order)), ranks[order]
+    return rows.add_column(0, _SEQUENCE, pa.array(ranks, pa.int64()))
 
 
 def _merge_outputs(
     store: ObjectStore, shards: Sequence[ShardObjects], reports: Sequence[dict[str, Any]], work_dir: Path
 ) -> tuple[dict[tuple[str, int], Path], Path]:
     """The task's output files and its DLQ file: one production order (``sequence``) over both."""
-    outputs: list[pa.Table] = []
-    letters: list[pa.Table] = []
-    for index, (shard, report) in enumerate(zip(shards, reports, strict=True)):
-        outputs.extend(_read(store, shard.output(*_split(file)), index) for file in sorted(report["outputs"]))
-        letters.append(_read(store, shard.dead_letter_queue, index))
-    table = pa.concat_tables([*outputs, *letters])
-    dead_letters = np.zeros(table.num_rows, dtype=bool)
-    dead_letters[sum(t.num_rows for t in outputs) :] = True
-    written = _write_by_file(_ordered_by_file(table, _file_numbers(table, dead_letters)), OUTPUT_SCHEMA, work_dir)
-    closed = written.pop((_DLQ_KEY, UNASSIGNED), None)
+    pieces = _pieces(store, shards, reports, "outputs", lambda s, n: s.output(*_split(n)))
+    pieces += [_Piece(None, index, store.get(shard.dead_letter_queue)) for index, shard in enumerate(shards)]
+    written, closed = _write_by_file(pieces, OUTPUT_SCHEMA, work_dir)
     if closed is None:  # as TaskOutputCollector.dead_letter_file: an empty file when nothing went there
         (work_dir / _DLQ_KEY).mkdir(parents=True, exist_ok=True)
         closed = work_dir / _DLQ_KEY / f"{_DLQ_KEY}+{UNASSIGNED}.parquet"
@@ -217,39 +230,64 @@ def _merge_outputs(
     return written, closed
 
 
-def _write_by_file(table: pa.Table, schema: pa.Schema, work_dir: Path) -> dict[tuple[str, int], Path]:
-    """``table``'s rows (grouped by file, each in the task's order: :func:`_ordered_by_file`) into one file per
-    (topic, partition) and the dead letters' own file, in the task's row groups."""
+def _write_by_file(
+    pieces: Sequence[_Piece],
+    schema: pa.Schema,
+    work_dir: Path,
+    others: list[tuple[pa.Table, np.ndarray]] | None = None,
+) -> tuple[dict[tuple[str, int], Path], Path | None]:
+    """Every file of ``pieces`` in the task's order (``sequence`` renumbered from 0 across all of them:
+    :func:`_ranks`), with the task's writer and row groups: the (topic, partition) files, and the dead letters'
+    file (``None`` without dead letters) in a directory of its own. A file without rows is not written (the task
+    writes no such file).
+
+    Only the stamps of every piece are decoded at once; each file's pieces are decoded, ordered and written in
+    turn, so the merge holds one file's rows, not every file's. ``others`` (the changelog) collects the rows of
+    every shard but shard 0 as the store rebuild reads them (:data:`_RESTORED`'s columns) with their ranks."""
     work_dir.mkdir(parents=True, exist_ok=True)
-    files = _ParquetFiles(schema, work_dir)
+    by_file: dict[tuple[str, int] | None, list[tuple[_Piece, np.ndarray]]] = {}
+    for piece, ranks in zip(pieces, _ranks(pieces), strict=True):
+        if len(ranks):
+            by_file.setdefault(piece.file, []).append((piece, ranks))
+    outputs = _ParquetFiles(schema, work_dir)
     letters = _ParquetFiles(schema, work_dir / _DLQ_KEY)
-    if table.num_rows:
-        numbers = table.column(_FILE).to_numpy()
-        starts = np.flatnonzero(np.r_[True, numbers[1:] != numbers[:-1]])
-        ends = np.r_[starts[1:], len(numbers)]
-        for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
-            rows = table.slice(start, end - start).select(schema.names).cast(schema)
-            if numbers[start] < 0:
-                (work_dir / _DLQ_KEY).mkdir(exist_ok=True)
-                letters.append_table((_DLQ_KEY, UNASSIGNED), rows)
-            else:
-                topic, partition = rows.column("topic")[0].as_py(), rows.column("partition")[0].as_py()
-                files.append_table((topic, partition), rows)
-    return {**files.close(), **letters.close()}
+    columns = [name for name in schema.names if name != _SEQUENCE.name]  # the stamps and sequence are ranked
+    for file, ranked in by_file.items():
+        parts = []
+        for piece, ranks in ranked:
+            parts.append((piece.read(columns), ranks))
+            if others is not None and piece.shard != 0:
+                others.append((parts[-1][0].select(_RESTORED), ranks))
+        rows = _in_task_order(parts).select(schema.names)
+        if not rows.schema.equals(schema):  # a shard's file holds the task's columns: only a nullability may differ
+            rows = rows.cast(schema)
+        if file is None:
+            (work_dir / _DLQ_KEY).mkdir(exist_ok=True)
+            letters.append_table((_DLQ_KEY, UNASSIGNED), rows)
+        else:
+            outputs.append_table(file, rows)
+    return outputs.close(), letters.close().get((_DLQ_KEY, UNASSIGNED))
+
+
+def _other_shards(ranked: Sequence[tuple[pa.Table, np.ndarray]]) -> pa.Table:
+    """The changelog records of every shard but shard 0 (:data:`_RESTORED`'s columns, with their ranks:
+    :func:`_write_by_file`'s ``others``) in the task's order, ``sequence`` renumbered as the written changelog has
+    it."""
+    return _in_task_order(ranked) if ranked else CHANGELOG_SCHEMA.empty_table().select([_SEQUENCE.name, *_RESTORED])
 
 
 def _merged_drops(store: ObjectStore, shards: Sequence[ShardObjects]) -> tuple[DroppedRecord, ...]:
-    tables = [_read(store, shard.drops, index) for index, shard in enumerate(shards)]
-    table = pa.concat_tables(tables).combine_chunks()
-    table = table.take(pc.sort_indices(table, sort_keys=_ORDER))
+    table = pa.concat_tables([_read(store, shard.drops) for shard in shards]).combine_chunks()
+    table = table.take(pc.sort_indices(table, sort_keys=[(name, "ascending") for name in _STAMP]))
     columns = [
         table.column(name).to_pylist() for name in ("topic", "partition", "offset", "reason", "records_processed")
     ]
     return tuple(DroppedRecord(*row) for row in zip(*columns, strict=True))
 
 
-def _merged_bundle(work: Any, store: ObjectStore, first: ShardObjects, changelog: pa.Table, where: Path) -> bytes:
-    """Shard 0's store bundle with the other shards' changelog records applied (see the module doc)."""
+def _merged_bundle(work: Any, store: ObjectStore, first: ShardObjects, others: pa.Table, where: Path) -> bytes:
+    """Shard 0's store bundle with the other shards' changelog records (``others``, in the task's order, ``sequence``
+    renumbered: :data:`_RESTORED`'s columns) applied (see the module doc)."""
     where.mkdir(parents=True)
     with tarfile.open(fileobj=pa.BufferReader(store.get(first.stores))) as tar:
         members = tar.getmembers()
@@ -261,7 +299,6 @@ def _merged_bundle(work: Any, store: ObjectStore, first: ShardObjects, changelog
         bundle_archive.extract(tar, where, members)
     topology, _config = load_topology(work.topology, work.streams_settings)
     definitions = {d.name: d for d in store_definitions(store_builders(topology, work.subtopology)) if d.persistent}
-    others = changelog.filter(pc.not_equal(changelog.column("shard"), 0)) if changelog.num_rows else changelog
     for name, definition in sorted(definitions.items()):
         rows = others.filter(pc.equal(others.column("store"), name)) if others.num_rows else others
         rows = last_write_per_key(rows)
@@ -276,8 +313,21 @@ def _merged_bundle(work: Any, store: ObjectStore, first: ShardObjects, changelog
 
 
 def _as_records(rows: pa.Table) -> list[RawRecord]:
-    columns = [rows.column(n).to_pylist() for n in ("topic", "partition", "sequence", "timestamp", "key", "value")]
-    return [ConsumerRecord.raw(*row) for row in zip(*columns, strict=True)]
+    """The rows as ``ConsumerRecord.raw(topic, partition, sequence, timestamp, key, value)`` builds them, built from
+    the columns (``build_slotted``, as ``storage/segments.records_from_batch`` builds a segment's records)."""
+    count = rows.num_rows
+    key, value = rows.column("key"), rows.column("value")
+    columns = [
+        *(rows.column(name).to_pylist() for name in ("topic", "partition", "sequence", "timestamp")),
+        [TimestampType.CREATE_TIME] * count,
+        key.to_pylist(),
+        value.to_pylist(),
+        [()] * count,
+        [None] * count,
+        serialized_sizes(key),
+        serialized_sizes(value),
+    ]
+    return build_slotted(ConsumerRecord, columns)
 
 
 def _task_report(

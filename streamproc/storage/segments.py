@@ -588,7 +588,7 @@ def _column(array: pa.Array) -> list[Any]:
     return values
 
 
-def _serialized_sizes(array: pa.Array) -> list[int]:
+def serialized_sizes(array: pa.Array | pa.ChunkedArray) -> list[int]:
     """``serialized_key_size``/``serialized_value_size``: the length of the bytes, ``NULL_SIZE`` for a null."""
     sizes: list[int] = pc.fill_null(pc.binary_length(array), NULL_SIZE).to_pylist()
     return sizes
@@ -630,8 +630,8 @@ def records_from_batch(batch: pa.RecordBatch) -> list[RawRecord]:
         value.to_pylist(),
         header_column,
         _column(batch.column("leader_epoch")),
-        _serialized_sizes(key),
-        _serialized_sizes(value),
+        serialized_sizes(key),
+        serialized_sizes(value),
     )
     return build_slotted(ConsumerRecord, columns)
 
