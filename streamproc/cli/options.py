@@ -59,8 +59,7 @@ split_option = click.option(
     show_default=True,
     metavar="auto|off|N",
     help="Process a task as key shards in parallel, merged back into the task's exact results (issue #29): N shards "
-    "per task, 'off' one each, 'auto' where they pay: a large task processed per record on idle cores (docs/split.md). "
-    "Sub-topologies that cannot be split "
+    "per task, 'off' one each, 'auto' as many as pay (none yet: docs/split.md). Sub-topologies that cannot be split "
     "(windows, joins of streams, Processor API code...) run whole; the log says why.",
 )
 

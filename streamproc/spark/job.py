@@ -633,7 +633,7 @@ def process(
         logger.info("--record-cache %s: every task runs whole (the cache's flush order is the task's)", record_cache)
         split = "off"
     refusals = split_refusals(user_topology)
-    if split == "auto":  # only where shards pay: per record, each shard reading only its own records
+    if split == "auto":  # only where shards would pay: per record, each shard reading only its own records
         refusals = auto_refusals(user_topology, config, refusals)
     log_refusals(refusals, split)
     if master == INLINE_MASTER:

@@ -2,12 +2,13 @@
 the two waves a stage then runs in.
 
 ``--split off`` runs every task whole, as before. ``--split N`` splits every task of a sub-topology this executor
-can split into N shards. ``--split auto`` (the default) splits only where shards pay (:func:`auto_refusals`, measured
-in bench/README.md): a task processed per record whose shards each read only their own records
-(``spark/owned_input.py``: one input partition, ByteArray or String serdes, record-metadata timestamps, a store keyed
-by the key bytes), in a stage whose tasks leave cores idle (``cores // tasks`` ≥ 2), with at least
-:data:`AUTO_RECORDS_PER_SHARD` planned input records per shard. A task the columnar path takes runs whole (it is
-faster whole than its shards and their merge), and so does one whose shards would each read its whole input.
+can split into N shards. ``--split auto`` (the default) is to split only where shards pay (:func:`auto_refusals`): a
+task processed per record whose shards each read only their own records (``spark/owned_input.py``: one input
+partition, a poll that cannot drop a record, record-metadata timestamps), in a stage whose tasks leave cores idle
+(``cores // tasks`` ≥ 2), with at least :data:`AUTO_RECORDS_PER_SHARD` records per shard. A task the columnar path
+takes runs whole (it is faster whole than its shards and their merge), and so does one whose shards would each read
+its whole input. For now ``auto`` splits nothing (:data:`AUTO_SPLIT_PAYS`): measured end to end, such shards do not
+pay yet on two cores.
 
 What this executor splits (the first slice of #29): a sub-topology that ``split_decisions`` calls splittable with no
 task-wide values (stateless chains, grouped count/reduce/aggregate, table sources, materialized table filter and
@@ -46,6 +47,14 @@ Split = Literal["auto", "off"] | int
 #: Planned input records per shard below which ``auto`` does not split a task: each shard pays a task's fixed costs
 #: (its restore, its stores' open and bundle) and the merge reads and writes every output again.
 AUTO_RECORDS_PER_SHARD = 250_000
+#: Whether ``auto`` splits the tasks :func:`auto_refusals` accepts. Not yet. Measured on this machine's 2 idle cores
+#: (bench/README.md, issue #29): 2 M records of one partition with String serdes, per record, ``streamproc run``
+#: with ``--split auto`` (2 shards) took 0.98-1.09× the wall of ``--split off`` at 1.31-1.41× the CPU (the process
+#: step alone, ``bench.split_curve``: 1.22-1.34× at 1.32-1.47×): every shard decodes every row to find its own, and
+#: the merge rewrites every output and changelog record in a serial wave. The merge also holds the stamps of every
+#: row and the other shards' changelog rows in memory (about 0.4 GB per million records of a count), where a whole
+#: task streams. ``--split N`` splits on request.
+AUTO_SPLIT_PAYS = False
 #: The application id the driver builds a sub-topology's graph with to look at its source and stores (only changelog
 #: names depend on it, and nothing here reads them).
 _LOOKING = "streamproc-split-auto"
@@ -175,6 +184,11 @@ def _split_verdict(refusal: str | None, split: Split, subtopology: int) -> str:
         return "one core per task (key shards possible; --split off)"
     if split != "auto":
         return f"each task as {split} key shards, then a merge"
+    if not AUTO_SPLIT_PAYS:
+        return (
+            "one core per task: key shards possible (each shard reading only its own records), but --split auto "
+            "splits nothing yet (they do not pay yet end to end, docs/split.md); --split N splits on request"
+        )
     return (
         f"key shards where cores would idle and a task has {AUTO_RECORDS_PER_SHARD} planned records per shard (each "
         "shard reads only its own records), then a merge"
@@ -196,6 +210,8 @@ def shard_count(split: Split, task_records: int, tasks_in_stage: int, cores: int
         return 1
     if split != "auto":
         return int(split)
+    if not AUTO_SPLIT_PAYS:
+        return 1
     spare = cores // max(tasks_in_stage, 1)
     return max(1, min(spare, task_records // AUTO_RECORDS_PER_SHARD))
 
@@ -280,7 +296,8 @@ class StageSplit:
         """The most work items a wave may run at once: under ``auto`` with a sub-topology that may split, a stage
         may split once the earlier ones' outputs are counted, up to the cores."""
         planned = widest_wave(stages, plan_shards(stages, self.refusals, self.split, self.cores))
-        if self.split == "auto" and any(refusal is None for refusal in self.refusals.values()):
+        splits = AUTO_SPLIT_PAYS and any(refusal is None for refusal in self.refusals.values())
+        if self.split == "auto" and splits:
             return max(planned, self.cores)
         return planned
 

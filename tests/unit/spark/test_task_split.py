@@ -17,6 +17,7 @@ from streamproc.engine.serdes import serde_for
 from streamproc.engine.stream_task import TaskConfig
 from streamproc.errors import ConfigError
 from streamproc.plan.run_plan import PlannedRange, PlannedTask
+from streamproc.spark import task_split
 from streamproc.spark.task_runner import InputRange, TaskWork
 from streamproc.spark.task_split import (
     AUTO_RECORDS_PER_SHARD,
@@ -41,7 +42,15 @@ def test_split_values_are_auto_off_or_a_count() -> None:
             parse_split(bad)
 
 
-def test_auto_splits_only_tasks_large_enough_where_cores_would_idle() -> None:
+def test_auto_does_not_split_until_shards_pay() -> None:
+    assert not task_split.AUTO_SPLIT_PAYS
+    assert shard_count("auto", 100 * AUTO_RECORDS_PER_SHARD, 1, 16) == 1
+    assert shard_count(2, 10, 1, 1) == 2
+    assert StageSplit({0: None}, "auto", 8).widest([[_work("0_0", 0, 10)]]) == 1
+
+
+def test_auto_splits_only_tasks_large_enough_where_cores_would_idle(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(task_split, "AUTO_SPLIT_PAYS", True)
     big = 4 * AUTO_RECORDS_PER_SHARD
     assert shard_count("off", big, 1, 8) == 1
     assert shard_count(3, 10, 1, 1) == 3
@@ -111,7 +120,8 @@ def _work(task: str, subtopology: int, records: int) -> TaskWork:
     return TaskWork("0" * 16, "app", task, subtopology, "m:f", "/s", (InputRange("t", 0, 0, records, -1),))
 
 
-def test_plan_shards_names_only_split_tasks_of_splittable_subtopologies() -> None:
+def test_plan_shards_names_only_split_tasks_of_splittable_subtopologies(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(task_split, "AUTO_SPLIT_PAYS", True)
     big = 4 * AUTO_RECORDS_PER_SHARD
     stages = [[_work("0_0", 0, big), _work("1_0", 1, big)], [_work("2_0", 2, 10)]]
     refusals = {0: None, 1: "sub-topology 1 runs unsplit (one shard per task): no", 2: None}
@@ -120,9 +130,12 @@ def test_plan_shards_names_only_split_tasks_of_splittable_subtopologies() -> Non
     assert plan_shards(stages, refusals, "off", 4) == {}
 
 
-def test_a_stage_reading_a_repartition_topic_counts_what_the_earlier_stages_appended() -> None:
+def test_a_stage_reading_a_repartition_topic_counts_what_the_earlier_stages_appended(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Planned, a repartition partition holds only what was there before the run; ``auto`` decides each stage as
     it starts, with the records the earlier stages' reports say they wrote to its input partitions."""
+    monkeypatch.setattr(task_split, "AUTO_SPLIT_PAYS", True)
     split = StageSplit({0: None, 1: None}, "auto", 2)
     upstream = [_work("0_0", 0, 10)]
     downstream = [TaskWork("0" * 16, "app", "1_0", 1, "m:f", "/s", (InputRange("app-rep", 0, 0, 0, -1),))]
@@ -172,7 +185,7 @@ def _range(topic: str, partition: int, records: int, *, internal: bool = False) 
     return PlannedRange(topic, partition, 100, 100 + records, internal, False, 100, -1)
 
 
-def test_the_plan_shows_each_subtopologys_parallelism_and_why() -> None:
+def test_the_plan_shows_each_subtopologys_parallelism_and_why(monkeypatch: pytest.MonkeyPatch) -> None:
     """``streamproc run``'s plan and the Airflow plan step show, per sub-topology, its tasks, the most planned
     records one reads (a repartition partition's count is only what is there before the run) and how it runs."""
     topology = PROGRAMS["rekey-join-optimized"]()
@@ -197,6 +210,11 @@ def test_the_plan_shows_each_subtopologys_parallelism_and_why() -> None:
     assert parallelism_lines(topology, plan, "off", TaskConfig())[2] == (
         f"{second}one core per task (key shards possible; --split off)"
     )
+    assert parallelism_lines(topology, plan, "auto", TaskConfig())[2] == (
+        f"{second}one core per task: key shards possible (each shard reading only its own records), but --split auto "
+        "splits nothing yet (they do not pay yet end to end, docs/split.md); --split N splits on request"
+    )
+    monkeypatch.setattr(task_split, "AUTO_SPLIT_PAYS", True)
     assert parallelism_lines(topology, plan, "auto", TaskConfig())[2] == (
         f"{second}key shards where cores would idle and a task has {AUTO_RECORDS_PER_SHARD} planned records per shard "
         "(each shard reads only its own records), then a merge"
