@@ -22,7 +22,10 @@ The task's report is published last, as always; then the shards' objects are del
 
 The merge is a serial step after the shards, so its cost comes straight off the split's speed-up: it decodes the
 stamp columns of every shard's file of a kind at once (to rank them), then each file's rows in turn, and moves rows
-only where several shards wrote one file (``_in_task_order``).
+only where several shards wrote one file (``_in_task_order``). Its memory: the shards' files are copied to the
+merge's local directory and read from there (memory-mapped), the store is rebuilt a row group of the other shards'
+changelog records at a time; what it still holds whole is every row's stamps and ranks of a kind and one file's rows
+(docs/split.md, "The rest of #29").
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import tarfile
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -113,9 +116,11 @@ def merge_shards(work: Any, count: int, *, attempt: int = 0) -> dict[str, Any]:
         outputs, dead_letters = _merge_outputs(store, shards, reports, work_dir / "outputs")
         for (topic, partition), path in outputs.items():
             written[objects.output(topic, partition)] = publish_file(store, objects.output(topic, partition), path)
-        changelog = _pieces(store, shards, reports, "changelogs", lambda s, n: s.changelog(*_split(n)))
-        others: list[tuple[pa.Table, np.ndarray]] = []
-        changelog_files, _ = _write_by_file(changelog, CHANGELOG_SCHEMA, work_dir / "changelogs", others)
+        changelog = _pieces(
+            store, shards, reports, "changelogs", lambda s, n: s.changelog(*_split(n)), work_dir / "pieces"
+        )
+        changelog_ranks = _ranks(changelog)
+        changelog_files, _ = _write_by_file(changelog, changelog_ranks, CHANGELOG_SCHEMA, work_dir / "changelogs")
         for (topic, partition), path in changelog_files.items():
             written[objects.changelog(topic, partition)] = publish_file(
                 store, objects.changelog(topic, partition), path
@@ -128,7 +133,8 @@ def merge_shards(work: Any, count: int, *, attempt: int = 0) -> dict[str, Any]:
         written[objects.drops] = len(drops)
         first = reports[0]
         if shards[0].stores in first["objects"]:
-            bundle = _merged_bundle(work, store, shards[0], _other_shards(others), work_dir / "bundle")
+            others = [(p, r) for p, r in zip(changelog, changelog_ranks, strict=True) if p.shard != 0 and len(r)]
+            bundle = _merged_bundle(work, store, shards[0], others, work_dir / "bundle")
             store.put(objects.stores, bundle)
             written[objects.stores] = len(bundle)
         report = _task_report(first, reports, written, attempt, started)
@@ -161,25 +167,46 @@ def _read(store: ObjectStore, name: str) -> pa.Table:
 @dataclass(frozen=True, slots=True)
 class _Piece:
     """One shard's rows of one of the task's files, as the shard wrote them (stamped, in its production order): the
-    Parquet file's bytes, decoded column by column as the merge needs them."""
+    Parquet file copied to the merge's local directory (not held in memory: a task's files grow with its window),
+    decoded column by column as the merge needs them."""
 
     #: The file's ``(topic, partition)``; ``None`` for the dead-letter file (a file of its own whatever its topics).
     file: tuple[str, int] | None
     shard: int
-    data: bytes
+    path: Path
 
     def read(self, columns: Sequence[str] | None = None) -> pa.Table:
-        return pq.read_table(pa.BufferReader(self.data), columns=columns)
+        return pq.read_table(self.path, columns=columns, memory_map=True)
+
+    def batches(self, columns: Sequence[str]) -> Iterator[pa.RecordBatch]:
+        """The rows in order, a row group at a time."""
+        batches: Iterator[pa.RecordBatch] = pq.ParquetFile(self.path, memory_map=True).iter_batches(
+            columns=list(columns)
+        )
+        return batches
+
+
+def _local_piece(store: ObjectStore, name: str, file: tuple[str, int] | None, shard: int, path: Path) -> _Piece:
+    """Object ``name`` copied to ``path``, as shard ``shard``'s piece of ``file``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(store.get(name))
+    return _Piece(file, shard, path)
 
 
 def _pieces(
-    store: ObjectStore, shards: Sequence[ShardObjects], reports: Sequence[dict[str, Any]], section: str, name: Any
+    store: ObjectStore,
+    shards: Sequence[ShardObjects],
+    reports: Sequence[dict[str, Any]],
+    section: str,
+    name: Any,
+    work_dir: Path,
 ) -> list[_Piece]:
-    """Every shard's pieces of the files its report lists in ``section`` (``name(shard, file)``: the object)."""
+    """Every shard's pieces of the files its report lists in ``section`` (``name(shard, file)``: the object),
+    copied under ``work_dir``."""
     return [
-        _Piece(_split(file), index, store.get(name(shard, file)))
+        _local_piece(store, name(shard, file), _split(file), index, work_dir / section / f"{index}-{number}.parquet")
         for index, (shard, report) in enumerate(zip(shards, reports, strict=True))
-        for file in sorted(report[section])
+        for number, file in enumerate(sorted(report[section]))
     ]
 
 
@@ -220,9 +247,12 @@ def _merge_outputs(
     store: ObjectStore, shards: Sequence[ShardObjects], reports: Sequence[dict[str, Any]], work_dir: Path
 ) -> tuple[dict[tuple[str, int], Path], Path]:
     """The task's output files and its DLQ file: one production order (``sequence``) over both."""
-    pieces = _pieces(store, shards, reports, "outputs", lambda s, n: s.output(*_split(n)))
-    pieces += [_Piece(None, index, store.get(shard.dead_letter_queue)) for index, shard in enumerate(shards)]
-    written, closed = _write_by_file(pieces, OUTPUT_SCHEMA, work_dir)
+    pieces = _pieces(store, shards, reports, "outputs", lambda s, n: s.output(*_split(n)), work_dir / "pieces")
+    pieces += [
+        _local_piece(store, shard.dead_letter_queue, None, index, work_dir / "letters" / f"{index}.parquet")
+        for index, shard in enumerate(shards)
+    ]
+    written, closed = _write_by_file(pieces, _ranks(pieces), OUTPUT_SCHEMA, work_dir)
     if closed is None:  # as TaskOutputCollector.dead_letter_file: an empty file when nothing went there
         (work_dir / _DLQ_KEY).mkdir(parents=True, exist_ok=True)
         closed = work_dir / _DLQ_KEY / f"{_DLQ_KEY}+{UNASSIGNED}.parquet"
@@ -231,34 +261,26 @@ def _merge_outputs(
 
 
 def _write_by_file(
-    pieces: Sequence[_Piece],
-    schema: pa.Schema,
-    work_dir: Path,
-    others: list[tuple[pa.Table, np.ndarray]] | None = None,
+    pieces: Sequence[_Piece], ranks: Sequence[np.ndarray], schema: pa.Schema, work_dir: Path
 ) -> tuple[dict[tuple[str, int], Path], Path | None]:
-    """Every file of ``pieces`` in the task's order (``sequence`` renumbered from 0 across all of them:
+    """Every file of ``pieces`` in the task's order (``sequence`` renumbered from 0 across all of them: ``ranks``,
     :func:`_ranks`), with the task's writer and row groups: the (topic, partition) files, and the dead letters'
     file (``None`` without dead letters) in a directory of its own. A file without rows is not written (the task
     writes no such file).
 
-    Only the stamps of every piece are decoded at once; each file's pieces are decoded, ordered and written in
-    turn, so the merge holds one file's rows, not every file's. ``others`` (the changelog) collects the rows of
-    every shard but shard 0 as the store rebuild reads them (:data:`_RESTORED`'s columns) with their ranks."""
+    Each file's pieces are decoded, ordered and written in turn, so the merge holds one file's rows, not every
+    file's."""
     work_dir.mkdir(parents=True, exist_ok=True)
     by_file: dict[tuple[str, int] | None, list[tuple[_Piece, np.ndarray]]] = {}
-    for piece, ranks in zip(pieces, _ranks(pieces), strict=True):
-        if len(ranks):
-            by_file.setdefault(piece.file, []).append((piece, ranks))
+    for piece, piece_ranks in zip(pieces, ranks, strict=True):
+        if len(piece_ranks):
+            by_file.setdefault(piece.file, []).append((piece, piece_ranks))
     outputs = _ParquetFiles(schema, work_dir)
     letters = _ParquetFiles(schema, work_dir / _DLQ_KEY)
     columns = [name for name in schema.names if name != _SEQUENCE.name]  # the stamps and sequence are ranked
     for file, ranked in by_file.items():
-        parts = []
-        for piece, ranks in ranked:
-            parts.append((piece.read(columns), ranks))
-            if others is not None and piece.shard != 0:
-                others.append((parts[-1][0].select(_RESTORED), ranks))
-        rows = _in_task_order(parts).select(schema.names)
+        rows = _in_task_order([(piece.read(columns), piece_ranks) for piece, piece_ranks in ranked])
+        rows = rows.select(schema.names)
         if not rows.schema.equals(schema):  # a shard's file holds the task's columns: only a nullability may differ
             rows = rows.cast(schema)
         if file is None:
@@ -267,13 +289,6 @@ def _write_by_file(
         else:
             outputs.append_table(file, rows)
     return outputs.close(), letters.close().get((_DLQ_KEY, UNASSIGNED))
-
-
-def _other_shards(ranked: Sequence[tuple[pa.Table, np.ndarray]]) -> pa.Table:
-    """The changelog records of every shard but shard 0 (:data:`_RESTORED`'s columns, with their ranks:
-    :func:`_write_by_file`'s ``others``) in the task's order, ``sequence`` renumbered as the written changelog has
-    it."""
-    return _in_task_order(ranked) if ranked else CHANGELOG_SCHEMA.empty_table().select([_SEQUENCE.name, *_RESTORED])
 
 
 def _merged_drops(store: ObjectStore, shards: Sequence[ShardObjects]) -> tuple[DroppedRecord, ...]:
@@ -285,9 +300,15 @@ def _merged_drops(store: ObjectStore, shards: Sequence[ShardObjects]) -> tuple[D
     return tuple(DroppedRecord(*row) for row in zip(*columns, strict=True))
 
 
-def _merged_bundle(work: Any, store: ObjectStore, first: ShardObjects, others: pa.Table, where: Path) -> bytes:
-    """Shard 0's store bundle with the other shards' changelog records (``others``, in the task's order, ``sequence``
-    renumbered: :data:`_RESTORED`'s columns) applied (see the module doc)."""
+def _merged_bundle(
+    work: Any, store: ObjectStore, first: ShardObjects, others: Sequence[tuple[_Piece, np.ndarray]], where: Path
+) -> bytes:
+    """Shard 0's store bundle with the other shards' changelog records (``others``: their changelog pieces with each
+    row's rank, the ``sequence`` the written changelog gives it) applied (see the module doc).
+
+    A row group at a time, each reduced to its last write per key: shards own disjoint keys, so a shard's own order
+    is the task's for each of its keys, and a later group's write of a key overwrites an earlier one's; the merge so
+    never holds a shard's whole changelog."""
     where.mkdir(parents=True)
     with tarfile.open(fileobj=pa.BufferReader(store.get(first.stores))) as tar:
         members = tar.getmembers()
@@ -300,12 +321,17 @@ def _merged_bundle(work: Any, store: ObjectStore, first: ShardObjects, others: p
     topology, _config = load_topology(work.topology, work.streams_settings)
     definitions = {d.name: d for d in store_definitions(store_builders(topology, work.subtopology)) if d.persistent}
     for name, definition in sorted(definitions.items()):
-        rows = others.filter(pc.equal(others.column("store"), name)) if others.num_rows else others
-        rows = last_write_per_key(rows)
         opened = open_store(definition, StoreContext(), where, task=work.task_id)
         try:
-            if rows.num_rows:
-                opened.restore_batch(_as_records(rows))
+            for piece, ranks in others:
+                start = 0
+                for batch in piece.batches(_RESTORED):
+                    rows = pa.Table.from_batches([batch])
+                    rows = rows.add_column(0, _SEQUENCE, pa.array(ranks[start : start + batch.num_rows], pa.int64()))
+                    start += batch.num_rows
+                    rows = last_write_per_key(rows.filter(pc.equal(rows.column("store"), name)))
+                    if rows.num_rows:
+                        opened.restore_batch(_as_records(rows))
             opened.flush()
         finally:
             opened.close()
