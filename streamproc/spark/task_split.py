@@ -52,7 +52,7 @@ AUTO_RECORDS_PER_SHARD = 250_000
 #: with ``--split auto`` (2 shards) took 0.98-1.09× the wall of ``--split off`` at 1.31-1.41× the CPU (the process
 #: step alone, ``bench.split_curve``: 1.22-1.34× at 1.32-1.47×): every shard decodes every row to find its own, and
 #: the merge rewrites every output and changelog record in a serial wave. The merge also holds the stamps of every
-#: row and the other shards' changelog rows in memory (about 0.4 GB per million records of a count), where a whole
+#: row and one file's rows in memory (a count's changelog file: about 0.4 GB per million records), where a whole
 #: task streams. ``--split N`` splits on request.
 AUTO_SPLIT_PAYS = False
 #: The application id the driver builds a sub-topology's graph with to look at its source and stores (only changelog
