@@ -64,6 +64,11 @@ NOT_THE_TOOLS_REFUSALS = frozenset({"EndBeyondHighWatermark", "EndBeforeStart", 
 _TOOL_ERROR = re.compile(r"ERROR|Error|Exception|not following|Cannot|still active")
 _TOOL_LINE = re.compile(r"^Topic: (?P<topic>\S+) Partition: (?P<partition>\d+) Offset: (?P<offset>-?\d+)$")
 _TIMEOUT_S = 120
+#: The tool's admin client gave up reaching the broker (a loaded machine: CI saw "Timed out waiting for a node
+#: assignment" from ``describeConsumerGroups``): no answer about the scenario, so it is asked again.
+_CLIENT_TIMED_OUT = re.compile(r"TimeoutException: Timed out waiting for a node assignment")
+#: How many times the dry run is asked when the tool's client timed out, and the pause between.
+_ATTEMPTS, _PAUSE_S = 3, 5.0
 
 
 def tools_jar() -> Path:
@@ -201,7 +206,7 @@ class _Run:
             self._build(admin)
             if self.spec.get("group", {}).get("members"):
                 members = self._hold_group(admin, len(self.spec["group"]["members"]))
-            returncode, output = self._dry_run()
+            returncode, output = self._answered_dry_run()
         finally:
             for member in members:
                 member.close()
@@ -357,6 +362,18 @@ class _Run:
         option = RESET_MODES[mode]
         assert option is not None
         return [option]
+
+    def _answered_dry_run(self) -> tuple[int, str]:
+        """:meth:`_dry_run`, asked again while the tool's client timed out reaching the broker (the last try's
+        outcome is the answer, a timeout included, which then reads as a refusal naming it)."""
+        for attempt in range(1, _ATTEMPTS + 1):
+            returncode, output = self._dry_run()
+            if returncode == 0 or attempt == _ATTEMPTS or not _CLIENT_TIMED_OUT.search(output):
+                return returncode, output
+            logger.warning("the reset tool's client timed out reaching the broker (try %d of %d): asking again",
+                           attempt, _ATTEMPTS)  # fmt: skip
+            time.sleep(_PAUSE_S)
+        raise AssertionError("unreachable")
 
     def _dry_run(self) -> tuple[int, str]:
         internal = set(self.spec.get("internal_source_topics") or ())
