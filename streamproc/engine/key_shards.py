@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from streamproc.engine.processor_topology import SourceNode
     from streamproc.engine.records import Record
     from streamproc.engine.stream_task import StreamTask
+    from streamproc.engine.task_wide_times import TaskStreamTimes
 
 #: The phase of a step in which the next head of the polled queue is deserialized (every shard sees it).
 POLL = 0
@@ -192,26 +193,42 @@ class ShardGate:
     def _kept_tag(self) -> tuple[int, int] | None:
         return self.tag() if self.keeps else None
 
-    def install(self, task: StreamTask, shard_key: ShardKey | None, positions: Sequence[int] | None = None) -> None:
+    def install(
+        self,
+        task: StreamTask,
+        shard_key: ShardKey | None,
+        positions: Sequence[int] | None = None,
+        stream_times: TaskStreamTimes | None = None,
+        keyed_times: Sequence[int] | None = None,
+    ) -> None:
         """Gate every source node of ``task`` and observe its drop sensor (before the task starts); ``shard_key``:
         the bytes a key's shard is chosen from (``None``: round-robin, for a sub-topology without stores).
 
         With ``positions`` the task is given only the records this shard owns (``spark/owned_input.py``), and these
         are their positions in the whole task, by the shard's step count: nothing is gated (the source nodes and the
-        compiled loop run as in the unsplit task), only the events are stamped, each at its record's position."""
+        compiled loop run as in the unsplit task), only the events are stamped, each at its record's position.
+
+        ``stream_times``: the processors that read a task-wide stream time (``engine/task_wide_times.py``); with
+        ``positions``, ``keyed_times`` gives it per owned record, else the gate keeps it from every record."""
         self._task = task
         self._shard_key = shard_key
         task.dropped.observer = self._observe_drop
         if positions is not None:
             self.positions = positions
             self.stamp_now = _owned_tags(task, positions, self.position)
+            if stream_times is not None:
+                assert keyed_times is not None, "a shard reading only its records is given their stream times"
+                stream_times.at_positions(task, keyed_times)
             return
-        # the compiled loop skips a record whose key's owner the gate already knows to be another shard, and does
-        # the step's bookkeeping only, as the gate's early return leaves it (bulk_replay; the Python loops ask the
-        # gate every time, with the same result)
-        task.shard_skip = (self._owners, self.shard.index)
+        cells = {} if stream_times is None else stream_times.track()
+        if not cells:
+            # the compiled loop skips a record whose key's owner the gate already knows to be another shard, and
+            # does the step's bookkeeping only, as the gate's early return leaves it (bulk_replay; the Python loops
+            # ask the gate every time, with the same result); a gate keeping stream times sees every record
+            task.shard_skip = (self._owners, self.shard.index)
         for source in task.topology.sources:
-            source.process = self._gated(task, source)  # type: ignore[method-assign,assignment]
+            gated = self._gated(task, source, cells.get(source.name))
+            source.process = gated  # type: ignore[method-assign,assignment]
 
     def _observe_drop(self, _event: DroppedRecord) -> bool:
         if not self.keeps:
@@ -219,8 +236,11 @@ class ShardGate:
         self.drop_stamps.append(self.stamp())
         return True
 
-    def _gated(self, task: StreamTask, source: SourceNode) -> Callable[[Record[Any, Any]], None]:
-        """``source.process`` for the records this shard owns; the others return at once.
+    def _gated(
+        self, task: StreamTask, source: SourceNode, stream_time: list[int] | None = None
+    ) -> Callable[[Record[Any, Any]], None]:
+        """``source.process`` for the records this shard owns; the others return at once. ``stream_time``: the
+        source's running maximum of keyed timestamps (``TaskStreamTimes.track``), advanced by every record.
 
         An owned record goes on exactly as in the unsplit task: where the compiled bulk loop would hand it to the
         source's children itself (``bulk_replay.inlines_source_forward``, known once the task runs, for the heads
@@ -232,6 +252,8 @@ class ShardGate:
         inline: list[bool] = []
 
         def gated(record: Record[Any, Any]) -> None:
+            if stream_time is not None and record.key is not None and record.timestamp > stream_time[0]:
+                stream_time[0] = record.timestamp
             position = self._in_task(task.records_processed + len(task.skip_steps))
             if self.owner(record.key, position) != index:
                 return

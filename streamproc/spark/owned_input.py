@@ -54,6 +54,7 @@ from streamproc.engine.serdes import (
     StringSerializer,
 )
 from streamproc.engine.stream_task import CommittableOffset, TaskConfig
+from streamproc.engine.task_wide_times import keyed_running_max
 from streamproc.engine.timestamp_extractor import ExtractRecordMetadataTimestamp, FailOnInvalidTimestamp
 from streamproc.engine.validation import ValidatingSourceNode
 from streamproc.spark.columnar.output import TaskKeys
@@ -63,6 +64,8 @@ from streamproc.storage.object_store import ObjectStore
 from streamproc.storage.segments import records_from_batch
 
 _PLAIN_DESERIALIZERS = (ByteArrayDeserializer, StringDeserializer)
+#: :meth:`_DeserializedOwners.owners` of a key the source deserializes to null (round-robin, and no stream time).
+_NULL_KEY = -2
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,9 @@ class OwnedInput:
     staged_rows: int
     last_offset: int
     max_timestamp: int
+    #: Per owned row, in order: the largest timestamp of a row with a non-null key up to and with it in the whole
+    #: input (what the task's windowed processors' stream time is there, ``engine/task_wide_times.py``).
+    keyed_times: list[int] = dataclasses.field(default_factory=list)
 
     def records(self, store: ObjectStore, staged: StagedRange, upstream: Iterator[Any], *, task: str) -> Iterator[Any]:
         """The owned records, in order: staged ones built only for owned rows, then the owned upstream ones
@@ -156,9 +162,11 @@ def owned_input(
     first_store: Any,
     shard: ShardSpec,
     task: str,
+    stream_times: bool = False,
 ) -> OwnedInput | str:
     """The shard's rows of a one-partition task whose poll cannot drop a record, or why it must read them all
-    (see the module doc). ``first_store``: the sub-topology's first store by name, ``None`` without stores."""
+    (see the module doc). ``first_store``: the sub-topology's first store by name, ``None`` without stores.
+    ``stream_times``: compute :attr:`OwnedInput.keyed_times` (the task has windowed processors)."""
     source = graph.source(staged.topic)
     reading = owned_reading(source, config, first_store)
     if isinstance(reading, str):
@@ -166,6 +174,8 @@ def owned_input(
     owners = TaskKeys(shard.count) if reading.by_key else None
     deserialized = _DeserializedOwners(source, first_store, shard.count, staged.topic) if reading.by_key else None
     owned: list[np.ndarray] = []
+    keyed: list[np.ndarray] = []
+    times: list[np.ndarray] = []
     staged_rows = 0
     last_offset, max_timestamp, position = -1, UNKNOWN, 0
     columns = ("offset", "timestamp", "key")
@@ -177,6 +187,7 @@ def owned_input(
             return "a timestamp is negative"
         keys = batch.column("key")
         positions = np.arange(position, position + n, dtype=np.int64)
+        present = keys.is_valid().to_numpy(zero_copy_only=False)
         if owners is None or deserialized is None:
             chosen = positions % shard.count
         else:  # a null key goes round-robin, as the gate sends it
@@ -187,15 +198,23 @@ def owned_input(
                     chosen = deserialized.owners(keys)
                 except Exception:  # noqa: BLE001 - the task fails at this record, where every record is read
                     return "a key does not deserialize"
+                present = chosen != _NULL_KEY
             chosen = np.where(chosen < 0, positions % shard.count, chosen)
         owned.append(chosen == shard.index)
+        if stream_times:
+            keyed.append(present)
+            times.append(timestamps.to_numpy(zero_copy_only=False).astype(np.int64, copy=False))
         offsets = batch.column("offset")
         staged_rows += pc.sum(pc.less(offsets, staged.end)).as_py() or 0
         last_offset = int(offsets[-1].as_py())
         max_timestamp = max(max_timestamp, int(pc.max(timestamps).as_py()))
         position += n
     mask = np.concatenate(owned) if owned else np.zeros(0, dtype=bool)
-    return OwnedInput(mask, np.flatnonzero(mask), staged_rows, last_offset, max_timestamp)
+    chosen_rows = np.flatnonzero(mask)
+    keyed_times: list[int] = []
+    if stream_times and owned:
+        keyed_times = keyed_running_max(np.concatenate(times), np.concatenate(keyed))[chosen_rows].tolist()
+    return OwnedInput(mask, chosen_rows, staged_rows, last_offset, max_timestamp, keyed_times)
 
 
 class _DeserializedOwners:
@@ -210,8 +229,8 @@ class _DeserializedOwners:
         self._known: dict[bytes | None, int] = {}
 
     def owners(self, keys: pa.Array) -> np.ndarray:
-        """Per key, its shard, or -1 for one the gate sends round-robin (deserialized to null, or no store bytes);
-        raises what the source's deserializer raises."""
+        """Per key, its shard, or a negative number for one the gate sends round-robin: :data:`_NULL_KEY` for one
+        deserialized to null, -1 for one without store bytes; raises what the source's deserializer raises."""
         encoded = pc.dictionary_encode(keys)
         by_id = np.fromiter((self._owner(raw) for raw in encoded.dictionary.to_pylist()), np.int64)
         indices = encoded.indices
@@ -226,12 +245,13 @@ class _DeserializedOwners:
         owner = self._known.get(raw)
         if owner is None:
             key = self._deserialize(self._topic, raw)
-            data = None
-            if key is not None:
-                try:
-                    data = self._shard_key(key)
-                except Exception:  # noqa: BLE001 - the store could not address it either (the gate's rule)
-                    data = None
+            if key is None:
+                owner = self._known[raw] = _NULL_KEY
+                return owner
+            try:
+                data = self._shard_key(key)
+            except Exception:  # noqa: BLE001 - the store could not address it either (the gate's rule)
+                data = None
             owner = self._known[raw] = -1 if data is None else partition_for_key(data, self._count)
         return owner
 

@@ -73,7 +73,7 @@ from streamproc.state import bundle_archive
 from streamproc.state.changelog_reduction import last_write_per_key
 from streamproc.state.processor_state_manager import open_store
 from streamproc.state.store_builders import store_definitions
-from streamproc.state.stores import StoreContext
+from streamproc.state.stores import StoreContext, WindowStore
 from streamproc.storage.object_store import ObjectStore, load_store
 from streamproc.storage.segments import serialized_sizes
 
@@ -133,8 +133,9 @@ def merge_shards(work: Any, count: int, *, attempt: int = 0) -> dict[str, Any]:
         written[objects.drops] = len(drops)
         first = reports[0]
         if shards[0].stores in first["objects"]:
-            others = [(p, r) for p, r in zip(changelog, changelog_ranks, strict=True) if p.shard != 0 and len(r)]
-            bundle = _merged_bundle(work, store, shards[0], others, work_dir / "bundle")
+            ranked = [(p, r) for p, r in zip(changelog, changelog_ranks, strict=True) if len(r)]
+            restored = first.get("restored_segments", {})
+            bundle = _merged_bundle(work, store, shards[0], ranked, restored, work_dir / "bundle")
             store.put(objects.stores, bundle)
             written[objects.stores] = len(bundle)
         report = _task_report(first, reports, written, attempt, started)
@@ -301,14 +302,22 @@ def _merged_drops(store: ObjectStore, shards: Sequence[ShardObjects]) -> tuple[D
 
 
 def _merged_bundle(
-    work: Any, store: ObjectStore, first: ShardObjects, others: Sequence[tuple[_Piece, np.ndarray]], where: Path
+    work: Any,
+    store: ObjectStore,
+    first: ShardObjects,
+    ranked: Sequence[tuple[_Piece, np.ndarray]],
+    restored: dict[str, dict[str, Any]],
+    where: Path,
 ) -> bytes:
-    """Shard 0's store bundle with the other shards' changelog records (``others``: their changelog pieces with each
-    row's rank, the ``sequence`` the written changelog gives it) applied (see the module doc).
+    """Shard 0's store bundle with the other shards' changelog records applied (see the module doc). ``ranked``:
+    every shard's changelog pieces with each row's rank, the ``sequence`` the written changelog gives it;
+    ``restored``: shard 0's report's ``restored_segments``, each segmented store as its restore left it.
 
     A row group at a time, each reduced to its last write per key: shards own disjoint keys, so a shard's own order
     is the task's for each of its keys, and a later group's write of a key overwrites an earlier one's; the merge so
-    never holds a shard's whole changelog."""
+    never holds a shard's whole changelog. A window store's entries are written as they are, then the segments the
+    unsplit task would have expired are destroyed (:func:`_settle`)."""
+    others = [(piece, ranks) for piece, ranks in ranked if piece.shard != 0]
     where.mkdir(parents=True)
     with tarfile.open(fileobj=pa.BufferReader(store.get(first.stores))) as tar:
         members = tar.getmembers()
@@ -322,6 +331,7 @@ def _merged_bundle(
     definitions = {d.name: d for d in store_definitions(store_builders(topology, work.subtopology)) if d.persistent}
     for name, definition in sorted(definitions.items()):
         opened = open_store(definition, StoreContext(), where, task=work.task_id)
+        window = opened if isinstance(opened, WindowStore) else None
         try:
             for piece, ranks in others:
                 start = 0
@@ -330,12 +340,49 @@ def _merged_bundle(
                     rows = rows.add_column(0, _SEQUENCE, pa.array(ranks[start : start + batch.num_rows], pa.int64()))
                     start += batch.num_rows
                     rows = last_write_per_key(rows.filter(pc.equal(rows.column("store"), name)))
-                    if rows.num_rows:
+                    if not rows.num_rows:
+                        continue
+                    if window is not None:
+                        window.segments.write_unchecked(window.segment_entries(_as_records(rows)))
+                    else:
                         opened.restore_batch(_as_records(rows))
+            if window is not None:
+                _settle(window, name, ranked, restored.get(name))
             opened.flush()
         finally:
             opened.close()
     return bundle_bytes(where)
+
+
+def _settle(
+    opened: WindowStore[Any, Any],
+    name: str,
+    ranked: Sequence[tuple[_Piece, np.ndarray]],
+    restored: dict[str, Any] | None,
+) -> None:
+    """Destroy the segments of the merged window store ``opened`` that the unsplit task would have destroyed: each
+    of its puts logged one changelog record, whose key holds the window start the put was segmented by, so the
+    task's puts are every shard's changelog records of the store in rank order (``SegmentedBytesStore.settle``)."""
+    if restored is None:
+        raise ProcessingError(f"store {name}: shard 0's report does not say which segments its restore left")
+    starts, ranks = [], []
+    for piece, piece_ranks in ranked:
+        rows = piece.read(["store", "key"])
+        mine = pc.equal(rows.column("store"), name).to_numpy(zero_copy_only=False)
+        if not mine.any():
+            continue
+        keys = rows.column("key").filter(pa.array(mine)).combine_chunks()
+        starts.append(_window_starts(keys))
+        ranks.append(piece_ranks[mine])
+    order = np.argsort(np.concatenate(ranks), kind="stable") if ranks else np.zeros(0, np.int64)
+    put_starts = np.concatenate(starts)[order] if starts else np.zeros(0, np.int64)
+    opened.segments.settle(restored["segments"], int(restored["stream_time"]), put_starts)
+
+
+def _window_starts(keys: pa.Array) -> np.ndarray:
+    """The window start of each window store key (``key ‖ start ‖ seqnum``: the 8 bytes before the last 4)."""
+    starts = pc.binary_slice(keys, -12, -4).cast(pa.binary(8))
+    return np.frombuffer(starts.buffers()[1], dtype=">i8", count=len(starts), offset=starts.offset * 8).astype(np.int64)
 
 
 def _as_records(rows: pa.Table) -> list[RawRecord]:
@@ -365,7 +412,7 @@ def _task_report(
             total.update(report[section])
         return dict(sorted((k, v) for k, v in total.items() if v))
 
-    report = {key: value for key, value in first.items() if key not in ("shard", "skipped")}
+    report = {key: value for key, value in first.items() if key not in ("shard", "skipped", "restored_segments")}
     report.update(
         attempt=attempt,
         dropped=summed("dropped"),

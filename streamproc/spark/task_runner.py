@@ -45,6 +45,7 @@ from streamproc.engine.replay import PartitionInput
 from streamproc.engine.slotted_init import build_slotted
 from streamproc.engine.stream_task import StreamTask
 from streamproc.engine.task_id import TaskId
+from streamproc.engine.task_wide_times import TaskStreamTimes
 from streamproc.engine.topology_builder import build_processor_topology, store_builders
 from streamproc.engine.topology_loader import load_topology
 from streamproc.engine.validation import ValidatingSourceNode, prevalidated
@@ -67,8 +68,10 @@ from streamproc.spark.task_shards import (
     ShardChangelogCollector,
     ShardObjects,
     ShardOutputCollector,
+    keep_restored_segments,
     shard_drops_bytes,
 )
+from streamproc.spark.task_split import task_wide_stream_times
 from streamproc.state.offset_checkpoint import OffsetCheckpoint
 from streamproc.state.processor_state_manager import ProcessorStateManager, StoreDefinition
 from streamproc.state.record_cache import RECORD_CACHE_FLUSH_AT_END, RecordCaches, cached_store_names
@@ -243,6 +246,7 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                 r.store: state.restore(r.store, read_records(store, staged_restores[r.store], task=work.task_id))
                 for r in work.restores
             }
+            restored_segments = {} if gate is None else keep_restored_segments(state.stores)
             collector = (
                 TaskOutputCollector(work.partition_counts, work_dir / "outputs", task_id)
                 if gate is None
@@ -290,9 +294,14 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                 state.attach(task.context)
                 own: OwnedInput | str = "the whole task"
                 if gate is not None:
-                    own = _owned_input(work, store, staged_inputs, graph, config, state.stores, definitions, gate)
-                    positions = None if isinstance(own, str) else own.positions.tolist()
-                    gate.install(task, shard_key(state.stores, definitions), positions)
+                    stream_times = TaskStreamTimes.of(graph, task_wide_stream_times(topology, work.subtopology))
+                    own = _owned_input(
+                        work, store, staged_inputs, graph, config, state.stores, definitions, gate, stream_times
+                    )
+                    positions, keyed = (
+                        (None, None) if isinstance(own, str) else (own.positions.tolist(), own.keyed_times)
+                    )
+                    gate.install(task, shard_key(state.stores, definitions), positions, stream_times, keyed)
                 inputs = tuple(
                     PartitionInput(
                         TopicPartition(r.topic, r.partition),
@@ -403,6 +412,7 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
         }
         if work.shard is not None:
             report["shard"] = str(work.shard)
+            report["restored_segments"] = restored_segments
         check_report(report)
         store.put(objects.report, report_bytes(report))
         logger.info(
@@ -427,6 +437,7 @@ def _owned_input(
     stores: Mapping[str, Any],
     definitions: Sequence[StoreDefinition],
     gate: ShardGate,
+    stream_times: TaskStreamTimes | None,
 ) -> OwnedInput | str:
     """A per-record shard's own rows when it may read only those (``owned_input.py``); else why it runs the task's
     whole ``PartitionGroup``."""
@@ -444,6 +455,7 @@ def _owned_input(
             first_store=stores[names[0]] if names else None,
             shard=gate.shard,
             task=work.task_id,
+            stream_times=stream_times is not None,
         )
     if isinstance(own, str):
         logger.debug("task [%s] shard %s reads every record: %s", work.task_id, gate.shard, own)

@@ -155,3 +155,17 @@ def shard_drops_bytes(drops: Sequence[DroppedRecord], stamps: Sequence[Stamp]) -
     sink = io.BytesIO()
     pq.write_table(pa.table(columns, schema=SHARD_DROPS_SCHEMA), sink, **_WRITE_OPTIONS)
     return sink.getvalue()
+
+
+def keep_restored_segments(stores: Mapping[str, object]) -> dict[str, dict[str, object]]:
+    """Before a shard processes a record: each persistent segmented store's segments and stream time as its restore
+    left them (the merge's start for what the unsplit task would have expired, ``SegmentedBytesStore.settle``), and
+    from now on the store keeps every segment it creates (the shard's stream time is not the task's)."""
+    kept: dict[str, dict[str, object]] = {}
+    for name, store in sorted(stores.items()):
+        segments = getattr(store, "segments", None)
+        if segments is None or not store.persistent:  # type: ignore[attr-defined]
+            continue
+        kept[name] = {"segments": segments.segment_ids(), "stream_time": segments.observed_stream_time}
+        segments.keeps_expired_segments = True
+    return kept

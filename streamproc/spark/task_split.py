@@ -30,9 +30,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from streamproc.engine.key_locality import split_decisions, unsplit_message
+from streamproc.engine.key_locality import TaskWideKind, TaskWideValue, split_decisions, unsplit_message
 from streamproc.engine.key_shards import ShardSpec
 from streamproc.engine.stream_task import TaskConfig
+from streamproc.engine.task_wide_times import takes_task_stream_time
 from streamproc.engine.topology import Topology
 from streamproc.engine.topology_builder import build_processor_topology, build_stores, store_builders
 from streamproc.errors import ConfigError
@@ -58,8 +59,14 @@ AUTO_SPLIT_PAYS = False
 #: The application id the driver builds a sub-topology's graph with to look at its source and stores (only changelog
 #: names depend on it, and nothing here reads them).
 _LOOKING = "streamproc-split-auto"
-#: The store kinds the merge rebuilds from changelog records (segmented stores need task-wide stream times).
-_MERGED_STORE_TYPES = (StoreType.KEY_VALUE, StoreType.TIMESTAMPED_KEY_VALUE)
+#: The store kinds the merge rebuilds from changelog records (a window store's expired segments are settled with
+#: the task's stream time; a session store's fetches need it at every record, not computed yet).
+_MERGED_STORE_TYPES = (
+    StoreType.KEY_VALUE,
+    StoreType.TIMESTAMPED_KEY_VALUE,
+    StoreType.WINDOW,
+    StoreType.TIMESTAMPED_WINDOW,
+)
 
 
 def parse_split(text: str) -> Split:
@@ -83,8 +90,9 @@ def split_refusals(topology: Topology) -> dict[int, str | None]:
         if not decision.splittable:
             refusals[decision.subtopology] = unsplit_message(decision)
             continue
-        if decision.task_wide_values:
-            values = "; ".join(v.describe() for v in decision.task_wide_values)
+        missing = [v for v in decision.task_wide_values if not _computed(topology, v)]
+        if missing:
+            values = "; ".join(v.describe() for v in missing)
             refusals[decision.subtopology] = (
                 f"{_unsplit_prefix(decision.subtopology)}its shards would need "
                 f"task-wide values computed before the split ({values}), which the executor does not compute yet"
@@ -94,11 +102,37 @@ def split_refusals(topology: Topology) -> dict[int, str | None]:
     return refusals
 
 
+def _computed(topology: Topology, value: TaskWideValue) -> bool:
+    """Whether the executor gives a shard ``value``: a windowed processor's own stream time when the sources'
+    keyed records are its records (``engine/task_wide_times.py``), and a window store's stream time at the merge
+    (``SegmentedBytesStore.settle``; ``_store_refusal`` checks the store)."""
+    if value.kind is TaskWideKind.STORE_STREAM_TIME:
+        return not value.per_record
+    if value.kind is not TaskWideKind.PROCESSOR_STREAM_TIME or value.prefix:
+        return False
+    spec = topology.node(value.processor)
+    try:
+        return takes_task_stream_time(spec.supplier())  # type: ignore[union-attr]
+    except Exception:  # noqa: BLE001 - a supplier that fails here declares nothing
+        return False
+
+
+def task_wide_stream_times(topology: Topology, subtopology: int) -> tuple[str, ...]:
+    """The processors of ``subtopology`` whose shards are given their task-wide stream time (the task runner
+    installs the hooks, ``engine/task_wide_times.py``)."""
+    for decision in split_decisions(topology):
+        if decision.subtopology == subtopology:
+            return tuple(v.processor for v in decision.task_wide_values if v.kind is TaskWideKind.PROCESSOR_STREAM_TIME)
+    return ()
+
+
 def _store_refusal(topology: Topology, subtopology: int, reused: Mapping[str, str]) -> str | None:
     for definition in store_definitions(store_builders(topology, subtopology)):
         why = None
         if definition.store_type not in _MERGED_STORE_TYPES:
-            why = f"is a {definition.store_type.value} store; the merge rebuilds key-value stores only"
+            why = f"is a {definition.store_type.value} store; the merge rebuilds key-value and window stores only"
+        elif definition.store_type.windowed and definition.retain_duplicates:
+            why = "keeps duplicates, whose sequence numbers count every key's writes, so a shard's are not the task's"
         elif definition.persistent and definition.name in reused:
             why = (
                 f"reuses its source topic {reused[definition.name]} as changelog (topology.optimization=all), so its "
@@ -121,7 +155,7 @@ def auto_refusals(
     whole; so does one whose shards could not each read only their own records (``owned_input.owned_reading``, the
     task runner's own rule). What only the data tells (a negative timestamp, a String key that is not UTF-8) makes
     a shard read every record, as with ``--split N``."""
-    from streamproc.spark.columnar import count_shape_refusal
+    from streamproc.spark.columnar import count_shape_refusal, window_shape_refusal
     from streamproc.spark.owned_input import owned_reading
 
     verdicts: dict[int, str | None] = {}
@@ -133,7 +167,10 @@ def auto_refusals(
         why: str | None
         if len(graph.source_topics) != 1:
             why = f"its tasks read {len(graph.source_topics)} topics, so each shard would read every record"
-        elif count_shape_refusal(graph, graph.source_topics[0]) is None:
+        elif (
+            count_shape_refusal(graph, graph.source_topics[0]) is None
+            or window_shape_refusal(graph, graph.source_topics[0]) is None
+        ):
             why = "the columnar path may take its tasks, which run faster whole than as shards and a merge"
         else:
             stores = build_stores(topology, subtopology)

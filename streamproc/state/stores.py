@@ -282,6 +282,10 @@ class SegmentedBytesStore:
         self._window_expiry = window_expiry
         self.observed_stream_time = NO_TIMESTAMP
         self.expired_records_dropped = 0
+        #: A key shard of a split task (issue #29) keeps every segment it creates: it sees only its keys' puts, so
+        #: its stream time at a segment's creation is not the task's; the merge destroys what the task would have
+        #: (:meth:`settle`).
+        self.keeps_expired_segments = False
         self._segments: dict[int, KeyValueBytesStore] = {}
         for segment in sorted(existing_segments):
             self._segments[segment] = segment_factory(segment)
@@ -330,8 +334,9 @@ class SegmentedBytesStore:
         if store is None:
             store = self._factory(seg)
             self._segments[seg] = store
-            for expired in [s for s in self._segments if s < min_live]:
-                self._segments.pop(expired).destroy()
+            if not self.keeps_expired_segments:
+                for expired in [s for s in self._segments if s < min_live]:
+                    self._segments.pop(expired).destroy()
         return store
 
     def put(self, store_key: bytes, value: bytes | None, timestamp: int) -> bool:
@@ -402,6 +407,46 @@ class SegmentedBytesStore:
             store = self._segments.get(seg)
             if store is not None:
                 store.write_all(batch)
+
+    def write_unchecked(self, entries: Sequence[tuple[bytes, bytes | None, int]]) -> None:
+        """Write ``entries`` (store key, value or ``None``, timestamp) into their segments, creating any missing one,
+        with no stream time and nothing expired: a split task's merge puts the other shards' last writes into shard
+        0's store, then :meth:`settle` expires what the unsplit task would have."""
+        batches: dict[int, list[tuple[bytes, bytes | None]]] = {}
+        for key, value, timestamp in entries:
+            batches.setdefault(segment_id(timestamp, self.segment_interval_ms), []).append((key, value))
+        for seg, batch in sorted(batches.items()):
+            store = self._segments.get(seg)
+            if store is None:
+                store = self._segments[seg] = self._factory(seg)
+            store.write_all(batch)
+
+    def settle(self, restored_segments: Iterable[int], restored_stream_time: int, put_timestamps: Any) -> None:
+        """Destroy the segments the unsplit task would have destroyed, in a store holding every segment its restore
+        left (``restored_segments``, at ``restored_stream_time``) and every segment its puts (at ``put_timestamps``,
+        in the task's order) created, none destroyed since (a split task's merged store, issue #29).
+
+        A segment is created at its first put when it does not exist, and that creation destroys every segment below
+        the live one of the stream time then (:meth:`_live_segment`). The cut-off only rises, so what is left is
+        every segment at or above the last creation's cut-off; with no creation, nothing was destroyed. No put falls
+        in an expired segment here (the caller's windowed aggregates never put one: a window still open starts after
+        the task's stream time minus grace and size, within the retention)."""
+        import numpy as np
+
+        stamps = np.asarray(put_timestamps, dtype=np.int64)
+        restored = set(restored_segments)
+        times = np.maximum.accumulate(np.maximum(stamps, restored_stream_time)) if len(stamps) else stamps
+        interval = self.segment_interval_ms
+        segments = np.floor_divide(stamps, interval) + ((stamps < 0) & (stamps % interval != 0))  # Java division
+        _, first = np.unique(segments, return_index=True)
+        created = [int(i) for i in first if int(segments[i]) not in restored]
+        if created:
+            last = max(created)
+            cutoff = segment_id(int(times[last]) - self.retention_ms, interval)
+            for expired in [s for s in self._segments if s < cutoff]:
+                self._segments.pop(expired).destroy()
+        if len(times):
+            self.observed_stream_time = max(self.observed_stream_time, int(times[-1]))
 
     def remove(self, store_key: bytes, timestamp: int) -> None:
         """``AbstractRocksDBSegmentedBytesStore#remove``: advance the stream time, delete from the key's segment if
@@ -889,6 +934,11 @@ class WindowStore(_SerdeStore[K, V]):
         return self.segments
 
     def restore_batch(self, records: Sequence[RawRecord]) -> None:
+        self.segments.write_all(self.segment_entries(records))
+
+    def segment_entries(self, records: Sequence[RawRecord]) -> list[tuple[bytes, bytes | None, int]]:
+        """Changelog records as ``RecordConverters`` make them store entries: (store key, stored value, window
+        start)."""
         timestamped = self.store_type.timestamped
         pack = struct.Struct(">q").pack
         entries: list[tuple[bytes, bytes | None, int]] = []
@@ -898,7 +948,7 @@ class WindowStore(_SerdeStore[K, V]):
             if timestamped and value is not None:
                 value = pack(record.timestamp) + value
             entries.append((key, value, store_encoding.parse_window_store_key(key).window_start))
-        self.segments.write_all(entries)
+        return entries
 
 
 class TimestampedWindowStore(WindowStore[K, V]):

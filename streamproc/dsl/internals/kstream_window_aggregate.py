@@ -12,6 +12,7 @@ here: ``suppress(untilWindowCloses)`` covers the same need (:mod:`ktable_suppres
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from streamproc.dsl.internals.change import Change
@@ -58,6 +59,9 @@ class KStreamWindowAggregateProcessor(ContextualProcessor):
         self.aggregator = supplier.aggregator
         self.send_old_values = supplier.send_old_values
         self.observed_stream_time = NO_TIMESTAMP
+        #: In a key shard of a split task (issue #29): this processor's stream time in the unsplit task, with the
+        #: record being processed (``engine/task_wide_times.py``); the shard sees only its keys' records.
+        self.task_stream_time: Callable[[], int] | None = None
         self.store: TimestampedWindowStore[Any, Any]
 
     def init(self, context: ProcessorContext) -> None:
@@ -92,7 +96,11 @@ class KStreamWindowAggregateProcessor(ContextualProcessor):
             record_dropped(self, REASON_NULL_KEY_OR_VALUE, "Skipping record due to null key.")
             return
         timestamp = record.timestamp
-        self.observed_stream_time = max(self.observed_stream_time, timestamp)
+        task_time = self.task_stream_time
+        if task_time is None:
+            self.observed_stream_time = max(self.observed_stream_time, timestamp)
+        else:
+            self.observed_stream_time = task_time()
         close_time = self.observed_stream_time - self.windows.grace_period_ms()
         for start, window in self.windows.windows_for(timestamp).items():
             if window.end <= close_time:

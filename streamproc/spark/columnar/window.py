@@ -166,6 +166,13 @@ def _shape(graph: ProcessorTopology, topic: str) -> _Shape | str:
     return _Shape(source, tuple(before), aggregate, tuple(after), sink)
 
 
+def window_shape_refusal(graph: ProcessorTopology, topic: str) -> str | None:
+    """Why the columnar windowed aggregate cannot take the sub-topology read from ``topic`` whatever the task's data
+    and config, or ``None`` when it may (the driver's ``--split auto`` leaves such tasks whole, as for the count)."""
+    shape = _shape(graph, topic)
+    return shape if isinstance(shape, str) else None
+
+
 def columnar_window_plan(
     *,
     task: str,

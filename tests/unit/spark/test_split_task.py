@@ -114,11 +114,12 @@ _VALUES = st.sampled_from(["apple", "banana", "cherry", "avocado", "b", "c1", "a
 
 @st.composite
 def _records(draw: st.DrawFn) -> list[tuple[str | None, str | None, int]]:
-    """Timestamps mostly rising, some out of order, some late by minutes; null keys and tombstones."""
+    """Timestamps mostly rising, some out of order, some late by minutes, some jumps of 90 s (past a window store's
+    retention: segments expire); null keys and tombstones."""
     rows = []
     now = 1_000_000
     for _ in range(draw(st.integers(0, 40))):
-        move = draw(st.sampled_from([0, 1, 250, 1_000, -300, -600_000, None]))
+        move = draw(st.sampled_from([0, 1, 250, 1_000, 90_000, -300, -600_000, None]))
         if move is None:  # negative: dropped at the poll when the handlers continue, else the task fails
             timestamp = -1
         elif move >= 0:
@@ -181,14 +182,22 @@ def _store_entries(root: Path, plan: str, task: str, scratch: Path, stores: dict
     target = scratch / f"bundle-{plan}"
     with tarfile.open(fileobj=io.BytesIO(path.read_bytes())) as tar:
         tar.extractall(target, filter="data")
-    entries = {}
+    entries: dict[str, Any] = {}
     for name, kind in stores.items():
-        db = RocksDBKeyValueBytesStore(name, target / "rocksdb" / name, kind)
-        try:
-            entries[name] = list(db.range(None, None))
-        finally:
-            db.close()
+        if kind.segmented:  # one RocksDB per segment, <store>/<store>.<segment start>: which exist, and their entries
+            segments = sorted((target / name).iterdir()) if (target / name).exists() else []
+            entries[name] = {path.name: _entries(name, path, kind) for path in segments}
+        else:
+            entries[name] = _entries(name, target / "rocksdb" / name, kind)
     return entries
+
+
+def _entries(name: str, path: Path, kind: Any) -> list[tuple[bytes, bytes]]:
+    db = RocksDBKeyValueBytesStore(name, path, kind)
+    try:
+        return list(db.range(None, None))
+    finally:
+        db.close()
 
 
 def _comparable(report: dict[str, Any], columnar: bool) -> dict[str, Any]:

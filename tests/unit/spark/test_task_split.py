@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from streamproc import Stores
-from streamproc.dsl import Consumed, Materialized, StreamsBuilder
+from streamproc.dsl import Consumed, Materialized, StreamsBuilder, TimeWindows
 from streamproc.engine.deserialization_handler import LogAndContinueExceptionHandler
 from streamproc.engine.serdes import serde_for
 from streamproc.engine.stream_task import TaskConfig
@@ -111,9 +111,12 @@ def test_auto_splits_where_each_shard_reads_only_its_own_records_per_record() ->
     custom = TaskConfig(default_timestamp_extractor=_PartitionTime())
     assert "not a record-metadata one" in why(_string_count().build(), custom)
     assert "not a record-metadata one" in why(_string_count(extractor=_PartitionTime()).build())
+    # a windowed aggregate per record splits; one the columnar windowed aggregate may take runs whole
+    assert auto_refusals(PROGRAMS["windowed-aggregate-materialized"](), config) == {0: None}
+    assert "the columnar path may take its tasks" in why(PROGRAMS["bytes-window-count"]())
     # what split_refusals refuses stays refused, with its own reason
-    [windowed] = auto_refusals(PROGRAMS["windowed-aggregate-materialized"](), config).values()
-    assert windowed is not None and "task-wide values" in windowed
+    [session] = auto_refusals(PROGRAMS["session-aggregate"](), config).values()
+    assert session is not None and "task-wide values" in session
 
 
 def _work(task: str, subtopology: int, records: int) -> TaskWork:
@@ -152,8 +155,22 @@ def test_a_stage_reading_a_repartition_topic_counts_what_the_earlier_stages_appe
 def test_what_the_first_slice_splits_and_why_not() -> None:
     assert split_refusals(PROGRAMS["group-by-count"]()) == {0: None, 1: None}
     assert split_refusals(PROGRAMS["table-table-joins"]()) == {0: None}
-    [windowed] = split_refusals(PROGRAMS["windowed-aggregate-materialized"]()).values()
-    assert windowed is not None and "task-wide values" in windowed
+    # a time-windowed aggregate right after its source: its stream time is computed before the split, its store's
+    # expired segments at the merge
+    assert split_refusals(PROGRAMS["windowed-aggregate-materialized"]()) == {0: None}
+    [session] = split_refusals(PROGRAMS["session-aggregate"]()).values()
+    assert session is not None and "task-wide values" in session and "processor stream time" in session
+    # a filter before it decides which records reach it: not computed before the split yet
+    b = StreamsBuilder()
+    (
+        b.stream("in", Consumed.with_(_STRING, _STRING))
+        .filter(lambda k, v: v is not None)
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_with_no_grace(1000))
+        .count()
+    )
+    [filtered] = split_refusals(b.build()).values()
+    assert filtered is not None and "does not compute yet" in filtered and "before the split to know which" in filtered
     [suppress] = split_refusals(PROGRAMS["suppress-window-close"]()).values()
     assert suppress is not None and "runs unsplit" in suppress
     [optimized] = split_refusals(PROGRAMS["table-source-optimized"]()).values()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from streamproc.engine.dropped_records import REASON_EXPIRED_SEGMENT
@@ -566,3 +566,81 @@ def test_window_store_put_refuses_what_the_change_logger_refuses() -> None:
     segments.segment(0).put(window_key(b"a", 0, 0), b"1234567")  # type: ignore[union-attr]
     with pytest.raises(StateError, match="has no 8-byte timestamp"):
         timestamped.fetch_at("a", 0)
+
+
+def _window_key(key: int, start: int) -> bytes:
+    """A window store's key: the record key, the window start, a sequence number (``WindowKeySchema``)."""
+    return bytes([key]) + struct.pack(">qi", start, 0)
+
+
+def _segment_entries(segments: SegmentedBytesStore) -> dict[int, list[tuple[bytes, bytes]]]:
+    return {s: list(segments.segment(s).range(None, None)) for s in segments.segment_ids()}  # type: ignore[union-attr]
+
+
+def _rising(moves: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """(key, move, value) as (key, timestamp, value): timestamps that mostly rise, some late (never below 0: a
+    window starts at 0 or after)."""
+    now, puts = 0, []
+    for key, move, value in moves:
+        now += max(move, 0)
+        puts.append((key, max(now + min(move, 0), 0), value))
+    return puts
+
+
+#: Puts of keys 0-5 whose timestamps mostly rise by up to a segment interval, some late by up to one and a half.
+_SETTLE_PUTS = st.lists(
+    st.tuples(
+        st.integers(0, 5), st.sampled_from([0, 7_000, 14_000, 21_000, -7_000, -28_000, -42_000]), st.integers(0, 3)
+    ),
+    max_size=40,
+).map(_rising)
+
+
+@given(
+    restored=_SETTLE_PUTS,
+    puts=_SETTLE_PUTS,
+    count=st.integers(1, 3),
+    retention=st.sampled_from([20_000, 45_000, 60_000, 150_000]),
+)
+@example(restored=[], puts=[(1, 35_000, 0), (1, 28_000, 0), (1, 56_000, 0)], count=1, retention=20_000)
+@example(
+    restored=[(2, 0, 1), (3, 35_000, 1)],
+    puts=[(1, 58_000, 0), (1, 72_000, 0), (1, 37_000, 0)],
+    count=2,
+    retention=45_000,
+)
+@settings(max_examples=300, deadline=None)
+def test_settling_the_shards_segments_leaves_what_puts_in_order_leave(
+    restored: list[tuple[int, int, int]], puts: list[tuple[int, int, int]], count: int, retention: int
+) -> None:
+    """A split task's merged window store (issue #29): each key shard keeps every segment it creates, the merge
+    writes the others' last writes into shard 0's store and settles it with the task's puts in order; the segments
+    and entries must be those of the unsplit store, which destroyed expired segments at each creation."""
+
+    def restore(segments: SegmentedBytesStore) -> None:
+        segments.write_all([(_window_key(k, t), bytes([v]), t) for k, t, v in restored])
+
+    # only puts a windowed aggregate makes: never into a segment expired at the task's stream time
+    # a segment interval the retention is not a multiple of: the stream time can pass a cut-off with no creation
+    task = in_memory_segments("w", retention, 30_000, persistent=True)
+    restore(task)
+    live = []
+    later = max(max((t for _, t, _ in restored), default=0) - 30_000, 0)  # the run goes on from the restored window
+    for key, timestamp, value in ((k, t + later, v) for k, t, v in puts):
+        if timestamp >= task.min_live_time():
+            assert task.put(_window_key(key, timestamp), bytes([value]), timestamp)
+            live.append((key, timestamp, value))
+    shards = [in_memory_segments("w", retention, 30_000, persistent=True) for _ in range(count)]
+    for shard in shards:
+        restore(shard)
+    before = shards[0].segment_ids(), shards[0].observed_stream_time
+    for shard in shards:
+        shard.keeps_expired_segments = True
+    for key, timestamp, value in live:
+        assert shards[key % count].put(_window_key(key, timestamp), bytes([value]), timestamp)
+    merged = shards[0]
+    last = {(key, timestamp): (key, timestamp, value) for key, timestamp, value in live if key % count != 0}
+    merged.write_unchecked([(_window_key(k, t), bytes([v]), t) for k, t, v in last.values()])
+    merged.settle(*before, [t for _, t, _ in live])
+    assert merged.segment_ids() == task.segment_ids()
+    assert _segment_entries(merged) == _segment_entries(task)

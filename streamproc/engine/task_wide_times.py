@@ -1,0 +1,108 @@
+"""The task-wide stream times a key shard's windowed processors read (issue #29, docs/split.md).
+
+A DSL time-windowed aggregate decides which windows are still open from its own ``observedStreamTime``: the running
+maximum of the timestamps of every key's records that reached it (``engine/key_locality.py``). A key shard sees only
+its keys' records, so each such processor is given the unsplit task's value instead, through its
+``task_stream_time`` hook, called as it processes a record (the value with that record in it).
+
+Only processors whose records are the sources' records with a non-null key are given one (no processor between the
+sources and it but one-to-one ones, ``TaskWideValue.prefix`` empty: ``task_split.split_refusals`` refuses the
+rest). Their task-wide value is then the running maximum of the timestamps of the keyed records of the sources
+upstream of them, in the task's order, known to a shard in one of two ways:
+
+- a shard that runs the task's whole ``PartitionGroup`` (``key_shards.ShardGate``) sees every record at its gate,
+  owned or not: :meth:`TaskStreamTimes.track` keeps one running maximum per source, which the gate advances for
+  every keyed record before it asks who owns it;
+- a shard that reads only its own records (``spark/owned_input.py``) computed every row's running maximum from the
+  timestamp and key columns: :meth:`TaskStreamTimes.at_positions` reads it at each of its records' positions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from streamproc.engine.processor_topology import ProcessorNode, ProcessorTopology, SourceNode
+
+if TYPE_CHECKING:
+    from streamproc.engine.stream_task import StreamTask
+
+#: ``ConsumerRecord.NO_TIMESTAMP``: no keyed record yet.
+NO_TIMESTAMP = -1
+
+
+def takes_task_stream_time(processor: object) -> bool:
+    """Whether a processor can be given its task-wide stream time (it has the ``task_stream_time`` hook)."""
+    return hasattr(processor, "task_stream_time")
+
+
+@dataclass(frozen=True)
+class TaskStreamTimes:
+    """The processors of one task (by node name) that read a task-wide stream time, and the sources upstream of
+    each."""
+
+    processors: dict[str, Any]
+    sources: dict[str, tuple[str, ...]]
+
+    @classmethod
+    def of(cls, graph: ProcessorTopology, names: Iterable[str]) -> TaskStreamTimes | None:
+        """The hooks of the processors ``names`` in ``graph`` (``None`` when there are none)."""
+        wanted = set(names)
+        if not wanted:
+            return None
+        nodes = {node.name: node for node in graph.nodes}
+        processors: dict[str, Any] = {}
+        for name in sorted(wanted):
+            processor = nodes[name].processor
+            if not takes_task_stream_time(processor):
+                raise ValueError(f"processor {name} cannot be given its task-wide stream time")
+            processors[name] = processor
+        sources = {name: tuple(s.name for s in graph.sources if _reaches(s, name)) for name in processors}
+        return cls(processors, sources)
+
+    def track(self) -> dict[str, list[int]]:
+        """Install hooks that read one running maximum per source; returns the cells (source node name → a one-item
+        list), which the gate advances with every keyed record of that source."""
+        cells = {source: [NO_TIMESTAMP] for sources in self.sources.values() for source in sources}
+        for name, processor in self.processors.items():
+            processor.task_stream_time = _max_of([cells[s] for s in self.sources[name]])
+        return cells
+
+    def at_positions(self, task: StreamTask, times: Sequence[int]) -> None:
+        """Install hooks that read ``times``: per record the shard processes, in its order, the task-wide value
+        (a shard of one source: every processor reads that source's running maximum)."""
+        at = list(times)
+
+        def value() -> int:
+            return at[task.records_processed]
+
+        for processor in self.processors.values():
+            processor.task_stream_time = value
+
+
+def _max_of(cells: Sequence[list[int]]) -> Callable[[], int]:
+    if len(cells) == 1:
+        (cell,) = cells
+        return lambda: cell[0]
+    return lambda: max(cell[0] for cell in cells)
+
+
+def _reaches(source: SourceNode, name: str) -> bool:
+    stack: list[ProcessorNode] = list(source.children)
+    seen: set[str] = set()
+    while stack:
+        node = stack.pop()
+        if node.name == name:
+            return True
+        if node.name not in seen:
+            seen.add(node.name)
+            stack.extend(node.children)
+    return False
+
+
+def keyed_running_max(timestamps: Any, keyed: Any) -> Any:
+    """Per row (numpy arrays in the task's order): the largest timestamp of a keyed row up to and with it."""
+    import numpy as np
+
+    return np.maximum.accumulate(np.where(keyed, timestamps, NO_TIMESTAMP)) if len(timestamps) else timestamps
