@@ -50,6 +50,7 @@ from streamproc.spark.task_output import TaskObjects
 from streamproc.spark.task_runner import InputRange, TaskWork, run_task
 from streamproc.spark.task_split import split_refusals
 from streamproc.state import store_encoding
+from streamproc.state.processor_state_manager import StoreDefinition
 from streamproc.state.rocksdb_store import RocksDBKeyValueBytesStore
 from streamproc.state.store_builders import store_definitions
 from streamproc.state.store_type import StoreType
@@ -334,26 +335,43 @@ def test_a_program_run_as_key_shards_gives_kafkas_results(
     assert any(kafka["outputs"].values()), "the inputs produced no output at all: they test nothing"
     assert outputs == kafka["outputs"]
     assert sum(report["dropped"].values()) == kafka["dropped"], "dropped-records-total"
-    kinds = {d.name: d.store_type for d in store_definitions(store_builders(topology, 0)) if d.persistent}
-    assert sorted(kinds) == sorted(n for n, theirs in kafka["stores"].items() if "entries" in theirs)
-    for store_name, kind in kinds.items():
-        theirs = sorted(kafka["stores"][store_name]["entries"])
-        assert _bundle_entries(tmp_path, objects, store_name, kind) == theirs, store_name
+    definitions = [d for d in store_definitions(store_builders(topology, 0)) if d.persistent]
+    assert sorted(d.name for d in definitions) == sorted(n for n, t in kafka["stores"].items() if "entries" in t)
+    for definition in definitions:
+        theirs = sorted(kafka["stores"][definition.name]["entries"])
+        assert _bundle_entries(tmp_path, objects, definition) == theirs, definition.name
 
 
 def _utf8(text: str | None) -> bytes | None:
     return None if text is None else text.encode()
 
 
-def _bundle_entries(tmp_path: Path, objects: TaskObjects, name: str, kind: StoreType) -> list[list[str]]:
-    """The raw entries of key-value store ``name`` in the task's published store bundle (a split task's: shard 0's
-    stores with the other shards' last writes applied)."""
+def _bundle_entries(tmp_path: Path, objects: TaskObjects, definition: StoreDefinition) -> list[list[str]]:
+    """The raw entries of a store in the task's published store bundle (a split task's: shard 0's stores with the
+    other shards' last writes applied, a window store's expired segments settled). A window store's are those of
+    its segments from ``observedStreamTime - retention + 1`` on, as ``_store_entries`` reads a whole run's: a
+    windowed aggregate never deletes, so its latest window start put is still there to give ``observedStreamTime``."""
     target = tmp_path / "bundle"
     if not target.exists():
         with tarfile.open(tmp_path / "store" / objects.stores) as tar:
             tar.extractall(target, filter="data")
-    db = RocksDBKeyValueBytesStore(name, target / "rocksdb" / name, kind)
+    name, kind = definition.name, definition.store_type
+    if not kind.windowed:
+        return sorted(
+            [key.hex(), value.hex()] for key, value in _rocksdb_entries(name, target / "rocksdb" / name, kind)
+        )
+    entries = [e for segment in sorted((target / name).iterdir()) for e in _rocksdb_entries(name, segment, kind)]
+    starts = [store_encoding.parse_window_store_key(key).window_start for key, _ in entries]
+    assert definition.retention_ms is not None
+    live = max(starts, default=0) - definition.retention_ms + 1
+    return sorted(
+        [key.hex(), value.hex()] for (key, value), start in zip(entries, starts, strict=True) if start >= live
+    )
+
+
+def _rocksdb_entries(name: str, path: Path, kind: StoreType) -> list[tuple[bytes, bytes]]:
+    db = RocksDBKeyValueBytesStore(name, path, kind)
     try:
-        return sorted([key.hex(), value.hex()] for key, value in db.range(None, None))
+        return list(db.range(None, None))
     finally:
         db.close()
