@@ -261,7 +261,7 @@ KNOWN_FAILURES: dict[str, str] = {}
 
 #: Programs also run with ``--split 2`` (issue #29): every task of every sub-topology the executor splits runs as two
 #: key shards and a merge; the real app must resume from the merged stores, checkpoints and offsets as from a whole run.
-SPLIT = ("two_aggregates_one_repartition_optimized",)
+SPLIT = ("two_aggregates_one_repartition_optimized", "windowed_aggregate_materialized")
 
 
 def _cases() -> list[Any]:
