@@ -81,8 +81,33 @@ def string_aggregate() -> Any:
     return b.build()
 
 
+def string_window_count() -> Any:
+    """``groupByKey().windowedBy(60 s tumbling).count()`` with String serdes (the bench's ``window_count`` per
+    record): each shard is given the windowed processor's stream time over every key's records, and the merge
+    settles the window store's expired segments."""
+    from bench.workloads import GRACE_MS, WINDOW_MS, _topics
+    from streamproc.dsl import Consumed, Produced, StreamsBuilder, TimeWindows
+    from streamproc.engine.serdes import serde_for
+
+    source, sink = _topics()
+    text, long = serde_for("String"), serde_for("Long")
+    b = StreamsBuilder()
+    counts = (
+        b.stream(source, Consumed.with_(text, text))
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_and_grace(WINDOW_MS, GRACE_MS))
+        .count()
+    )
+    counts.to_stream().select_key(lambda windowed, count: windowed.key).to(sink, Produced.with_(text, long))
+    return b.build()
+
+
 #: The workloads ``--split auto`` splits (String serdes), besides the bench's DSL ones (Bytes: the columnar path's).
-STRING_WORKLOADS = {"string_count": string_count, "string_aggregate": string_aggregate}
+STRING_WORKLOADS = {
+    "string_count": string_count,
+    "string_aggregate": string_aggregate,
+    "string_window_count": string_window_count,
+}
 
 
 def _auto_splits(workload: str) -> bool:

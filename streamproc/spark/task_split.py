@@ -10,12 +10,13 @@ takes runs whole (it is faster whole than its shards and their merge), and so do
 its whole input. For now ``auto`` splits nothing (:data:`AUTO_SPLIT_PAYS`): measured end to end, such shards do not
 pay yet on two cores.
 
-What this executor splits (the first slice of #29): a sub-topology that ``split_decisions`` calls splittable with no
-task-wide values (stateless chains, grouped count/reduce/aggregate, table sources, materialized table filter and
-mapValues, table-table and stream-table and global-table joins), whose persistent stores are key-value stores that
-log every write to a changelog of their own (the merge rebuilds the task's store from shard 0's and the other
-shards' changelog records, ``spark/shard_merge.py``). Everything else runs unsplit, and the log says why, once per
-sub-topology.
+What this executor splits: a sub-topology that ``split_decisions`` calls splittable (stateless chains, grouped
+count/reduce/aggregate, table sources, materialized table filter and mapValues, table-table and stream-table and
+global-table joins, time-windowed aggregates) whose task-wide values it computes (:func:`_computed`: a windowed
+aggregate's stream time when nothing but one-to-one processors lies before it, ``engine/task_wide_times.py``; its
+window store's at the merge), and whose persistent stores are key-value or window stores that log every write to a
+changelog of their own (the merge rebuilds the task's store from shard 0's and the other shards' changelog records,
+``spark/shard_merge.py``). Everything else runs unsplit, and the log says why, once per sub-topology.
 
 A stage with split tasks runs in two waves on the same executors: first every unsplit task and every shard (each
 its own work item, so K shards of one task use K cores), then one merge per split task.
