@@ -343,7 +343,7 @@ def _merged_bundle(
                     if not rows.num_rows:
                         continue
                     if window is not None:
-                        window.segments.write_unchecked(window.segment_entries(_as_records(rows)))
+                        window.segments.write_unchecked(_window_entries(rows, window.store_type.timestamped))
                     else:
                         opened.restore_batch(_as_records(rows))
             if window is not None:
@@ -377,6 +377,18 @@ def _settle(
     order = np.argsort(np.concatenate(ranks), kind="stable") if ranks else np.zeros(0, np.int64)
     put_starts = np.concatenate(starts)[order] if starts else np.zeros(0, np.int64)
     opened.segments.settle(restored["segments"], int(restored["stream_time"]), put_starts)
+
+
+def _window_entries(rows: pa.Table, timestamped: bool) -> list[tuple[bytes, bytes | None, int]]:
+    """Changelog rows of a window store as its restore makes them entries (``WindowStore.segment_entries``, from the
+    columns): (store key, value, prefixed by the record's timestamp in a timestamped store, window start)."""
+    keys = rows.column("key").combine_chunks()
+    values = rows.column("value").combine_chunks()
+    if timestamped:
+        stamps = np.asarray(rows.column("timestamp").to_numpy(), dtype=">i8").tobytes()
+        prefixes = pa.FixedSizeBinaryArray.from_buffers(pa.binary(8), len(rows), [None, pa.py_buffer(stamps)])
+        values = pc.binary_join_element_wise(prefixes.cast(pa.binary()), values, b"")  # a null value stays null
+    return list(zip(keys.to_pylist(), values.to_pylist(), _window_starts(keys).tolist(), strict=True))
 
 
 def _window_starts(keys: pa.Array) -> np.ndarray:
