@@ -126,6 +126,23 @@ def start_failure(log_text: str) -> str:
     return last["msg"] if last["msg"] is not None else last.group(0)
 
 
+def prune_dangling(timeout_s: float = 300) -> None:
+    """Remove the engine's dangling images and build cache: each deployment test re-tags ``streamproc-*`` images
+    built from changed sources and leaves the old layers untagged, so the data root (kept between runs under the
+    cache, for the layers' reuse) grew by gigabytes a run. Tagged images and the cache they use stay. Best effort:
+    a prune that fails or outlasts ``timeout_s`` is logged, never raised (the tests' own result stands)."""
+    for command in (("image", "prune", "--force"), ("builder", "prune", "--force")):
+        try:
+            result = subprocess.run(  # noqa: S603
+                [docker_cli(), *command], capture_output=True, text=True, check=False, timeout=timeout_s
+            )
+        except (subprocess.TimeoutExpired, OSError) as exc:
+            log.warning("docker %s did not finish: %s", " ".join(command), exc)
+            continue
+        lines = (result.stdout or result.stderr).strip().splitlines()
+        log.info("docker %s: %s", " ".join(command), lines[-1] if lines else f"exit {result.returncode}")
+
+
 def stop(workdir: Path) -> bool:
     """Stop the dockerd started from ``workdir`` (by its PID); False when we started none."""
     return service_process.stop_recorded(workdir, name=NAME)

@@ -79,6 +79,7 @@ def engine() -> Iterator[None]:
                 Deployment(project, Path(os.devnull)).remove_leftovers()
         finally:
             if started is not None:
+                docker_engine.prune_dangling()  # the engine's data root is kept between runs: not its dead layers
                 docker_engine.stop(workdir)
 
 
