@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, cast
 from streamproc.engine.bulk_replay import inlines_source_forward
 from streamproc.engine.dropped_records import DroppedRecord
 from streamproc.engine.partitioner import partition_for_key
+from streamproc.engine.task_wide_times import advance
 
 if TYPE_CHECKING:
     from streamproc.engine.processor_topology import SourceNode
@@ -199,7 +200,7 @@ class ShardGate:
         shard_key: ShardKey | None,
         positions: Sequence[int] | None = None,
         stream_times: TaskStreamTimes | None = None,
-        keyed_times: Sequence[int] | None = None,
+        keyed_times: tuple[Sequence[int], Sequence[int]] | None = None,
     ) -> None:
         """Gate every source node of ``task`` and observe its drop sensor (before the task starts); ``shard_key``:
         the bytes a key's shard is chosen from (``None``: round-robin, for a sub-topology without stores).
@@ -209,7 +210,8 @@ class ShardGate:
         compiled loop run as in the unsplit task), only the events are stamped, each at its record's position.
 
         ``stream_times``: the processors that read a task-wide stream time (``engine/task_wide_times.py``); with
-        ``positions``, ``keyed_times`` gives it per owned record, else the gate keeps it from every record."""
+        ``positions``, ``keyed_times`` gives it per owned record (with it, and before it), else the gate keeps it
+        from every record."""
         self._task = task
         self._shard_key = shard_key
         task.dropped.observer = self._observe_drop
@@ -218,7 +220,7 @@ class ShardGate:
             self.stamp_now = _owned_tags(task, positions, self.position)
             if stream_times is not None:
                 assert keyed_times is not None, "a shard reading only its records is given their stream times"
-                stream_times.at_positions(task, keyed_times)
+                stream_times.at_positions(task, *keyed_times)
             return
         cells = {} if stream_times is None else stream_times.track()
         if not cells:
@@ -237,10 +239,11 @@ class ShardGate:
         return True
 
     def _gated(
-        self, task: StreamTask, source: SourceNode, stream_time: list[int] | None = None
+        self, task: StreamTask, source: SourceNode, stream_times: list[list[int]] | None = None
     ) -> Callable[[Record[Any, Any]], None]:
-        """``source.process`` for the records this shard owns; the others return at once. ``stream_time``: the
-        source's running maximum of keyed timestamps (``TaskStreamTimes.track``), advanced by every record.
+        """``source.process`` for the records this shard owns; the others return at once. ``stream_times``: the
+        cells of the processors the source feeds whose stream time is task-wide (``TaskStreamTimes.track``),
+        advanced by every keyed record.
 
         An owned record goes on exactly as in the unsplit task: where the compiled bulk loop would hand it to the
         source's children itself (``bulk_replay.inlines_source_forward``, known once the task runs, for the heads
@@ -252,8 +255,8 @@ class ShardGate:
         inline: list[bool] = []
 
         def gated(record: Record[Any, Any]) -> None:
-            if stream_time is not None and record.key is not None and record.timestamp > stream_time[0]:
-                stream_time[0] = record.timestamp
+            if stream_times is not None and record.key is not None:
+                advance(stream_times, record.timestamp)
             position = self._in_task(task.records_processed + len(task.skip_steps))
             if self.owner(record.key, position) != index:
                 return

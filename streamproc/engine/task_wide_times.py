@@ -61,31 +61,73 @@ class TaskStreamTimes:
         sources = {name: tuple(s.name for s in graph.sources if _reaches(s, name)) for name in processors}
         return cls(processors, sources)
 
-    def track(self) -> dict[str, list[int]]:
-        """Install hooks that read one running maximum per source; returns the cells (source node name → a one-item
-        list), which the gate advances with every keyed record of that source."""
-        cells = {source: [NO_TIMESTAMP] for sources in self.sources.values() for source in sources}
+    def track(self) -> dict[str, list[list[int]]]:
+        """Install hooks that read one cell per processor, ``[with the record, before it]``; returns each source's
+        cells (source node name → the cells of the processors it feeds), which the gate advances with every keyed
+        record of that source (:func:`advance`)."""
+        cells = {name: [NO_TIMESTAMP, NO_TIMESTAMP] for name in self.processors}
         for name, processor in self.processors.items():
-            processor.task_stream_time = _max_of([cells[s] for s in self.sources[name]])
-        return cells
+            _install(processor, _reader(cells[name], 0), _reader(cells[name], 1))
+        fed: dict[str, list[list[int]]] = {}
+        for name, sources in self.sources.items():
+            for source in sources:
+                fed.setdefault(source, []).append(cells[name])
+        return fed
 
-    def at_positions(self, task: StreamTask, times: Sequence[int]) -> None:
-        """Install hooks that read ``times``: per record the shard processes, in its order, the task-wide value
-        (a shard of one source: every processor reads that source's running maximum)."""
-        at = list(times)
+    def at_positions(self, task: StreamTask, times: Sequence[int], before: Sequence[int]) -> None:
+        """Install hooks that read ``times`` and ``before``: per record the shard processes, in its order, the
+        task-wide value with that record and before it (a shard of one source: every processor reads that source's
+        running maximum)."""
+        with_record, before_record = list(times), list(before)
 
         def value() -> int:
-            return at[task.records_processed]
+            return with_record[task.records_processed]
+
+        def previous() -> int:
+            return before_record[task.records_processed]
 
         for processor in self.processors.values():
-            processor.task_stream_time = value
+            _install(processor, value, previous)
+
+    def watch_handled(self, graph: ProcessorTopology) -> list[str]:
+        """Watch the nodes of the processors whose store's stream time is derived from theirs (a session
+        aggregate's): a processing exception handled there (the handler said continue) may have stopped the put of
+        the record that advanced the stream time, after which the store's stream time is no longer the processor's.
+        Returns the list the watched nodes append their name to; the shard then says its task must run unsplit."""
+        handled: list[str] = []
+        for node in graph.nodes:
+            if node.name in self.processors and hasattr(node.processor, "task_stream_time_before"):
+                node._handle = _watched(node, handled)  # type: ignore[method-assign]
+        return handled
 
 
-def _max_of(cells: Sequence[list[int]]) -> Callable[[], int]:
-    if len(cells) == 1:
-        (cell,) = cells
-        return lambda: cell[0]
-    return lambda: max(cell[0] for cell in cells)
+def advance(cells: Sequence[list[int]], timestamp: int) -> None:
+    """A keyed record of a source reached the gate: each processor it feeds has its time before it, then with it."""
+    for cell in cells:
+        now = cell[0]
+        cell[1] = now
+        if timestamp > now:
+            cell[0] = timestamp
+
+
+def _install(processor: Any, value: Callable[[], int], previous: Callable[[], int]) -> None:
+    processor.task_stream_time = value
+    if hasattr(processor, "task_stream_time_before"):
+        processor.task_stream_time_before = previous
+
+
+def _reader(cell: list[int], index: int) -> Callable[[], int]:
+    return lambda: cell[index]
+
+
+def _watched(node: ProcessorNode, handled: list[str]) -> Callable[..., None]:
+    handle = node._handle
+
+    def watched(*args: Any, **kwargs: Any) -> None:
+        handled.append(node.name)
+        handle(*args, **kwargs)
+
+    return watched
 
 
 def _reaches(source: SourceNode, name: str) -> bool:
@@ -101,8 +143,12 @@ def _reaches(source: SourceNode, name: str) -> bool:
     return False
 
 
-def keyed_running_max(timestamps: Any, keyed: Any) -> Any:
-    """Per row (numpy arrays in the task's order): the largest timestamp of a keyed row up to and with it."""
+def keyed_running_max(timestamps: Any, keyed: Any) -> tuple[Any, Any]:
+    """Per row (numpy arrays in the task's order): the largest timestamp of a keyed row up to and with it, and up to
+    it (before it)."""
     import numpy as np
 
-    return np.maximum.accumulate(np.where(keyed, timestamps, NO_TIMESTAMP)) if len(timestamps) else timestamps
+    if not len(timestamps):
+        return timestamps, timestamps
+    with_row = np.maximum.accumulate(np.where(keyed, timestamps, NO_TIMESTAMP))
+    return with_row, np.concatenate(([NO_TIMESTAMP], with_row[:-1]))

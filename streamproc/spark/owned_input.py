@@ -83,6 +83,8 @@ class OwnedInput:
     #: Per owned row, in order: the largest timestamp of a row with a non-null key up to and with it in the whole
     #: input (what the task's windowed processors' stream time is there, ``engine/task_wide_times.py``).
     keyed_times: list[int] = dataclasses.field(default_factory=list)
+    #: The same up to the row, without it.
+    keyed_before: list[int] = dataclasses.field(default_factory=list)
 
     def records(self, store: ObjectStore, staged: StagedRange, upstream: Iterator[Any], *, task: str) -> Iterator[Any]:
         """The owned records, in order: staged ones built only for owned rows, then the owned upstream ones
@@ -212,9 +214,11 @@ def owned_input(
     mask = np.concatenate(owned) if owned else np.zeros(0, dtype=bool)
     chosen_rows = np.flatnonzero(mask)
     keyed_times: list[int] = []
+    keyed_before: list[int] = []
     if stream_times and owned:
-        keyed_times = keyed_running_max(np.concatenate(times), np.concatenate(keyed))[chosen_rows].tolist()
-    return OwnedInput(mask, chosen_rows, staged_rows, last_offset, max_timestamp, keyed_times)
+        with_row, before_row = keyed_running_max(np.concatenate(times), np.concatenate(keyed))
+        keyed_times, keyed_before = with_row[chosen_rows].tolist(), before_row[chosen_rows].tolist()
+    return OwnedInput(mask, chosen_rows, staged_rows, last_offset, max_timestamp, keyed_times, keyed_before)
 
 
 class _DeserializedOwners:

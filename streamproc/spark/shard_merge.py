@@ -73,7 +73,7 @@ from streamproc.state import bundle_archive
 from streamproc.state.changelog_reduction import last_write_per_key
 from streamproc.state.processor_state_manager import open_store
 from streamproc.state.store_builders import store_definitions
-from streamproc.state.stores import StoreContext, WindowStore
+from streamproc.state.stores import SessionStore, StoreContext, WindowStore
 from streamproc.storage.object_store import ObjectStore, load_store
 from streamproc.storage.segments import serialized_sizes
 
@@ -110,6 +110,9 @@ def merge_shards(work: Any, count: int, *, attempt: int = 0) -> dict[str, Any]:
                 task_id=work.task_id,
             )
         reports.append(json.loads(store.get(shard.report)))
+    unsure = next((r["unsure_stream_times"] for r in reports if "unsure_stream_times" in r), None)
+    if unsure is not None:
+        return _run_unsplit(work, store, task_id, unsure, attempt)
     work_dir = Path(tempfile.mkdtemp(prefix=f"streamproc-merge-{task_id}-", dir=work.local_dir))
     try:
         written: dict[str, int] = {}
@@ -153,6 +156,18 @@ def merge_shards(work: Any, count: int, *, attempt: int = 0) -> dict[str, Any]:
         sum(report["outputs"].values()),
     )
     return {**report, "skipped": False}
+
+
+def _run_unsplit(work: Any, store: ObjectStore, task_id: TaskId, why: str, attempt: int) -> dict[str, Any]:
+    """The task run whole instead of merged, when a shard could not be sure its task-wide times were the task's;
+    then the shards' objects are deleted, as after a merge."""
+    from streamproc.spark.task_runner import run_task
+
+    logger.info("task [%s] runs unsplit after its key shards: %s", task_id, why)
+    report = run_task(work, attempt=attempt)
+    for name in store.list(shards_prefix(work.plan_id, task_id)):
+        store.delete(name)
+    return report
 
 
 def _split(name: str) -> tuple[str, int]:
@@ -331,7 +346,7 @@ def _merged_bundle(
     definitions = {d.name: d for d in store_definitions(store_builders(topology, work.subtopology)) if d.persistent}
     for name, definition in sorted(definitions.items()):
         opened = open_store(definition, StoreContext(), where, task=work.task_id)
-        window = opened if isinstance(opened, WindowStore) else None
+        window = opened if isinstance(opened, WindowStore | SessionStore) else None
         try:
             for piece, ranks in others:
                 start = 0
@@ -343,7 +358,7 @@ def _merged_bundle(
                     if not rows.num_rows:
                         continue
                     if window is not None:
-                        window.segments.write_unchecked(_window_entries(rows, window.store_type.timestamped))
+                        window.segments.write_unchecked(_segment_entries(rows, window))
                     else:
                         opened.restore_batch(_as_records(rows))
             if window is not None:
@@ -355,46 +370,56 @@ def _merged_bundle(
 
 
 def _settle(
-    opened: WindowStore[Any, Any],
+    opened: WindowStore[Any, Any] | SessionStore[Any, Any],
     name: str,
     ranked: Sequence[tuple[_Piece, np.ndarray]],
     restored: dict[str, Any] | None,
 ) -> None:
-    """Destroy the segments of the merged window store ``opened`` that the unsplit task would have destroyed: each
-    of its puts logged one changelog record, whose key holds the window start the put was segmented by, so the
-    task's puts are every shard's changelog records of the store in rank order (``SegmentedBytesStore.settle``)."""
+    """Destroy the segments of the merged window or session store ``opened`` that the unsplit task would have
+    destroyed: each of its puts logged one changelog record, whose key holds the time the put was segmented by (a
+    window's start, a session's end), so the task's puts are every shard's changelog records of the store in rank
+    order (``SegmentedBytesStore.settle``). A session store's removals log a tombstone but create no segment (they
+    end no later than the stream time, so they do not move it either): only its records with a value count."""
     if restored is None:
         raise ProcessingError(f"store {name}: shard 0's report does not say which segments its restore left")
+    session = isinstance(opened, SessionStore)
     starts, ranks = [], []
     for piece, piece_ranks in ranked:
-        rows = piece.read(["store", "key"])
-        mine = pc.equal(rows.column("store"), name).to_numpy(zero_copy_only=False)
-        if not mine.any():
+        rows = piece.read(["store", "key", "value"])
+        mine = pc.equal(rows.column("store"), name)
+        if session:
+            mine = pc.and_(mine, pc.is_valid(rows.column("value")))
+        chosen = mine.to_numpy(zero_copy_only=False)
+        if not chosen.any():
             continue
-        keys = rows.column("key").filter(pa.array(mine)).combine_chunks()
-        starts.append(_window_starts(keys))
-        ranks.append(piece_ranks[mine])
+        keys = rows.column("key").filter(pa.array(chosen)).combine_chunks()
+        starts.append(_segment_times(keys, session))
+        ranks.append(piece_ranks[chosen])
     order = np.argsort(np.concatenate(ranks), kind="stable") if ranks else np.zeros(0, np.int64)
-    put_starts = np.concatenate(starts)[order] if starts else np.zeros(0, np.int64)
-    opened.segments.settle(restored["segments"], int(restored["stream_time"]), put_starts)
+    put_times = np.concatenate(starts)[order] if starts else np.zeros(0, np.int64)
+    opened.segments.settle(restored["segments"], int(restored["stream_time"]), put_times)
 
 
-def _window_entries(rows: pa.Table, timestamped: bool) -> list[tuple[bytes, bytes | None, int]]:
-    """Changelog rows of a window store as its restore makes them entries (``WindowStore.segment_entries``, from the
-    columns): (store key, value, prefixed by the record's timestamp in a timestamped store, window start)."""
+def _segment_entries(
+    rows: pa.Table, store: WindowStore[Any, Any] | SessionStore[Any, Any]
+) -> list[tuple[bytes, bytes | None, int]]:
+    """Changelog rows of a window or session store as its restore makes them entries (``restore_batch``, from the
+    columns): (store key, value, prefixed by the record's timestamp in a timestamped store, the segment time)."""
     keys = rows.column("key").combine_chunks()
     values = rows.column("value").combine_chunks()
-    if timestamped:
+    if store.store_type.timestamped:
         stamps = np.asarray(rows.column("timestamp").to_numpy(), dtype=">i8").tobytes()
         prefixes = pa.FixedSizeBinaryArray.from_buffers(pa.binary(8), len(rows), [None, pa.py_buffer(stamps)])
         values = pc.binary_join_element_wise(prefixes.cast(pa.binary()), values, b"")  # a null value stays null
-    return list(zip(keys.to_pylist(), values.to_pylist(), _window_starts(keys).tolist(), strict=True))
+    times = _segment_times(keys, isinstance(store, SessionStore))
+    return list(zip(keys.to_pylist(), values.to_pylist(), times.tolist(), strict=True))
 
 
-def _window_starts(keys: pa.Array) -> np.ndarray:
-    """The window start of each window store key (``key ‖ start ‖ seqnum``: the 8 bytes before the last 4)."""
-    starts = pc.binary_slice(keys, -12, -4).cast(pa.binary(8))
-    return np.frombuffer(starts.buffers()[1], dtype=">i8", count=len(starts), offset=starts.offset * 8).astype(np.int64)
+def _segment_times(keys: pa.Array, session: bool) -> np.ndarray:
+    """The time each key is segmented by: a window store key's start (``key ‖ start ‖ seqnum``: the 8 bytes before
+    the last 4), a session store key's end (``key ‖ end ‖ start``: the 8 bytes before the last 8)."""
+    times = (pc.binary_slice(keys, -16, -8) if session else pc.binary_slice(keys, -12, -4)).cast(pa.binary(8))
+    return np.frombuffer(times.buffers()[1], dtype=">i8", count=len(times), offset=times.offset * 8).astype(np.int64)
 
 
 def _as_records(rows: pa.Table) -> list[RawRecord]:
@@ -424,7 +449,8 @@ def _task_report(
             total.update(report[section])
         return dict(sorted((k, v) for k, v in total.items() if v))
 
-    report = {key: value for key, value in first.items() if key not in ("shard", "skipped", "restored_segments")}
+    shard_only = ("shard", "skipped", "restored_segments", "unsure_stream_times")
+    report = {key: value for key, value in first.items() if key not in shard_only}
     report.update(
         attempt=attempt,
         dropped=summed("dropped"),

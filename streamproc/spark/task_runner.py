@@ -247,6 +247,7 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                 for r in work.restores
             }
             restored_segments = {} if gate is None else keep_restored_segments(state.stores)
+            handled_at: list[str] = []  # where a shard's task-wide store times may no longer hold (task_wide_times)
             collector = (
                 TaskOutputCollector(work.partition_counts, work_dir / "outputs", task_id)
                 if gate is None
@@ -299,9 +300,13 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                         work, store, staged_inputs, graph, config, state.stores, definitions, gate, stream_times
                     )
                     positions, keyed = (
-                        (None, None) if isinstance(own, str) else (own.positions.tolist(), own.keyed_times)
+                        (None, None)
+                        if isinstance(own, str)
+                        else (own.positions.tolist(), (own.keyed_times, own.keyed_before))
                     )
                     gate.install(task, shard_key(state.stores, definitions), positions, stream_times, keyed)
+                    if stream_times is not None:
+                        handled_at = stream_times.watch_handled(graph)
                 inputs = tuple(
                     PartitionInput(
                         TopicPartition(r.topic, r.partition),
@@ -413,6 +418,11 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
         if work.shard is not None:
             report["shard"] = str(work.shard)
             report["restored_segments"] = restored_segments
+            if handled_at:
+                report["unsure_stream_times"] = (
+                    f"a processing exception was handled at {handled_at[0]}, whose store's stream time the shards "
+                    "derive from the processor's: the record that failed may have advanced one and not the other"
+                )
         check_report(report)
         store.put(objects.report, report_bytes(report))
         logger.info(

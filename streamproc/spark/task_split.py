@@ -60,13 +60,14 @@ AUTO_SPLIT_PAYS = False
 #: The application id the driver builds a sub-topology's graph with to look at its source and stores (only changelog
 #: names depend on it, and nothing here reads them).
 _LOOKING = "streamproc-split-auto"
-#: The store kinds the merge rebuilds from changelog records (a window store's expired segments are settled with
-#: the task's stream time; a session store's fetches need it at every record, not computed yet).
+#: The store kinds the merge rebuilds from changelog records (a window or session store's expired segments are
+#: settled with the task's stream time, ``SegmentedBytesStore.settle``).
 _MERGED_STORE_TYPES = (
     StoreType.KEY_VALUE,
     StoreType.TIMESTAMPED_KEY_VALUE,
     StoreType.WINDOW,
     StoreType.TIMESTAMPED_WINDOW,
+    StoreType.SESSION,
 )
 
 
@@ -107,15 +108,18 @@ def _computed(topology: Topology, value: TaskWideValue) -> bool:
     """Whether the executor gives a shard ``value``: a windowed processor's own stream time when the sources'
     keyed records are its records (``engine/task_wide_times.py``), and a window store's stream time at the merge
     (``SegmentedBytesStore.settle``; ``_store_refusal`` checks the store)."""
-    if value.kind is TaskWideKind.STORE_STREAM_TIME:
-        return not value.per_record
-    if value.kind is not TaskWideKind.PROCESSOR_STREAM_TIME or value.prefix:
+    if value.kind is TaskWideKind.STORE_STREAM_TIME and not value.per_record:
+        return True
+    if value.kind not in (TaskWideKind.PROCESSOR_STREAM_TIME, TaskWideKind.STORE_STREAM_TIME) or value.prefix:
         return False
     spec = topology.node(value.processor)
     try:
-        return takes_task_stream_time(spec.supplier())  # type: ignore[union-attr]
+        processor = spec.supplier()  # type: ignore[union-attr]
     except Exception:  # noqa: BLE001 - a supplier that fails here declares nothing
         return False
+    if value.kind is TaskWideKind.STORE_STREAM_TIME:  # at every record: derived from the processor's (a session's)
+        return takes_task_stream_time(processor) and hasattr(processor, "task_stream_time_before")
+    return takes_task_stream_time(processor)
 
 
 def task_wide_stream_times(topology: Topology, subtopology: int) -> tuple[str, ...]:
@@ -131,7 +135,8 @@ def _store_refusal(topology: Topology, subtopology: int, reused: Mapping[str, st
     for definition in store_definitions(store_builders(topology, subtopology)):
         why = None
         if definition.store_type not in _MERGED_STORE_TYPES:
-            why = f"is a {definition.store_type.value} store; the merge rebuilds key-value and window stores only"
+            kind = definition.store_type.value
+            why = f"is a {kind} store; the merge rebuilds key-value, window and session stores only"
         elif definition.store_type.windowed and definition.retain_duplicates:
             why = "keeps duplicates, whose sequence numbers count every key's writes, so a shard's are not the task's"
         elif definition.persistent and definition.name in reused:

@@ -10,6 +10,7 @@ skipped as late.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from streamproc.dsl.internals.change import Change
@@ -40,6 +41,11 @@ class KStreamSessionWindowAggregateProcessor(ContextualProcessor):
         self.merger = supplier.merger
         self.send_old_values = supplier.send_old_values
         self.observed_stream_time = NO_TIMESTAMP
+        #: In a key shard of a split task (issue #29, ``engine/task_wide_times.py``): this processor's stream time
+        #: in the unsplit task with the record being processed, and before it (what the store's is then: see
+        #: :meth:`key_locality`); the shard sees only its keys' records.
+        self.task_stream_time: Callable[[], int] | None = None
+        self.task_stream_time_before: Callable[[], int] | None = None
         self.store: SessionStore[Any, Any]
 
     def init(self, context: ProcessorContext) -> None:
@@ -52,10 +58,11 @@ class KStreamSessionWindowAggregateProcessor(ContextualProcessor):
         """Key-local: a merge reads and removes other sessions of the *same* key only (``find_sessions(key, ...)``).
         Two task-wide times decide what it does: this processor's ``observedStreamTime`` (late records), and the
         session store's, which bounds ``find_sessions`` at ``its stream time - retention + 1`` (a session of this
-        key that ended just before that bound is not merged). The store's equals ``max(restored, this
-        processor's)``: the record that advances stream time is never late, so it puts a session ending at its
-        timestamp, and no put ends later (a handled exception in the aggregator or merger of that record would break
-        this; the executor must check, docs/split.md)."""
+        key that ended just before that bound is not merged). Before a record, the store's equals ``max(restored,
+        this processor's before the record)``: the record that advances stream time is never late, so it puts a
+        session ending at its timestamp, and no put ends later. A handled exception in the initializer, merger or
+        aggregator of that record would break this: a split task whose shard handled one here runs unsplit
+        (``TaskStreamTimes.watch_handled``)."""
         return KeyLocality.stateful(
             OBSERVED_STREAM_TIME,
             StreamTimeNeed(
@@ -71,7 +78,16 @@ class KStreamSessionWindowAggregateProcessor(ContextualProcessor):
             return
         timestamp = record.timestamp
         gap = self.windows.inactivity_gap_ms
-        self.observed_stream_time = max(self.observed_stream_time, timestamp)
+        task_time = self.task_stream_time
+        if task_time is None:
+            self.observed_stream_time = max(self.observed_stream_time, timestamp)
+        else:  # a key shard: the unsplit task's times; its store's before this record is max(restored, processor's)
+            self.observed_stream_time = task_time()
+            assert self.task_stream_time_before is not None
+            before = self.task_stream_time_before()
+            segments = self.store.segments
+            if before > segments.observed_stream_time:
+                segments.observed_stream_time = before
         close_time = self.observed_stream_time - self.windows.grace_period_ms() - gap
         new_window = TimeWindow(timestamp, timestamp)
         merged_window = new_window

@@ -348,25 +348,27 @@ def _utf8(text: str | None) -> bytes | None:
 
 def _bundle_entries(tmp_path: Path, objects: TaskObjects, definition: StoreDefinition) -> list[list[str]]:
     """The raw entries of a store in the task's published store bundle (a split task's: shard 0's stores with the
-    other shards' last writes applied, a window store's expired segments settled). A window store's are those of
-    its segments from ``observedStreamTime - retention + 1`` on, as ``_store_entries`` reads a whole run's: a
-    windowed aggregate never deletes, so its latest window start put is still there to give ``observedStreamTime``."""
+    other shards' last writes applied, a window or session store's expired segments settled). A segmented store's
+    are those of its segments from ``observedStreamTime - retention + 1`` on, as ``_store_entries`` reads a whole
+    run's: the latest time a windowed or session aggregate segmented a put by is still there (a window is never
+    deleted; a session only when merged into one that ends no earlier) to give ``observedStreamTime``."""
     target = tmp_path / "bundle"
     if not target.exists():
         with tarfile.open(tmp_path / "store" / objects.stores) as tar:
             tar.extractall(target, filter="data")
     name, kind = definition.name, definition.store_type
-    if not kind.windowed:
+    if not kind.segmented:
         return sorted(
             [key.hex(), value.hex()] for key, value in _rocksdb_entries(name, target / "rocksdb" / name, kind)
         )
     entries = [e for segment in sorted((target / name).iterdir()) for e in _rocksdb_entries(name, segment, kind)]
-    starts = [store_encoding.parse_window_store_key(key).window_start for key, _ in entries]
+    if kind is StoreType.SESSION:
+        times = [store_encoding.parse_session_store_key(key).session_end for key, _ in entries]
+    else:
+        times = [store_encoding.parse_window_store_key(key).window_start for key, _ in entries]
     assert definition.retention_ms is not None
-    live = max(starts, default=0) - definition.retention_ms + 1
-    return sorted(
-        [key.hex(), value.hex()] for (key, value), start in zip(entries, starts, strict=True) if start >= live
-    )
+    live = max(times, default=0) - definition.retention_ms + 1
+    return sorted([key.hex(), value.hex()] for (key, value), time in zip(entries, times, strict=True) if time >= live)
 
 
 def _rocksdb_entries(name: str, path: Path, kind: StoreType) -> list[tuple[bytes, bytes]]:

@@ -18,6 +18,7 @@ NAMES = {
     "bytes_count": "bytes-count",
     "bytes_window_sum": "bytes-window-sum",
     "bytes_window_count": "bytes-window-count",
+    "session_aggregate": "session-aggregate",
 }
 
 
@@ -27,6 +28,10 @@ def two_aggregates_one_repartition_optimized() -> Topology:
 
 def windowed_aggregate_materialized() -> Topology:
     return PROGRAMS[NAMES["windowed_aggregate_materialized"]]()
+
+
+def session_aggregate() -> Topology:
+    return PROGRAMS[NAMES["session_aggregate"]]()
 
 
 def stream_stream_outer_join_named() -> Topology:

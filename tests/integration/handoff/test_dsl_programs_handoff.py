@@ -61,6 +61,7 @@ DATA: dict[str, dict[str, tuple[list[str], list[str]]]] = {
     "bytes_count": {"in": (KEYS, ["apple", "pear"])},
     "bytes_window_sum": {"in": (KEYS, ["apple", "banana", "cherry", "fig"])},
     "bytes_window_count": {"in": (KEYS, ["apple", "pear"])},
+    "session_aggregate": {"in": (KEYS, list("abc"))},
 }
 
 #: Programs whose values are the listed words as they are (no ``<part>.<i>`` suffix): a re-key by the value gives
@@ -261,7 +262,7 @@ KNOWN_FAILURES: dict[str, str] = {}
 
 #: Programs also run with ``--split 2`` (issue #29): every task of every sub-topology the executor splits runs as two
 #: key shards and a merge; the real app must resume from the merged stores, checkpoints and offsets as from a whole run.
-SPLIT = ("two_aggregates_one_repartition_optimized", "windowed_aggregate_materialized")
+SPLIT = ("two_aggregates_one_repartition_optimized", "windowed_aggregate_materialized", "session_aggregate")
 
 
 def _cases() -> list[Any]:

@@ -81,8 +81,37 @@ def folded_keys_count() -> Topology:
     return b.build()
 
 
+def short_sessions(concat: bool) -> Topology:
+    """Session windows of a 1 s gap with 500 ms grace: the generated timestamps make many sessions per key, merges,
+    and records late by less than the store's retention past its fetch bound (the store's stream time decides which
+    sessions a merge finds). ``concat``: an aggregator that fails on a null value (under the continuing handlers, a
+    record that advanced the stream time may then put nothing); else a count."""
+    from streamproc.dsl import Consumed, Materialized, Produced, SessionWindows, StreamsBuilder
+    from streamproc.engine.serdes import serde_for
+
+    text = serde_for("String")
+    b = StreamsBuilder()
+    grouped = b.stream("in", Consumed.with_(text, text)).group_by_key()
+    sessions = grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(1_000, 500))
+    table = (
+        sessions.aggregate(
+            lambda: "", lambda k, v, agg: agg + v, lambda k, a, b: a + b, materialized=Materialized.with_(text, text)
+        )
+        if concat
+        else sessions.count()
+    )
+    produced = Produced.with_(text, text if concat else serde_for("Long"))
+    table.to_stream().select_key(lambda windowed, value: windowed.key).to("out", produced)
+    return b.build()
+
+
 #: The side-by-side programs and this module's own.
-_PROGRAMS = {**PROGRAMS, "folded-keys-count": folded_keys_count}
+_PROGRAMS = {
+    **PROGRAMS,
+    "folded-keys-count": folded_keys_count,
+    "short-sessions-count": lambda: short_sessions(False),
+    "short-sessions-concat": lambda: short_sessions(True),
+}
 
 
 def program() -> Topology | tuple[Topology, TaskConfig]:
@@ -119,7 +148,7 @@ def _records(draw: st.DrawFn) -> list[tuple[str | None, str | None, int]]:
     rows = []
     now = 1_000_000
     for _ in range(draw(st.integers(0, 40))):
-        move = draw(st.sampled_from([0, 1, 250, 1_000, 90_000, -300, -600_000, None]))
+        move = draw(st.sampled_from([0, 1, 250, 1_000, 90_000, -300, -1_200, -600_000, None]))
         if move is None:  # negative: dropped at the poll when the handlers continue, else the task fails
             timestamp = -1
         elif move >= 0:
@@ -275,6 +304,8 @@ def test_a_split_task_publishes_what_the_unsplit_task_publishes(
         event("the task failed" if whole is None else "compared" if whole["outputs"] else "compared, no outputs")
         if whole is None or split is None:
             return
+        if "shards" not in split:  # a shard was unsure of its task-wide times (shard_merge._run_unsplit)
+            event("ran whole after its shards")
         columnar = whole["execution"] == "columnar"
         assert _comparable(split, columnar) == _comparable(whole, columnar)
         assert _published(root, split_work.plan_id, task, columnar) == _published(root, work.plan_id, task, columnar)
@@ -299,6 +330,41 @@ def _restores(store: LocalObjectStore, root: Path, work: TaskWork, definitions: 
         end = _stage(store, topic, records, 0)
         restores.append(RestoreRange(definition.name, topic, 0, 0, end))
     return tuple(restores)
+
+
+#: Sessions of a 1 s gap and 500 ms grace (store retention 1.5 s). Keys ``a`` and ``b`` fall in shards 1 and 2 of 3.
+#: ``a``'s late record at 3.8 s merges with its session at 3 s only if the store's stream time is below 4.5 s: the
+#: unsplit task's store has seen ``b``'s records, ``a``'s shard has not.
+_LATE_MERGE = [("a", "x", 3_000), ("b", "x", 4_000), ("b", "x", 5_000), ("a", "x", 3_800)]
+
+
+@pytest.mark.parametrize(
+    ("name", "handlers", "rows"),
+    [
+        # the store's stream time at the late record is 5 s (b's puts): a's session at 3 s is past the fetch bound
+        ("short-sessions-count", False, _LATE_MERGE),
+        # b's record at 5 s advances the stream time but fails in the aggregator (a null value) and puts nothing:
+        # the store's stream time stays 4 s and a's session at 3 s is found; a shard cannot know, so the task runs
+        # whole after its shards
+        ("short-sessions-concat", True, [*_LATE_MERGE[:2], ("b", None, 5_000), _LATE_MERGE[3]]),
+    ],
+    ids=["store-time-from-other-keys", "advancing-record-failed"],
+)
+def test_a_split_session_aggregate_finds_the_sessions_the_unsplit_task_finds(
+    tmp_path: Path, name: str, handlers: bool, rows: list[tuple[str, str | None, int]]
+) -> None:
+    """Which sessions a merge finds depends on the session store's stream time, which other keys' records advance
+    (``KStreamSessionWindowAggregateProcessor.task_stream_time_before``)."""
+    _CURRENT[:] = [name, handlers]
+    root = tmp_path / "store"
+    store = LocalObjectStore(root)
+    records = [ConsumerRecord.raw("in", 0, i, ts, _encode(k), _encode(v)) for i, (k, v, ts) in enumerate(rows)]
+    inputs = (InputRange("in", 0, 0, _stage(store, "in", records, 0), -1),)
+    whole = run_task(_work(root, "000000000000000a", 0, inputs, (), {"out": SINK_PARTITIONS}))
+    split = _run_split(_work(root, "000000000000000b", 0, inputs, (), {"out": SINK_PARTITIONS}), 3)
+    assert ("shards" in split) is (not handlers)
+    assert _comparable(split, False) == _comparable(whole, False)
+    assert _published(root, "000000000000000b", "0_0", False) == _published(root, "000000000000000a", "0_0", False)
 
 
 #: Programs the columnar count takes whole (``spark/columnar/count.py``): a count, user aggregates
