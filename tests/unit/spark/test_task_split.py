@@ -115,8 +115,8 @@ def test_auto_splits_where_each_shard_reads_only_its_own_records_per_record() ->
     assert auto_refusals(PROGRAMS["windowed-aggregate-materialized"](), config) == {0: None}
     assert "the columnar path may take its tasks" in why(PROGRAMS["bytes-window-count"]())
     # what split_refusals refuses stays refused, with its own reason
-    [session] = auto_refusals(PROGRAMS["session-aggregate"](), config).values()
-    assert session is not None and "task-wide values" in session
+    [joins] = auto_refusals(PROGRAMS["named-sources-and-joins"](), config).values()
+    assert joins is not None and "task-wide values" in joins
 
 
 def _work(task: str, subtopology: int, records: int) -> TaskWork:
@@ -158,8 +158,11 @@ def test_what_the_first_slice_splits_and_why_not() -> None:
     # a time-windowed aggregate right after its source: its stream time is computed before the split, its store's
     # expired segments at the merge
     assert split_refusals(PROGRAMS["windowed-aggregate-materialized"]()) == {0: None}
-    [session] = split_refusals(PROGRAMS["session-aggregate"]()).values()
-    assert session is not None and "task-wide values" in session and "processor stream time" in session
+    # a session aggregate: its processor's and its store's stream times given per record (task_wide_times)
+    assert split_refusals(PROGRAMS["session-aggregate"]()) == {0: None}
+    # a stream-stream join: its window stores' stream times at every record are not computed yet
+    [joins] = split_refusals(PROGRAMS["named-sources-and-joins"]()).values()
+    assert joins is not None and "task-wide values" in joins and "store stream time" in joins
     # a filter before it decides which records reach it: not computed before the split yet
     b = StreamsBuilder()
     (
