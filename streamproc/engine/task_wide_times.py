@@ -1,9 +1,11 @@
 """The task-wide stream times a key shard's windowed processors read (issue #29, docs/split.md).
 
 A DSL time-windowed aggregate decides which windows are still open from its own ``observedStreamTime``: the running
-maximum of the timestamps of every key's records that reached it (``engine/key_locality.py``). A key shard sees only
-its keys' records, so each such processor is given the unsplit task's value instead, through its
-``task_stream_time`` hook, called as it processes a record (the value with that record in it).
+maximum of the timestamps of every key's records that reached it (``engine/key_locality.py``); a session-windowed
+aggregate decides late records the same way, and which sessions a merge finds from its session store's stream time,
+which before a record equals ``max(restored, the processor's before that record)``. A key shard sees only its keys'
+records, so each such processor is given the unsplit task's values instead, through its hooks: ``task_stream_time``
+(the value with the record being processed) and, for a session aggregate, ``task_stream_time_before``.
 
 Only processors whose records are the sources' records with a non-null key are given one (no processor between the
 sources and it but one-to-one ones, ``TaskWideValue.prefix`` empty: ``task_split.split_refusals`` refuses the
@@ -11,10 +13,15 @@ rest). Their task-wide value is then the running maximum of the timestamps of th
 upstream of them, in the task's order, known to a shard in one of two ways:
 
 - a shard that runs the task's whole ``PartitionGroup`` (``key_shards.ShardGate``) sees every record at its gate,
-  owned or not: :meth:`TaskStreamTimes.track` keeps one running maximum per source, which the gate advances for
-  every keyed record before it asks who owns it;
+  owned or not: :meth:`TaskStreamTimes.track` keeps one cell per processor, which the gate advances for every keyed
+  record of a source that feeds it, before it asks who owns the record (:func:`advance`);
 - a shard that reads only its own records (``spark/owned_input.py``) computed every row's running maximum from the
   timestamp and key columns: :meth:`TaskStreamTimes.at_positions` reads it at each of its records' positions.
+
+A session store's stream time is the processor's only if the record that advanced it put its session: a processing
+exception handled at the aggregate (its initializer, merger or aggregator raised and the handler said continue) may
+stop that put, and only the shard that owns the record sees it. :meth:`TaskStreamTimes.watch_handled` notes any
+such exception; the shard says so in its report and the merge runs the task whole instead (``shard_merge``).
 """
 
 from __future__ import annotations

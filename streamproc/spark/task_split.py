@@ -12,10 +12,10 @@ pay yet on two cores.
 
 What this executor splits: a sub-topology that ``split_decisions`` calls splittable (stateless chains, grouped
 count/reduce/aggregate, table sources, materialized table filter and mapValues, table-table and stream-table and
-global-table joins, time-windowed aggregates) whose task-wide values it computes (:func:`_computed`: a windowed
-aggregate's stream time when nothing but one-to-one processors lies before it, ``engine/task_wide_times.py``; its
-window store's at the merge), and whose persistent stores are key-value or window stores that log every write to a
-changelog of their own (the merge rebuilds the task's store from shard 0's and the other shards' changelog records,
+global-table joins, time- and session-windowed aggregates) whose task-wide values it computes (:func:`_computed`:
+a windowed or session aggregate's stream time when nothing but one-to-one processors lies before it, and a session
+store's, ``engine/task_wide_times.py``; a window store's at the merge), and whose persistent stores are key-value,
+window or session stores that log every write to a changelog of their own (the merge rebuilds the task's store from shard 0's and the other shards' changelog records,
 ``spark/shard_merge.py``). Everything else runs unsplit, and the log says why, once per sub-topology.
 
 A stage with split tasks runs in two waves on the same executors: first every unsplit task and every shard (each
