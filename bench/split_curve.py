@@ -48,36 +48,42 @@ def program() -> Any:
     return STRING_WORKLOADS[name]() if name in STRING_WORKLOADS else DSL_WORKLOADS[name]()
 
 
-def string_count() -> Any:
-    """``groupByKey().count()`` with String serdes: per record (the columnar path reads Bytes), each shard reading
-    only its own records, which is what ``--split auto`` splits."""
+def _string_grouped() -> tuple[Any, Any, str]:
+    """A builder, the bench's input topic read with String serdes and grouped by key, and the sink topic."""
     from bench.workloads import _topics
-    from streamproc.dsl import Consumed, Produced, StreamsBuilder
+    from streamproc.dsl import Consumed, StreamsBuilder
     from streamproc.engine.serdes import serde_for
 
     source, sink = _topics()
-    text, long = serde_for("String"), serde_for("Long")
+    text = serde_for("String")
     b = StreamsBuilder()
-    counts = b.stream(source, Consumed.with_(text, text)).group_by_key().count()
-    counts.to_stream().to(sink, Produced.with_(text, long))
+    return b, b.stream(source, Consumed.with_(text, text)).group_by_key(), sink
+
+
+def _string_long() -> Any:
+    from streamproc.dsl import Produced
+    from streamproc.engine.serdes import serde_for
+
+    return Produced.with_(serde_for("String"), serde_for("Long"))
+
+
+def string_count() -> Any:
+    """``groupByKey().count()`` with String serdes: per record (the columnar path reads Bytes), each shard reading
+    only its own records, which is what ``--split auto`` splits."""
+    b, grouped, sink = _string_grouped()
+    grouped.count().to_stream().to(sink, _string_long())
     return b.build()
 
 
 def string_aggregate() -> Any:
     """``groupByKey().aggregate(0, sum + amount)`` with String serdes: a Python aggregator per record."""
-    from bench.workloads import _topics
-    from streamproc.dsl import Consumed, Materialized, Produced, StreamsBuilder
+    from streamproc.dsl import Materialized
     from streamproc.engine.serdes import serde_for
 
-    source, sink = _topics()
-    text, long = serde_for("String"), serde_for("Long")
-    b = StreamsBuilder()
-    sums = (
-        b.stream(source, Consumed.with_(text, text))
-        .group_by_key()
-        .aggregate(lambda: 0, lambda k, v, total: total + int(v[6:12]), materialized=Materialized.with_(text, long))
-    )
-    sums.to_stream().to(sink, Produced.with_(text, long))
+    b, grouped, sink = _string_grouped()
+    stored = Materialized.with_(serde_for("String"), serde_for("Long"))
+    sums = grouped.aggregate(lambda: 0, lambda k, v, total: total + int(v[6:12]), materialized=stored)
+    sums.to_stream().to(sink, _string_long())
     return b.build()
 
 
@@ -85,20 +91,12 @@ def string_window_count() -> Any:
     """``groupByKey().windowedBy(60 s tumbling).count()`` with String serdes (the bench's ``window_count`` per
     record): each shard is given the windowed processor's stream time over every key's records, and the merge
     settles the window store's expired segments."""
-    from bench.workloads import GRACE_MS, WINDOW_MS, _topics
-    from streamproc.dsl import Consumed, Produced, StreamsBuilder, TimeWindows
-    from streamproc.engine.serdes import serde_for
+    from bench.workloads import GRACE_MS, WINDOW_MS
+    from streamproc.dsl import TimeWindows
 
-    source, sink = _topics()
-    text, long = serde_for("String"), serde_for("Long")
-    b = StreamsBuilder()
-    counts = (
-        b.stream(source, Consumed.with_(text, text))
-        .group_by_key()
-        .windowed_by(TimeWindows.of_size_and_grace(WINDOW_MS, GRACE_MS))
-        .count()
-    )
-    counts.to_stream().select_key(lambda windowed, count: windowed.key).to(sink, Produced.with_(text, long))
+    b, grouped, sink = _string_grouped()
+    counts = grouped.windowed_by(TimeWindows.of_size_and_grace(WINDOW_MS, GRACE_MS)).count()
+    counts.to_stream().select_key(lambda windowed, count: windowed.key).to(sink, _string_long())
     return b.build()
 
 
