@@ -110,9 +110,9 @@ def merge_shards(work: Any, count: int, *, attempt: int = 0) -> dict[str, Any]:
                 task_id=work.task_id,
             )
         reports.append(json.loads(store.get(shard.report)))
-    unsure = next((r["unsure_stream_times"] for r in reports if "unsure_stream_times" in r), None)
-    if unsure is not None:
-        return _run_unsplit(work, store, task_id, unsure, attempt)
+    whole = next((r["runs_whole"] for r in reports if "runs_whole" in r), None)
+    if whole is not None:
+        return _run_unsplit(work, store, task_id, whole, attempt)
     work_dir = Path(tempfile.mkdtemp(prefix=f"streamproc-merge-{task_id}-", dir=work.local_dir))
     try:
         written: dict[str, int] = {}
@@ -159,8 +159,9 @@ def merge_shards(work: Any, count: int, *, attempt: int = 0) -> dict[str, Any]:
 
 
 def _run_unsplit(work: Any, store: ObjectStore, task_id: TaskId, why: str, attempt: int) -> dict[str, Any]:
-    """The task run whole instead of merged, when a shard could not be sure its task-wide times were the task's;
-    then the shards' objects are deleted, as after a merge."""
+    """The task run whole instead of merged, when a shard found it could not stand for its keys (its task-wide times
+    may not have been the task's, a declared processor scheduled a punctuation); then the shards' objects are
+    deleted, as after a merge."""
     from streamproc.spark.task_runner import run_task
 
     logger.info("task [%s] runs unsplit after its key shards: %s", task_id, why)
@@ -449,7 +450,7 @@ def _task_report(
             total.update(report[section])
         return dict(sorted((k, v) for k, v in total.items() if v))
 
-    shard_only = ("shard", "skipped", "restored_segments", "unsure_stream_times")
+    shard_only = ("shard", "skipped", "restored_segments", "runs_whole")
     report = {key: value for key, value in first.items() if key not in shard_only}
     report.update(
         attempt=attempt,

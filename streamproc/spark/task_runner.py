@@ -39,6 +39,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from streamproc.engine.assigned_streams_tasks import AssignedStreamsTasks, TaskInputs
+from streamproc.engine.key_locality import TaskWideKind, punctuation_refusal
 from streamproc.engine.key_shards import ShardGate, ShardKey, ShardSpec, processing_stamps, store_shard_key
 from streamproc.engine.records import NULL_SIZE, ConsumerRecord, RawRecord, TimestampType, TopicPartition
 from streamproc.engine.replay import PartitionInput
@@ -71,7 +72,7 @@ from streamproc.spark.task_shards import (
     keep_restored_segments,
     shard_drops_bytes,
 )
-from streamproc.spark.task_split import task_wide_stream_times
+from streamproc.spark.task_split import reads_task_stream_time, task_wide_values
 from streamproc.state.offset_checkpoint import OffsetCheckpoint
 from streamproc.state.processor_state_manager import ProcessorStateManager, StoreDefinition
 from streamproc.state.record_cache import RECORD_CACHE_FLUSH_AT_END, RecordCaches, cached_store_names
@@ -248,6 +249,7 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
             }
             restored_segments = {} if gate is None else keep_restored_segments(state.stores)
             handled_at: list[str] = []  # where a shard's task-wide store times may no longer hold (task_wide_times)
+            runs_whole: str | None = None  # why the merge must run the task whole instead
             collector = (
                 TaskOutputCollector(work.partition_counts, work_dir / "outputs", task_id)
                 if gate is None
@@ -295,9 +297,16 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                 state.attach(task.context)
                 own: OwnedInput | str = "the whole task"
                 if gate is not None:
-                    stream_times = TaskStreamTimes.of(graph, task_wide_stream_times(topology, work.subtopology))
-                    own = _owned_input(
-                        work, store, staged_inputs, graph, config, state.stores, definitions, gate, stream_times
+                    values = task_wide_values(topology, work.subtopology)
+                    stream_times = TaskStreamTimes.of(
+                        graph, (v.processor for v in values if v.kind is TaskWideKind.PROCESSOR_STREAM_TIME)
+                    )
+                    own = (
+                        "a declared processor reads the task's stream time, which only a shard reading every record has"
+                        if reads_task_stream_time(values)
+                        else _owned_input(
+                            work, store, staged_inputs, graph, config, state.stores, definitions, gate, stream_times
+                        )
                     )
                     positions, keyed = (
                         (None, None)
@@ -334,6 +343,9 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                 tasks.run_to_end()
                 result = tasks.close()[task_id]
                 state.flush()  # the task's commit: stores that log on flush (the suppress buffer) log now
+                punctuating = None if gate is None else punctuation_refusal(work.subtopology, task)
+                if punctuating is not None:  # the key-local promise excludes it: the task runs whole after all
+                    runs_whole = punctuating.reason
                 if not isinstance(own, str):  # what every shard reports alike, from the whole input
                     assert gate is not None
                     (r,) = work.inputs
@@ -419,10 +431,12 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
             report["shard"] = str(work.shard)
             report["restored_segments"] = restored_segments
             if handled_at:
-                report["unsure_stream_times"] = (
+                runs_whole = (
                     f"a processing exception was handled at {handled_at[0]}, whose store's stream time the shards "
                     "derive from the processor's: the record that failed may have advanced one and not the other"
                 )
+            if runs_whole is not None:
+                report["runs_whole"] = runs_whole
         check_report(report)
         store.put(objects.report, report_bytes(report))
         logger.info(

@@ -12,11 +12,15 @@ pay yet on two cores.
 
 What this executor splits: a sub-topology that ``split_decisions`` calls splittable (stateless chains, grouped
 count/reduce/aggregate, table sources, materialized table filter and mapValues, table-table and stream-table and
-global-table joins, time- and session-windowed aggregates) whose task-wide values it computes (:func:`_computed`:
-a windowed or session aggregate's stream time when nothing but one-to-one processors lies before it, and a session
-store's, ``engine/task_wide_times.py``; a window store's at the merge), and whose persistent stores are key-value,
-window or session stores that log every write to a changelog of their own (the merge rebuilds the task's store from shard 0's and the other shards' changelog records,
-``spark/shard_merge.py``). Everything else runs unsplit, and the log says why, once per sub-topology.
+global-table joins, time- and session-windowed aggregates, declared Processor-API processors) whose task-wide values
+it computes (:func:`_computed`: a windowed or session aggregate's stream time when nothing but one-to-one processors
+lies before it, and a session store's, ``engine/task_wide_times.py``; a window store's at the merge; the task's
+stream time, which a shard reading every record polls as the task does), and whose persistent stores are
+key-value, window or session stores that log every write to a changelog of their own (the merge rebuilds the task's
+store from shard 0's and the other shards' changelog records, ``spark/shard_merge.py``). Everything else runs
+unsplit, and the log says why, once per sub-topology. A shard that finds at run time that it cannot stand for its
+keys (a punctuation scheduled, an exception handled at a session aggregate) says so, and the merge runs the task
+whole instead.
 
 A stage with split tasks runs in two waves on the same executors: first every unsplit task and every shard (each
 its own work item, so K shards of one task use K cores), then one merge per split task.
@@ -110,6 +114,8 @@ def _computed(topology: Topology, value: TaskWideValue) -> bool:
     (``SegmentedBytesStore.settle``; ``_store_refusal`` checks the store)."""
     if value.kind is TaskWideKind.STORE_STREAM_TIME and not value.per_record:
         return True
+    if value.kind is TaskWideKind.TASK_STREAM_TIME:  # a shard reading every record polls it as the task does
+        return True
     if value.kind not in (TaskWideKind.PROCESSOR_STREAM_TIME, TaskWideKind.STORE_STREAM_TIME) or value.prefix:
         return False
     spec = topology.node(value.processor)
@@ -122,13 +128,19 @@ def _computed(topology: Topology, value: TaskWideValue) -> bool:
     return takes_task_stream_time(processor)
 
 
-def task_wide_stream_times(topology: Topology, subtopology: int) -> tuple[str, ...]:
-    """The processors of ``subtopology`` whose shards are given their task-wide stream time (the task runner
-    installs the hooks, ``engine/task_wide_times.py``)."""
+def task_wide_values(topology: Topology, subtopology: int) -> tuple[TaskWideValue, ...]:
+    """What a shard of ``subtopology`` is given: the processors whose stream time is task-wide get hooks
+    (``engine/task_wide_times.py``); a processor that reads the task's stream time needs a shard that reads every
+    record (its ``PartitionGroup`` then polls as the task's does)."""
     for decision in split_decisions(topology):
         if decision.subtopology == subtopology:
-            return tuple(v.processor for v in decision.task_wide_values if v.kind is TaskWideKind.PROCESSOR_STREAM_TIME)
+            return decision.task_wide_values
     return ()
+
+
+def reads_task_stream_time(values: Sequence[TaskWideValue]) -> bool:
+    """Whether a declared Processor-API processor reads the task's stream time (``current_stream_time_ms``)."""
+    return any(v.kind is TaskWideKind.TASK_STREAM_TIME for v in values)
 
 
 def _store_refusal(topology: Topology, subtopology: int, reused: Mapping[str, str]) -> str | None:
@@ -171,7 +183,9 @@ def auto_refusals(
             continue
         graph = build_processor_topology(topology, subtopology, application_id=_LOOKING)
         why: str | None
-        if len(graph.source_topics) != 1:
+        if reads_task_stream_time(task_wide_values(topology, subtopology)):
+            why = "a declared processor reads the task's stream time, so each shard would read every record"
+        elif len(graph.source_topics) != 1:
             why = f"its tasks read {len(graph.source_topics)} topics, so each shard would read every record"
         elif (
             count_shape_refusal(graph, graph.source_topics[0]) is None

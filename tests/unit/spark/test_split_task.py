@@ -105,12 +105,63 @@ def short_sessions(concat: bool) -> Topology:
     return b.build()
 
 
+class _StampedCount:
+    """A declared key-local Processor-API processor: counts per key in its store and forwards the count with the
+    task's stream time (``current_stream_time_ms``, which a shard must see as the task does); ``punctuate``: it also
+    schedules a stream-time punctuation that forwards a marker (against the promise: the task then runs whole)."""
+
+    def __init__(self, punctuate: bool) -> None:
+        self.punctuate = punctuate
+
+    def init(self, context: Any) -> None:
+        from streamproc.engine.punctuation_queue import PunctuationType
+
+        self.context = context
+        self.store = context.get_state_store("stamped")
+        if self.punctuate:
+            context.schedule(5_000, PunctuationType.STREAM_TIME, self._tick)
+
+    def _tick(self, timestamp: int) -> None:
+        from streamproc.engine.records import Record
+
+        self.context.forward(Record("tick", f"tick@{timestamp}", timestamp))
+
+    def process(self, record: Any) -> None:
+        from streamproc.engine.records import Record
+
+        if record.key is None:
+            return
+        count = (self.store.get(record.key) or 0) + 1
+        self.store.put(record.key, count)
+        stamped = f"{count}@{self.context.current_stream_time_ms()}"
+        self.context.forward(Record(record.key, stamped, record.timestamp, record.headers))
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+def stamped_count(punctuate: bool) -> Topology:
+    """Source → a declared key-local processor (a persistent key-value store ``stamped``) → sink, String serdes."""
+    from streamproc.engine.serdes import serde_for
+    from streamproc.state.store_builders import Stores
+
+    text, long = serde_for("String"), serde_for("Long")
+    t = Topology()
+    t.add_source("in", "in", key_deserializer=text.deserializer, value_deserializer=text.deserializer)
+    t.add_processor("stamp", lambda: _StampedCount(punctuate), "in", key_local=True)
+    t.add_state_store(Stores.key_value_store_builder(Stores.persistent_key_value_store("stamped"), text, long), "stamp")
+    t.add_sink("out", "out", "stamp", key_serializer=text.serializer, value_serializer=text.serializer)
+    return t
+
+
 #: The side-by-side programs and this module's own.
 _PROGRAMS = {
     **PROGRAMS,
     "folded-keys-count": folded_keys_count,
     "short-sessions-count": lambda: short_sessions(False),
     "short-sessions-concat": lambda: short_sessions(True),
+    "declared-processor": lambda: stamped_count(False),
+    "declared-processor-punctuating": lambda: stamped_count(True),
 }
 
 

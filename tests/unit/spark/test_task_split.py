@@ -160,6 +160,12 @@ def test_what_the_first_slice_splits_and_why_not() -> None:
     assert split_refusals(PROGRAMS["windowed-aggregate-materialized"]()) == {0: None}
     # a session aggregate: its processor's and its store's stream times given per record (task_wide_times)
     assert split_refusals(PROGRAMS["session-aggregate"]()) == {0: None}
+    # a declared Processor-API processor reads the task's stream time: split, each shard reading every record
+    from tests.unit.spark.test_split_task import stamped_count
+
+    assert split_refusals(stamped_count(False)) == {0: None}
+    [declared] = auto_refusals(stamped_count(False), TaskConfig()).values()
+    assert declared is not None and "reads the task's stream time, so each shard would read every record" in declared
     # a stream-stream join: its window stores' stream times at every record are not computed yet
     [joins] = split_refusals(PROGRAMS["named-sources-and-joins"]()).values()
     assert joins is not None and "task-wide values" in joins and "store stream time" in joins
