@@ -100,11 +100,24 @@ def string_window_count() -> Any:
     return b.build()
 
 
+def string_session_count() -> Any:
+    """``groupByKey().windowedBy(SessionWindows(5 min gap)).count()`` with String serdes, per record: each shard is
+    given the processor's and its session store's stream times over every key's records."""
+    from bench.workloads import GRACE_MS
+    from streamproc.dsl import SessionWindows
+
+    b, grouped, sink = _string_grouped()
+    counts = grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(300_000, GRACE_MS)).count()
+    counts.to_stream().select_key(lambda windowed, count: windowed.key).to(sink, _string_long())
+    return b.build()
+
+
 #: The workloads ``--split auto`` splits (String serdes), besides the bench's DSL ones (Bytes: the columnar path's).
 STRING_WORKLOADS = {
     "string_count": string_count,
     "string_aggregate": string_aggregate,
     "string_window_count": string_window_count,
+    "string_session_count": string_session_count,
 }
 
 
