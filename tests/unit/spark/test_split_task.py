@@ -188,7 +188,7 @@ def _splittable() -> list[tuple[str, int]]:
 
 CASES = _splittable()
 
-_KEYS = st.sampled_from(["a", "b", "c", "user-17", "", None])
+_KEYS = st.sampled_from(["a", "b", "c", "d", "user-17", "", None])  # of 2 shards, "d" and "" are in shard 1
 _VALUES = st.sampled_from(["apple", "banana", "cherry", "avocado", "b", "c1", "apricot", "berry", None])
 
 
