@@ -934,11 +934,6 @@ class WindowStore(_SerdeStore[K, V]):
         return self.segments
 
     def restore_batch(self, records: Sequence[RawRecord]) -> None:
-        self.segments.write_all(self.segment_entries(records))
-
-    def segment_entries(self, records: Sequence[RawRecord]) -> list[tuple[bytes, bytes | None, int]]:
-        """Changelog records as ``RecordConverters`` make them store entries: (store key, stored value, window
-        start)."""
         timestamped = self.store_type.timestamped
         pack = struct.Struct(">q").pack
         entries: list[tuple[bytes, bytes | None, int]] = []
@@ -948,7 +943,7 @@ class WindowStore(_SerdeStore[K, V]):
             if timestamped and value is not None:
                 value = pack(record.timestamp) + value
             entries.append((key, value, store_encoding.parse_window_store_key(key).window_start))
-        return entries
+        self.segments.write_all(entries)
 
 
 class TimestampedWindowStore(WindowStore[K, V]):
