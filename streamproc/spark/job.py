@@ -426,6 +426,10 @@ def spark_context(master: str | None, conf: Mapping[str, str], *, python_path: S
     spark_conf.setIfMissing("spark.driver.host", os.environ.get("SPARK_LOCAL_HOSTNAME") or local_ip)
     spark_conf.setIfMissing("spark.driver.bindAddress", local_ip)
     spark_conf.setIfMissing("spark.driver.extraJavaOptions", DRIVER_JAVA_OPTIONS)
+    # On a cluster, wait for the executors the run asked for (``spark.cores.max``; Spark waits at most its
+    # ``maxRegisteredResourcesWaitingTime``, 30 s) before the first stage: ``--split auto`` counts the cores as the
+    # context starts, and key shards handed out before every executor registered would queue on the first ones.
+    spark_conf.setIfMissing("spark.scheduler.minRegisteredResourcesRatio", "1.0")
     spark_conf = (
         spark_conf.set("spark.ui.enabled", "false")
         .set("spark.ui.showConsoleProgress", "false")  # the CLI draws its own progress bar

@@ -124,6 +124,26 @@ def rekey_count_dsl_strings() -> Topology:
     return _rekey_count_dsl(STRING)
 
 
+SPLIT_INPUT = "spark-split-words"
+SPLIT_OUTPUT = "spark-split-totals"
+
+
+def split_count() -> Topology:
+    """A DSL count over String serdes on a one-partition topic: a task ``--split N`` cuts into N key shards, each
+    reading only its own records (``spark/owned_input.py``), which the standalone cluster's workers run."""
+    from streamproc.dsl import Consumed, Materialized, Produced, StreamsBuilder
+
+    b = StreamsBuilder()
+    materialized = Materialized.as_(Stores.persistent_timestamped_key_value_store("counts"))
+    counts = (
+        b.stream(SPLIT_INPUT, Consumed.with_(STRING, STRING))
+        .group_by_key()
+        .count(materialized=materialized.with_key_serde(STRING).with_value_serde(LONG))
+    )
+    counts.to_stream().to(SPLIT_OUTPUT, Produced.with_(STRING, LONG))
+    return b.build()
+
+
 class CountFailingOnK7(CountPerKey):
     """Counts, but raises on key ``k7`` (a processor bug)."""
 
