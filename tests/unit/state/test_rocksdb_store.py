@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import struct
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rocksdict import Options, Rdict
 
 from streamproc.engine.records import ConsumerRecord
 from streamproc.engine.serdes import serde_for
+from streamproc.state import rocksdb_store
 from streamproc.state.rocksdb_store import (
     BYTEWISE_COMPARATOR,
     ROCKSDICT_CONFIG_FILE,
@@ -198,4 +202,69 @@ def test_get_many_answers_as_get_does_key_by_key(tmp_path: Path, kind: str) -> N
     keys = [b"a", b"b", b"c", b"d", b"x"]
     assert store.get_many(keys) == [store.get(k) for k in keys] == [b"1'", None, b"3", b"4", None]
     assert store.get_many([]) == []
+    store.close()
+
+
+_KEYS = st.binary(min_size=0, max_size=3).map(lambda b: bytes(c % 4 for c in b))  # few keys, so ops meet
+_OPERATIONS = st.lists(
+    st.one_of(
+        st.tuples(st.just("put"), _KEYS, st.one_of(st.none(), st.binary(min_size=1, max_size=2))),
+        st.tuples(st.just("range"), st.one_of(st.none(), _KEYS), st.one_of(st.none(), _KEYS)),
+        st.tuples(st.just("write_all"), _KEYS, st.one_of(st.none(), st.binary(min_size=1, max_size=2))),
+        st.tuples(st.just("estimate"), st.none(), st.none()),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(operations=_OPERATIONS, limits=st.sampled_from([(2, 1), (5, 3), (20_000, 4_000)]))
+def test_range_scans_read_through_pending_writes_as_the_in_memory_store(
+    operations: list[tuple[str, bytes | None, bytes | None]], limits: tuple[int, int]
+) -> None:
+    """Whatever the order of puts, deletes, batches and scans, and wherever the pending writes go to RocksDB, every
+    ``range`` and ``get`` answers as the in-memory store (the model: a sorted map), and so does the reopened DB."""
+    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as patch:
+        patch.setattr(rocksdb_store, "PENDING_WRITES_LIMIT", limits[0])
+        patch.setattr(rocksdb_store, "RANGE_PENDING_WRITES_LIMIT", limits[1])
+        store = RocksDBKeyValueBytesStore("s", Path(tmp) / "s", StoreType.KEY_VALUE)
+        model = InMemoryKeyValueBytesStore()
+        for operation, a, b in operations:
+            if operation == "put":
+                assert a is not None
+                store.put(a, b)
+                model.put(a, b)
+            elif operation == "write_all":
+                assert a is not None
+                store.write_all([(a, b)])
+                model.write_all([(a, b)])
+            elif operation == "estimate":
+                store.approximate_num_entries()
+            else:
+                assert list(store.range(a, b)) == list(model.range(a, b))
+        assert list(store.range(None, None)) == list(model.range(None, None))
+        store.close()
+        assert raw_contents(Path(tmp) / "s") == list(model.range(None, None))
+
+
+def test_a_scanning_store_writes_no_delete_of_a_key_rocksdb_does_not_hold(tmp_path: Path) -> None:
+    """A session store's merged session is put and deleted while still pending: its delete never reaches RocksDB
+    (where each was a tombstone every later scan of its key stepped over); a delete of a stored key still does."""
+    store = RocksDBKeyValueBytesStore("s", tmp_path / "s", StoreType.KEY_VALUE)
+    store.write_all([(b"stored", b"1")])
+    assert list(store.range(b"a", b"z")) == [(b"stored", b"1")]  # the store scans: its scans read pending writes
+    for n in range(50):
+        session = b"hot-%02d" % n
+        store.put(session, b"v")
+        assert list(store.range(b"hot", b"hot-~")) == [(session, b"v")]
+        store.put(session, None)
+
+    def deletes() -> int:
+        store.approximate_num_entries()  # the pending writes go to RocksDB
+        return int(store._data.property_int_value("rocksdb.num-deletes-active-mem-table") or 0)
+
+    assert deletes() == 0
+    store.put(b"stored", None)
+    assert deletes() == 1
+    assert list(store.range(None, None)) == []
     store.close()
