@@ -23,9 +23,9 @@ The task's report is published last, as always; then the shards' objects are del
 The merge is a serial step after the shards, so its cost comes straight off the split's speed-up: it decodes the
 stamp columns of every shard's file of a kind at once (to rank them), then each file's rows in turn, and moves rows
 only where several shards wrote one file (``_in_task_order``). Its memory: the shards' files are copied to the
-merge's local directory and read from there (memory-mapped), the store is rebuilt a row group of the other shards'
-changelog records at a time; what it still holds whole is every row's stamps and ranks of a kind and one file's rows
-(docs/split.md, "The rest of #29").
+merge's local directory and read from there (memory-mapped); each file is merged a few row groups at a time, and the
+store is rebuilt and settled a row group of the changelog records at a time; what it holds whole is every row's
+stamps and ranks of a kind, and a window or session store's put times (docs/split.md, "The rest of #29").
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ from streamproc.spark.task_output import (
     _WRITE_OPTIONS,
     CHANGELOG_SCHEMA,
     OUTPUT_SCHEMA,
+    ROW_GROUP_ROWS,
     UNASSIGNED,
     TaskObjects,
     _ParquetFiles,
@@ -84,6 +85,8 @@ _DLQ_KEY = "dlq"
 _SEQUENCE = OUTPUT_SCHEMA.field("sequence")
 #: A shard's stamp columns (``spark/task_shards.py``), the merge's sort keys in order.
 _STAMP = ["position", "phase", "sequence"]
+#: Rows of one file the merge orders and appends at a time (``_append_in_task_order``).
+MERGE_CHUNK_ROWS = 4 * ROW_GROUP_ROWS
 #: The changelog columns the store rebuild reads (``_as_records``, with the renumbered ``sequence``), and ``store``.
 _RESTORED = ["store", "topic", "partition", "timestamp", "key", "value"]
 
@@ -285,8 +288,8 @@ def _write_by_file(
     file (``None`` without dead letters) in a directory of its own. A file without rows is not written (the task
     writes no such file).
 
-    Each file's pieces are decoded, ordered and written in turn, so the merge holds one file's rows, not every
-    file's."""
+    Each file is merged :data:`MERGE_CHUNK_ROWS` rows at a time (:func:`_append_in_task_order`), so the merge holds
+    a few row groups of one file, not the file."""
     work_dir.mkdir(parents=True, exist_ok=True)
     by_file: dict[tuple[str, int] | None, list[tuple[_Piece, np.ndarray]]] = {}
     for piece, piece_ranks in zip(pieces, ranks, strict=True):
@@ -294,18 +297,66 @@ def _write_by_file(
             by_file.setdefault(piece.file, []).append((piece, piece_ranks))
     outputs = _ParquetFiles(schema, work_dir)
     letters = _ParquetFiles(schema, work_dir / _DLQ_KEY)
-    columns = [name for name in schema.names if name != _SEQUENCE.name]  # the stamps and sequence are ranked
     for file, ranked in by_file.items():
-        rows = _in_task_order([(piece.read(columns), piece_ranks) for piece, piece_ranks in ranked])
-        rows = rows.select(schema.names)
-        if not rows.schema.equals(schema):  # a shard's file holds the task's columns: only a nullability may differ
-            rows = rows.cast(schema)
         if file is None:
             (work_dir / _DLQ_KEY).mkdir(exist_ok=True)
-            letters.append_table((_DLQ_KEY, UNASSIGNED), rows)
+            _append_in_task_order(ranked, schema, letters, (_DLQ_KEY, UNASSIGNED))
         else:
-            outputs.append_table(file, rows)
+            _append_in_task_order(ranked, schema, outputs, file)
     return outputs.close(), letters.close().get((_DLQ_KEY, UNASSIGNED))
+
+
+def _append_in_task_order(
+    ranked: Sequence[tuple[_Piece, np.ndarray]], schema: pa.Schema, files: _ParquetFiles, file: tuple[str, int]
+) -> None:
+    """One file's pieces appended to ``files`` in rank order, a chunk of :data:`MERGE_CHUNK_ROWS` rows at a time: the
+    chunk's last rank bounds what each piece gives it, read on from where the piece's last chunk ended.
+
+    That needs each piece's rows in rank order, which a shard's production order is but for its poll-phase events
+    one position ahead (``spark/task_shards.py``); a file with a piece that is not is merged whole. Either way the
+    writer cuts the same row groups (``_ParquetFiles.append_table``), so the file's bytes are the same."""
+    columns = [name for name in schema.names if name != _SEQUENCE.name]  # the stamps and sequence are ranked
+    if not all(bool(np.all(r[1:] > r[:-1])) for _, r in ranked):
+        files.append_table(file, _conformed(_in_task_order([(p.read(columns), r) for p, r in ranked]), schema))
+        return
+    readers = [_PieceRows(piece, columns) for piece, _ in ranked]
+    bounds = np.sort(np.concatenate([r for _, r in ranked]))
+    taken = [0] * len(ranked)
+    for end in range(MERGE_CHUNK_ROWS, len(bounds) + MERGE_CHUNK_ROWS, MERGE_CHUNK_ROWS):
+        last = bounds[min(end, len(bounds)) - 1]
+        chunk = []
+        for index, (reader, (_, piece_ranks)) in enumerate(zip(readers, ranked, strict=True)):
+            upto = int(np.searchsorted(piece_ranks, last, side="right"))
+            if upto > taken[index]:
+                chunk.append((reader.take(upto - taken[index]), piece_ranks[taken[index] : upto]))
+                taken[index] = upto
+        files.append_table(file, _conformed(_in_task_order(chunk), schema))
+
+
+def _conformed(rows: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``rows`` in the file's schema: a shard's file holds the task's columns, only a nullability may differ."""
+    rows = rows.select(schema.names)
+    return rows if rows.schema.equals(schema) else rows.cast(schema)
+
+
+class _PieceRows:
+    """A piece's rows in its order, handed out a run at a time and read a row group at a time."""
+
+    def __init__(self, piece: _Piece, columns: Sequence[str]) -> None:
+        self._batches = piece.batches(columns)
+        self._held: list[pa.RecordBatch] = []
+        self._held_rows = 0
+
+    def take(self, count: int) -> pa.Table:
+        """The next ``count`` rows (the piece has them: its ranks said so)."""
+        while self._held_rows < count:
+            batch = next(self._batches)
+            self._held.append(batch)
+            self._held_rows += batch.num_rows
+        held = pa.Table.from_batches(self._held)
+        rest = held.slice(count)
+        self._held, self._held_rows = rest.to_batches(), rest.num_rows
+        return held.slice(0, count)
 
 
 def _merged_drops(store: ObjectStore, shards: Sequence[ShardObjects]) -> tuple[DroppedRecord, ...]:
@@ -386,16 +437,16 @@ def _settle(
     session = isinstance(opened, SessionStore)
     starts, ranks = [], []
     for piece, piece_ranks in ranked:
-        rows = piece.read(["store", "key", "value"])
-        mine = pc.equal(rows.column("store"), name)
-        if session:
-            mine = pc.and_(mine, pc.is_valid(rows.column("value")))
-        chosen = mine.to_numpy(zero_copy_only=False)
-        if not chosen.any():
-            continue
-        keys = rows.column("key").filter(pa.array(chosen)).combine_chunks()
-        starts.append(_segment_times(keys, session))
-        ranks.append(piece_ranks[chosen])
+        start = 0
+        for rows in piece.batches(["store", "key", "value"]):  # a row group at a time: only the times are kept
+            mine = pc.equal(rows.column("store"), name)
+            if session:
+                mine = pc.and_(mine, pc.is_valid(rows.column("value")))
+            chosen = mine.to_numpy(zero_copy_only=False)
+            if chosen.any():
+                starts.append(_segment_times(rows.column("key").filter(pa.array(chosen)), session))
+                ranks.append(piece_ranks[start : start + rows.num_rows][chosen])
+            start += rows.num_rows
     order = np.argsort(np.concatenate(ranks), kind="stable") if ranks else np.zeros(0, np.int64)
     put_times = np.concatenate(starts)[order] if starts else np.zeros(0, np.int64)
     opened.segments.settle(restored["segments"], int(restored["stream_time"]), put_times)

@@ -39,6 +39,7 @@ from streamproc.engine.topology import Topology
 from streamproc.engine.topology_builder import build_processor_topology, store_builders
 from streamproc.errors import StreamprocError
 from streamproc.intervals import to_intervals
+from streamproc.spark import shard_merge
 from streamproc.spark.columnar import count as columnar_count
 from streamproc.spark.shard_merge import merge_shards
 from streamproc.spark.task_output import TaskObjects
@@ -350,7 +351,10 @@ def test_a_split_task_publishes_what_the_unsplit_task_publishes(
             continue
         whole, whole_error = _outcome(lambda work=work: run_task(work))
         split_work = _work(root, f"{number:015x}b", subtopology, tuple(inputs), restores, counts)
-        split, split_error = _outcome(lambda split_work=split_work: _run_split(split_work, count))
+        chunk = data.draw(st.sampled_from([1, 3, shard_merge.MERGE_CHUNK_ROWS]), label="merge chunk rows")
+        with pytest.MonkeyPatch.context() as patch:  # files merged a chunk at a time write the same bytes
+            patch.setattr(shard_merge, "MERGE_CHUNK_ROWS", chunk)
+            split, split_error = _outcome(lambda split_work=split_work: _run_split(split_work, count))
         assert split_error == whole_error
         event("the task failed" if whole is None else "compared" if whole["outputs"] else "compared, no outputs")
         if whole is None or split is None:
