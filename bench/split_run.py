@@ -1,14 +1,14 @@
 """Issue #29's end-to-end figure: ``streamproc run`` over a one-partition topic, ``--split off`` against ``auto``.
 
-``python -m bench.split_run [--records N] [--workloads string_count,string_aggregate] [--cores 2] [--repeats 1]
-[--master M] [--attach]`` puts the bench's data set of N records on one partition of the bench broker
+``python -m bench.split_run [--records N] [--workloads string_session_count,string_window_count] [--cores 2]
+[--repeats 1] [--master M] [--attach]`` puts the bench's data set of N records on one partition of the bench broker
 (``bench/generator.py``, produced once and reused), then runs, per workload of ``bench/split_curve.py``'s String
-ones (what ``--split auto`` splits) and per repeat, ``streamproc run`` as a user runs it on ``--cores`` cores (no
-``--master``: worker processes by the window, one per million records, inline below two million) with ``--split
-off``, then with ``--split auto``, each a new application from the earliest offset (plan, fetch, process, hand-off
-to the broker). Measured as ``bench.compare`` measures a run (``bench/measure.py``: wall seconds, CPU seconds of
-every process but the broker's); prints each run's steps and the ratio of ``auto`` over ``off`` in wall and CPU,
-then one JSON line.
+ones (``--split auto`` splits the windowed ones, ``string_window_count`` and ``string_session_count``) and per
+repeat, ``streamproc run`` as a user runs it on ``--cores`` cores (no ``--master``: worker processes by the window,
+one per million records, inline below two million) with ``--split off``, then with ``--split auto``, each a new
+application from the earliest offset (plan, fetch, process, hand-off to the broker). Measured as ``bench.compare``
+measures a run (``bench/measure.py``: wall seconds, CPU seconds of every process but the broker's); prints each
+run's steps and the ratio of ``auto`` over ``off`` in wall and CPU, then one JSON line.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def measure(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.split_run", description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1_000_000)
-    parser.add_argument("--workloads", default="string_count,string_aggregate")
+    parser.add_argument("--workloads", default="string_session_count,string_window_count")
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--master", default="default", help="streamproc run's --master ('default': none given)")

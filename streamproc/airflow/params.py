@@ -110,7 +110,8 @@ def backfill_params() -> dict[str, Any]:
             "auto", type="string", pattern=r"^(auto|off|[1-9][0-9]*)$", title="Key shards per task",
             section=_SECTION_RUN,
             description="The process step's --split: N key shards per task, 'off' one, 'auto' as many as keep the "
-            "cores busy where they pay, none yet (sub-topologies that cannot be split run whole).",
+            "cores busy where they pay (time- and session-windowed aggregates processed per record; sub-topologies "
+            "that cannot be split run whole).",
         ),
         "record_cache": Param(
             "off", type="string", enum=["off", "flush-at-end"], title="Record cache", section=_SECTION_RUN,

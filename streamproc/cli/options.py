@@ -59,8 +59,9 @@ split_option = click.option(
     show_default=True,
     metavar="auto|off|N",
     help="Process a task as key shards in parallel, merged back into the task's exact results (issue #29): N shards "
-    "per task, 'off' one each, 'auto' as many as pay (none yet: docs/split.md). Sub-topologies that cannot be split "
-    "(windows, joins of streams, Processor API code...) run whole; the log says why.",
+    "per task, 'off' one each, 'auto' as many as pay (time- and session-windowed aggregates processed per record: "
+    "docs/split.md). Sub-topologies that cannot be split (joins of streams, suppress, Processor API code...) run "
+    "whole; the log says why.",
 )
 
 

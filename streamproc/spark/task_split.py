@@ -4,11 +4,11 @@ the two waves a stage then runs in.
 ``--split off`` runs every task whole, as before. ``--split N`` splits every task of a sub-topology this executor
 can split into N shards. ``--split auto`` (the default) is to split only where shards pay (:func:`auto_refusals`): a
 task processed per record whose shards each read only their own records (``spark/owned_input.py``: one input
-partition, a poll that cannot drop a record, record-metadata timestamps), in a stage whose tasks leave cores idle
-(``cores // tasks`` ≥ 2), with at least :data:`AUTO_RECORDS_PER_SHARD` records per shard. A task the columnar path
-takes runs whole (it is faster whole than its shards and their merge), and so does one whose shards would each read
-its whole input. For now ``auto`` splits nothing (:data:`AUTO_SPLIT_PAYS`): measured end to end, such shards do not
-pay yet on two cores.
+partition, a poll that cannot drop a record, record-metadata timestamps), whose processing is a time- or
+session-windowed aggregate's (measured to pay; a count's or aggregate's alone does not yet,
+:data:`AUTO_SPLITS_UNWINDOWED`), in a stage whose tasks leave cores idle (``cores // tasks`` ≥ 2), with at least
+:data:`AUTO_RECORDS_PER_SHARD` records per shard. A task the columnar path takes runs whole (it is faster whole
+than its shards and their merge), and so does one whose shards would each read its whole input.
 
 What this executor splits: a sub-topology that ``split_decisions`` calls splittable (stateless chains, grouped
 count/reduce/aggregate, table sources, materialized table filter and mapValues, table-table and stream-table and
@@ -53,14 +53,15 @@ Split = Literal["auto", "off"] | int
 #: Planned input records per shard below which ``auto`` does not split a task: each shard pays a task's fixed costs
 #: (its restore, its stores' open and bundle) and the merge reads and writes every output again.
 AUTO_RECORDS_PER_SHARD = 250_000
-#: Whether ``auto`` splits the tasks :func:`auto_refusals` accepts. Not yet. Measured on this machine's 2 idle cores
-#: (bench/README.md, issue #29): 2 M records of one partition with String serdes, per record, ``streamproc run``
-#: with ``--split auto`` (2 shards) took 0.98-1.09× the wall of ``--split off`` at 1.31-1.41× the CPU (the process
-#: step alone, ``bench.split_curve``: 1.22-1.34× at 1.32-1.47×): every shard decodes every row to find its own, and
-#: the merge rewrites every output and changelog record in a serial wave. The merge also holds the stamps of every
-#: row and one file's rows in memory (a count's changelog file: about 0.4 GB per million records), where a whole
-#: task streams. ``--split N`` splits on request.
-AUTO_SPLIT_PAYS = False
+#: Whether ``auto`` also splits sub-topologies without a time- or session-windowed aggregate (a count, reduce or
+#: aggregate, a table, a stateless chain). Not yet: measured on this machine's 2 idle cores (bench/README.md, issue
+#: #29), 2 M records of one partition with String serdes, per record, ``streamproc run`` with ``--split auto`` (2
+#: shards) took 0.98-1.09× the wall of ``--split off`` at 1.31-1.41× the CPU (the process step alone,
+#: ``bench.split_curve``: 1.22-1.34× at 1.32-1.47×): their processing is the smaller part of a shard, whose reading
+#: every shard pays whole, and the merge rewrites every output and changelog record in a serial wave. A windowed
+#: aggregate's processing is the larger part: its split paid (the process step 1.49-1.63× at 1.08-1.15× the CPU;
+#: ``run`` 1.15-1.27× at 1.14-1.21×). ``--split N`` splits any on request.
+AUTO_SPLITS_UNWINDOWED = False
 #: The application id the driver builds a sub-topology's graph with to look at its source and stores (only changelog
 #: names depend on it, and nothing here reads them).
 _LOOKING = "streamproc-split-auto"
@@ -138,6 +139,12 @@ def task_wide_values(topology: Topology, subtopology: int) -> tuple[TaskWideValu
     return ()
 
 
+def windowed_aggregate(values: Sequence[TaskWideValue]) -> bool:
+    """Whether a sub-topology whose shards are given ``values`` holds a time- or session-windowed aggregate (the
+    processors whose own stream time is task-wide, :func:`_computed`)."""
+    return any(v.kind is TaskWideKind.PROCESSOR_STREAM_TIME for v in values)
+
+
 def reads_task_stream_time(values: Sequence[TaskWideValue]) -> bool:
     """Whether a declared Processor-API processor reads the task's stream time (``current_stream_time_ms``)."""
     return any(v.kind is TaskWideKind.TASK_STREAM_TIME for v in values)
@@ -192,6 +199,11 @@ def auto_refusals(
             or window_shape_refusal(graph, graph.source_topics[0]) is None
         ):
             why = "the columnar path may take its tasks, which run faster whole than as shards and a merge"
+        elif not AUTO_SPLITS_UNWINDOWED and not windowed_aggregate(task_wide_values(topology, subtopology)):
+            why = (
+                "it holds no time- or session-windowed aggregate, and the shards of a count, aggregate or stateless "
+                "task do not pay yet on two cores (docs/split.md)"
+            )
         else:
             stores = build_stores(topology, subtopology)
             first = stores[min(stores)] if stores else None
@@ -241,11 +253,6 @@ def _split_verdict(refusal: str | None, split: Split, subtopology: int) -> str:
         return "one core per task (key shards possible; --split off)"
     if split != "auto":
         return f"each task as {split} key shards, then a merge"
-    if not AUTO_SPLIT_PAYS:
-        return (
-            "one core per task: key shards possible (each shard reading only its own records), but --split auto "
-            "splits nothing yet (they do not pay yet end to end, docs/split.md); --split N splits on request"
-        )
     return (
         f"key shards where cores would idle and a task has {AUTO_RECORDS_PER_SHARD} planned records per shard (each "
         "shard reads only its own records), then a merge"
@@ -267,8 +274,6 @@ def shard_count(split: Split, task_records: int, tasks_in_stage: int, cores: int
         return 1
     if split != "auto":
         return int(split)
-    if not AUTO_SPLIT_PAYS:
-        return 1
     spare = cores // max(tasks_in_stage, 1)
     return max(1, min(spare, task_records // AUTO_RECORDS_PER_SHARD))
 
@@ -353,8 +358,7 @@ class StageSplit:
         """The most work items a wave may run at once: under ``auto`` with a sub-topology that may split, a stage
         may split once the earlier ones' outputs are counted, up to the cores."""
         planned = widest_wave(stages, plan_shards(stages, self.refusals, self.split, self.cores))
-        splits = AUTO_SPLIT_PAYS and any(refusal is None for refusal in self.refusals.values())
-        if self.split == "auto" and splits:
+        if self.split == "auto" and any(refusal is None for refusal in self.refusals.values()):
             return max(planned, self.cores)
         return planned
 

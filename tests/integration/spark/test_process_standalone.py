@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 import re
 import shutil
+import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,9 +17,14 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
+from rocksdict import Options, Rdict
 
+from streamproc.engine.task_id import TaskId
 from streamproc.plan.run_plan import RunPlan
-from streamproc.spark.job import process
+from streamproc.spark import task_split
+from streamproc.spark.job import plan_id, process
+from streamproc.spark.task_output import TaskObjects
+from streamproc.state.rocksdb_store import list_column_families
 from streamproc_dev import spark_cluster as spark_cluster_service
 from streamproc_dev.service_process import ServiceHandle
 from tests.integration.conftest import create_topic, wait_for_leaders
@@ -32,7 +38,6 @@ from tests.integration.spark.test_process import (
     fresh_copy,
     output_bytes,
     outputs_of,
-    store_entries,
 )
 
 #: The executors' settings of these tests: the cluster's two cores, and the driver waiting for both to register.
@@ -72,35 +77,44 @@ def test_process_on_a_standalone_cluster_equals_the_engine_run_directly(
         assert outputs_of(store_dir, plan, report) == expected[report["task_id"]]["outputs"]
 
 
-SPLIT_APP = "spark-split-app"
+#: The one-partition programs split on the cluster, each planned under its own application id, and their logged
+#: store's changelog.
+SPLIT_PROGRAMS = {
+    "split_count": ("spark-split-app", "counts"),
+    "split_window_count": ("spark-split-window-app", "window-counts"),
+}
 SPLIT_RECORDS = 20_000
 
 
 @pytest.fixture(scope="module")
 def staged_one_partition(
     kafka_broker: str, admin: AdminClient, tmp_path_factory: pytest.TempPathFactory
-) -> dict[str, Any]:
-    """``topologies.split_count``'s input: one partition (one task) of 20 000 records over 200 keys, out of order,
-    planned and fetched."""
-    changelog = f"{SPLIT_APP}-counts-changelog"
+) -> dict[str, dict[str, Any]]:
+    """The split programs' input: one partition (one task) of 20 000 records over 200 keys, out of order, planned
+    and fetched for each program."""
+    changelogs = [f"{app}-{store}-changelog" for app, store in SPLIT_PROGRAMS.values()]
     create_topic(admin, topologies.SPLIT_INPUT, partitions=1)
     create_topic(admin, topologies.SPLIT_OUTPUT, partitions=1)
-    create_topic(admin, changelog, partitions=1, config={"cleanup.policy": "compact"})
-    wait_for_leaders(admin, topologies.SPLIT_INPUT, topologies.SPLIT_OUTPUT, changelog)
+    for changelog in changelogs:
+        create_topic(admin, changelog, partitions=1, config={"cleanup.policy": "compact"})
+    wait_for_leaders(admin, topologies.SPLIT_INPUT, topologies.SPLIT_OUTPUT, *changelogs)
     producer = Producer({"bootstrap.servers": kafka_broker, "linger.ms": 5})
     rng = random.Random(29)
     for i in range(SPLIT_RECORDS):
-        key, timestamp = f"k{rng.randint(0, 199)}", 2_000_000 + i * 10 + rng.randint(-500, 500)
+        key, timestamp = f"k{rng.randint(0, 199)}", 2_000_000 + i * 10 + rng.randint(-1_500, 500)
         producer.produce(topologies.SPLIT_INPUT, key=key.encode(), value=b"x", partition=0, timestamp=timestamp)
     producer.flush(60)
-    work = tmp_path_factory.mktemp("spark-split")
-    describe = work / "topology.txt"
-    describe.write_text(str(topologies.split_count().describe()))
-    plan_file, store = work / "plan.json", work / "staging"
-    run("plan", "--bootstrap", kafka_broker, "--application-id", SPLIT_APP, "--topology", str(describe),
-        "--out", str(plan_file))  # fmt: skip
-    run("fetch", "--bootstrap", kafka_broker, "--plan", str(plan_file), "--store", str(store))
-    return {"plan": RunPlan.read(plan_file), "store": store}
+    staged = {}
+    for program, (app, _store) in SPLIT_PROGRAMS.items():
+        work = tmp_path_factory.mktemp(program)
+        describe = work / "topology.txt"
+        describe.write_text(str(getattr(topologies, program)().describe()))
+        plan_file, store = work / "plan.json", work / "staging"
+        run("plan", "--bootstrap", kafka_broker, "--application-id", app, "--topology", str(describe),
+            "--out", str(plan_file))  # fmt: skip
+        run("fetch", "--bootstrap", kafka_broker, "--plan", str(plan_file), "--store", str(store))
+        staged[program] = {"plan": RunPlan.read(plan_file), "store": store}
+    return staged
 
 
 def tasks_run(worker_dir: Path, app: str) -> list[str]:
@@ -113,31 +127,61 @@ def tasks_run(worker_dir: Path, app: str) -> list[str]:
     ]
 
 
+def bundle_entries(store_dir: Path, plan: RunPlan, task_id: str, target: Path) -> dict[str, list[tuple[bytes, bytes]]]:
+    """Every RocksDB database of the task's store bundle (a key-value store's, each segment of a window store's),
+    each column family's raw entries, by path and family."""
+    bundle = store_dir / TaskObjects(plan_id(plan), TaskId.parse(task_id)).stores
+    with tarfile.open(bundle) as tar:
+        tar.extractall(target, filter="data")
+    entries = {}
+    for current in sorted(target.rglob("CURRENT")):
+        families = list_column_families(current.parent)
+        options = Options(raw_mode=True)
+        db = Rdict(str(current.parent), options, column_families={f: options for f in families if f != "default"})
+        try:
+            for family in families:
+                view = db if family == "default" else db.get_column_family(family)
+                rows = [(bytes(k), bytes(v)) for k, v in view.items()]  # type: ignore[arg-type]
+                entries[f"{current.parent.relative_to(target)}:{family}"] = rows
+        finally:
+            db.close()
+    return entries
+
+
+@pytest.mark.parametrize(("program", "split"), [("split_count", 2), ("split_window_count", "auto")])
 def test_a_one_partition_task_split_in_two_runs_a_shard_on_each_worker_and_publishes_the_unsplit_bytes(
-    staged_one_partition: dict[str, Any], spark_cluster: ServiceHandle, tmp_path: Path
-) -> None:
-    """Issue #29: Kafka Streams runs a one-partition application on one thread; ``--split 2`` on the cluster runs
-    its one task as two key shards at once, one on each worker (the shards' Spark stage, the run's first), then
-    the merge. What it publishes is byte for byte the unsplit task's, and the store holds the same entries."""
-    plan: RunPlan = staged_one_partition["plan"]
+    staged_one_partition: dict[str, dict[str, Any]], spark_cluster: ServiceHandle, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch, program: str, split: int | str,
+) -> None:  # fmt: skip
+    """Issue #29: Kafka Streams runs a one-partition application on one thread; split in two on the cluster, its
+    one task runs as two key shards at once, one on each worker (the shards' Spark stage, the run's first), then
+    the merge. What it publishes is byte for byte the unsplit task's, and its stores hold the same entries.
+
+    A count splits on request (``--split 2``); a windowed count (late records dropped) under ``--split auto``,
+    which splits it on the cluster's two cores (the records-per-shard floor lowered to the test's records)."""
+    monkeypatch.setattr(task_split, "AUTO_RECORDS_PER_SHARD", 1_000)
+    staged = staged_one_partition[program]
+    plan: RunPlan = staged["plan"]
     assert [t.task_id for t in plan.tasks] == ["0_0"]
     options: dict[str, Any] = {
-        "topology": "tests.integration.spark.topologies:split_count",
+        "topology": f"tests.integration.spark.topologies:{program}",
         "partitions": {topologies.SPLIT_OUTPUT: 1},
     }
     whole_dir, split_dir = tmp_path / "whole", tmp_path / "split"
-    shutil.copytree(staged_one_partition["store"], whole_dir)
-    shutil.copytree(staged_one_partition["store"], split_dir)
+    shutil.copytree(staged["store"], whole_dir)
+    shutil.copytree(staged["store"], split_dir)
     [whole] = process(plan, store_uri=str(whole_dir), master="inline", split="off", **options)
     before = {p.name for p in Path(spark_cluster.workdir).glob("worker-*/app-*")}
-    [split] = process(
-        plan, store_uri=str(split_dir), master=spark_cluster.address, conf=CLUSTER_CONF, split=2, **options
+    [shards] = process(
+        plan, store_uri=str(split_dir), master=spark_cluster.address, conf=CLUSTER_CONF, split=split, **options
     )
 
-    assert split["shards"] == 2 and split["records_processed"] == whole["records_processed"] == SPLIT_RECORDS
+    assert shards["shards"] == 2 and shards["records_processed"] == whole["records_processed"] == SPLIT_RECORDS
+    assert shards["dropped"] == whole["dropped"]
+    assert (sum(whole["dropped"].values()) > 0) == (program == "split_window_count")  # the late records
     assert output_bytes(split_dir, plan) == output_bytes(whole_dir, plan)
-    entries = store_entries(split_dir, plan, "0_0", tmp_path / "s")
-    assert entries == store_entries(whole_dir, plan, "0_0", tmp_path / "w")
+    entries = bundle_entries(split_dir, plan, "0_0", tmp_path / "s")
+    assert entries and entries == bundle_entries(whole_dir, plan, "0_0", tmp_path / "w")
     [app] = {p.name for p in Path(spark_cluster.workdir).glob("worker-*/app-*")} - before
     ran = {w: tasks_run(Path(spark_cluster.workdir) / w, app) for w in ("worker-1", "worker-2")}
     shards_stage = {w: [t for t in tasks if t.endswith("in stage 0.0")] for w, tasks in ran.items()}

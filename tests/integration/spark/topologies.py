@@ -144,6 +144,23 @@ def split_count() -> Topology:
     return b.build()
 
 
+def split_window_count() -> Topology:
+    """The same input counted in 10 s tumbling windows with 1 s of grace (late records dropped), the window's key
+    to the sink: a time-windowed aggregate processed per record, which ``--split auto`` splits."""
+    from streamproc.dsl import Consumed, Materialized, Produced, StreamsBuilder, TimeWindows
+
+    b = StreamsBuilder()
+    materialized = Materialized.as_("window-counts").with_key_serde(STRING).with_value_serde(LONG)
+    counts = (
+        b.stream(SPLIT_INPUT, Consumed.with_(STRING, STRING))
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_and_grace(10_000, 1_000))
+        .count(materialized=materialized)
+    )
+    counts.to_stream().select_key(lambda windowed, _count: windowed.key).to(SPLIT_OUTPUT, Produced.with_(STRING, LONG))
+    return b.build()
+
+
 class CountFailingOnK7(CountPerKey):
     """Counts, but raises on key ``k7`` (a processor bug)."""
 

@@ -42,15 +42,22 @@ def test_split_values_are_auto_off_or_a_count() -> None:
             parse_split(bad)
 
 
-def test_auto_does_not_split_until_shards_pay() -> None:
-    assert not task_split.AUTO_SPLIT_PAYS
-    assert shard_count("auto", 100 * AUTO_RECORDS_PER_SHARD, 1, 16) == 1
-    assert shard_count(2, 10, 1, 1) == 2
-    assert StageSplit({0: None}, "auto", 8).widest([[_work("0_0", 0, 10)]]) == 1
+def test_auto_splits_windowed_aggregates_and_not_yet_counts_or_aggregates() -> None:
+    """Measured on two cores (bench/README.md): a time- or session-windowed aggregate's shards pay, a count's or an
+    aggregate's do not yet."""
+    assert not task_split.AUTO_SPLITS_UNWINDOWED
+    config = TaskConfig()
+    assert auto_refusals(PROGRAMS["windowed-aggregate-materialized"](), config) == {0: None}
+    assert auto_refusals(PROGRAMS["session-aggregate"](), config) == {0: None}
+    for program in (_string_count().build(), PROGRAMS["stateless-chain"]()):
+        [refusal] = auto_refusals(program, config).values()
+        assert refusal is not None and "it holds no time- or session-windowed aggregate" in refusal, refusal
+    assert split_refusals(_string_count().build()) == {0: None}  # --split N splits it
+    refused = {0: "sub-topology 0 runs unsplit under --split auto (one shard per task): no window"}
+    assert StageSplit(refused, "auto", 8).widest([[_work("0_0", 0, 100 * AUTO_RECORDS_PER_SHARD)]]) == 1
 
 
-def test_auto_splits_only_tasks_large_enough_where_cores_would_idle(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(task_split, "AUTO_SPLIT_PAYS", True)
+def test_auto_splits_only_tasks_large_enough_where_cores_would_idle() -> None:
     big = 4 * AUTO_RECORDS_PER_SHARD
     assert shard_count("off", big, 1, 8) == 1
     assert shard_count(3, 10, 1, 1) == 3
@@ -80,10 +87,11 @@ def _string_count(
     return b
 
 
-def test_auto_splits_where_each_shard_reads_only_its_own_records_per_record() -> None:
+def test_auto_splits_where_each_shard_reads_only_its_own_records_per_record(monkeypatch: pytest.MonkeyPatch) -> None:
     """Decided from the topology and config alone: per record (not what the columnar path may take), one input
     topic, a poll that cannot drop a record (serdes that cannot fail, or the default handler, which fails the task)
-    and record-metadata timestamps."""
+    and record-metadata timestamps (here for counts too, as once their shards pay)."""
+    monkeypatch.setattr(task_split, "AUTO_SPLITS_UNWINDOWED", True)
     config = TaskConfig()
     assert auto_refusals(_string_count().build(), config) == {0: None}
     assert auto_refusals(PROGRAMS["group-by-count"](), config) == {0: None, 1: None}
@@ -123,8 +131,7 @@ def _work(task: str, subtopology: int, records: int) -> TaskWork:
     return TaskWork("0" * 16, "app", task, subtopology, "m:f", "/s", (InputRange("t", 0, 0, records, -1),))
 
 
-def test_plan_shards_names_only_split_tasks_of_splittable_subtopologies(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(task_split, "AUTO_SPLIT_PAYS", True)
+def test_plan_shards_names_only_split_tasks_of_splittable_subtopologies() -> None:
     big = 4 * AUTO_RECORDS_PER_SHARD
     stages = [[_work("0_0", 0, big), _work("1_0", 1, big)], [_work("2_0", 2, 10)]]
     refusals = {0: None, 1: "sub-topology 1 runs unsplit (one shard per task): no", 2: None}
@@ -133,12 +140,9 @@ def test_plan_shards_names_only_split_tasks_of_splittable_subtopologies(monkeypa
     assert plan_shards(stages, refusals, "off", 4) == {}
 
 
-def test_a_stage_reading_a_repartition_topic_counts_what_the_earlier_stages_appended(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_stage_reading_a_repartition_topic_counts_what_the_earlier_stages_appended() -> None:
     """Planned, a repartition partition holds only what was there before the run; ``auto`` decides each stage as
     it starts, with the records the earlier stages' reports say they wrote to its input partitions."""
-    monkeypatch.setattr(task_split, "AUTO_SPLIT_PAYS", True)
     split = StageSplit({0: None, 1: None}, "auto", 2)
     upstream = [_work("0_0", 0, 10)]
     downstream = [TaskWork("0" * 16, "app", "1_0", 1, "m:f", "/s", (InputRange("app-rep", 0, 0, 0, -1),))]
@@ -237,10 +241,10 @@ def test_the_plan_shows_each_subtopologys_parallelism_and_why(monkeypatch: pytes
         f"{second}one core per task (key shards possible; --split off)"
     )
     assert parallelism_lines(topology, plan, "auto", TaskConfig())[2] == (
-        f"{second}one core per task: key shards possible (each shard reading only its own records), but --split auto "
-        "splits nothing yet (they do not pay yet end to end, docs/split.md); --split N splits on request"
+        f"{second}one core per task: it holds no time- or session-windowed aggregate, and the shards of a count, "
+        "aggregate or stateless task do not pay yet on two cores (docs/split.md); --split N splits anyway"
     )
-    monkeypatch.setattr(task_split, "AUTO_SPLIT_PAYS", True)
+    monkeypatch.setattr(task_split, "AUTO_SPLITS_UNWINDOWED", True)
     assert parallelism_lines(topology, plan, "auto", TaskConfig())[2] == (
         f"{second}key shards where cores would idle and a task has {AUTO_RECORDS_PER_SHARD} planned records per shard "
         "(each shard reads only its own records), then a merge"
