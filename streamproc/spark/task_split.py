@@ -60,7 +60,7 @@ AUTO_RECORDS_PER_SHARD = 250_000
 #: ``bench.split_curve``: 1.22-1.34× at 1.32-1.47×): their processing is the smaller part of a shard, whose reading
 #: every shard pays whole, and the merge rewrites every output and changelog record in a serial wave. A windowed
 #: aggregate's processing is the larger part: its split paid (the process step 1.49-1.63× at 1.08-1.15× the CPU;
-#: ``run`` 1.15-1.27× at 1.14-1.21×). ``--split N`` splits any on request.
+#: ``run`` 1.15-1.30× at 1.07-1.23×). ``--split N`` splits any on request.
 AUTO_SPLITS_UNWINDOWED = False
 #: The application id the driver builds a sub-topology's graph with to look at its source and stores (only changelog
 #: names depend on it, and nothing here reads them).
