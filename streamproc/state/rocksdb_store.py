@@ -238,7 +238,7 @@ class RocksDBKeyValueBytesStore:
     of them at most), and a delete of a key RocksDB does not hold is not written. Together they keep a session
     store's merged sessions out of RocksDB: a hot key's session is put and deleted at every record that extends it,
     and each delete written was a tombstone that every later scan of that key stepped over inside RocksDB, so
-    scans grew with the key's records in the session gap (a Zipf-hot key's made a session count ~8x slower).
+    scans grew with the key's records in the session gap (a Zipf-hot key's made a session count 3x slower).
     """
 
     def __init__(self, name: str, path: Path | str, store_type: StoreType, *, task: str = "?") -> None:
