@@ -17,14 +17,14 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
-from rocksdict import Options, Rdict
 
 from streamproc.engine.task_id import TaskId
 from streamproc.plan.run_plan import RunPlan
 from streamproc.spark import task_split
 from streamproc.spark.job import plan_id, process
 from streamproc.spark.task_output import TaskObjects
-from streamproc.state.rocksdb_store import list_column_families
+from streamproc.state.rocksdb_store import RocksDBKeyValueBytesStore
+from streamproc.state.store_type import StoreType
 from streamproc_dev import spark_cluster as spark_cluster_service
 from streamproc_dev.service_process import ServiceHandle
 from tests.integration.conftest import create_topic, wait_for_leaders
@@ -77,11 +77,11 @@ def test_process_on_a_standalone_cluster_equals_the_engine_run_directly(
         assert outputs_of(store_dir, plan, report) == expected[report["task_id"]]["outputs"]
 
 
-#: The one-partition programs split on the cluster, each planned under its own application id, and their logged
-#: store's changelog.
+#: The one-partition programs split on the cluster: each planned under its own application id, its one logged
+#: store, and that store's type.
 SPLIT_PROGRAMS = {
-    "split_count": ("spark-split-app", "counts"),
-    "split_window_count": ("spark-split-window-app", "window-counts"),
+    "split_count": ("spark-split-app", "counts", StoreType.TIMESTAMPED_KEY_VALUE),
+    "split_window_count": ("spark-split-window-app", "window-counts", StoreType.TIMESTAMPED_WINDOW),
 }
 SPLIT_RECORDS = 20_000
 
@@ -92,7 +92,7 @@ def staged_one_partition(
 ) -> dict[str, dict[str, Any]]:
     """The split programs' input: one partition (one task) of 20 000 records over 200 keys, out of order, planned
     and fetched for each program."""
-    changelogs = [f"{app}-{store}-changelog" for app, store in SPLIT_PROGRAMS.values()]
+    changelogs = [f"{app}-{store}-changelog" for app, store, _kind in SPLIT_PROGRAMS.values()]
     create_topic(admin, topologies.SPLIT_INPUT, partitions=1)
     create_topic(admin, topologies.SPLIT_OUTPUT, partitions=1)
     for changelog in changelogs:
@@ -105,7 +105,7 @@ def staged_one_partition(
         producer.produce(topologies.SPLIT_INPUT, key=key.encode(), value=b"x", partition=0, timestamp=timestamp)
     producer.flush(60)
     staged = {}
-    for program, (app, _store) in SPLIT_PROGRAMS.items():
+    for program, (app, _store, _kind) in SPLIT_PROGRAMS.items():
         work = tmp_path_factory.mktemp(program)
         describe = work / "topology.txt"
         describe.write_text(str(getattr(topologies, program)().describe()))
@@ -127,22 +127,18 @@ def tasks_run(worker_dir: Path, app: str) -> list[str]:
     ]
 
 
-def bundle_entries(store_dir: Path, plan: RunPlan, task_id: str, target: Path) -> dict[str, list[tuple[bytes, bytes]]]:
-    """Every RocksDB database of the task's store bundle (a key-value store's, each segment of a window store's),
-    each column family's raw entries, by path and family."""
-    bundle = store_dir / TaskObjects(plan_id(plan), TaskId.parse(task_id)).stores
+def bundle_entries(store_dir: Path, plan: RunPlan, program: str, target: Path) -> dict[str, list[tuple[bytes, bytes]]]:
+    """The raw entries of the program's store in the task's store bundle, by RocksDB directory (a key-value store's
+    one, each segment of a window store's), opened as the store it is."""
+    _app, store, kind = SPLIT_PROGRAMS[program]
+    bundle = store_dir / TaskObjects(plan_id(plan), TaskId(0, 0)).stores
     with tarfile.open(bundle) as tar:
         tar.extractall(target, filter="data")
     entries = {}
     for current in sorted(target.rglob("CURRENT")):
-        families = list_column_families(current.parent)
-        options = Options(raw_mode=True)
-        db = Rdict(str(current.parent), options, column_families={f: options for f in families if f != "default"})
+        db = RocksDBKeyValueBytesStore(store, current.parent, kind)
         try:
-            for family in families:
-                view = db if family == "default" else db.get_column_family(family)
-                rows = [(bytes(k), bytes(v)) for k, v in view.items()]  # type: ignore[arg-type]
-                entries[f"{current.parent.relative_to(target)}:{family}"] = rows
+            entries[str(current.parent.relative_to(target))] = list(db.range(None, None))
         finally:
             db.close()
     return entries
@@ -180,8 +176,8 @@ def test_a_one_partition_task_split_in_two_runs_a_shard_on_each_worker_and_publi
     assert shards["dropped"] == whole["dropped"]
     assert (sum(whole["dropped"].values()) > 0) == (program == "split_window_count")  # the late records
     assert output_bytes(split_dir, plan) == output_bytes(whole_dir, plan)
-    entries = bundle_entries(split_dir, plan, "0_0", tmp_path / "s")
-    assert entries and entries == bundle_entries(whole_dir, plan, "0_0", tmp_path / "w")
+    entries = bundle_entries(split_dir, plan, program, tmp_path / "s")
+    assert entries and entries == bundle_entries(whole_dir, plan, program, tmp_path / "w")
     [app] = {p.name for p in Path(spark_cluster.workdir).glob("worker-*/app-*")} - before
     ran = {w: tasks_run(Path(spark_cluster.workdir) / w, app) for w in ("worker-1", "worker-2")}
     shards_stage = {w: [t for t in tasks if t.endswith("in stage 0.0")] for w, tasks in ran.items()}
