@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import io
+import re
 import tarfile
 from pathlib import Path
 from typing import Any
@@ -44,11 +45,13 @@ from streamproc.spark.columnar import count as columnar_count
 from streamproc.spark.shard_merge import merge_shards
 from streamproc.spark.task_output import TaskObjects
 from streamproc.spark.task_runner import InputRange, RestoreRange, TaskWork, run_task
+from streamproc.spark.task_shards import ShardObjects
 from streamproc.spark.task_split import split_refusals
 from streamproc.state.rocksdb_store import RocksDBKeyValueBytesStore
 from streamproc.state.store_builders import store_definitions
 from streamproc.storage import LocalObjectStore
 from streamproc.storage.manifest import SegmentProof
+from streamproc.storage.object_store import ObjectNotFoundError
 from streamproc.storage.staging import SegmentLimits, stage_range
 from streamproc_dev.conformance.dsl_programs import PROGRAMS
 
@@ -420,6 +423,40 @@ def test_a_split_session_aggregate_finds_the_sessions_the_unsplit_task_finds(
     assert ("shards" in split) is (not handlers)
     assert _comparable(split, False) == _comparable(whole, False)
     assert _published(root, "000000000000000b", "0_0", False) == _published(root, "000000000000000a", "0_0", False)
+
+
+@pytest.mark.parametrize("lost", ["output", "changelog", "stores"])
+def test_a_merge_that_fails_publishes_no_report_and_the_next_attempt_merges(tmp_path: Path, lost: str) -> None:
+    """The merge works on outputs, changelogs and the store bundle side by side (``merge_shards``): a failure in any
+    of them is the merge's failure, named, with no task report published, and the shards' objects stay for the next
+    attempt, which merges what the unsplit task publishes."""
+    _CURRENT[:] = ["short-sessions-count", False]
+    root = tmp_path / "store"
+    store = LocalObjectStore(root)
+    records = [ConsumerRecord.raw("in", 0, i, ts, _encode(k), _encode(v)) for i, (k, v, ts) in enumerate(_LATE_MERGE)]
+    inputs = (InputRange("in", 0, 0, _stage(store, "in", records, 0), -1),)
+    counts = {"out": SINK_PARTITIONS}
+    whole = run_task(_work(root, "000000000000000a", 0, inputs, (), counts))
+    work = _work(root, "000000000000000b", 0, inputs, (), counts)
+    for index in range(2):
+        run_task(_shard(work, ShardSpec(index, 2)))
+    shard = ShardObjects(work.plan_id, TaskId.parse(work.task_id), ShardSpec(0, 2))
+    names = {
+        "output": next(n for n in store.list(shard.prefix) if "/outputs/" in n),
+        "changelog": next(n for n in store.list(shard.prefix) if "/changelogs/" in n),
+        "stores": shard.stores,
+    }
+    kept = store.get(names[lost])
+    store.delete(names[lost])
+    with pytest.raises(ObjectNotFoundError, match=re.escape(names[lost])):
+        merge_shards(work, 2)
+    assert not store.exists(TaskObjects(work.plan_id, TaskId.parse(work.task_id)).report)
+    assert store.exists(shard.report)
+    store.put(names[lost], kept)
+    merged = merge_shards(work, 2)
+    assert merged["shards"] == 2
+    assert _comparable(merged, False) == _comparable(whole, False)
+    assert _published(root, work.plan_id, "0_0", False) == _published(root, "000000000000000a", "0_0", False)
 
 
 #: Programs the columnar count takes whole (``spark/columnar/count.py``): a count, user aggregates
