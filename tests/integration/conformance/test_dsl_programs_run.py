@@ -269,16 +269,17 @@ def split_program() -> Topology:
 
 
 def _split_cases() -> list[Any]:
-    """The programs the executor runs as one task per partition that it may split (one sub-topology, one input
-    topic, ``split_refusals`` none): their tasks are exactly what a Kafka Streams task of the program runs, so a
-    split run's outputs are comparable with Kafka's answer record for record."""
+    """The programs of one input topic whose every sub-topology the executor may split (``split_refusals`` none):
+    each task of one partition runs exactly what the matching Kafka Streams task runs, and a sub-topology reading a
+    repartition topic reads it in the order the one before it wrote it, so a split run's outputs are comparable with
+    Kafka's answer record for record."""
     cases: list[Any] = []
     for registry, programs in REGISTRIES.items():
         for name, program in programs.items():
             topology = program()
             inputs = _topics(topology)[0]
             refusals = split_refusals(topology)
-            if len(inputs) == 1 and list(refusals.values()) == [None] and not topology.global_node_groups():
+            if len(inputs) == 1 and set(refusals.values()) == {None} and not topology.global_node_groups():
                 cases.extend(
                     pytest.param(registry, name, seed, shards, id=f"{registry}-{name}-{seed}-{shards}")
                     for seed in SEEDS
@@ -291,70 +292,90 @@ def _split_cases() -> list[Any]:
 def test_a_program_run_as_key_shards_gives_kafkas_results(
     kafka_runs: dict[str, Any], tmp_path: Path, registry: str, name: str, seed: int, shards: int
 ) -> None:
-    """Issue #29's oracle: the program's task run by the executor as ``shards`` key shards and merged
-    (``spark/shard_merge.py``) writes, per output topic in production order (``sequence`` across its partitions'
-    files), Kafka's records, drops as many, and ends with Kafka's store entries."""
+    """Issue #29's oracle: each sub-topology's task (partition 0, as in Kafka's driver) run by the executor as
+    ``shards`` key shards and merged (``spark/shard_merge.py``), in sub-topology order: a repartition topic's
+    records, as the task writing it published them, are the next task's input (as the executor's stages stage them).
+    Together they write, per output topic in production order (``sequence`` across its partitions' files), Kafka's
+    records, drop as many, and end with Kafka's store entries."""
     run_id = f"{registry}/{name}/{seed}"
     kafka = kafka_runs[run_id]
     assert "error" not in kafka, f"Kafka Streams failed to run {run_id}: {kafka['error']}"
     _SPLIT_PROGRAM[:] = [registry, name]
     records = kafka_runs["_request"][run_id]["records"]
-    topic = records[0][0]
-    store = LocalObjectStore(tmp_path / "store")
-    raw = [ConsumerRecord.raw(topic, 0, i, ts, _utf8(k), _utf8(v)) for i, (_, k, v, ts) in enumerate(records)]
-    stage_range(store, topic, 0, 0, len(raw), raw, SegmentProof(to_intervals(range(len(raw))), {}),
-                SegmentLimits(max_segment_records=16))  # fmt: skip
     topology = split_program()
-    graph = build_processor_topology(topology, 0, application_id="dsl-run")
-    work = TaskWork(
-        plan_id="0" * 15 + "1",
-        application_id="dsl-run",
-        task_id="0_0",
-        subtopology=0,
-        topology=f"{__name__}:split_program",
-        store_uri=str(tmp_path / "store"),
-        inputs=(InputRange(topic, 0, 0, len(raw), -1),),
-        partition_counts={n.topic: 3 for n in graph.nodes if isinstance(n, SinkNode)},
-        local_dir=str(tmp_path),
-    )
-    for index in range(shards):
-        assert run_task(dataclasses.replace(work, shard=ShardSpec(index, shards)))["shard"] == f"{index}-of-{shards}"
-    report = merge_shards(work, shards)
-    assert report["shards"] == shards
-    objects = TaskObjects(work.plan_id, TaskId(0, 0))
-    rows = [
-        row
-        for path in sorted((tmp_path / "store" / objects.prefix / "outputs").glob("*.parquet"))
-        for row in pq.read_table(path).to_pylist()
-    ]
-    outputs = {
-        out: [[_hex(r["key"]), _hex(r["value"]), r["timestamp"]] for r in sorted(rows, key=lambda r: r["sequence"])
-              if r["topic"] == out]
-        for out in kafka["outputs"]
-    }  # fmt: skip
+    store = LocalObjectStore(tmp_path / "store")
+    staged = {records[0][0]: [ConsumerRecord.raw(t, 0, i, ts, _utf8(k), _utf8(v)) for i, (t, k, v, ts) in
+                              enumerate(records)]}  # fmt: skip
+    outputs: dict[str, list[list[Any]]] = {out: [] for out in kafka["outputs"]}
+    dropped = 0
+    entries: dict[str, list[list[str]]] = {}
+    subtopologies = sorted(split_refusals(topology))
+    for subtopology in subtopologies:
+        graph = build_processor_topology(topology, subtopology, application_id="dsl-run")
+        missing = [t for t in graph.source_topics if t not in staged]
+        assert not missing, f"sub-topology {subtopology} reads {missing}, which no earlier one wrote"
+        for topic in graph.source_topics:
+            raw = staged[topic]
+            stage_range(store, topic, 0, 0, len(raw), raw, SegmentProof(to_intervals(range(len(raw))), {}),
+                        SegmentLimits(max_segment_records=16))  # fmt: skip
+        sinks = {n.topic for n in graph.nodes if isinstance(n, SinkNode)}
+        work = TaskWork(
+            plan_id=f"{subtopology:015x}1",
+            application_id="dsl-run",
+            task_id=f"{subtopology}_0",
+            subtopology=subtopology,
+            topology=f"{__name__}:split_program",
+            store_uri=str(tmp_path / "store"),
+            inputs=tuple(InputRange(t, 0, 0, len(staged[t]), -1) for t in graph.source_topics),
+            partition_counts={t: 3 if t in outputs else 1 for t in sinks},  # a repartition topic: Kafka's driver's one
+            local_dir=str(tmp_path),
+        )
+        for index in range(shards):
+            shard = run_task(dataclasses.replace(work, shard=ShardSpec(index, shards)))
+            assert shard["shard"] == f"{index}-of-{shards}"
+        report = merge_shards(work, shards)
+        assert report["shards"] == shards
+        dropped += sum(report["dropped"].values())
+        objects = TaskObjects(work.plan_id, TaskId(subtopology, 0))
+        rows = sorted(
+            (row for path in sorted((tmp_path / "store" / objects.prefix / "outputs").glob("*.parquet"))
+             for row in pq.read_table(path).to_pylist()),
+            key=lambda r: r["sequence"],
+        )  # fmt: skip
+        for topic in sorted(sinks - outputs.keys()):
+            assert topic not in staged, f"{topic} is written by two sub-topologies"
+            written = [r for r in rows if r["topic"] == topic]
+            staged[topic] = [ConsumerRecord.raw(topic, 0, i, r["timestamp"], r["key"], r["value"],
+                                                headers=tuple((h["key"], h["value"]) for h in r["headers"]))
+                             for i, r in enumerate(written)]  # fmt: skip
+        for row in rows:
+            if row["topic"] in outputs:
+                outputs[row["topic"]].append([_hex(row["key"]), _hex(row["value"]), row["timestamp"]])
+        definitions = [d for d in store_definitions(store_builders(topology, subtopology)) if d.persistent]
+        for definition in definitions:
+            bundle = tmp_path / "store" / objects.stores
+            entries[definition.name] = _bundle_entries(bundle, tmp_path / f"bundle-{subtopology}", definition)
     assert any(kafka["outputs"].values()), "the inputs produced no output at all: they test nothing"
     assert outputs == kafka["outputs"]
-    assert sum(report["dropped"].values()) == kafka["dropped"], "dropped-records-total"
-    definitions = [d for d in store_definitions(store_builders(topology, 0)) if d.persistent]
-    assert sorted(d.name for d in definitions) == sorted(n for n, t in kafka["stores"].items() if "entries" in t)
-    for definition in definitions:
-        theirs = sorted(kafka["stores"][definition.name]["entries"])
-        assert _bundle_entries(tmp_path, objects, definition) == theirs, definition.name
+    assert dropped == kafka["dropped"], "dropped-records-total"
+    assert sorted(entries) == sorted(n for n, t in kafka["stores"].items() if "entries" in t)
+    for store_name, ours in entries.items():
+        assert ours == sorted(kafka["stores"][store_name]["entries"]), store_name
 
 
 def _utf8(text: str | None) -> bytes | None:
     return None if text is None else text.encode()
 
 
-def _bundle_entries(tmp_path: Path, objects: TaskObjects, definition: StoreDefinition) -> list[list[str]]:
-    """The raw entries of a store in the task's published store bundle (a split task's: shard 0's stores with the
-    other shards' last writes applied, a window or session store's expired segments settled). A segmented store's
-    are those of its segments from ``observedStreamTime - retention + 1`` on, as ``_store_entries`` reads a whole
-    run's: the latest time a windowed or session aggregate segmented a put by is still there (a window is never
-    deleted; a session only when merged into one that ends no earlier) to give ``observedStreamTime``."""
-    target = tmp_path / "bundle"
+def _bundle_entries(bundle: Path, target: Path, definition: StoreDefinition) -> list[list[str]]:
+    """The raw entries of a store in the task's published store bundle ``bundle`` (extracted to ``target`` once; a
+    split task's: shard 0's stores with the other shards' last writes applied, a window or session store's expired
+    segments settled). A segmented store's are those of its segments from ``observedStreamTime - retention + 1`` on,
+    as ``_store_entries`` reads a whole run's: the latest time a windowed or session aggregate segmented a put by is
+    still there (a window is never deleted; a session only when merged into one that ends no earlier) to give
+    ``observedStreamTime``."""
     if not target.exists():
-        with tarfile.open(tmp_path / "store" / objects.stores) as tar:
+        with tarfile.open(bundle) as tar:
             tar.extractall(target, filter="data")
     name, kind = definition.name, definition.store_type
     if not kind.segmented:
