@@ -553,6 +553,19 @@ def _offset(progress: Progress | None, done: int, total: int) -> Progress | None
     return stage_progress
 
 
+def unwaited_cores(master: str, cores_max: str | None, split: Split, cores: int) -> str | None:
+    """What to warn of when key shards are counted and handed out on a standalone master that did not wait for its
+    executors: Spark waits for registered executors (``minRegisteredResourcesRatio``) only when ``spark.cores.max``
+    says how many cores to wait for; without it, ``--split`` sees the cores registered as the context started."""
+    if split == "off" or not master.startswith("spark://") or cores_max:
+        return None
+    return (
+        f"--split {split} on {master} without spark.cores.max: Spark does not wait for the executors to register, "
+        f"so key shards are planned for the {cores} core(s) registered now and may queue on the first executors; "
+        "set --conf spark.cores.max to the cores this run should take"
+    )
+
+
 def _run_on_spark(
     plan: RunPlan,
     work: Sequence[TaskWork],
@@ -566,6 +579,9 @@ def _run_on_spark(
     """Every stage's tasks as Spark tasks, on a Spark context started for them and stopped after."""
     root = _module_root(topology)
     sc = spark_context(master, settings, python_path=[root] if root else [])
+    unwaited = unwaited_cores(sc.master, sc.getConf().get("spark.cores.max"), split, sc.defaultParallelism)
+    if unwaited:
+        logger.warning("%s", unwaited)
     stage_split = StageSplit(refusals or {}, split, sc.defaultParallelism)
 
     def run_stage(stage: Stage) -> list[dict[str, Any]]:

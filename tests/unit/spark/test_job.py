@@ -16,6 +16,7 @@ from streamproc.spark.job import (
     run_stages,
     stages,
     task_work,
+    unwaited_cores,
     with_upstream,
 )
 
@@ -127,3 +128,23 @@ def test_output_topics_without_a_partition_count_are_refused_before_anything_run
     check_sink_counts(plan(), topology(), {"in": 2, "out": 3})
     with pytest.raises(ConfigError, match=r"output topics \['out'\] are not known .* pass --partitions out=N"):
         check_sink_counts(plan(), topology(), {"in": 2})
+
+
+@pytest.mark.parametrize(
+    ("master", "cores_max", "split", "warns"),
+    [
+        ("spark://127.0.0.1:7077", None, "auto", True),
+        ("spark://127.0.0.1:7077", None, "2", True),
+        ("spark://127.0.0.1:7077", "4", "auto", False),  # Spark waits for 4 cores' executors
+        ("spark://127.0.0.1:7077", None, "off", False),  # nothing is split: nothing to count
+        ("local[2]", None, "auto", False),  # local executors exist as the context starts
+        ("yarn", None, "auto", False),  # YARN and Kubernetes know the executors they asked for: the ratio waits
+    ],
+)
+def test_a_standalone_master_that_does_not_wait_for_its_executors_is_warned_of(
+    master: str, cores_max: str | None, split: str, warns: bool
+) -> None:
+    warning = unwaited_cores(master, cores_max, split, 1)  # type: ignore[arg-type]
+    assert (warning is not None) is warns
+    if warning:
+        assert "spark.cores.max" in warning and master in warning and "1 core(s)" in warning
