@@ -27,7 +27,10 @@ Which shard owns a record
     ``partition_for_key(shard_key(key), K)`` (Kafka's murmur2 rule) where ``shard_key`` serializes the deserialized
     key as the sub-topology's stores address it (so two byte strings that deserialize to equal keys, which touch one
     store entry, go to one shard); a null key, a key that serializes to null, or a sub-topology without stores (no
-    state: any record may go anywhere) goes round-robin by position.
+    state: any record may go anywhere) goes round-robin by position. A shard that reads only its own records
+    (``spark/owned_input.py``) has every key before it processes a record, and balances the same bytes' buckets over
+    the shards instead (``owned_input.balanced_owners``); every shard of a task reads its input the same way, so they
+    all apply one rule.
 """
 
 from __future__ import annotations

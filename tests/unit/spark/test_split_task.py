@@ -390,7 +390,8 @@ def _restores(store: LocalObjectStore, root: Path, work: TaskWork, definitions: 
     return tuple(restores)
 
 
-#: Sessions of a 1 s gap and 500 ms grace (store retention 1.5 s). Keys ``a`` and ``b`` fall in shards 1 and 2 of 3.
+#: Sessions of a 1 s gap and 500 ms grace (store retention 1.5 s). Keys ``a`` and ``b`` fall in different shards of 3
+#: (each key its own bucket, and each bucket its own shard: ``owned_input.balanced_owners``).
 #: ``a``'s late record at 3.8 s merges with its session at 3 s only if the store's stream time is below 4.5 s: the
 #: unsplit task's store has seen ``b``'s records, ``a``'s shard has not.
 _LATE_MERGE = [("a", "x", 3_000), ("b", "x", 4_000), ("b", "x", 5_000), ("a", "x", 3_800)]
