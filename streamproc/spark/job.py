@@ -352,7 +352,8 @@ def _run_partition(items: Iterable[WorkItem]) -> Iterator[dict[str, Any]]:
     for work in items:
         if isinstance(work, MergeWork):
             try:
-                yield merge_shards(dataclasses.replace(work.work, local_dir=local_dir), work.shards, attempt=attempt)
+                merged = dataclasses.replace(work.work, local_dir=local_dir)
+                yield merge_shards(merged, work.shards, attempt=attempt, threads=work.threads)
             except StreamprocError as exc:
                 logging.getLogger(__name__).error("task [%s] failed: %s", work.task_id, exc)
                 yield {"task_id": work.task_id, "error": error_text(exc)}
@@ -579,7 +580,7 @@ def _run_on_spark(
     """Every stage's tasks as Spark tasks, on a Spark context started for them and stopped after."""
     root = _module_root(topology)
     sc = spark_context(master, settings, python_path=[root] if root else [])
-    unwaited = unwaited_cores(sc.master, sc.getConf().get("spark.cores.max"), split, sc.defaultParallelism)
+    unwaited = unwaited_cores(sc.master or "", sc.getConf().get("spark.cores.max"), split, sc.defaultParallelism)
     if unwaited:
         logger.warning("%s", unwaited)
     stage_split = StageSplit(refusals or {}, split, sc.defaultParallelism)

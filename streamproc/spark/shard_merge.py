@@ -23,13 +23,14 @@ The task's report is published last, as always; then the shards' objects are del
 The merge is a serial step after the shards, so its cost comes straight off the split's speed-up: it decodes the
 stamp columns of every shard's file of a kind at once (to rank them), then each file's rows in turn, and moves rows
 only where several shards wrote one file (``_in_task_order``). Its three parts share nothing but the changelog's
-ranks, so they run side by side: the outputs and dead letters on one thread, the changelog files on the calling
-one, and the store bundle (once the changelog is ranked) on another. Parquet, Arrow and numpy do most of the work
-with the GIL released, and the merge wave of a one-task stage leaves the other cores idle (a 1 M-record session
-count's merge: 2.82 s → 2.18-2.30 s wall, docs/split.md). Its memory: the shards' files are copied to the
-merge's local directory and read from there (memory-mapped); each file is merged a few row groups at a time, and the
-store is rebuilt and settled a row group of the changelog records at a time; what it holds whole is every row's
-stamps and ranks of a kind, and a window or session store's put times (docs/split.md, "The rest of #29").
+ranks, so where the merge wave leaves cores idle (fewer merges than cores: a one-partition task's) they run side by
+side: the outputs and dead letters on one thread, the changelog files on the calling one, and the store bundle (once
+the changelog is ranked) on another. Parquet, Arrow and numpy do most of the work with the GIL released (the merge
+of a session count of 1 M records: 2.82 s → 2.18-2.30 s wall, for about a fifth more CPU, docs/split.md). Its memory:
+the shards' files are copied to the merge's local directory and read from there (memory-mapped); each file is merged
+a few row groups at a time, and the store is rebuilt and settled a row group of the changelog records at a time;
+what it holds whole is every row's stamps and ranks of a kind, and a window or session store's put times
+(docs/split.md, "The rest of #29").
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ import tarfile
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -98,10 +99,12 @@ MERGE_THREADS = 2
 _RESTORED = ["store", "topic", "partition", "timestamp", "key", "value"]
 
 
-def merge_shards(work: Any, count: int, *, attempt: int = 0) -> dict[str, Any]:
+def merge_shards(work: Any, count: int, *, attempt: int = 0, threads: int = 1 + MERGE_THREADS) -> dict[str, Any]:
     """Merge the ``count`` shards of ``work``'s task into the task's objects and report (see the module doc).
 
-    ``work`` is the task's :class:`~streamproc.spark.task_runner.TaskWork` (without a shard)."""
+    ``work`` is the task's :class:`~streamproc.spark.task_runner.TaskWork` (without a shard). ``threads``: the cores
+    the merge may keep busy (the executor gives it the wave's cores over its merges); with one, its parts run one
+    after the other, since side threads on a busy core only add their switching to the CPU it spends."""
     started = time.monotonic()
     task_id = TaskId.parse(work.task_id)
     store = load_store(work.store_uri, **dict(work.store_options))
@@ -127,7 +130,7 @@ def merge_shards(work: Any, count: int, *, attempt: int = 0) -> dict[str, Any]:
     try:
         written: dict[str, int] = {}
         first = reports[0]
-        with ThreadPoolExecutor(MERGE_THREADS, thread_name_prefix=f"merge-{task_id}") as pool:
+        with _side_threads(min(threads - 1, MERGE_THREADS), f"merge-{task_id}") as pool:
             merged_outputs = pool.submit(_merge_outputs, store, shards, reports, work_dir / "outputs")
             changelog = _pieces(
                 store, shards, reports, "changelogs", lambda s, n: s.changelog(*_split(n)), work_dir / "pieces"
@@ -173,6 +176,23 @@ def merge_shards(work: Any, count: int, *, attempt: int = 0) -> dict[str, Any]:
         sum(report["outputs"].values()),
     )
     return {**report, "skipped": False}
+
+
+class _InOrder(Executor):
+    """An executor that runs each call as it is submitted: the merge's parts one after the other."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - raised where the threaded merge raises it: at result()
+            future.set_exception(exc)
+        return future
+
+
+def _side_threads(count: int, name: str) -> Executor:
+    """``count`` threads beside the caller's, or none (:class:`_InOrder`)."""
+    return ThreadPoolExecutor(count, thread_name_prefix=name) if count > 0 else _InOrder()
 
 
 def _run_unsplit(work: Any, store: ObjectStore, task_id: TaskId, why: str, attempt: int) -> dict[str, Any]:

@@ -319,6 +319,8 @@ class MergeWork:
 
     work: Any  # the task's TaskWork
     shards: int
+    #: The threads the merge may keep busy (``shard_merge.merge_shards``): the wave's cores over its merges.
+    threads: int = 1
 
     @property
     def task_id(self) -> str:
@@ -370,7 +372,7 @@ def split_stage(
 
     def run(stage: Any) -> list[dict[str, Any]]:
         shards = split.shards(stage.tasks)
-        reports = _run_split(run_stage, stage, shards)
+        reports = _run_split(run_stage, stage, shards, split.cores)
         split.saw(reports)
         return reports
 
@@ -378,7 +380,7 @@ def split_stage(
 
 
 def _run_split(
-    run_stage: Callable[[Any], list[dict[str, Any]]], stage: Any, shards: Mapping[str, int]
+    run_stage: Callable[[Any], list[dict[str, Any]]], stage: Any, shards: Mapping[str, int], cores: int
 ) -> list[dict[str, Any]]:
     split = [w for w in stage.tasks if w.task_id in shards]
     if not split:
@@ -389,7 +391,7 @@ def _run_split(
     reports = run_stage(dataclasses.replace(stage, tasks=tuple(first)))
     # a task done before (its report exists) answers for each of its shards: keep one
     whole = {r["task_id"]: r for r in reports if "shard" not in r}
-    merges = tuple(MergeWork(w, shards[w.task_id]) for w in split)
+    merges = tuple(MergeWork(w, shards[w.task_id], max(1, cores // len(split))) for w in split)
     for report in run_stage(dataclasses.replace(stage, tasks=merges)):
         whole[report["task_id"]] = report
     return list(whole.values())

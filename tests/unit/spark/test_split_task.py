@@ -294,10 +294,10 @@ def _comparable(report: dict[str, Any], columnar: bool) -> dict[str, Any]:
     return {k: v for k, v in report.items() if k not in differ} | {"objects": objects}
 
 
-def _run_split(work: TaskWork, count: int) -> dict[str, Any]:
+def _run_split(work: TaskWork, count: int, threads: int = 1 + shard_merge.MERGE_THREADS) -> dict[str, Any]:
     for index in range(count):
         run_task(_shard(work, ShardSpec(index, count)))
-    return merge_shards(work, count)
+    return merge_shards(work, count, threads=threads)
 
 
 def _shard(work: TaskWork, shard: ShardSpec) -> TaskWork:
@@ -355,9 +355,10 @@ def test_a_split_task_publishes_what_the_unsplit_task_publishes(
         whole, whole_error = _outcome(lambda work=work: run_task(work))
         split_work = _work(root, f"{number:015x}b", subtopology, tuple(inputs), restores, counts)
         chunk = data.draw(st.sampled_from([1, 3, shard_merge.MERGE_CHUNK_ROWS]), label="merge chunk rows")
+        threads = data.draw(st.sampled_from([1, 1 + shard_merge.MERGE_THREADS]), label="merge threads")
         with pytest.MonkeyPatch.context() as patch:  # files merged a chunk at a time write the same bytes
             patch.setattr(shard_merge, "MERGE_CHUNK_ROWS", chunk)
-            split, split_error = _outcome(lambda split_work=split_work: _run_split(split_work, count))
+            split, split_error = _outcome(lambda w=split_work, t=threads: _run_split(w, count, t))
         assert split_error == whole_error
         event("the task failed" if whole is None else "compared" if whole["outputs"] else "compared, no outputs")
         if whole is None or split is None:
@@ -426,11 +427,14 @@ def test_a_split_session_aggregate_finds_the_sessions_the_unsplit_task_finds(
     assert _published(root, "000000000000000b", "0_0", False) == _published(root, "000000000000000a", "0_0", False)
 
 
+@pytest.mark.parametrize("threads", [1, 1 + shard_merge.MERGE_THREADS])
 @pytest.mark.parametrize("lost", ["output", "changelog", "stores"])
-def test_a_merge_that_fails_publishes_no_report_and_the_next_attempt_merges(tmp_path: Path, lost: str) -> None:
-    """The merge works on outputs, changelogs and the store bundle side by side (``merge_shards``): a failure in any
-    of them is the merge's failure, named, with no task report published, and the shards' objects stay for the next
-    attempt, which merges what the unsplit task publishes."""
+def test_a_merge_that_fails_publishes_no_report_and_the_next_attempt_merges(
+    tmp_path: Path, lost: str, threads: int
+) -> None:
+    """The merge works on outputs, changelogs and the store bundle side by side or in turn (``merge_shards``): a
+    failure in any of them is the merge's failure, named, with no task report published, and the shards' objects
+    stay for the next attempt, which merges what the unsplit task publishes."""
     _CURRENT[:] = ["short-sessions-count", False]
     root = tmp_path / "store"
     store = LocalObjectStore(root)
@@ -450,11 +454,11 @@ def test_a_merge_that_fails_publishes_no_report_and_the_next_attempt_merges(tmp_
     kept = store.get(names[lost])
     store.delete(names[lost])
     with pytest.raises(ObjectNotFoundError, match=re.escape(names[lost])):
-        merge_shards(work, 2)
+        merge_shards(work, 2, threads=threads)
     assert not store.exists(TaskObjects(work.plan_id, TaskId.parse(work.task_id)).report)
     assert store.exists(shard.report)
     store.put(names[lost], kept)
-    merged = merge_shards(work, 2)
+    merged = merge_shards(work, 2, threads=threads)
     assert merged["shards"] == 2
     assert _comparable(merged, False) == _comparable(whole, False)
     assert _published(root, work.plan_id, "0_0", False) == _published(root, "000000000000000a", "0_0", False)

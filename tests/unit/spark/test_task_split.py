@@ -18,6 +18,7 @@ from streamproc.engine.stream_task import TaskConfig
 from streamproc.errors import ConfigError
 from streamproc.plan.run_plan import PlannedRange, PlannedTask
 from streamproc.spark import task_split
+from streamproc.spark.job import Stage
 from streamproc.spark.task_runner import InputRange, TaskWork
 from streamproc.spark.task_split import (
     AUTO_RECORDS_PER_SHARD,
@@ -154,6 +155,26 @@ def test_a_stage_reading_a_repartition_topic_counts_what_the_earlier_stages_appe
     assert split.shards(downstream) == {"1_0": 2}
     assert StageSplit({0: None}, 3, 2).widest([upstream]) == 3
     assert StageSplit({0: "no"}, "auto", 8).widest([upstream, upstream]) == 1
+
+
+@pytest.mark.parametrize(("tasks", "cores", "threads"), [(1, 2, 2), (1, 8, 8), (2, 2, 1), (3, 8, 2), (4, 2, 1)])
+def test_a_merge_is_given_the_cores_its_wave_leaves_idle(tasks: int, cores: int, threads: int) -> None:
+    """The merge wave runs one merge per split task; each may keep the wave's cores over its merges busy (its parts
+    side by side), and one where there are as many merges as cores (its parts in turn)."""
+    waves: list[tuple[Any, ...]] = []
+
+    def run_stage(stage: Any) -> list[dict[str, Any]]:
+        waves.append(stage.tasks)
+        return [{"task_id": w.task_id, **({"shard": str(w.shard)} if getattr(w, "shard", None) else {})}
+                for w in stage.tasks]  # fmt: skip
+
+    work = [_work(f"0_{p}", 0, 10) for p in range(tasks)]
+    run = task_split.split_stage(run_stage, StageSplit({0: None}, 2, cores))
+    reports = run(Stage(1, 1, 0, tuple(work)))
+    assert sorted(r["task_id"] for r in reports) == [w.task_id for w in work]
+    shards, merges = waves
+    assert len(shards) == 2 * tasks
+    assert [(m.task_id, m.shards, m.threads) for m in merges] == [(w.task_id, 2, threads) for w in work]
 
 
 def test_what_the_first_slice_splits_and_why_not() -> None:
