@@ -57,7 +57,7 @@ from streamproc_dev.conformance.reset_tool import tools_jar
 ROOT = Path(__file__).resolve().parents[1]
 WORKLOADS = ("pass_through", "count", "window")
 #: Workloads with a DSL version only (``--apis dsl --workloads filter_count``), after :data:`WORKLOADS` in tables.
-DSL_ONLY_WORKLOADS = ("filter_count", "window_count", "aggregate")
+DSL_ONLY_WORKLOADS = ("filter_count", "window_count", "session_count", "aggregate")
 _ORDER = (*WORKLOADS, *DSL_ONLY_WORKLOADS)
 STEP = re.compile(r"(plan|fetch|process|hand-off) (\d+\.\d) s")
 QUIX_PYTHON = ROOT / ".venv-quix" / "bin" / "python"

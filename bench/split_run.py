@@ -1,14 +1,15 @@
 """Issue #29's end-to-end figure: ``streamproc run`` over a one-partition topic, ``--split off`` against ``auto``.
 
 ``python -m bench.split_run [--records N] [--workloads string_session_count,string_window_count] [--cores 2]
-[--repeats 1] [--master M] [--attach]`` puts the bench's data set of N records on one partition of the bench broker
-(``bench/generator.py``, produced once and reused), then runs, per workload of ``bench/split_curve.py``'s String
-ones (``--split auto`` splits the windowed ones, ``string_window_count`` and ``string_session_count``) and per
-repeat, ``streamproc run`` as a user runs it on ``--cores`` cores (no ``--master``: worker processes by the window,
-one per million records, inline below two million) with ``--split off``, then with ``--split auto``, each a new
-application from the earliest offset (plan, fetch, process, hand-off to the broker). Measured as ``bench.compare``
-measures a run (``bench/measure.py``: wall seconds, CPU seconds of every process but the broker's); prints each
-run's steps and the ratio of ``auto`` over ``off`` in wall and CPU, then one JSON line.
+[--repeats 1] [--master M] [--attach] [--log FILE]`` puts the bench's data set of N records on one partition of the
+bench broker (``bench/generator.py``, produced once and reused), then runs, per workload of
+``bench/split_curve.py``'s String ones (``--split auto`` splits the windowed ones, ``string_window_count`` and
+``string_session_count``) and per repeat, ``streamproc run`` as a user runs it on ``--cores`` cores (no
+``--master``: worker processes by the window, one per million records, inline below two million) with ``--split
+off``, then with ``--split auto``, each a new application from the earliest offset (plan, fetch, process, hand-off to
+the broker). Measured as ``bench.compare`` measures a run (``bench/measure.py``: wall seconds, CPU seconds of every
+process but the broker's); prints each run's steps and the ratio of ``auto`` over ``off`` in wall and CPU, then one
+JSON line; ``--log`` keeps the runs' own log (each step's lines).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--master", default="default", help="streamproc run's --master ('default': none given)")
     parser.add_argument("--attach", action="store_true", help="use the bench broker `bench.generator start` started")
+    parser.add_argument("--log", type=Path, help="keep the runs' log (every step's lines) at this path")
     args = parser.parse_args(argv)
     become_subreaper()
     handle = generator.attach_broker() if args.attach else generator.start_broker()
@@ -62,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
                           f"{row['steps_s']}", flush=True)  # fmt: skip
     finally:
         del bench  # its admin client must not outlive the broker
+        if args.log and (work / "split-run.log").exists():
+            shutil.copyfile(work / "split-run.log", args.log)
         shutil.rmtree(work, ignore_errors=True)
         if not args.attach:
             generator.stop_broker()

@@ -93,6 +93,27 @@ def test_dsl_window_count_counts_each_key_per_tumbling_window() -> None:
     assert len(windows) < len(records)  # some windows counted more than one record
 
 
+def test_dsl_session_count_counts_each_key_per_session() -> None:
+    """``session_count`` (DSL only): per record, a tombstone for each of its key's sessions it merges (those within the
+    5-minute gap of it), then the merged session's count, keyed by the record's key."""
+    records = _records(400)
+    got = [(key, count) for key, count, _ in _longs_sent(workloads.dsl_session_count(), records)]
+    gap = workloads.SESSION_GAP_MS
+    sessions: dict[bytes, list[tuple[int, int, int]]] = {}  # key -> (end, start, count), in the store's order
+    expected: list[tuple[bytes, int | None]] = []
+    for key, _, timestamp in records:
+        held = sessions.setdefault(key, [])
+        merged = [s for s in held if s[0] >= timestamp - gap and s[1] <= timestamp + gap]
+        expected += [(key, None)] * len(merged)
+        start = min([timestamp, *(s[1] for s in merged)])
+        end = max([timestamp, *(s[0] for s in merged)])
+        session = (end, start, 1 + sum(s[2] for s in merged))
+        held[:] = sorted([*(s for s in held if s not in merged), session])
+        expected.append((key, session[2]))
+    assert got == expected
+    assert (None in {c for _, c in got}) and any(len(h) > 1 for h in sessions.values())  # merges, and gaps
+
+
 def test_dsl_aggregate_sums_the_amount_per_key() -> None:
     """``aggregate`` (DSL only): per record, its key's running sum of the amounts (value bytes 6–12), stamped with
     the latest timestamp the key has seen."""

@@ -13,6 +13,9 @@ same records. A value is ``IIIII,AAAAAA,…`` (item: 5 digits, amount: 6 digits,
 - ``window_count`` (DSL only): count per key in 60 s tumbling windows (``groupByKey().windowedBy(…).count()``, a
   persistent timestamped window store), every update sent on keyed by the record's key: the windowed aggregation
   with Kafka Streams' built-in adder, where issue #16 asks ≥ 2.0×;
+- ``session_count`` (DSL only): count per key in sessions of 5 minutes of inactivity
+  (``groupByKey().windowedBy(SessionWindows…).count()``, a persistent session store), every update sent on keyed by
+  the record's key, a merged session's tombstone too: the session windows issue #29 splits;
 - ``aggregate`` (DSL only): the amount summed per key by a Python aggregator (``groupByKey().aggregate(…)``, a
   persistent timestamped store), every update sent on: an aggregation with user code, where issue #16 asks ≥ 1.0×.
 
@@ -32,10 +35,19 @@ from typing import Any
 
 from bench.process_topologies import Count  # the one counting processor of the benchmarks
 from streamproc import Processor, ProcessorContext, Record, Stores, Topology, serde_for
-from streamproc.dsl import Consumed, Materialized, Produced, Repartitioned, StreamsBuilder, TimeWindows
+from streamproc.dsl import (
+    Consumed,
+    Materialized,
+    Produced,
+    Repartitioned,
+    SessionWindows,
+    StreamsBuilder,
+    TimeWindows,
+)
 from streamproc.state.stores import ValueAndTimestamp
 
 WINDOW_MS = 60_000
+SESSION_GAP_MS = 300_000
 GRACE_MS = 7 * 86_400_000  # longer than any data set spans: no system drops a record as late
 #: the window workload's repartition topic (``<application.id>-rekeyed-repartition`` at run time)
 REKEYED = "rekeyed-repartition"
@@ -191,13 +203,28 @@ def dsl_window_count() -> Topology:
     ``toStream((windowed, count) -> windowed.key())`` as in ``window``; DSL only (``BenchApps.dsl``'s
     ``window_count`` is the Java program).
     """
+    return _windowed_count(TimeWindows.of_size_and_grace(WINDOW_MS, GRACE_MS), "counts")
+
+
+def dsl_session_count() -> Topology:
+    """``groupByKey().windowedBy(SessionWindows(5 min gap, a week's grace)).count(Materialized.as("sessions"))``.
+
+    ``toStream((windowed, count) -> windowed.key())``: a session merged into a later one is sent on as a tombstone
+    (a null count), as Kafka Streams sends it; DSL only (``BenchApps.dsl``'s ``session_count``).
+    """
+    return _windowed_count(SessionWindows.of_inactivity_gap_and_grace(SESSION_GAP_MS, GRACE_MS), "sessions")
+
+
+def _windowed_count(windows: Any, store: str) -> Topology:
+    """The bench's grouped stream counted in ``windows`` in a store named ``store``, each update sent on keyed by the
+    record's key."""
     source, sink = _topics()
     b = StreamsBuilder()
     counts = (
         _dsl_stream(b, source)
         .group_by_key()
-        .windowed_by(TimeWindows.of_size_and_grace(WINDOW_MS, GRACE_MS))
-        .count(materialized=Materialized.as_("counts").with_key_serde(_BYTES).with_value_serde(_LONG))
+        .windowed_by(windows)
+        .count(materialized=Materialized.as_(store).with_key_serde(_BYTES).with_value_serde(_LONG))
     )
     counts.to_stream().select_key(lambda windowed, count: windowed.key).to(sink, Produced.with_(_BYTES, _LONG))
     return b.build()
@@ -233,5 +260,6 @@ DSL_WORKLOADS: dict[str, Callable[[], Topology]] = {
     "window": dsl_window,
     "filter_count": dsl_filter_count,
     "window_count": dsl_window_count,
+    "session_count": dsl_session_count,
     "aggregate": dsl_aggregate,
 }

@@ -16,11 +16,13 @@ import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Repartitioned;
+import org.apache.kafka.streams.kstream.SessionWindows;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.SessionStore;
 import org.apache.kafka.streams.state.StoreBuilder;
 import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.state.TimestampedKeyValueStore;
@@ -52,7 +54,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * timestamped store, every count sent on), {@code window} (re-key by item through a repartition topic, then a
  * 60 s tumbling-window sum of the amount in a persistent window store), {@code filter_count} (DSL only: issue #16's
  * filter + mapValues + groupByKey + count), {@code window_count} (DSL only: a 60 s tumbling-window count per key,
- * Kafka Streams' built-in adder), {@code aggregate} (DSL only: the amount summed per key
+ * Kafka Streams' built-in adder), {@code session_count} (DSL only: a count per key in sessions of 5 min of
+ * inactivity; a merged session's tombstone is sent on too), {@code aggregate} (DSL only: the amount summed per key
  * by an aggregator). API: {@code papi} (Processor API, the same
  * processors as bench/workloads.py; the window workload's re-key is the DSL's {@code repartition()}, the only public
  * way to an internal topic) or {@code dsl}. CACHE: {@code default} (10 MiB, the stores' caching on as the DSL sets
@@ -67,6 +70,7 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 final class BenchApps {
     static final long WINDOW_MS = 60_000L;
+    static final long SESSION_GAP_MS = 300_000L;
     static final Duration GRACE = Duration.ofDays(7); // longer than any data set spans: nothing is dropped as late
 
     private BenchApps() {
@@ -240,6 +244,14 @@ final class BenchApps {
                 stream.peek((k, v) -> seen.incrementAndGet()).groupByKey()
                     .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(WINDOW_MS), GRACE))
                     .count(Materialized.<byte[], Long, WindowStore<Bytes, byte[]>>as("counts")
+                        .withKeySerde(Serdes.ByteArray()).withValueSerde(Serdes.Long()))
+                    .toStream((windowed, count) -> windowed.key())
+                    .to(output, Produced.with(Serdes.ByteArray(), Serdes.Long()));
+                break;
+            case "session_count": // issue #29's session-windowed count (5 min of inactivity; DSL only)
+                stream.peek((k, v) -> seen.incrementAndGet()).groupByKey()
+                    .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(SESSION_GAP_MS), GRACE))
+                    .count(Materialized.<byte[], Long, SessionStore<Bytes, byte[]>>as("sessions")
                         .withKeySerde(Serdes.ByteArray()).withValueSerde(Serdes.Long()))
                     .toStream((windowed, count) -> windowed.key())
                     .to(output, Produced.with(Serdes.ByteArray(), Serdes.Long()));
