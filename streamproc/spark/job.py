@@ -580,8 +580,9 @@ def _run_on_spark(
     """Every stage's tasks as Spark tasks, on a Spark context started for them and stopped after."""
     root = _module_root(topology)
     sc = spark_context(master, settings, python_path=[root] if root else [])
+    splittable = any(refusal is None for refusal in (refusals or {}).values())
     unwaited = unwaited_cores(sc.master or "", sc.getConf().get("spark.cores.max"), split, sc.defaultParallelism)
-    if unwaited:
+    if unwaited and splittable:
         logger.warning("%s", unwaited)
     stage_split = StageSplit(refusals or {}, split, sc.defaultParallelism)
 

@@ -259,9 +259,9 @@ class _DeserializedOwners:
         self._known: dict[bytes | None, int] = {}
 
     def owners(self, keys: pa.Array) -> np.ndarray:
-        """Per key, its bucket (or shard: ``partition_for_key`` modulo the count given), or a negative number for one
-        the gate sends round-robin: :data:`_NULL_KEY` for one
-        deserialized to null, -1 for one without store bytes; raises what the source's deserializer raises."""
+        """Per key, its bucket (``partition_for_key`` modulo the count given), or a negative number for one the gate
+        sends round-robin: :data:`_NULL_KEY` for one deserialized to null, -1 for one without store bytes; raises
+        what the source's deserializer raises."""
         encoded = pc.dictionary_encode(keys)
         by_id = np.fromiter((self._owner(raw) for raw in encoded.dictionary.to_pylist()), np.int64)
         indices = encoded.indices
