@@ -101,6 +101,23 @@ def string_window_count() -> Any:
     return b.build()
 
 
+def string_filtered_window_count() -> Any:
+    """``filter`` (an amount of at least 200 000: four records in five), then ``string_window_count``'s windowed
+    count: which records reach the aggregate is the filter's, so every shard runs it over the records it does not
+    own for the aggregate's stream time (``spark/stream_time_prefix.py``)."""
+    from bench.workloads import GRACE_MS, WINDOW_MS, _topics
+    from streamproc.dsl import Consumed, StreamsBuilder, TimeWindows
+    from streamproc.engine.serdes import serde_for
+
+    source, sink = _topics()
+    text = serde_for("String")
+    b = StreamsBuilder()
+    kept = b.stream(source, Consumed.with_(text, text)).filter(lambda k, v: v[6] >= "2")
+    counts = kept.group_by_key().windowed_by(TimeWindows.of_size_and_grace(WINDOW_MS, GRACE_MS)).count()
+    counts.to_stream().select_key(lambda windowed, count: windowed.key).to(sink, _string_long())
+    return b.build()
+
+
 def string_session_count() -> Any:
     """``groupByKey().windowedBy(SessionWindows(5 min gap)).count()`` with String serdes, per record: each shard is
     given the processor's and its session store's stream times over every key's records."""
@@ -119,6 +136,7 @@ STRING_WORKLOADS = {
     "string_count": string_count,
     "string_aggregate": string_aggregate,
     "string_window_count": string_window_count,
+    "string_filtered_window_count": string_filtered_window_count,
     "string_session_count": string_session_count,
 }
 

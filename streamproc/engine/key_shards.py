@@ -35,20 +35,19 @@ Which shard owns a record
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from streamproc.engine.bulk_replay import inlines_source_forward
 from streamproc.engine.dropped_records import DroppedRecord
 from streamproc.engine.partitioner import partition_for_key
-from streamproc.engine.task_wide_times import advance
 
 if TYPE_CHECKING:
     from streamproc.engine.processor_topology import SourceNode
     from streamproc.engine.records import Record
     from streamproc.engine.stream_task import StreamTask
-    from streamproc.engine.task_wide_times import TaskStreamTimes
+    from streamproc.engine.task_wide_times import SourceTimes, TaskStreamTimes
 
 #: The phase of a step in which the next head of the polled queue is deserialized (every shard sees it).
 POLL = 0
@@ -204,6 +203,7 @@ class ShardGate:
         positions: Sequence[int] | None = None,
         stream_times: TaskStreamTimes | None = None,
         keyed_times: tuple[Sequence[int], Sequence[int]] | None = None,
+        others_times: Mapping[str, Sequence[int]] | None = None,
     ) -> None:
         """Gate every source node of ``task`` and observe its drop sensor (before the task starts); ``shard_key``:
         the bytes a key's shard is chosen from (``None``: round-robin, for a sub-topology without stores).
@@ -213,8 +213,8 @@ class ShardGate:
         compiled loop run as in the unsplit task), only the events are stamped, each at its record's position.
 
         ``stream_times``: the processors that read a task-wide stream time (``engine/task_wide_times.py``); with
-        ``positions``, ``keyed_times`` gives it per owned record (with it, and before it), else the gate keeps it
-        from every record."""
+        ``positions``, ``keyed_times`` gives it per owned record (with it, and before it) and ``others_times`` the
+        other shards' part of it for a processor behind a prefix, else the gate keeps it from every record."""
         self._task = task
         self._shard_key = shard_key
         task.dropped.observer = self._observe_drop
@@ -223,16 +223,16 @@ class ShardGate:
             self.stamp_now = _owned_tags(task, positions, self.position)
             if stream_times is not None:
                 assert keyed_times is not None, "a shard reading only its records is given their stream times"
-                stream_times.at_positions(task, *keyed_times)
+                stream_times.at_positions(task, *keyed_times, others_times)
             return
-        cells = {} if stream_times is None else stream_times.track()
-        if not cells:
+        times = {} if stream_times is None else stream_times.track()
+        if not times:
             # the compiled loop skips a record whose key's owner the gate already knows to be another shard, and
             # does the step's bookkeeping only, as the gate's early return leaves it (bulk_replay; the Python loops
             # ask the gate every time, with the same result); a gate keeping stream times sees every record
             task.shard_skip = (self._owners, self.shard.index)
         for source in task.topology.sources:
-            gated = self._gated(task, source, cells.get(source.name))
+            gated = self._gated(task, source, times.get(source.name))
             source.process = gated  # type: ignore[method-assign,assignment]
 
     def _observe_drop(self, _event: DroppedRecord) -> bool:
@@ -242,11 +242,11 @@ class ShardGate:
         return True
 
     def _gated(
-        self, task: StreamTask, source: SourceNode, stream_times: list[list[int]] | None = None
+        self, task: StreamTask, source: SourceNode, stream_times: SourceTimes | None = None
     ) -> Callable[[Record[Any, Any]], None]:
         """``source.process`` for the records this shard owns; the others return at once. ``stream_times``: the
         cells of the processors the source feeds whose stream time is task-wide (``TaskStreamTimes.track``),
-        advanced by every keyed record.
+        advanced by every keyed record that reaches them.
 
         An owned record goes on exactly as in the unsplit task: where the compiled bulk loop would hand it to the
         source's children itself (``bulk_replay.inlines_source_forward``, known once the task runs, for the heads
@@ -258,10 +258,11 @@ class ShardGate:
         inline: list[bool] = []
 
         def gated(record: Record[Any, Any]) -> None:
-            if stream_times is not None and record.key is not None:
-                advance(stream_times, record.timestamp)
             position = self._in_task(task.records_processed + len(task.skip_steps))
-            if self.owner(record.key, position) != index:
+            owned = self.owner(record.key, position) == index
+            if stream_times is not None and record.key is not None:
+                stream_times.advance(record.key, record.value, record.timestamp, owned)
+            if not owned:
                 return
             if not inline:
                 inline.append(inlines_source_forward(task, source))

@@ -7,16 +7,23 @@ which before a record equals ``max(restored, the processor's before that record)
 records, so each such processor is given the unsplit task's values instead, through its hooks: ``task_stream_time``
 (the value with the record being processed) and, for a session aggregate, ``task_stream_time_before``.
 
-Only processors whose records are the sources' records with a non-null key are given one (no processor between the
-sources and it but one-to-one ones, ``TaskWideValue.prefix`` empty: ``task_split.split_refusals`` refuses the
-rest). Their task-wide value is then the running maximum of the timestamps of the keyed records of the sources
-upstream of them, in the task's order, known to a shard in one of two ways:
+A processor's task-wide value is the running maximum of the timestamps of the keyed records that reached it, in
+the task's order. Where nothing but one-to-one processors stands between the sources and it, those are the keyed
+records of the sources upstream of it, known to a shard in one of two ways:
 
 - a shard that runs the task's whole ``PartitionGroup`` (``key_shards.ShardGate``) sees every record at its gate,
   owned or not: :meth:`TaskStreamTimes.track` keeps one cell per processor, which the gate advances for every keyed
   record of a source that feeds it, before it asks who owns the record (:func:`advance`);
 - a shard that reads only its own records (``spark/owned_input.py``) computed every row's running maximum from the
   timestamp and key columns: :meth:`TaskStreamTimes.at_positions` reads it at each of its records' positions.
+
+Where a stateless prefix may drop records on the way (a ``filter``, ``TaskWideValue.prefix``), the processor has a
+``reach`` (:attr:`TaskStreamTimes.reaches`, ``spark/stream_time_prefix.py``): whether a source record's key and
+value pass the prefix. A shard runs it over the records it does not own (at its gate, or over the columns before it
+processes one) and advances the processor's time with those that pass; its own records advance it as they arrive at
+the processor, which is the hook's call (``task_stream_time(timestamp)``), so a record's own prefix runs once, in
+its owner, as in the unsplit task. Only key-preserving steps make a prefix, so the owner of a record is the same
+before and after it.
 
 A session store's stream time is the processor's only if the record that advanced it put its session: a processing
 exception handled at the aggregate (its initializer, merger or aggregator raised and the handler said continue) may
@@ -26,8 +33,8 @@ such exception; the shard says so in its report and the merge runs the task whol
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from streamproc.engine.processor_topology import ProcessorNode, ProcessorTopology, SourceNode
@@ -37,6 +44,9 @@ if TYPE_CHECKING:
 
 #: ``ConsumerRecord.NO_TIMESTAMP``: no keyed record yet.
 NO_TIMESTAMP = -1
+
+#: Whether a source record (its deserialized key and value) passes a processor's stateless prefix and reaches it.
+Reach = Callable[[Any, Any], bool]
 
 
 def takes_task_stream_time(processor: object) -> bool:
@@ -51,10 +61,15 @@ class TaskStreamTimes:
 
     processors: dict[str, Any]
     sources: dict[str, tuple[str, ...]]
+    #: The processors behind a stateless prefix that may drop records: whether a source record reaches each.
+    reaches: dict[str, Reach] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, graph: ProcessorTopology, names: Iterable[str]) -> TaskStreamTimes | None:
-        """The hooks of the processors ``names`` in ``graph`` (``None`` when there are none)."""
+    def of(
+        cls, graph: ProcessorTopology, names: Iterable[str], reaches: Mapping[str, Reach] | None = None
+    ) -> TaskStreamTimes | None:
+        """The hooks of the processors ``names`` in ``graph`` (``None`` when there are none); ``reaches``: those
+        behind a prefix that may drop records (see the module doc)."""
         wanted = set(names)
         if not wanted:
             return None
@@ -66,35 +81,51 @@ class TaskStreamTimes:
                 raise ValueError(f"processor {name} cannot be given its task-wide stream time")
             processors[name] = processor
         sources = {name: tuple(s.name for s in graph.sources if _reaches(s, name)) for name in processors}
-        return cls(processors, sources)
+        return cls(processors, sources, {name: reach for name, reach in (reaches or {}).items() if name in wanted})
 
-    def track(self) -> dict[str, list[list[int]]]:
-        """Install hooks that read one cell per processor, ``[with the record, before it]``; returns each source's
-        cells (source node name → the cells of the processors it feeds), which the gate advances with every keyed
-        record of that source (:func:`advance`)."""
+    def track(self) -> dict[str, SourceTimes]:
+        """Install hooks that read one cell per processor, ``[with the record, before it]``; returns, per source node
+        name, the cells of the processors it feeds, which the gate advances (:meth:`SourceTimes.advance`)."""
         cells = {name: [NO_TIMESTAMP, NO_TIMESTAMP] for name in self.processors}
         for name, processor in self.processors.items():
-            _install(processor, _reader(cells[name], 0), _reader(cells[name], 1))
-        fed: dict[str, list[list[int]]] = {}
+            cell = cells[name]
+            _install(processor, _advancing(cell) if name in self.reaches else _current(cell), _before(cell))
+        fed: dict[str, SourceTimes] = {}
         for name, sources in self.sources.items():
             for source in sources:
-                fed.setdefault(source, []).append(cells[name])
+                times = fed.setdefault(source, SourceTimes([], []))
+                if name in self.reaches:
+                    times.prefixed.append((cells[name], self.reaches[name]))
+                else:
+                    times.cells.append(cells[name])
         return fed
 
-    def at_positions(self, task: StreamTask, times: Sequence[int], before: Sequence[int]) -> None:
+    def at_positions(
+        self,
+        task: StreamTask,
+        times: Sequence[int],
+        before: Sequence[int],
+        others: Mapping[str, Sequence[int]] | None = None,
+    ) -> None:
         """Install hooks that read ``times`` and ``before``: per record the shard processes, in its order, the
         task-wide value with that record and before it (a shard of one source: every processor reads that source's
-        running maximum)."""
+        running maximum). A processor behind a prefix that may drop records reads ``others[name]`` instead, per
+        record the running maximum of the other shards' records that pass its prefix, and its own records' as they
+        reach it."""
         with_record, before_record = list(times), list(before)
 
-        def value() -> int:
+        def value(timestamp: int) -> int:
             return with_record[task.records_processed]
 
         def previous() -> int:
             return before_record[task.records_processed]
 
-        for processor in self.processors.values():
-            _install(processor, value, previous)
+        for name, processor in self.processors.items():
+            if name in self.reaches:
+                assert others is not None, "a processor behind a prefix is given the other shards' times"
+                _install(processor, *_with_others(task, list(others[name])))
+            else:
+                _install(processor, value, previous)
 
     def watch_handled(self, graph: ProcessorTopology) -> list[str]:
         """Watch the nodes of the processors whose store's stream time is derived from theirs (a session
@@ -108,7 +139,25 @@ class TaskStreamTimes:
         return handled
 
 
-def advance(cells: Sequence[list[int]], timestamp: int) -> None:
+@dataclass(frozen=True, slots=True)
+class SourceTimes:
+    """The task-wide times one source feeds (``TaskStreamTimes.track``): the cells every keyed record of it advances,
+    and those of processors behind a prefix, with their reach, which only the records that pass it advance."""
+
+    cells: list[list[int]]
+    prefixed: list[tuple[list[int], Reach]]
+
+    def advance(self, key: Any, value: Any, timestamp: int, owned: bool) -> None:
+        """A keyed record of the source reached the gate (``owned``: this shard processes it, and advances the
+        prefixed cells when it reaches their processor)."""
+        advance(self.cells, timestamp)
+        if not owned:
+            for cell, reach in self.prefixed:
+                if reach(key, value):
+                    advance((cell,), timestamp)
+
+
+def advance(cells: Iterable[list[int]], timestamp: int) -> None:
     """A keyed record of a source reached the gate: each processor it feeds has its time before it, then with it."""
     for cell in cells:
         now = cell[0]
@@ -117,14 +166,43 @@ def advance(cells: Sequence[list[int]], timestamp: int) -> None:
             cell[0] = timestamp
 
 
-def _install(processor: Any, value: Callable[[], int], previous: Callable[[], int]) -> None:
+def _install(processor: Any, value: Callable[[int], int], previous: Callable[[], int]) -> None:
     processor.task_stream_time = value
     if hasattr(processor, "task_stream_time_before"):
         processor.task_stream_time_before = previous
 
 
-def _reader(cell: list[int], index: int) -> Callable[[], int]:
-    return lambda: cell[index]
+def _current(cell: list[int]) -> Callable[[int], int]:
+    return lambda timestamp: cell[0]
+
+
+def _before(cell: list[int]) -> Callable[[], int]:
+    return lambda: cell[1]
+
+
+def _advancing(cell: list[int]) -> Callable[[int], int]:
+    """A processor behind a prefix: a record of this shard reached it, so it advances its time first."""
+
+    def value(timestamp: int) -> int:
+        advance((cell,), timestamp)
+        return cell[0]
+
+    return value
+
+
+def _with_others(task: StreamTask, others: list[int]) -> tuple[Callable[[int], int], Callable[[], int]]:
+    """The hooks of a processor behind a prefix in a shard reading only its own records: the other shards' records'
+    running maximum at the record (``others``, per owned record), and this shard's own records' as they reach it."""
+    own = [NO_TIMESTAMP, NO_TIMESTAMP]
+
+    def value(timestamp: int) -> int:
+        advance((own,), timestamp)
+        return max(others[task.records_processed], own[0])
+
+    def previous() -> int:
+        return max(others[task.records_processed], own[1])
+
+    return value, previous
 
 
 def _watched(node: ProcessorNode, handled: list[str]) -> Callable[..., None]:

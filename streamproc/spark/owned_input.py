@@ -39,7 +39,7 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,7 +61,7 @@ from streamproc.engine.serdes import (
     StringSerializer,
 )
 from streamproc.engine.stream_task import CommittableOffset, TaskConfig
-from streamproc.engine.task_wide_times import keyed_running_max
+from streamproc.engine.task_wide_times import Reach, keyed_running_max
 from streamproc.engine.timestamp_extractor import ExtractRecordMetadataTimestamp, FailOnInvalidTimestamp
 from streamproc.engine.validation import ValidatingSourceNode
 from streamproc.spark.columnar.output import TaskKeys
@@ -96,6 +96,9 @@ class OwnedInput:
     keyed_times: list[int] = dataclasses.field(default_factory=list)
     #: The same up to the row, without it.
     keyed_before: list[int] = dataclasses.field(default_factory=list)
+    #: Per processor behind a stateless prefix, per owned row: the largest timestamp up to it of a keyed row of
+    #: another shard that passes the prefix (``engine/task_wide_times.py``; the shard's own rows it adds itself).
+    others_times: dict[str, list[int]] = dataclasses.field(default_factory=dict)
 
     def records(self, store: ObjectStore, staged: StagedRange, upstream: Iterator[Any], *, task: str) -> Iterator[Any]:
         """The owned records, in order: staged ones built only for owned rows, then the owned upstream ones
@@ -176,10 +179,13 @@ def owned_input(
     shard: ShardSpec,
     task: str,
     stream_times: bool = False,
+    reaches: Mapping[str, Reach] | None = None,
 ) -> OwnedInput | str:
     """The shard's rows of a one-partition task whose poll cannot drop a record, or why it must read them all
     (see the module doc). ``first_store``: the sub-topology's first store by name, ``None`` without stores.
-    ``stream_times``: compute :attr:`OwnedInput.keyed_times` (the task has windowed processors)."""
+    ``stream_times``: compute :attr:`OwnedInput.keyed_times` (the task has windowed processors); ``reaches``: the
+    windowed processors behind a stateless prefix, whose :attr:`OwnedInput.others_times` this shard computes by
+    running the prefix over the other shards' rows."""
     source = graph.source(staged.topic)
     reading = owned_reading(source, config, first_store)
     if isinstance(reading, str):
@@ -226,10 +232,50 @@ def owned_input(
     chosen_rows = np.flatnonzero(mask)
     keyed_times: list[int] = []
     keyed_before: list[int] = []
+    others: dict[str, list[int]] = {name: [] for name in reaches or {}}
     if stream_times and len(rows):
-        with_row, before_row = keyed_running_max(np.concatenate(times), np.concatenate(keyed))
+        all_times, all_keyed = np.concatenate(times), np.concatenate(keyed)
+        with_row, before_row = keyed_running_max(all_times, all_keyed)
         keyed_times, keyed_before = with_row[chosen_rows].tolist(), before_row[chosen_rows].tolist()
-    return OwnedInput(mask, chosen_rows, staged_rows, last_offset, max_timestamp, keyed_times, keyed_before)
+        if reaches:
+            passed = _passing_others(source, store, staged, appended, task, all_keyed & ~mask, reaches)
+            for name, flags in passed.items():
+                others[name] = keyed_running_max(all_times, flags)[0][chosen_rows].tolist()
+    return OwnedInput(mask, chosen_rows, staged_rows, last_offset, max_timestamp, keyed_times, keyed_before, others)
+
+
+def _passing_others(
+    source: Any,
+    store: ObjectStore,
+    staged: StagedRange,
+    appended: tuple[str, ...],
+    task: str,
+    candidates: np.ndarray,
+    reaches: Mapping[str, Reach],
+) -> dict[str, np.ndarray]:
+    """Per processor, per input row: the row is one of ``candidates`` (keyed, another shard's) and passes the
+    processor's prefix, run on its key and value as the source deserializes them (a deserializer that raises:
+    the owner's task fails there, so the row reaches nothing)."""
+    passed = {name: np.zeros(len(candidates), dtype=bool) for name in reaches}
+    topic = staged.topic
+    start = 0
+    for batch in task_batches(store, staged, appended, task=task, columns=("key", "value")):
+        n = batch.num_rows
+        picked = np.flatnonzero(candidates[start : start + n])
+        if len(picked):
+            rows = batch.take(pa.array(picked))
+            for row, key, value in zip(
+                (picked + start).tolist(), rows.column("key").to_pylist(), rows.column("value").to_pylist(), strict=True
+            ):
+                try:
+                    key, value = source.deserialize_key(topic, key), source.deserialize_value(topic, value)
+                except Exception:  # noqa: BLE001 - the owner fails the task at this record
+                    continue
+                for name, reach in reaches.items():
+                    if reach(key, value):
+                        passed[name][row] = True
+        start += n
+    return passed
 
 
 def balanced_owners(loads: np.ndarray, count: int) -> np.ndarray:

@@ -54,6 +54,7 @@ from streamproc.errors import ProcessingError, StateError
 from streamproc.spark.columnar import columnar_plan
 from streamproc.spark.global_stores import GlobalRestoreRange, GlobalStoresKey, worker_global_stores
 from streamproc.spark.owned_input import OwnedInput, owned_input, translated_drops
+from streamproc.spark.stream_time_prefix import reaches as prefix_reaches
 from streamproc.spark.task_input import BATCH_ROWS, StagedRange, merged_upstream, read_records, staged_range
 from streamproc.spark.task_output import (
     TaskChangelogCollector,
@@ -298,8 +299,11 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                 own: OwnedInput | str = "the whole task"
                 if gate is not None:
                     values = task_wide_values(topology, work.subtopology)
+                    windowed = [v for v in values if v.kind is TaskWideKind.PROCESSOR_STREAM_TIME]
                     stream_times = TaskStreamTimes.of(
-                        graph, (v.processor for v in values if v.kind is TaskWideKind.PROCESSOR_STREAM_TIME)
+                        graph,
+                        (v.processor for v in windowed),
+                        prefix_reaches(graph, (v.processor for v in windowed if v.prefix)),
                     )
                     own = (
                         "a declared processor reads the task's stream time, which only a shard reading every record has"
@@ -308,12 +312,12 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                             work, store, staged_inputs, graph, config, state.stores, definitions, gate, stream_times
                         )
                     )
-                    positions, keyed = (
-                        (None, None)
+                    positions, keyed, others = (
+                        (None, None, None)
                         if isinstance(own, str)
-                        else (own.positions.tolist(), (own.keyed_times, own.keyed_before))
+                        else (own.positions.tolist(), (own.keyed_times, own.keyed_before), own.others_times)
                     )
-                    gate.install(task, shard_key(state.stores, definitions), positions, stream_times, keyed)
+                    gate.install(task, shard_key(state.stores, definitions), positions, stream_times, keyed, others)
                     if stream_times is not None:
                         handled_at = stream_times.watch_handled(graph)
                 inputs = tuple(
@@ -480,6 +484,7 @@ def _owned_input(
             shard=gate.shard,
             task=work.task_id,
             stream_times=stream_times is not None,
+            reaches=None if stream_times is None else stream_times.reaches,
         )
     if isinstance(own, str):
         logger.debug("task [%s] shard %s reads every record: %s", work.task_id, gate.shard, own)

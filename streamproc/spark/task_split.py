@@ -13,8 +13,9 @@ than its shards and their merge), and so does one whose shards would each read i
 What this executor splits: a sub-topology that ``split_decisions`` calls splittable (stateless chains, grouped
 count/reduce/aggregate, table sources, materialized table filter and mapValues, table-table and stream-table and
 global-table joins, time- and session-windowed aggregates, declared Processor-API processors) whose task-wide values
-it computes (:func:`_computed`: a windowed or session aggregate's stream time when nothing but one-to-one processors
-lies before it, and a session store's, ``engine/task_wide_times.py``; a window store's at the merge; the task's
+it computes (:func:`_uncomputed`: a windowed or session aggregate's stream time when nothing but one-to-one processors
+or a chain of filters and value mappers lies before it, and a session store's, ``engine/task_wide_times.py``; a
+window store's at the merge; the task's
 stream time, which a shard reading every record polls as the task does), and whose persistent stores are
 key-value, window or session stores that log every write to a changelog of their own (the merge rebuilds the task's
 store from shard 0's and the other shards' changelog records, ``spark/shard_merge.py``). Everything else runs
@@ -42,6 +43,7 @@ from streamproc.engine.task_wide_times import takes_task_stream_time
 from streamproc.engine.topology import Topology
 from streamproc.engine.topology_builder import build_processor_topology, build_stores, store_builders
 from streamproc.errors import ConfigError
+from streamproc.spark.stream_time_prefix import prefix_steps
 from streamproc.state.store_builders import store_definitions
 from streamproc.state.store_type import StoreType
 
@@ -97,9 +99,9 @@ def split_refusals(topology: Topology) -> dict[int, str | None]:
         if not decision.splittable:
             refusals[decision.subtopology] = unsplit_message(decision)
             continue
-        missing = [v for v in decision.task_wide_values if not _computed(topology, v)]
+        missing = [why for v in decision.task_wide_values if (why := _uncomputed(topology, decision.subtopology, v))]
         if missing:
-            values = "; ".join(v.describe() for v in missing)
+            values = "; ".join(missing)
             refusals[decision.subtopology] = (
                 f"{_unsplit_prefix(decision.subtopology)}its shards would need "
                 f"task-wide values computed before the split ({values}), which the executor does not compute yet"
@@ -109,24 +111,33 @@ def split_refusals(topology: Topology) -> dict[int, str | None]:
     return refusals
 
 
-def _computed(topology: Topology, value: TaskWideValue) -> bool:
-    """Whether the executor gives a shard ``value``: a windowed processor's own stream time when the sources'
-    keyed records are its records (``engine/task_wide_times.py``), and a window store's stream time at the merge
-    (``SegmentedBytesStore.settle``; ``_store_refusal`` checks the store)."""
+def _uncomputed(topology: Topology, subtopology: int, value: TaskWideValue) -> str | None:
+    """Why the executor does not give a shard ``value`` (its description), or ``None`` where it does: a windowed
+    processor's own stream time when the sources' keyed records are its records, or reach it through a chain of
+    filters and value mappers each shard can run over the records it does not own (``engine/task_wide_times.py``,
+    ``spark/stream_time_prefix.py``), and a window store's stream time at the merge (``SegmentedBytesStore.settle``;
+    ``_store_refusal`` checks the store)."""
     if value.kind is TaskWideKind.STORE_STREAM_TIME and not value.per_record:
-        return True
+        return None
     if value.kind is TaskWideKind.TASK_STREAM_TIME:  # a shard reading every record polls it as the task does
-        return True
-    if value.kind not in (TaskWideKind.PROCESSOR_STREAM_TIME, TaskWideKind.STORE_STREAM_TIME) or value.prefix:
-        return False
+        return None
     spec = topology.node(value.processor)
     try:
         processor = spec.supplier()  # type: ignore[union-attr]
     except Exception:  # noqa: BLE001 - a supplier that fails here declares nothing
-        return False
+        return value.describe()
     if value.kind is TaskWideKind.STORE_STREAM_TIME:  # at every record: derived from the processor's (a session's)
-        return takes_task_stream_time(processor) and hasattr(processor, "task_stream_time_before")
-    return takes_task_stream_time(processor)
+        hooked = takes_task_stream_time(processor) and hasattr(processor, "task_stream_time_before")
+    else:
+        hooked = takes_task_stream_time(processor)
+    if not hooked:
+        return value.describe()
+    if value.prefix:
+        graph = build_processor_topology(topology, subtopology, application_id=_LOOKING)
+        steps = prefix_steps(graph, value.processor)
+        if isinstance(steps, str):
+            return f"{value.describe()}, which a shard cannot: {steps}"
+    return None
 
 
 def task_wide_values(topology: Topology, subtopology: int) -> tuple[TaskWideValue, ...]:
@@ -141,7 +152,7 @@ def task_wide_values(topology: Topology, subtopology: int) -> tuple[TaskWideValu
 
 def windowed_aggregate(values: Sequence[TaskWideValue]) -> bool:
     """Whether a sub-topology whose shards are given ``values`` holds a time- or session-windowed aggregate (the
-    processors whose own stream time is task-wide, :func:`_computed`)."""
+    processors whose own stream time is task-wide, :func:`_uncomputed`)."""
     return any(v.kind is TaskWideKind.PROCESSOR_STREAM_TIME for v in values)
 
 

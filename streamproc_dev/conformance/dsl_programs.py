@@ -383,6 +383,41 @@ def session_aggregate() -> Topology:
     return _build(b)
 
 
+def filtered_windowed_aggregate() -> Topology:
+    """A windowed aggregate behind filters and a value mapper: they decide which records reach it, so its stream
+    time (issue #29 runs the prefix in every key shard, ``spark/stream_time_prefix.py``)."""
+    b = StreamsBuilder()
+    (
+        b.stream("in", strings())
+        .filter(lambda k, v: not v.startswith("b"))
+        .map_values(lambda v: v + "!")
+        .filter_not(lambda k, v: v.startswith("c"))
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_and_grace(10 * SECOND, 2 * SECOND))
+        .aggregate(lambda: "", lambda k, v, agg: agg + v, materialized=Materialized.as_("filtered-per-10s"))
+        .to_stream()
+        .select_key(lambda w, v: w.key)
+        .to("out")
+    )
+    return _build(b)
+
+
+def filtered_session_count() -> Topology:
+    """A session count behind a filter: which records reach it decides its stream time and which sessions merge."""
+    b = StreamsBuilder()
+    (
+        b.stream("in", strings())
+        .filter(lambda k, v: v.startswith("a"))
+        .group_by_key()
+        .windowed_by(SessionWindows.of_inactivity_gap_and_grace(MINUTE, 10 * SECOND))
+        .count()
+        .to_stream()
+        .map(lambda w, n: (w.key, n))
+        .to("out", Produced.with_(STRING(), LONG()))
+    )
+    return _build(b)
+
+
 def suppress_window_close() -> Topology:
     b = StreamsBuilder()
     (
@@ -527,6 +562,8 @@ PROGRAMS: dict[str, Callable[[], Topology]] = {
     "windowed-aggregate-materialized": windowed_aggregate,
     "sliding-count": sliding_count,
     "session-aggregate": session_aggregate,
+    "filtered-windowed-aggregate": filtered_windowed_aggregate,
+    "filtered-session-count": filtered_session_count,
     "suppress-window-close": suppress_window_close,
     "suppress-time-limit": suppress_time_limit,
     "table-ops": table_ops,

@@ -42,9 +42,9 @@ class KStreamSessionWindowAggregateProcessor(ContextualProcessor):
         self.send_old_values = supplier.send_old_values
         self.observed_stream_time = NO_TIMESTAMP
         #: In a key shard of a split task (issue #29, ``engine/task_wide_times.py``): this processor's stream time
-        #: in the unsplit task with the record being processed, and before it (what the store's is then: see
-        #: :meth:`key_locality`); the shard sees only its keys' records.
-        self.task_stream_time: Callable[[], int] | None = None
+        #: in the unsplit task with the record being processed (given its timestamp), and before it (what the store's
+        #: is then: see :meth:`key_locality`); the shard sees only its keys' records.
+        self.task_stream_time: Callable[[int], int] | None = None
         self.task_stream_time_before: Callable[[], int] | None = None
         self.store: SessionStore[Any, Any]
 
@@ -82,7 +82,7 @@ class KStreamSessionWindowAggregateProcessor(ContextualProcessor):
         if task_time is None:
             self.observed_stream_time = max(self.observed_stream_time, timestamp)
         else:  # a key shard: the unsplit task's times; its store's before this record is max(restored, processor's)
-            self.observed_stream_time = task_time()
+            self.observed_stream_time = task_time(timestamp)
             assert self.task_stream_time_before is not None
             before = self.task_stream_time_before()
             segments = self.store.segments

@@ -60,8 +60,9 @@ class KStreamWindowAggregateProcessor(ContextualProcessor):
         self.send_old_values = supplier.send_old_values
         self.observed_stream_time = NO_TIMESTAMP
         #: In a key shard of a split task (issue #29): this processor's stream time in the unsplit task, with the
-        #: record being processed (``engine/task_wide_times.py``); the shard sees only its keys' records.
-        self.task_stream_time: Callable[[], int] | None = None
+        #: record being processed, given its timestamp (``engine/task_wide_times.py``); the shard sees only its keys'
+        #: records.
+        self.task_stream_time: Callable[[int], int] | None = None
         self.store: TimestampedWindowStore[Any, Any]
 
     def init(self, context: ProcessorContext) -> None:
@@ -100,7 +101,7 @@ class KStreamWindowAggregateProcessor(ContextualProcessor):
         if task_time is None:
             self.observed_stream_time = max(self.observed_stream_time, timestamp)
         else:
-            self.observed_stream_time = task_time()
+            self.observed_stream_time = task_time(timestamp)
         close_time = self.observed_stream_time - self.windows.grace_period_ms()
         for start, window in self.windows.windows_for(timestamp).items():
             if window.end <= close_time:

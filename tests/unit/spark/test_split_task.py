@@ -85,17 +85,22 @@ def folded_keys_count() -> Topology:
     return b.build()
 
 
-def short_sessions(concat: bool) -> Topology:
+def short_sessions(concat: bool, filtered: bool = False) -> Topology:
     """Session windows of a 1 s gap with 500 ms grace: the generated timestamps make many sessions per key, merges,
     and records late by less than the store's retention past its fetch bound (the store's stream time decides which
     sessions a merge finds). ``concat``: an aggregator that fails on a null value (under the continuing handlers, a
-    record that advanced the stream time may then put nothing); else a count."""
+    record that advanced the stream time may then put nothing); else a count. ``filtered``: behind a filter that
+    drops values starting with ``b`` and fails on a null value (which records reach the aggregate, so its stream
+    time, is the filter's: every shard runs it over the records it does not own)."""
     from streamproc.dsl import Consumed, Materialized, Produced, SessionWindows, StreamsBuilder
     from streamproc.engine.serdes import serde_for
 
     text = serde_for("String")
     b = StreamsBuilder()
-    grouped = b.stream("in", Consumed.with_(text, text)).group_by_key()
+    stream = b.stream("in", Consumed.with_(text, text))
+    if filtered:
+        stream = stream.filter(lambda k, v: v[0] != "b")
+    grouped = stream.group_by_key()
     sessions = grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(1_000, 500))
     table = (
         sessions.aggregate(
@@ -106,6 +111,30 @@ def short_sessions(concat: bool) -> Topology:
     )
     produced = Produced.with_(text, text if concat else serde_for("Long"))
     table.to_stream().select_key(lambda windowed, value: windowed.key).to("out", produced)
+    return b.build()
+
+
+def filtered_short_windows() -> Topology:
+    """A windowed count of 1 s windows with 500 ms grace behind a filter, a value mapper and a filterNot (the first
+    and the mapper fail on a null value): records late by 1.2 s expire or not by the stream time of the records that
+    passed the prefix, which each shard computes by running the prefix over the records it does not own."""
+    from streamproc.dsl import Consumed, Produced, StreamsBuilder, TimeWindows
+    from streamproc.engine.serdes import serde_for
+
+    text = serde_for("String")
+    b = StreamsBuilder()
+    (
+        b.stream("in", Consumed.with_(text, text))
+        .filter(lambda k, v: v[0] != "b")
+        .map_values(lambda v: v + "!")
+        .filter_not(lambda k, v: v.startswith("c"))
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_and_grace(1_000, 500))
+        .count()
+        .to_stream()
+        .select_key(lambda windowed, count: windowed.key)
+        .to("out", Produced.with_(text, serde_for("Long")))
+    )
     return b.build()
 
 
@@ -164,6 +193,8 @@ _PROGRAMS = {
     "folded-keys-count": folded_keys_count,
     "short-sessions-count": lambda: short_sessions(False),
     "short-sessions-concat": lambda: short_sessions(True),
+    "filtered-short-sessions": lambda: short_sessions(False, filtered=True),
+    "filtered-short-windows": filtered_short_windows,
     "declared-processor": lambda: stamped_count(False),
     "declared-processor-punctuating": lambda: stamped_count(True),
 }
@@ -423,6 +454,41 @@ def test_a_split_session_aggregate_finds_the_sessions_the_unsplit_task_finds(
     whole = run_task(_work(root, "000000000000000a", 0, inputs, (), {"out": SINK_PARTITIONS}))
     split = _run_split(_work(root, "000000000000000b", 0, inputs, (), {"out": SINK_PARTITIONS}), 3)
     assert ("shards" in split) is (not handlers)
+    assert _comparable(split, False) == _comparable(whole, False)
+    assert _published(root, "000000000000000b", "0_0", False) == _published(root, "000000000000000a", "0_0", False)
+
+
+_KEYS_OF_SHARDS = ("a", "b", "c", "d", "user-17")
+
+
+@pytest.mark.parametrize("count", [2, 3])
+@pytest.mark.parametrize(
+    ("handlers", "dropped_value"),
+    [(False, "banana"), (True, "banana"), (True, None)],
+    ids=["filtered-out", "filtered-out-gated", "failing-filter-gated"],
+)
+def test_a_split_filtered_windowed_count_keeps_the_stream_time_of_what_passes_the_filter(
+    tmp_path: Path, count: int, handlers: bool, dropped_value: str | None
+) -> None:
+    """Every key's record at 10 s stops at the filter (a ``b`` value, or a null one, on which the filter fails and
+    the continuing handler drops it): the aggregate's stream time stays below 8 s and no window of the records at
+    7.4 and 8 s expires. A shard that advanced it by the other shards' records that never reach the aggregate would
+    drop them as expired (500 ms grace). The last record, at 6.5 s, expires by the 8 s of the record of its own key
+    before it (its own shard's), not by the 7.4 s of the others. With the handlers, a first record with a negative
+    timestamp (dropped at the poll) makes the shards read every record; without, they read only their own."""
+    _CURRENT[:] = ["filtered-short-windows", handlers]
+    rows: list[tuple[str, str | None, int]] = [("z", "apple", -1)] if handlers else []
+    rows += [(key, dropped_value, 10_000) for key in _KEYS_OF_SHARDS]
+    rows += [(key, "apple", 7_400) for key in _KEYS_OF_SHARDS if key != "a"]
+    rows += [("a", "apple", 8_000), ("a", "avocado", 6_500)]
+    root = tmp_path / "store"
+    store = LocalObjectStore(root)
+    records = [ConsumerRecord.raw("in", 0, i, ts, _encode(k), _encode(v)) for i, (k, v, ts) in enumerate(rows)]
+    inputs = (InputRange("in", 0, 0, _stage(store, "in", records, 0), -1),)
+    whole = run_task(_work(root, "000000000000000a", 0, inputs, (), {"out": SINK_PARTITIONS}))
+    split = _run_split(_work(root, "000000000000000b", 0, inputs, (), {"out": SINK_PARTITIONS}), count)
+    assert sum(whole["outputs"].values()) == len(_KEYS_OF_SHARDS)  # the window at 6.5 s expired
+    assert split["shards"] == count
     assert _comparable(split, False) == _comparable(whole, False)
     assert _published(root, "000000000000000b", "0_0", False) == _published(root, "000000000000000a", "0_0", False)
 

@@ -194,17 +194,23 @@ def test_what_the_first_slice_splits_and_why_not() -> None:
     # a stream-stream join: its window stores' stream times at every record are not computed yet
     [joins] = split_refusals(PROGRAMS["named-sources-and-joins"]()).values()
     assert joins is not None and "task-wide values" in joins and "store stream time" in joins
-    # a filter before it decides which records reach it: not computed before the split yet
-    b = StreamsBuilder()
-    (
-        b.stream("in", Consumed.with_(_STRING, _STRING))
-        .filter(lambda k, v: v is not None)
-        .group_by_key()
-        .windowed_by(TimeWindows.of_size_with_no_grace(1000))
-        .count()
-    )
-    [filtered] = split_refusals(b.build()).values()
-    assert filtered is not None and "does not compute yet" in filtered and "before the split to know which" in filtered
+    # filters and value mappers before it decide which records reach it: every shard runs them over the records
+    # it does not own (stream_time_prefix), and auto splits it as any windowed aggregate
+    assert split_refusals(PROGRAMS["filtered-windowed-aggregate"]()) == {0: None}
+    assert split_refusals(PROGRAMS["filtered-session-count"]()) == {0: None}
+    assert auto_refusals(PROGRAMS["filtered-session-count"](), TaskConfig()) == {0: None}
+    # ... a peek's action, which may raise in the record's owner alone, or a flatMapValues: not run before the split
+    for prefix, name in [
+        (lambda s: s.peek(lambda k, v: None), "KSTREAM-PEEK-0000000001"),
+        (lambda s: s.flat_map_values(lambda v: [v]), "KSTREAM-FLATMAPVALUES-0000000001"),
+        (lambda s: s.filter(lambda k, v: True).peek(lambda k, v: None), "KSTREAM-PEEK-0000000002"),
+    ]:
+        b = StreamsBuilder()
+        stream = prefix(b.stream("in", Consumed.with_(_STRING, _STRING)))
+        stream.group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(1000)).count()
+        [refused] = split_refusals(b.build()).values()
+        assert refused is not None and "does not compute yet" in refused
+        assert f"which a shard cannot: {name} is not a filter, filterNot or mapValues" in refused
     [suppress] = split_refusals(PROGRAMS["suppress-window-close"]()).values()
     assert suppress is not None and "runs unsplit" in suppress
     [optimized] = split_refusals(PROGRAMS["table-source-optimized"]()).values()

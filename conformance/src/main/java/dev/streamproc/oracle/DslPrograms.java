@@ -75,6 +75,8 @@ final class DslPrograms {
         p.put("windowed-aggregate-materialized", DslPrograms::windowedAggregate);
         p.put("sliding-count", DslPrograms::slidingCount);
         p.put("session-aggregate", DslPrograms::sessionAggregate);
+        p.put("filtered-windowed-aggregate", DslPrograms::filteredWindowedAggregate);
+        p.put("filtered-session-count", DslPrograms::filteredSessionCount);
         p.put("suppress-window-close", DslPrograms::suppressWindowClose);
         p.put("suppress-time-limit", DslPrograms::suppressTimeLimit);
         p.put("table-ops", DslPrograms::tableOps);
@@ -372,6 +374,37 @@ final class DslPrograms {
             .toStream()
             .selectKey((w, v) -> w.key())
             .to("out");
+        return b.build();
+    }
+
+    /** A windowed aggregate behind filters and a value mapper: they decide which records reach it, so its stream
+     * time (issue #29 runs the prefix in every key shard). */
+    static Topology filteredWindowedAggregate() {
+        final StreamsBuilder b = new StreamsBuilder();
+        b.stream("in", STRINGS)
+            .filter((k, v) -> !v.startsWith("b"))
+            .mapValues(v -> v + "!")
+            .filterNot((k, v) -> v.startsWith("c"))
+            .groupByKey()
+            .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(2)))
+            .aggregate(() -> "", (k, v, agg) -> agg + v, Materialized.as("filtered-per-10s"))
+            .toStream()
+            .selectKey((w, v) -> w.key())
+            .to("out");
+        return b.build();
+    }
+
+    /** A session count behind a filter: which records reach it decides its stream time and which sessions merge. */
+    static Topology filteredSessionCount() {
+        final StreamsBuilder b = new StreamsBuilder();
+        b.stream("in", STRINGS)
+            .filter((k, v) -> v.startsWith("a"))
+            .groupByKey()
+            .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMinutes(1), Duration.ofSeconds(10)))
+            .count()
+            .toStream()
+            .map((w, n) -> KeyValue.pair(w.key(), n))
+            .to("out", Produced.with(Serdes.String(), Serdes.Long()));
         return b.build();
     }
 
