@@ -260,14 +260,15 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     print(f"{args.records} records, one partition, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")  # noqa: T201
-    print(f"{'workload':<18}{'whole':<12}{'K':>3}{'shards s':>10}{'merge s':>9}{'wall s':>8}{'speed-up':>10}{'CPU':>7}"  # noqa: T201
-          "  auto splits")  # fmt: skip
+    width = max(len("workload"), *(len(r["workload"]) for r in results)) + 2
+    print(f"{'workload':<{width}}{'whole':<12}{'K':>3}{'shards s':>10}{'merge s':>9}{'wall s':>8}{'speed-up':>10}"  # noqa: T201
+          f"{'CPU':>7}  auto splits")  # fmt: skip
     for r in results:
-        head = f"{r['workload']:<18}{r['whole']['wall_s']:>5.2f} s {r['execution'][:3]:<4}"
+        head = f"{r['workload']:<{width}}{r['whole']['wall_s']:>5.2f} s {r['execution'][:3]:<4}"
         for s in r["split"]:
             print(f"{head}{s['shards']:>3}{s['shards_wall_s']:>10.2f}{s['merge_wall_s']:>9.2f}{s['wall_s']:>8.2f}"  # noqa: T201
                   f"{s['speedup']:>9.2f}×{s['cpu_ratio']:>6.2f}×  {'yes' if r['auto_splits'] else 'no'}")  # fmt: skip
-            head = " " * 30
+            head = " " * (width + 12)
     print(json.dumps({"records": args.records, "results": results}))  # noqa: T201
     return 0
 

@@ -41,7 +41,7 @@ import heapq
 import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -264,18 +264,40 @@ def _passing_others(
         picked = np.flatnonzero(candidates[start : start + n])
         if len(picked):
             rows = batch.take(pa.array(picked))
-            for row, key, value in zip(
-                (picked + start).tolist(), rows.column("key").to_pylist(), rows.column("value").to_pylist(), strict=True
-            ):
-                try:
-                    key, value = source.deserialize_key(topic, key), source.deserialize_value(topic, value)
-                except Exception:  # noqa: BLE001 - the owner fails the task at this record
-                    continue
+            keys = _deserialized(rows.column("key"), source.key_deserializer, topic)
+            values = _deserialized(rows.column("value"), source.value_deserializer, topic)
+            for row, key, value in zip((picked + start).tolist(), keys, values, strict=True):
+                if key is _UNREADABLE or value is _UNREADABLE:
+                    continue  # the owner fails the task at this record
                 for name, reach in reaches.items():
                     if reach(key, value):
                         passed[name][row] = True
         start += n
     return passed
+
+
+#: A column value the source's deserializer raised on.
+_UNREADABLE = object()
+
+
+def _deserialized(column: pa.Array, deserializer: Any, topic: str) -> list[Any]:
+    """The column as the source's ``deserializer`` reads each value (:data:`_UNREADABLE` where it raises): a
+    ``ByteArray`` column as it is, a ``String`` one of valid UTF-8 decoded by Arrow at once, else value by value."""
+    kind = _plain(deserializer)
+    if kind is ByteArrayDeserializer:
+        return cast(list[Any], column.to_pylist())
+    if kind is StringDeserializer:
+        try:
+            return cast(list[Any], column.cast(pa.string()).to_pylist())
+        except pa.ArrowInvalid:
+            pass  # not UTF-8: Java's replacement characters, value by value
+    out: list[Any] = []
+    for data in column.to_pylist():
+        try:
+            out.append(deserializer(topic, data))
+        except Exception:  # noqa: BLE001 - the owner's poll fails the task at this record
+            out.append(_UNREADABLE)
+    return out
 
 
 def balanced_owners(loads: np.ndarray, count: int) -> np.ndarray:

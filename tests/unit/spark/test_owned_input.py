@@ -4,6 +4,7 @@ shards by their records."""
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -38,3 +39,20 @@ def test_skewed_keys_are_shared_out_where_murmur2_modulo_the_shards_is_not() -> 
     assert balanced.sum() == modulo.sum() == len(keys)
     assert abs(balanced[0] - balanced[1]) <= loads.max()
     assert abs(balanced[0] - balanced[1]) < abs(modulo[0] - modulo[1]) / 10
+
+
+@given(values=st.lists(st.one_of(st.none(), st.binary(max_size=6), st.text(max_size=4).map(str.encode)), max_size=20))
+def test_the_prefix_reads_a_column_as_the_source_deserializes_each_value(values: list[bytes | None]) -> None:
+    """A shard running a filter over the records it does not own (``_passing_others``) reads their keys and values
+    as the source's deserializer would: ``String`` over Arrow where the column is valid UTF-8, Java's replacement
+    characters where it is not, ``ByteArray`` as it is; a value another deserializer raises on reaches nothing."""
+    from streamproc.engine.serdes import ByteArrayDeserializer, LongDeserializer, StringDeserializer
+    from streamproc.spark.owned_input import _UNREADABLE, _deserialized
+
+    column = pa.array(values, pa.binary())
+    for deserializer in (StringDeserializer(), ByteArrayDeserializer()):
+        expected = [deserializer.deserialize("in", v) for v in values]
+        assert _deserialized(column, deserializer.deserialize, "in") == expected
+    longs = LongDeserializer()
+    read = _deserialized(column, longs.deserialize, "in")
+    assert read == [_UNREADABLE if v is not None and len(v) != 8 else longs.deserialize("in", v) for v in values]
