@@ -15,13 +15,12 @@ count/reduce/aggregate, table sources, materialized table filter and mapValues, 
 global-table joins, time- and session-windowed aggregates, declared Processor-API processors) whose task-wide values
 it computes (:func:`_uncomputed`: a windowed or session aggregate's stream time when nothing but one-to-one processors
 or a chain of filters and value mappers lies before it, and a session store's, ``engine/task_wide_times.py``; a
-window store's at the merge; the task's
-stream time, which a shard reading every record polls as the task does), and whose persistent stores are
-key-value, window or session stores that log every write to a changelog of their own (the merge rebuilds the task's
-store from shard 0's and the other shards' changelog records, ``spark/shard_merge.py``). Everything else runs
-unsplit, and the log says why, once per sub-topology. A shard that finds at run time that it cannot stand for its
-keys (a punctuation scheduled, an exception handled at a session aggregate) says so, and the merge runs the task
-whole instead.
+window store's at the merge; the task's stream time, which a shard reading every record polls as the task does), and
+whose persistent stores are key-value, window or session stores that log every write to a changelog of their own
+(the merge rebuilds the task's store from shard 0's and the other shards' changelog records,
+``spark/shard_merge.py``). Everything else runs unsplit, and the log says why, once per sub-topology. A shard that
+finds at run time that it cannot stand for its keys (a punctuation scheduled, an exception handled at a session
+aggregate) says so, and the merge runs the task whole instead.
 
 A stage with split tasks runs in two waves on the same executors: first every unsplit task and every shard (each
 its own work item, so K shards of one task use K cores), then one merge per split task.
