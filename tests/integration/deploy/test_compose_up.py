@@ -1,10 +1,10 @@
 """docker-compose.yml for real: what a user does, on a Docker engine, with the images built from the repository.
 
-``docker compose up -d --build --wait`` the whole file (Kafka, MinIO, PostgreSQL, Airflow's four components, a Spark
-master and two workers); the demo's real Kafka Streams app (``DemoOrdersApp``) runs in a container on the compose
-network over week one, its state.dir on the compose file's state volume; the backlog arrives; the backfill DAG is
-triggered and its hand-off approved through Airflow's REST API; then the checks the demo makes (the resumed app
-restores 0 records and equals an app that processed everything), plus: the Spark tasks ran on both worker
+``docker compose --parallel 1 build`` then ``up -d --wait`` the whole file (Kafka, MinIO, PostgreSQL, Airflow's four
+components, a Spark master and two workers); the demo's real Kafka Streams app (``DemoOrdersApp``) runs in a container
+on the compose network over week one, its state.dir on the compose file's state volume; the backlog arrives; the
+backfill DAG is triggered and its hand-off approved through Airflow's REST API; then the checks the demo makes (the
+resumed app restores 0 records and equals an app that processed everything), plus: the Spark tasks ran on both worker
 containers, the ledger's rows are in the compose PostgreSQL, and ``docker compose down -v`` leaves no container,
 volume or network. Bad input: a host port already taken gives one line naming the service, and nothing is left.
 
@@ -118,7 +118,7 @@ def deployment(settings: dict[str, str]) -> Iterator[Deployment]:
     project = _project()
     deployed = Deployment(project, Path(settings["ENV_FILE"]))
     seconds = deployed.up()
-    print(f"docker compose up --build --wait: {seconds:.0f} s")
+    print(f"docker compose build, then up --wait: {seconds:.0f} s")
     try:
         yield deployed
     finally:
