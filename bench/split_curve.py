@@ -118,6 +118,30 @@ def string_filtered_window_count() -> Any:
     return b.build()
 
 
+def string_branched_window_count() -> Any:
+    """``string_filtered_window_count``'s records, through a ``split`` by amount and a ``merge`` of its branches (the
+    low one filtered: four records in five reach the aggregate, as there): every shard walks the split and the merge
+    for the records it does not own (``spark/stream_time_prefix.py``), where the filter alone is one call."""
+    from bench.workloads import GRACE_MS, WINDOW_MS, _topics
+    from streamproc.dsl import Branched, Consumed, Grouped, Named, StreamsBuilder, TimeWindows
+    from streamproc.engine.serdes import serde_for
+
+    source, sink = _topics()
+    text = serde_for("String")
+    b = StreamsBuilder()
+    branches = (
+        b.stream(source, Consumed.with_(text, text))
+        .split(Named.as_("amount-"))
+        .branch(lambda k, v: v[6] >= "5", Branched.as_("high"))
+        .default_branch(Branched.as_("low"))
+    )
+    kept = branches["amount-high"].merge(branches["amount-low"].filter(lambda k, v: v[6] >= "2"))
+    grouped = kept.group_by_key(Grouped.with_(text, text))
+    counts = grouped.windowed_by(TimeWindows.of_size_and_grace(WINDOW_MS, GRACE_MS)).count()
+    counts.to_stream().select_key(lambda windowed, count: windowed.key).to(sink, _string_long())
+    return b.build()
+
+
 def string_session_count() -> Any:
     """``groupByKey().windowedBy(SessionWindows(5 min gap)).count()`` with String serdes, per record: each shard is
     given the processor's and its session store's stream times over every key's records."""
@@ -137,6 +161,7 @@ STRING_WORKLOADS = {
     "string_aggregate": string_aggregate,
     "string_window_count": string_window_count,
     "string_filtered_window_count": string_filtered_window_count,
+    "string_branched_window_count": string_branched_window_count,
     "string_session_count": string_session_count,
 }
 

@@ -3,58 +3,231 @@
 A key shard of a time- or session-windowed aggregate is given the aggregate's stream time in the unsplit task: the
 running maximum of the timestamps of every key's records that reached it (``engine/task_wide_times.py``). Where user
 code stands between the source and the aggregate (``TaskWideValue.prefix``), which records reach it depends on that
-code: a ``filter``'s predicate, on the values a ``mapValues`` before it gives, and on any of them raising. So a shard
-runs that prefix over the records it does not own to know which of them reach the aggregate in their owner.
+code: a ``filter``'s predicate, on the values a ``mapValues`` or ``flatMapValues`` before it gives, on which branch
+of a ``split`` takes the record, and on any of them raising. So a shard runs that prefix over the records it does
+not own to know which of them reach the aggregate in their owner.
 
-Only a chain of the DSL's ``filter``, ``filterNot`` and ``mapValues`` from the source is run
-(``columnar/chain.StatelessStep``: the calls the per-record nodes make), each record's steps in order. Each keeps
-the record's key, so its owner is the same on both sides of the prefix. Their functions are called once more in
-every shard that does not own the record: the DSL's contract that a predicate or a value mapper is a function of its
-arguments is what makes that call give the owner's answer.
+The prefix is every processor on a path from the one source to the aggregate, each of them one of the DSL's
+``filter``, ``filterNot``, ``mapValues``, ``flatMapValues``, ``split`` (its ``KStreamBranch`` and branches) and
+``merge``. Each keeps the record's key and timestamp, so its owner is the same on both sides of the prefix, and a
+record reaches the aggregate at its own timestamp however many of its values get there. Their functions are called
+once more in every shard that does not own the record: the DSL's contract that a predicate or a mapper is a
+function of its arguments is what makes that call give the owner's answer.
 
-A step that raises means the record does not reach the aggregate: in its owner the processing exception handler
-either drops it at that node (continue) or fails the task (fail), which fails the split task as it fails the
-unsplit one. Any other processor between the source and the aggregate (a ``peek``, whose action may raise in the
-owner alone; a branch, a ``flatMapValues``, a Processor-API processor), or more than one path to it, and the
-sub-topology runs unsplit (``task_split``).
+A record is run through the prefix as its task forwards it, depth first and in the children's order, until a value
+of it reaches the aggregate; only the children on a path to it are visited. Exceptions route as the task routes
+them (``ProcessorNode.failed``): one raised by a node is handled at that node, which drops the record there (the
+continuing handler) or fails the task, and its other forwards do not happen; a ``ClassCastError`` is handled by the
+node's parent instead, whose remaining forwards then do not happen either (under the source: the task fails). A
+failed task fails split as unsplit, so a shard need only know that the record did not reach the aggregate.
+
+What stays unsplit (``task_split``): any other processor on a path (a ``peek``, whose action may raise in the
+owner alone; a Processor-API processor), two sources on paths to the aggregate, and a node that forwards to a child
+off every path before a child on one (an exception out of that child, a sink's serializer's say, would stop the
+node's later forwards in the owner, which no other shard could know). A source may do that: an exception that
+reaches it fails the task.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from streamproc.dsl.internals.kstream_pass_through import KStreamPassThroughProcessor
+from streamproc.dsl.internals.processors import KStreamBranch, KStreamFlatMapValues
+from streamproc.engine.processor import ClassCastError
 from streamproc.engine.processor_topology import ProcessorNode, ProcessorTopology, SourceNode
 from streamproc.engine.task_wide_times import Reach
 from streamproc.spark.columnar.chain import StatelessStep, stateless_step
 
+#: What a prefix node forwards for one record's key and value, lazily and in its task's order: the children on a
+#: path to the aggregate, each with the value it gets. Iterating it runs the node's function and raises as it does.
+Forwards = Callable[[Any, Any], Iterator[tuple[str, Any]]]
 
-def prefix_steps(graph: ProcessorTopology, processor: str) -> tuple[StatelessStep, ...] | str:
-    """The steps a source record goes through before ``processor`` in ``graph``, in order, or why a shard could
-    not run them."""
+_KINDS = "a filter, filterNot, mapValues, flatMapValues, split branch or merge"
+
+
+@dataclass(frozen=True, slots=True)
+class Prefix:
+    """The processors between a source and ``target``: the source's children on a path to it (in forward order),
+    and what each of those processors forwards. ``chain``: the same prefix when it is a single chain of filters and
+    value mappers, which :func:`prefix_reach` runs without the walk."""
+
+    target: str
+    first: tuple[str, ...]
+    forwards: Mapping[str, Forwards]
+    chain: tuple[StatelessStep, ...] | None
+
+    def reach(self) -> Reach:
+        """Whether a source record (its key and value) reaches ``target`` (see the module doc)."""
+        if self.chain is not None:
+            return prefix_reach(self.chain)
+        target, forwards, first = self.target, self.forwards, self.first
+
+        def arrives(name: str, key: Any, value: Any) -> bool:
+            """Whether the value ``name`` gets reaches the target; raises ``_ToParent`` for a ``ClassCastError``."""
+            if name == target:
+                return True
+            try:
+                for child, forwarded in forwards[name](key, value):
+                    try:
+                        if arrives(child, key, forwarded):
+                            return True
+                    except _ToParent:  # the child's ClassCastError, handled here: this node's forwards stop
+                        return False
+            except ClassCastError as error:
+                raise _ToParent from error
+            except Exception:  # noqa: BLE001 - handled at this node: the record is dropped here, or the task fails
+                return False
+            return False
+
+        def reach(key: Any, value: Any) -> bool:
+            for child in first:
+                try:
+                    if arrives(child, key, value):
+                        return True
+                except _ToParent:  # a ClassCastError under the source fails the task
+                    return False
+            return False
+
+        return reach
+
+
+class _ToParent(Exception):
+    """A ``ClassCastError`` on its way to the parent of the node that raised it."""
+
+
+def stream_time_prefix(graph: ProcessorTopology, processor: str) -> Prefix | str:
+    """The prefix a source record goes through before ``processor`` in ``graph``, or why a shard could not run it."""
     parents: dict[str, list[ProcessorNode]] = {}
     for node in graph.nodes:
         for child in node.children:
             parents.setdefault(child.name, []).append(node)
+    on_path = {processor}
+    stack = [processor]
+    while stack:
+        for parent in parents.get(stack.pop(), []):
+            if parent.name not in on_path:
+                on_path.add(parent.name)
+                stack.append(parent.name)
+    nodes = [node for node in graph.nodes if node.name in on_path and node.name != processor]
+    sources = [node for node in nodes if isinstance(node, SourceNode)]
+    if len(sources) != 1:
+        names = ", ".join(node.name for node in sources)
+        return f"{processor} is reached from {len(sources)} sources ({names}), not from one"
+    (source,) = sources
+    forwards: dict[str, Forwards] = {}
+    for node in nodes:
+        ahead = [child.name for child in node.children if child.name in on_path]
+        if node is source:
+            continue
+        found = _forwards(node, ahead)
+        if isinstance(found, str):
+            return found
+        if not isinstance(node.processor, KStreamBranch):
+            behind = _off_path_before(node, on_path)
+            if behind is not None:
+                return (
+                    f"{node.name} forwards to {behind}, which does not lead to {processor}, before a child that "
+                    f"does (an exception out of {behind} would stop its later forwards in the record's owner alone)"
+                )
+        forwards[node.name] = found
+    first = tuple(child.name for child in source.children if child.name in on_path)
+    return Prefix(processor, first, forwards, _chain(graph, source, processor, forwards))
+
+
+def _forwards(node: ProcessorNode, ahead: list[str]) -> Forwards | str:
+    """What ``node`` forwards to its children on a path (``ahead``, in its children's order), or why not known."""
+    processor = node.processor if type(node) is ProcessorNode else None
+    if isinstance(processor, KStreamPassThroughProcessor):
+
+        def passes(key: Any, value: Any) -> Iterator[tuple[str, Any]]:
+            for child in ahead:
+                yield child, value
+
+        return passes
+    if type(processor) is KStreamFlatMapValues:
+        mapper = processor.mapper
+
+        def flat_maps(key: Any, value: Any) -> Iterator[tuple[str, Any]]:
+            for each in mapper(key, value):
+                for child in ahead:
+                    yield child, each
+
+        return flat_maps
+    if type(processor) is KStreamBranch:
+        return _branches(processor, set(ahead))
+    step = stateless_step(node)
+    if step is None or step.rekey:
+        return f"{node.name} is not {_KINDS}"
+    return _step(step, ahead)
+
+
+def _step(step: StatelessStep, ahead: list[str]) -> Forwards:
+    def forwards(key: Any, value: Any) -> Iterator[tuple[str, Any]]:
+        if step.keep is None:
+            value = step.function(key, value) if step.with_key else step.function(value)
+        elif (not step.function(key, value)) == step.keep:
+            return
+        for child in ahead:
+            yield child, value
+
+    return forwards
+
+
+def _branches(branch: KStreamBranch, ahead: set[str]) -> Forwards:
+    """``KStreamBranch``: the child of the first predicate that holds, else the default branch if there is one;
+    the record goes on only where that child is on a path."""
+    predicates, children = branch.predicates, branch.child_names
+
+    def forwards(key: Any, value: Any) -> Iterator[tuple[str, Any]]:
+        for index, predicate in enumerate(predicates):
+            if predicate(key, value):
+                if children[index] in ahead:
+                    yield children[index], value
+                return
+        if len(children) > len(predicates) and children[len(predicates)] in ahead:
+            yield children[len(predicates)], value
+
+    return forwards
+
+
+def _off_path_before(node: ProcessorNode, on_path: set[str]) -> str | None:
+    """The first child of ``node`` off every path that comes before a child on one, if any."""
+    off: str | None = None
+    for child in node.children:
+        if child.name not in on_path:
+            off = off or child.name
+        elif off is not None:
+            return off
+    return None
+
+
+def _chain(
+    graph: ProcessorTopology, source: SourceNode, target: str, forwards: Mapping[str, Forwards]
+) -> tuple[StatelessStep, ...] | None:
+    """The prefix's steps when it is one chain of filters and value mappers from ``source`` to ``target``."""
     steps: list[StatelessStep] = []
-    current = processor
+    by_name = {node.name: node for node in graph.nodes}
+    current: ProcessorNode = source
     while True:
-        above = parents.get(current, [])
-        if len(above) != 1:
-            return f"{current} is reached from {len(above)} processors, not along one chain from a source"
-        (parent,) = above
-        if isinstance(parent, SourceNode):
-            return tuple(reversed(steps))
-        step = stateless_step(parent)
-        if step is None or step.rekey:
-            return f"{parent.name} is not a filter, filterNot or mapValues"
+        ahead = [child for child in current.children if child.name == target or child.name in forwards]
+        if len(ahead) != 1:
+            return None
+        (child,) = ahead
+        if child.name == target:
+            return tuple(steps)
+        step = stateless_step(by_name[child.name])
+        if step is None:
+            return None
         steps.append(step)
-        current = parent.name
+        current = child
 
 
 def prefix_reach(steps: Iterable[StatelessStep]) -> Reach:
-    """Whether a source record (its key and value) passes ``steps``: a filter's predicate holds as its ``keep``
-    says, a value mapper gives the next step's value; a step that raises: it does not."""
+    """Whether a source record (its key and value) passes a chain of ``steps``: a filter's predicate holds as its
+    ``keep`` says, a value mapper gives the next step's value; a step that raises: it does not."""
     chain = tuple(steps)
 
     def reach(key: Any, value: Any) -> bool:
@@ -76,8 +249,8 @@ def reaches(graph: ProcessorTopology, processors: Iterable[str]) -> dict[str, Re
     ``task_split`` refused before the split."""
     found: dict[str, Reach] = {}
     for name in processors:
-        steps = prefix_steps(graph, name)
-        if isinstance(steps, str):
-            raise ValueError(f"processor {name} cannot be given its task-wide stream time: {steps}")
-        found[name] = prefix_reach(steps)
+        prefix = stream_time_prefix(graph, name)
+        if isinstance(prefix, str):
+            raise ValueError(f"processor {name} cannot be given its task-wide stream time: {prefix}")
+        found[name] = prefix.reach()
     return found

@@ -42,7 +42,7 @@ from streamproc.engine.task_wide_times import takes_task_stream_time
 from streamproc.engine.topology import Topology
 from streamproc.engine.topology_builder import build_processor_topology, build_stores, store_builders
 from streamproc.errors import ConfigError
-from streamproc.spark.stream_time_prefix import prefix_steps
+from streamproc.spark.stream_time_prefix import stream_time_prefix
 from streamproc.state.store_builders import store_definitions
 from streamproc.state.store_type import StoreType
 
@@ -112,8 +112,8 @@ def split_refusals(topology: Topology) -> dict[int, str | None]:
 
 def _uncomputed(topology: Topology, subtopology: int, value: TaskWideValue) -> str | None:
     """Why the executor does not give a shard ``value`` (its description), or ``None`` where it does: a windowed
-    processor's own stream time when the sources' keyed records are its records, or reach it through a chain of
-    filters and value mappers each shard can run over the records it does not own (``engine/task_wide_times.py``,
+    processor's own stream time when the sources' keyed records are its records, or reach it through filters, value
+    mappers, branches and merges each shard can run over the records it does not own (``engine/task_wide_times.py``,
     ``spark/stream_time_prefix.py``), and a window store's stream time at the merge (``SegmentedBytesStore.settle``;
     ``_store_refusal`` checks the store)."""
     if value.kind is TaskWideKind.STORE_STREAM_TIME and not value.per_record:
@@ -133,9 +133,9 @@ def _uncomputed(topology: Topology, subtopology: int, value: TaskWideValue) -> s
         return value.describe()
     if value.prefix:
         graph = build_processor_topology(topology, subtopology, application_id=_LOOKING)
-        steps = prefix_steps(graph, value.processor)
-        if isinstance(steps, str):
-            return f"{value.describe()}, which a shard cannot: {steps}"
+        prefix = stream_time_prefix(graph, value.processor)
+        if isinstance(prefix, str):
+            return f"{value.describe()}, which a shard cannot: {prefix}"
     return None
 
 

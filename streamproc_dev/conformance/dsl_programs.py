@@ -402,6 +402,32 @@ def filtered_windowed_aggregate() -> Topology:
     return _build(b)
 
 
+def branched_windowed_count() -> Topology:
+    """A windowed count behind a flatMapValues, a split and a merge: which records reach it (a b value's none; a c
+    value of odd length none) decides its stream time. The split's default branch goes to a sink."""
+    b = StreamsBuilder()
+    branches = (
+        b.stream("in", strings())
+        .flat_map_values(lambda v: [] if v.startswith("b") else [v, v + "!"])
+        .split(Named.as_("pick-"))
+        .branch(lambda k, v: v.startswith("a") and v.endswith("!"), Branched.as_("a"))
+        .branch(lambda k, v: v.startswith("c"), Branched.as_("c"))
+        .default_branch(Branched.as_("rest"))
+    )
+    branches["pick-rest"].to("rest")
+    (
+        branches["pick-a"]
+        .merge(branches["pick-c"].filter(lambda k, v: not v.endswith("!") and len(v) % 2 == 0))
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_and_grace(10 * SECOND, 2 * SECOND))
+        .count(materialized=Materialized.as_("branched-per-10s"))
+        .to_stream()
+        .map(lambda w, n: (w.key, n))
+        .to("out", Produced.with_(STRING(), LONG()))
+    )
+    return _build(b)
+
+
 def filtered_session_count() -> Topology:
     """A session count behind a filter: which records reach it decides its stream time and which sessions merge."""
     b = StreamsBuilder()
@@ -564,6 +590,7 @@ PROGRAMS: dict[str, Callable[[], Topology]] = {
     "session-aggregate": session_aggregate,
     "filtered-windowed-aggregate": filtered_windowed_aggregate,
     "filtered-session-count": filtered_session_count,
+    "branched-windowed-count": branched_windowed_count,
     "suppress-window-close": suppress_window_close,
     "suppress-time-limit": suppress_time_limit,
     "table-ops": table_ops,

@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 from streamproc.engine.dead_letter_queue import HEADER_ERRORS_STACKTRACE_NAME
 from streamproc.engine.key_shards import ShardSpec
 from streamproc.engine.processing_handler import LogAndContinueProcessingExceptionHandler
+from streamproc.engine.processor import ClassCastError
 from streamproc.engine.processor_topology import SinkNode
 from streamproc.engine.records import ConsumerRecord, RawRecord
 from streamproc.engine.serdes import StringDeserializer
@@ -138,6 +139,47 @@ def filtered_short_windows() -> Topology:
     return b.build()
 
 
+def _picks_c(key: str | None, value: str) -> bool:
+    """The split's second predicate; ``c1`` is not the type it was written for (its ``ClassCastError`` is handled by
+    the split's parent, the flatMapValues, which then forwards none of the record's later values)."""
+    if value == "c1":
+        raise ClassCastError("c1 is not a c value")
+    return value.startswith("c")
+
+
+def branched_short_windows() -> Topology:
+    """A windowed count of 1 s windows with 500 ms grace behind a flatMapValues (each value split at ``r``; it fails
+    on a null value), a split whose second predicate raises a ``ClassCastError`` for ``c1``, a filter on the c branch
+    and a merge of the a and c branches; the default branch goes to a sink. Which of a record's values reach the
+    count, if any, decides its stream time, which each shard computes by running that prefix over the records it
+    does not own."""
+    from streamproc.dsl import Branched, Consumed, Grouped, Named, Produced, StreamsBuilder, TimeWindows
+    from streamproc.engine.serdes import serde_for
+
+    text = serde_for("String")
+    b = StreamsBuilder()
+    branches = (
+        b.stream("in", Consumed.with_(text, text))
+        .flat_map_values(lambda v: v.split("r"))
+        .split(Named.as_("pick-"))
+        .branch(lambda k, v: v.startswith("a"), Branched.as_("a"))
+        .branch(_picks_c, Branched.as_("c"))
+        .default_branch(Branched.as_("rest"))
+    )
+    branches["pick-rest"].to("rest", Produced.with_(text, text))
+    (
+        branches["pick-a"]
+        .merge(branches["pick-c"].filter(lambda k, v: len(v) > 2))
+        .group_by_key(Grouped.with_(text, text))
+        .windowed_by(TimeWindows.of_size_and_grace(1_000, 500))
+        .count()
+        .to_stream()
+        .select_key(lambda windowed, count: windowed.key)
+        .to("out", Produced.with_(text, serde_for("Long")))
+    )
+    return b.build()
+
+
 class _StampedCount:
     """A declared key-local Processor-API processor: counts per key in its store and forwards the count with the
     task's stream time (``current_stream_time_ms``, which a shard must see as the task does); ``punctuate``: it also
@@ -195,6 +237,7 @@ _PROGRAMS = {
     "short-sessions-concat": lambda: short_sessions(True),
     "filtered-short-sessions": lambda: short_sessions(False, filtered=True),
     "filtered-short-windows": filtered_short_windows,
+    "branched-short-windows": branched_short_windows,
     "declared-processor": lambda: stamped_count(False),
     "declared-processor-punctuating": lambda: stamped_count(True),
 }
@@ -224,7 +267,7 @@ def _splittable() -> list[tuple[str, int]]:
 CASES = _splittable()
 
 _KEYS = st.sampled_from(["a", "b", "c", "d", "user-17", "", None])  # of 2 shards, "d" and "" are in shard 1
-_VALUES = st.sampled_from(["apple", "banana", "cherry", "avocado", "b", "c1", "apricot", "berry", None])
+_VALUES = st.sampled_from(["apple", "banana", "cherry", "avocado", "b", "c1", "apricot", "berry", "c1rapple", None])
 
 
 @st.composite
@@ -465,20 +508,39 @@ _KEYS_OF_SHARDS = ("a", "b", "c", "d", "user-17")
 
 @pytest.mark.parametrize("count", [2, 3])
 @pytest.mark.parametrize(
-    ("handlers", "dropped_value"),
-    [(False, "banana"), (True, "banana"), (True, None)],
-    ids=["filtered-out", "filtered-out-gated", "failing-filter-gated"],
+    ("name", "handlers", "dropped_value"),
+    [
+        ("filtered-short-windows", False, "banana"),
+        ("filtered-short-windows", True, "banana"),
+        ("filtered-short-windows", True, None),
+        ("branched-short-windows", False, "berry"),
+        ("branched-short-windows", True, "berry"),
+        ("branched-short-windows", True, None),
+        ("branched-short-windows", True, "c1rapple"),
+    ],
+    ids=[
+        "filtered-out",
+        "filtered-out-gated",
+        "failing-filter-gated",
+        "branched-out",
+        "branched-out-gated",
+        "failing-flat-map-gated",
+        "class-cast-to-parent-gated",
+    ],
 )
 def test_a_split_filtered_windowed_count_keeps_the_stream_time_of_what_passes_the_filter(
-    tmp_path: Path, count: int, handlers: bool, dropped_value: str | None
+    tmp_path: Path, count: int, name: str, handlers: bool, dropped_value: str | None
 ) -> None:
-    """Every key's record at 10 s stops at the filter (a ``b`` value, or a null one, on which the filter fails and
-    the continuing handler drops it): the aggregate's stream time stays below 8 s and no window of the records at
-    7.4 and 8 s expires. A shard that advanced it by the other shards' records that never reach the aggregate would
-    drop them as expired (500 ms grace). The last record, at 6.5 s, expires by the 8 s of the record of its own key
-    before it (its own shard's), not by the 7.4 s of the others. With the handlers, a first record with a negative
-    timestamp (dropped at the poll) makes the shards read every record; without, they read only their own."""
-    _CURRENT[:] = ["filtered-short-windows", handlers]
+    """Every key's record at 10 s reaches no aggregate: it stops at the filter (a ``b`` value, or a null one, on
+    which the filter fails and the continuing handler drops it), or behind the flatMapValues and split (``berry``'s
+    values all go to the default branch; a null value fails the flatMapValues; ``c1rapple``'s first value ``c1``
+    makes the split raise a ``ClassCastError``, which its parent handles, so ``apple`` is never forwarded). The
+    aggregate's stream time stays below 8 s and no window of the records at 7.4 and 8 s expires. A shard that
+    advanced it by the other shards' records that never reach the aggregate would drop them as expired (500 ms
+    grace). The last record, at 6.5 s, expires by the 8 s of the record of its own key before it (its own shard's),
+    not by the 7.4 s of the others. With the handlers, a first record with a negative timestamp (dropped at the
+    poll) makes the shards read every record; without, they read only their own."""
+    _CURRENT[:] = [name, handlers]
     rows: list[tuple[str, str | None, int]] = [("z", "apple", -1)] if handlers else []
     rows += [(key, dropped_value, 10_000) for key in _KEYS_OF_SHARDS]
     rows += [(key, "apple", 7_400) for key in _KEYS_OF_SHARDS if key != "a"]
@@ -487,9 +549,11 @@ def test_a_split_filtered_windowed_count_keeps_the_stream_time_of_what_passes_th
     store = LocalObjectStore(root)
     records = [ConsumerRecord.raw("in", 0, i, ts, _encode(k), _encode(v)) for i, (k, v, ts) in enumerate(rows)]
     inputs = (InputRange("in", 0, 0, _stage(store, "in", records, 0), -1),)
-    whole = run_task(_work(root, "000000000000000a", 0, inputs, (), {"out": SINK_PARTITIONS}))
-    split = _run_split(_work(root, "000000000000000b", 0, inputs, (), {"out": SINK_PARTITIONS}), count)
-    assert sum(whole["outputs"].values()) == len(_KEYS_OF_SHARDS)  # the window at 6.5 s expired
+    counts = {"out": SINK_PARTITIONS, "rest": SINK_PARTITIONS}
+    whole = run_task(_work(root, "000000000000000a", 0, inputs, (), counts))
+    split = _run_split(_work(root, "000000000000000b", 0, inputs, (), counts), count)
+    counted = sum(n for partition, n in whole["outputs"].items() if partition.startswith("out+"))
+    assert counted == len(_KEYS_OF_SHARDS)  # the window at 6.5 s expired
     assert split["shards"] == count
     assert _comparable(split, False) == _comparable(whole, False)
     assert _published(root, "000000000000000b", "0_0", False) == _published(root, "000000000000000a", "0_0", False)

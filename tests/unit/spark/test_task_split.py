@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from streamproc import Stores
-from streamproc.dsl import Consumed, Materialized, StreamsBuilder, TimeWindows
+from streamproc.dsl import Consumed, Materialized, Produced, StreamsBuilder, TimeWindows
 from streamproc.engine.deserialization_handler import LogAndContinueExceptionHandler
 from streamproc.engine.serdes import serde_for
 from streamproc.engine.stream_task import TaskConfig
@@ -177,6 +177,12 @@ def test_a_merge_is_given_the_cores_its_wave_leaves_idle(tasks: int, cores: int,
     assert [(m.task_id, m.shards, m.threads) for m in merges] == [(w.task_id, 2, threads) for w in work]
 
 
+def _to_then(stream: Any) -> Any:
+    """``stream`` sent to a sink first (its first child), then returned for more."""
+    stream.to("copy", Produced.with_(_STRING, _STRING))
+    return stream
+
+
 def test_what_the_first_slice_splits_and_why_not() -> None:
     assert split_refusals(PROGRAMS["group-by-count"]()) == {0: None, 1: None}
     assert split_refusals(PROGRAMS["table-table-joins"]()) == {0: None}
@@ -199,18 +205,34 @@ def test_what_the_first_slice_splits_and_why_not() -> None:
     assert split_refusals(PROGRAMS["filtered-windowed-aggregate"]()) == {0: None}
     assert split_refusals(PROGRAMS["filtered-session-count"]()) == {0: None}
     assert auto_refusals(PROGRAMS["filtered-session-count"](), TaskConfig()) == {0: None}
-    # ... a peek's action, which may raise in the record's owner alone, or a flatMapValues: not run before the split
-    for prefix, name in [
-        (lambda s: s.peek(lambda k, v: None), "KSTREAM-PEEK-0000000001"),
-        (lambda s: s.flat_map_values(lambda v: [v]), "KSTREAM-FLATMAPVALUES-0000000001"),
-        (lambda s: s.filter(lambda k, v: True).peek(lambda k, v: None), "KSTREAM-PEEK-0000000002"),
-    ]:
+    # ... and a flatMapValues, a split's branches and a merge of them
+    assert split_refusals(PROGRAMS["branched-windowed-count"]()) == {0: None}
+    assert auto_refusals(PROGRAMS["branched-windowed-count"](), TaskConfig()) == {0: None}
+    # ... but not a peek's action, which may raise in the record's owner alone
+    kinds = "a filter, filterNot, mapValues, flatMapValues, split branch or merge"
+    for prefix, why in [
+        (lambda s: s.peek(lambda k, v: None), f"KSTREAM-PEEK-0000000001 is not {kinds}"),
+        (lambda s: s.filter(lambda k, v: True).peek(lambda k, v: None), f"KSTREAM-PEEK-0000000002 is not {kinds}"),
+        # a sink before the path: its serializer's exception would stop the filter's later forwards in the owner
+        (lambda s: _to_then(s.filter(lambda k, v: True)), "KSTREAM-FILTER-0000000001 forwards to "
+         "KSTREAM-SINK-0000000002, which does not lead to KSTREAM-AGGREGATE-0000000004, before a child that does"),
+        # a source's may: an exception that reaches the source fails the task
+        (lambda s: _to_then(s).filter(lambda k, v: True), None),
+    ]:  # fmt: skip
         b = StreamsBuilder()
         stream = prefix(b.stream("in", Consumed.with_(_STRING, _STRING)))
         stream.group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(1000)).count()
         [refused] = split_refusals(b.build()).values()
-        assert refused is not None and "does not compute yet" in refused
-        assert f"which a shard cannot: {name} is not a filter, filterNot or mapValues" in refused
+        if why is None:
+            assert refused is None
+        else:
+            assert refused is not None and "does not compute yet" in refused
+            assert f"which a shard cannot: {why}" in refused
+    b = StreamsBuilder()
+    one, two = (b.stream(topic, Consumed.with_(_STRING, _STRING)).filter(lambda k, v: True) for topic in ("a", "b"))
+    one.merge(two).group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(1000)).count()
+    [merged] = split_refusals(b.build()).values()
+    assert merged is not None and "is reached from 2 sources" in merged
     [suppress] = split_refusals(PROGRAMS["suppress-window-close"]()).values()
     assert suppress is not None and "runs unsplit" in suppress
     [optimized] = split_refusals(PROGRAMS["table-source-optimized"]()).values()

@@ -77,6 +77,7 @@ final class DslPrograms {
         p.put("session-aggregate", DslPrograms::sessionAggregate);
         p.put("filtered-windowed-aggregate", DslPrograms::filteredWindowedAggregate);
         p.put("filtered-session-count", DslPrograms::filteredSessionCount);
+        p.put("branched-windowed-count", DslPrograms::branchedWindowedCount);
         p.put("suppress-window-close", DslPrograms::suppressWindowClose);
         p.put("suppress-time-limit", DslPrograms::suppressTimeLimit);
         p.put("table-ops", DslPrograms::tableOps);
@@ -402,6 +403,30 @@ final class DslPrograms {
             .groupByKey()
             .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMinutes(1), Duration.ofSeconds(10)))
             .count()
+            .toStream()
+            .map((w, n) -> KeyValue.pair(w.key(), n))
+            .to("out", Produced.with(Serdes.String(), Serdes.Long()));
+        return b.build();
+    }
+
+    /**
+     * A windowed count behind a flatMapValues, a split and a merge: which records reach it (a b value's none; a
+     * c value of odd length none) decides its stream time. The split's default branch goes to a sink.
+     */
+    static Topology branchedWindowedCount() {
+        final StreamsBuilder b = new StreamsBuilder();
+        final Map<String, KStream<String, String>> branches = b.stream("in", STRINGS)
+            .flatMapValues(v -> v.startsWith("b") ? List.<String>of() : List.of(v, v + "!"))
+            .split(Named.as("pick-"))
+            .branch((k, v) -> v.startsWith("a") && v.endsWith("!"), Branched.as("a"))
+            .branch((k, v) -> v.startsWith("c"), Branched.as("c"))
+            .defaultBranch(Branched.as("rest"));
+        branches.get("pick-rest").to("rest");
+        branches.get("pick-a")
+            .merge(branches.get("pick-c").filter((k, v) -> !v.endsWith("!") && v.length() % 2 == 0))
+            .groupByKey()
+            .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(2)))
+            .count(Materialized.as("branched-per-10s"))
             .toStream()
             .map((w, n) -> KeyValue.pair(w.key(), n))
             .to("out", Produced.with(Serdes.String(), Serdes.Long()));
