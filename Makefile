@@ -68,7 +68,8 @@ services: install
 # - the compose deployment test (tests/integration/deploy/test_compose_up.py, issue #30): docker-compose.yml's images
 #   built, the whole file up and healthy, a backfill with approval through Airflow's REST API, `down -v` leaving
 #   nothing: $(DEPLOY_LOG). It starts dockerd when no engine answers (root), stops it after, and prints one
-#   "deployment test skipped: <why>" line instead where it cannot have an engine (not root, none running).
+#   "deployment test skipped: <why>" line instead where it cannot have an engine (not root, none running) or the
+#   disk cannot hold the images (under 10 GB free where its engine keeps them).
 # pytest leaves that file to it (--ignore). On an interrupt the trap sends it SIGTERM (`exec`: $$! is its python), on
 # which it takes the compose project down and stops its dockerd (the report finishes on its own, as before).
 # CI (.ci/run, a clean clone on 2 cores) allows 90 minutes and the suite must stay under 60 cold; measured figures are

@@ -10,6 +10,9 @@ with the time, so that its log says where a cold run's minutes went. Three thing
   command that would run it; everything else in ``make test`` still counts. CI runs as root, so there the test always
   runs (``tools/prereq.sh`` installs the engine unless ``STREAMPROC_PREREQ_DOCKER=no``, which skips it the same way,
   with its own line). Anything else (an engine that does not start, a build that fails) is a failure.
+- **Where the disk cannot hold the images, one line and exit 0.** Before it starts an engine of its own, the file
+  system of its data root must have :data:`NEEDS_FREE_BYTES` free: a build that runs out of space fails deep in a
+  layer's tar with ``no space left on device``, after minutes, and takes the disk from the tests beside it.
 - **SIGTERM tears down.** ``make test`` starts it in the background, where the shell ignores SIGINT for it; make's
   trap sends SIGTERM on an interrupt instead. That becomes a ``KeyboardInterrupt``, on which pytest finishes its
   fixtures: the compose project is taken down and the dockerd the test started is stopped. Only once: a second
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import signal
 import sys
 from pathlib import Path
@@ -28,6 +32,18 @@ from types import FrameType
 
 TEST_FILE = Path(__file__).resolve().parent.parent / "tests" / "integration" / "deploy" / "test_compose_up.py"
 HOW_TO_RUN = "run `make deploy-test` as root, or start a Docker engine and run it again"
+
+#: What the test needs free where its engine keeps its data: a cold run (every image built, from an empty data root)
+#: took 7.4 GB at its peak (2026-12-01, `make deploy-test`), and the pytest run beside it in `make test` needs room
+#: of its own.
+NEEDS_FREE_BYTES = 10 * 1024**3
+
+
+def free_bytes(path: Path) -> int:
+    """Free bytes on the file system that holds ``path`` (or would: its nearest existing parent)."""
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return shutil.disk_usage(path).free
 
 
 def skip_reason() -> str | None:
@@ -44,6 +60,13 @@ def skip_reason() -> str | None:
         return "no Docker engine answers and STREAMPROC_PREREQ_DOCKER=no left docker.io uninstalled"
     if os.geteuid() != 0:
         return f"no Docker engine answers and starting dockerd needs root ({HOW_TO_RUN})"
+    root = docker_engine.data_root()
+    free = free_bytes(root)
+    if free < NEEDS_FREE_BYTES:
+        return (
+            f"{free / 1024**3:.1f} GB free on the file system of {root}, where the images are built; the test needs "
+            f"{NEEDS_FREE_BYTES / 1024**3:.0f} GB (free some and run `make deploy-test`)"
+        )
     return None
 
 
