@@ -130,3 +130,11 @@ class LogAndFailProcessingExceptionHandler:
                 self.dead_letter_queue_topic, context.source_raw_key, context.source_raw_value, context, exception
             )
         )
+
+
+def fails_at_every_error(handler: ProcessingExceptionHandler) -> bool:
+    """Whether ``handler`` fails the task at every processing exception (the default's class itself, not a subclass
+    that may override it): then a record is either processed without an exception or ends the task, which is what
+    lets a key shard skip user code whose only effect on the other shards would be to raise
+    (``spark/stream_time_prefix.py``)."""
+    return type(handler) is LogAndFailProcessingExceptionHandler

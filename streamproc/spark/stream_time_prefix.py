@@ -21,11 +21,17 @@ continuing handler) or fails the task, and its other forwards do not happen; a `
 node's parent instead, whose remaining forwards then do not happen either (under the source: the task fails). A
 failed task fails split as unsplit, so a shard need only know that the record did not reach the aggregate.
 
-What stays unsplit (``task_split``): any other processor on a path (a ``peek``, whose action may raise in the
-owner alone; a Processor-API processor), two sources on paths to the aggregate, and a node that forwards to a child
-off every path before a child on one (an exception out of that child, a sink's serializer's say, would stop the
-node's later forwards in the owner, which no other shard could know). A source may do that: an exception that
-reaches it fails the task.
+What stays unsplit (``task_split``): any other processor on a path (a Processor-API processor), two sources on
+paths to the aggregate, and a node that forwards to a child off every path before a child on one (an exception out
+of that child, a sink's serializer's say, would stop the node's later forwards in the owner, which no other shard
+could know). A source may do that: an exception that reaches it fails the task.
+
+Under the default processing exception handler, which fails the task at any exception (``handler_fails``), a
+record either goes through the prefix without one or fails the task, split as unsplit. Two things follow: a
+``peek`` on a path is a pass-through whose action a shard that does not own the record need not (and must not:
+it is the user's side effect) call, and the order of a node's children no longer matters. Under a handler that
+may continue, a peek's action raising would drop the record at the peek in its owner alone, so a peek keeps the
+sub-topology whole.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamproc.dsl.internals.kstream_pass_through import KStreamPassThroughProcessor
-from streamproc.dsl.internals.processors import KStreamBranch, KStreamFlatMapValues
+from streamproc.dsl.internals.processors import KStreamBranch, KStreamFlatMapValues, KStreamPeek
 from streamproc.engine.processor import ClassCastError
 from streamproc.engine.processor_topology import ProcessorNode, ProcessorTopology, SourceNode
 from streamproc.engine.task_wide_times import Reach
@@ -45,7 +51,7 @@ from streamproc.spark.columnar.chain import StatelessStep, stateless_step
 #: path to the aggregate, each with the value it gets. Iterating it runs the node's function and raises as it does.
 Forwards = Callable[[Any, Any], Iterator[tuple[str, Any]]]
 
-_KINDS = "a filter, filterNot, mapValues, flatMapValues, split branch or merge"
+_KINDS = "a filter, filterNot, mapValues, flatMapValues, peek, split branch or merge"
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,8 +104,9 @@ class _ToParent(Exception):
     """A ``ClassCastError`` on its way to the parent of the node that raised it."""
 
 
-def stream_time_prefix(graph: ProcessorTopology, processor: str) -> Prefix | str:
-    """The prefix a source record goes through before ``processor`` in ``graph``, or why a shard could not run it."""
+def stream_time_prefix(graph: ProcessorTopology, processor: str, *, handler_fails: bool) -> Prefix | str:
+    """The prefix a source record goes through before ``processor`` in ``graph``, or why a shard could not run it.
+    ``handler_fails``: the task's processing exception handler fails it at any exception (see the module doc)."""
     parents: dict[str, list[ProcessorNode]] = {}
     for node in graph.nodes:
         for child in node.children:
@@ -122,10 +129,10 @@ def stream_time_prefix(graph: ProcessorTopology, processor: str) -> Prefix | str
         ahead = [child.name for child in node.children if child.name in on_path]
         if node is source:
             continue
-        found = _forwards(node, ahead)
+        found = _forwards(node, ahead, handler_fails)
         if isinstance(found, str):
             return found
-        if not isinstance(node.processor, KStreamBranch):
+        if not handler_fails and not isinstance(node.processor, KStreamBranch):
             behind = _off_path_before(node, on_path)
             if behind is not None:
                 return (
@@ -137,10 +144,15 @@ def stream_time_prefix(graph: ProcessorTopology, processor: str) -> Prefix | str
     return Prefix(processor, first, forwards, _chain(graph, source, processor, forwards))
 
 
-def _forwards(node: ProcessorNode, ahead: list[str]) -> Forwards | str:
+def _forwards(node: ProcessorNode, ahead: list[str], handler_fails: bool) -> Forwards | str:
     """What ``node`` forwards to its children on a path (``ahead``, in its children's order), or why not known."""
     processor = node.processor if type(node) is ProcessorNode else None
-    if isinstance(processor, KStreamPassThroughProcessor):
+    if type(processor) is KStreamPeek and processor.forward and not handler_fails:
+        return (
+            f"{node.name} is a peek, whose action may raise in the record's owner alone under a processing exception "
+            "handler that continues"
+        )
+    if isinstance(processor, KStreamPassThroughProcessor) or type(processor) is KStreamPeek:
 
         def passes(key: Any, value: Any) -> Iterator[tuple[str, Any]]:
             for child in ahead:
@@ -244,12 +256,12 @@ def prefix_reach(steps: Iterable[StatelessStep]) -> Reach:
     return reach
 
 
-def reaches(graph: ProcessorTopology, processors: Iterable[str]) -> dict[str, Reach]:
+def reaches(graph: ProcessorTopology, processors: Iterable[str], *, handler_fails: bool) -> dict[str, Reach]:
     """The reach of each of ``processors`` (each behind a prefix). Raises where a prefix cannot be run, which
     ``task_split`` refused before the split."""
     found: dict[str, Reach] = {}
     for name in processors:
-        prefix = stream_time_prefix(graph, name)
+        prefix = stream_time_prefix(graph, name, handler_fails=handler_fails)
         if isinstance(prefix, str):
             raise ValueError(f"processor {name} cannot be given its task-wide stream time: {prefix}")
         found[name] = prefix.reach()

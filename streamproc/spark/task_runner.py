@@ -41,6 +41,7 @@ import pyarrow.parquet as pq
 from streamproc.engine.assigned_streams_tasks import AssignedStreamsTasks, TaskInputs
 from streamproc.engine.key_locality import TaskWideKind, punctuation_refusal
 from streamproc.engine.key_shards import ShardGate, ShardKey, ShardSpec, processing_stamps, store_shard_key
+from streamproc.engine.processing_handler import fails_at_every_error
 from streamproc.engine.records import NULL_SIZE, ConsumerRecord, RawRecord, TimestampType, TopicPartition
 from streamproc.engine.replay import PartitionInput
 from streamproc.engine.slotted_init import build_slotted
@@ -303,7 +304,11 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                     stream_times = TaskStreamTimes.of(
                         graph,
                         (v.processor for v in windowed),
-                        prefix_reaches(graph, (v.processor for v in windowed if v.prefix)),
+                        prefix_reaches(
+                            graph,
+                            (v.processor for v in windowed if v.prefix),
+                            handler_fails=fails_at_every_error(config.processing_exception_handler),
+                        ),
                     )
                     own = (
                         "a declared processor reads the task's stream time, which only a shard reading every record has"

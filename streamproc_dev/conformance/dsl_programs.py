@@ -403,11 +403,12 @@ def filtered_windowed_aggregate() -> Topology:
 
 
 def branched_windowed_count() -> Topology:
-    """A windowed count behind a flatMapValues, a split and a merge: which records reach it (a b value's none; a c
-    value of odd length none) decides its stream time. The split's default branch goes to a sink."""
+    """A windowed count behind a peek, a flatMapValues, a split and a merge: which records reach it (a b value's
+    none; a c value of odd length none) decides its stream time. The split's default branch goes to a sink."""
     b = StreamsBuilder()
     branches = (
         b.stream("in", strings())
+        .peek(lambda k, v: None)
         .flat_map_values(lambda v: [] if v.startswith("b") else [v, v + "!"])
         .split(Named.as_("pick-"))
         .branch(lambda k, v: v.startswith("a") and v.endswith("!"), Branched.as_("a"))

@@ -180,6 +180,35 @@ def branched_short_windows() -> Topology:
     return b.build()
 
 
+def _watch(key: str | None, value: str | None) -> None:
+    """A peek's action that fails for one key's ``c1rapple`` (under the default handler the task fails there)."""
+    if key == "user-17" and value == "c1rapple":
+        raise ValueError("a watched value")
+
+
+def peeked_short_windows() -> Topology:
+    """``filtered_short_windows``'s count behind a peek (whose action may raise) and a filter that keeps null values:
+    under the default processing exception handler a shard that does not own a record skips the peek's action (the
+    record either passes it or fails the task); under one that continues the sub-topology runs whole."""
+    from streamproc.dsl import Consumed, Produced, StreamsBuilder, TimeWindows
+    from streamproc.engine.serdes import serde_for
+
+    text = serde_for("String")
+    b = StreamsBuilder()
+    (
+        b.stream("in", Consumed.with_(text, text))
+        .peek(_watch)
+        .filter(lambda k, v: v is None or v[0] != "b")
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_and_grace(1_000, 500))
+        .count()
+        .to_stream()
+        .select_key(lambda windowed, count: windowed.key)
+        .to("out", Produced.with_(text, serde_for("Long")))
+    )
+    return b.build()
+
+
 class _StampedCount:
     """A declared key-local Processor-API processor: counts per key in its store and forwards the count with the
     task's stream time (``current_stream_time_ms``, which a shard must see as the task does); ``punctuate``: it also
@@ -238,6 +267,7 @@ _PROGRAMS = {
     "filtered-short-sessions": lambda: short_sessions(False, filtered=True),
     "filtered-short-windows": filtered_short_windows,
     "branched-short-windows": branched_short_windows,
+    "peeked-short-windows": peeked_short_windows,
     "declared-processor": lambda: stamped_count(False),
     "declared-processor-punctuating": lambda: stamped_count(True),
 }
@@ -400,6 +430,10 @@ def test_a_split_task_publishes_what_the_unsplit_task_publishes(
 ) -> None:  # fmt: skip
     _CURRENT[:] = [name, handlers]
     topology = _PROGRAMS[name]()
+    built = program()
+    if isinstance(built, tuple) and split_refusals(*built)[subtopology] is not None:
+        event("runs whole under the continuing handlers")  # a peek's action may raise in the owner alone
+        return
     graph = build_processor_topology(topology, subtopology, application_id=APP)
     counts = {n.topic: SINK_PARTITIONS for n in graph.nodes if isinstance(n, SinkNode)}
     definitions = store_definitions(store_builders(topology, subtopology))
@@ -517,6 +551,7 @@ _KEYS_OF_SHARDS = ("a", "b", "c", "d", "user-17")
         ("branched-short-windows", True, "berry"),
         ("branched-short-windows", True, None),
         ("branched-short-windows", True, "c1rapple"),
+        ("peeked-short-windows", False, "banana"),
     ],
     ids=[
         "filtered-out",
@@ -526,6 +561,7 @@ _KEYS_OF_SHARDS = ("a", "b", "c", "d", "user-17")
         "branched-out-gated",
         "failing-flat-map-gated",
         "class-cast-to-parent-gated",
+        "peeked-filtered-out",
     ],
 )
 def test_a_split_filtered_windowed_count_keeps_the_stream_time_of_what_passes_the_filter(
@@ -554,6 +590,41 @@ def test_a_split_filtered_windowed_count_keeps_the_stream_time_of_what_passes_th
     split = _run_split(_work(root, "000000000000000b", 0, inputs, (), counts), count)
     counted = sum(n for partition, n in whole["outputs"].items() if partition.startswith("out+"))
     assert counted == len(_KEYS_OF_SHARDS)  # the window at 6.5 s expired
+    assert split["shards"] == count
+    assert _comparable(split, False) == _comparable(whole, False)
+    assert _published(root, "000000000000000b", "0_0", False) == _published(root, "000000000000000a", "0_0", False)
+
+
+@pytest.mark.parametrize("count", [2, 3])
+@pytest.mark.parametrize(
+    ("name", "handlers"),
+    [
+        ("filtered-short-windows", False),
+        ("filtered-short-windows", True),
+        ("branched-short-windows", False),
+        ("branched-short-windows", True),
+        ("peeked-short-windows", False),
+    ],
+)
+def test_a_split_filtered_windowed_count_expires_by_what_other_shards_pass_through(
+    tmp_path: Path, count: int, name: str, handlers: bool
+) -> None:
+    """The other direction of the test above: ``d``'s ``apple`` at 10 s passes the prefix and reaches the aggregate,
+    so ``a``'s record at 8 s comes after its window closed (1 s windows, 500 ms grace) and is dropped as late.
+    ``a``'s shard (not ``d``'s, of 2 or 3) knows it only by running the prefix over ``d``'s record; one that skipped
+    it, or found that it stops (a peek taken for a drop), would count ``a``'s."""
+    _CURRENT[:] = [name, handlers]
+    rows: list[tuple[str, str | None, int]] = [("z", "apple", -1)] if handlers else []
+    rows += [("d", "apple", 10_000), ("a", "apple", 8_000), ("a", "apricot", 10_100)]
+    root = tmp_path / "store"
+    store = LocalObjectStore(root)
+    records = [ConsumerRecord.raw("in", 0, i, ts, _encode(k), _encode(v)) for i, (k, v, ts) in enumerate(rows)]
+    inputs = (InputRange("in", 0, 0, _stage(store, "in", records, 0), -1),)
+    counts = {"out": SINK_PARTITIONS, "rest": SINK_PARTITIONS}
+    whole = run_task(_work(root, "000000000000000a", 0, inputs, (), counts))
+    split = _run_split(_work(root, "000000000000000b", 0, inputs, (), counts), count)
+    counted = sum(n for partition, n in whole["outputs"].items() if partition.startswith("out+"))
+    assert counted == 2  # d's and a's at 10.1 s: a's at 8 s was late
     assert split["shards"] == count
     assert _comparable(split, False) == _comparable(whole, False)
     assert _published(root, "000000000000000b", "0_0", False) == _published(root, "000000000000000a", "0_0", False)

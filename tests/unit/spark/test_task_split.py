@@ -13,6 +13,7 @@ import pytest
 from streamproc import Stores
 from streamproc.dsl import Consumed, Materialized, Produced, StreamsBuilder, TimeWindows
 from streamproc.engine.deserialization_handler import LogAndContinueExceptionHandler
+from streamproc.engine.processing_handler import LogAndContinueProcessingExceptionHandler
 from streamproc.engine.serdes import serde_for
 from streamproc.engine.stream_task import TaskConfig
 from streamproc.errors import ConfigError
@@ -208,12 +209,14 @@ def test_what_the_first_slice_splits_and_why_not() -> None:
     # ... and a flatMapValues, a split's branches and a merge of them
     assert split_refusals(PROGRAMS["branched-windowed-count"]()) == {0: None}
     assert auto_refusals(PROGRAMS["branched-windowed-count"](), TaskConfig()) == {0: None}
-    # ... but not a peek's action, which may raise in the record's owner alone
-    kinds = "a filter, filterNot, mapValues, flatMapValues, split branch or merge"
+    # ... and, under the default processing exception handler (any exception fails the task), a peek, whose action
+    # a shard that does not own the record skips, and a sink ahead of the aggregate's path; under one that continues,
+    # neither: an exception there would drop the record in its owner alone
+    continuing = TaskConfig(processing_exception_handler=LogAndContinueProcessingExceptionHandler())
+    peek = "KSTREAM-PEEK-0000000001 is a peek, whose action may raise in the record's owner alone"
     for prefix, why in [
-        (lambda s: s.peek(lambda k, v: None), f"KSTREAM-PEEK-0000000001 is not {kinds}"),
-        (lambda s: s.filter(lambda k, v: True).peek(lambda k, v: None), f"KSTREAM-PEEK-0000000002 is not {kinds}"),
-        # a sink before the path: its serializer's exception would stop the filter's later forwards in the owner
+        (lambda s: s.peek(lambda k, v: None), peek),
+        (lambda s: s.peek(lambda k, v: None).filter(lambda k, v: True), peek),
         (lambda s: _to_then(s.filter(lambda k, v: True)), "KSTREAM-FILTER-0000000001 forwards to "
          "KSTREAM-SINK-0000000002, which does not lead to KSTREAM-AGGREGATE-0000000004, before a child that does"),
         # a source's may: an exception that reaches the source fails the task
@@ -222,12 +225,17 @@ def test_what_the_first_slice_splits_and_why_not() -> None:
         b = StreamsBuilder()
         stream = prefix(b.stream("in", Consumed.with_(_STRING, _STRING)))
         stream.group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(1000)).count()
-        [refused] = split_refusals(b.build()).values()
+        topology = b.build()
+        assert split_refusals(topology) == {0: None}
+        assert split_refusals(topology, TaskConfig()) == {0: None}
+        [refused] = split_refusals(topology, continuing).values()
         if why is None:
             assert refused is None
         else:
             assert refused is not None and "does not compute yet" in refused
             assert f"which a shard cannot: {why}" in refused
+            [auto] = auto_refusals(topology, continuing).values()
+            assert auto == refused
     b = StreamsBuilder()
     one, two = (b.stream(topic, Consumed.with_(_STRING, _STRING)).filter(lambda k, v: True) for topic in ("a", "b"))
     one.merge(two).group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(1000)).count()

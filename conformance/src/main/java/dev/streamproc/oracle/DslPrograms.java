@@ -410,12 +410,13 @@ final class DslPrograms {
     }
 
     /**
-     * A windowed count behind a flatMapValues, a split and a merge: which records reach it (a b value's none; a
-     * c value of odd length none) decides its stream time. The split's default branch goes to a sink.
+     * A windowed count behind a peek, a flatMapValues, a split and a merge: which records reach it (a b value's
+     * none; a c value of odd length none) decides its stream time. The split's default branch goes to a sink.
      */
     static Topology branchedWindowedCount() {
         final StreamsBuilder b = new StreamsBuilder();
         final Map<String, KStream<String, String>> branches = b.stream("in", STRINGS)
+            .peek((k, v) -> { })
             .flatMapValues(v -> v.startsWith("b") ? List.<String>of() : List.of(v, v + "!"))
             .split(Named.as("pick-"))
             .branch((k, v) -> v.startsWith("a") && v.endsWith("!"), Branched.as("a"))
