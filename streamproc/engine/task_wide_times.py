@@ -18,12 +18,12 @@ records of the sources upstream of it, known to a shard in one of two ways:
   timestamp and key columns: :meth:`TaskStreamTimes.at_positions` reads it at each of its records' positions.
 
 Where a stateless prefix may drop records on the way (a ``filter``, ``TaskWideValue.prefix``), the processor has a
-``reach`` (:attr:`TaskStreamTimes.reaches`, ``spark/stream_time_prefix.py``): whether a source record's key and
-value pass the prefix. A shard runs it over the records it does not own (at its gate, or over the columns before it
-processes one) and advances the processor's time with those that pass; its own records advance it as they arrive at
-the processor, which is the hook's call (``task_stream_time(timestamp)``), so a record's own prefix runs once, in
-its owner, as in the unsplit task. Only key-preserving steps make a prefix, so the owner of a record is the same
-before and after it.
+``reach`` per source node on a path to it (:attr:`TaskStreamTimes.reaches`, ``spark/stream_time_prefix.py``): whether a
+record of that source, by its key and value, passes the prefix. A shard runs it over the records it does not own (at its
+gate, or over the columns before it processes one) and advances the processor's time with those that pass; its own
+records advance it as they arrive at the processor, which is the hook's call (``task_stream_time(timestamp)``), so a
+record's own prefix runs once, in its owner, as in the unsplit task. Only key-preserving steps make a prefix, so the
+owner of a record is the same before and after it.
 
 A session store's stream time is the processor's only if the record that advanced it put its session: a processing
 exception handled at the aggregate (its initializer, merger or aggregator raised and the handler said continue) may
@@ -61,12 +61,13 @@ class TaskStreamTimes:
 
     processors: dict[str, Any]
     sources: dict[str, tuple[str, ...]]
-    #: The processors behind a stateless prefix that may drop records: whether a source record reaches each.
-    reaches: dict[str, Reach] = field(default_factory=dict)
+    #: The processors behind a stateless prefix that may drop records: per source node on a path to each, whether
+    #: a record of that source reaches it.
+    reaches: dict[str, Mapping[str, Reach]] = field(default_factory=dict)
 
     @classmethod
     def of(
-        cls, graph: ProcessorTopology, names: Iterable[str], reaches: Mapping[str, Reach] | None = None
+        cls, graph: ProcessorTopology, names: Iterable[str], reaches: Mapping[str, Mapping[str, Reach]] | None = None
     ) -> TaskStreamTimes | None:
         """The hooks of the processors ``names`` in ``graph`` (``None`` when there are none); ``reaches``: those
         behind a prefix that may drop records (see the module doc)."""
@@ -95,7 +96,7 @@ class TaskStreamTimes:
             for source in sources:
                 times = fed.setdefault(source, SourceTimes([], []))
                 if name in self.reaches:
-                    times.prefixed.append((cells[name], self.reaches[name]))
+                    times.prefixed.append((cells[name], self.reaches[name][source]))
                 else:
                     times.cells.append(cells[name])
         return fed

@@ -179,7 +179,7 @@ def owned_input(
     shard: ShardSpec,
     task: str,
     stream_times: bool = False,
-    reaches: Mapping[str, Reach] | None = None,
+    reaches: Mapping[str, Mapping[str, Reach]] | None = None,
 ) -> OwnedInput | str:
     """The shard's rows of a one-partition task whose poll cannot drop a record, or why it must read them all
     (see the module doc). ``first_store``: the sub-topology's first store by name, ``None`` without stores.
@@ -238,7 +238,8 @@ def owned_input(
         with_row, before_row = keyed_running_max(all_times, all_keyed)
         keyed_times, keyed_before = with_row[chosen_rows].tolist(), before_row[chosen_rows].tolist()
         if reaches:
-            passed = _passing_others(source, store, staged, appended, task, all_keyed & ~mask, reaches)
+            of_source = {name: per_source[source.name] for name, per_source in reaches.items()}
+            passed = _passing_others(source, store, staged, appended, task, all_keyed & ~mask, of_source)
             for name, flags in passed.items():
                 others[name] = keyed_running_max(all_times, flags)[0][chosen_rows].tolist()
     return OwnedInput(mask, chosen_rows, staged_rows, last_offset, max_timestamp, keyed_times, keyed_before, others)

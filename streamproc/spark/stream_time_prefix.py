@@ -7,7 +7,7 @@ code: a ``filter``'s predicate, on the values a ``mapValues`` or ``flatMapValues
 of a ``split`` takes the record, and on any of them raising. So a shard runs that prefix over the records it does
 not own to know which of them reach the aggregate in their owner.
 
-The prefix is every processor on a path from the one source to the aggregate, each of them one of the DSL's
+The prefix is every processor on a path from a source to the aggregate, each of them one of the DSL's
 ``filter``, ``filterNot``, ``mapValues``, ``flatMapValues``, ``split`` (its ``KStreamBranch`` and branches) and
 ``merge``. Each keeps the record's key and timestamp, so its owner is the same on both sides of the prefix, and a
 record reaches the aggregate at its own timestamp however many of its values get there. Their functions are called
@@ -21,8 +21,9 @@ continuing handler) or fails the task, and its other forwards do not happen; a `
 node's parent instead, whose remaining forwards then do not happen either (under the source: the task fails). A
 failed task fails split as unsplit, so a shard need only know that the record did not reach the aggregate.
 
-What stays unsplit (``task_split``): any other processor on a path (a Processor-API processor), two sources on
-paths to the aggregate, and a node that forwards to a child off every path before a child on one (an exception out
+Each source on a path to the aggregate has its own reach (its records start at its own children: two topics merged
+after a filter on one of them). What stays unsplit (``task_split``): any other processor on a path (a Processor-API
+processor), and a node that forwards to a child off every path before a child on one (an exception out
 of that child, a sink's serializer's say, would stop the node's later forwards in the owner, which no other shard
 could know). A source may do that: an exception that reaches it fails the task.
 
@@ -104,9 +105,10 @@ class _ToParent(Exception):
     """A ``ClassCastError`` on its way to the parent of the node that raised it."""
 
 
-def stream_time_prefix(graph: ProcessorTopology, processor: str, *, handler_fails: bool) -> Prefix | str:
-    """The prefix a source record goes through before ``processor`` in ``graph``, or why a shard could not run it.
-    ``handler_fails``: the task's processing exception handler fails it at any exception (see the module doc)."""
+def stream_time_prefix(graph: ProcessorTopology, processor: str, *, handler_fails: bool) -> dict[str, Prefix] | str:
+    """Per source node on a path to ``processor`` in ``graph``, the prefix its records go through before it, or why
+    a shard could not run them. ``handler_fails``: the task's processing exception handler fails it at any
+    exception (see the module doc)."""
     parents: dict[str, list[ProcessorNode]] = {}
     for node in graph.nodes:
         for child in node.children:
@@ -120,14 +122,10 @@ def stream_time_prefix(graph: ProcessorTopology, processor: str, *, handler_fail
                 stack.append(parent.name)
     nodes = [node for node in graph.nodes if node.name in on_path and node.name != processor]
     sources = [node for node in nodes if isinstance(node, SourceNode)]
-    if len(sources) != 1:
-        names = ", ".join(node.name for node in sources)
-        return f"{processor} is reached from {len(sources)} sources ({names}), not from one"
-    (source,) = sources
     forwards: dict[str, Forwards] = {}
     for node in nodes:
         ahead = [child.name for child in node.children if child.name in on_path]
-        if node is source:
+        if isinstance(node, SourceNode):
             continue
         found = _forwards(node, ahead, handler_fails)
         if isinstance(found, str):
@@ -140,8 +138,15 @@ def stream_time_prefix(graph: ProcessorTopology, processor: str, *, handler_fail
                     f"does (an exception out of {behind} would stop its later forwards in the record's owner alone)"
                 )
         forwards[node.name] = found
-    first = tuple(child.name for child in source.children if child.name in on_path)
-    return Prefix(processor, first, forwards, _chain(graph, source, processor, forwards))
+    return {
+        source.name: Prefix(
+            processor,
+            tuple(child.name for child in source.children if child.name in on_path),
+            forwards,
+            _chain(graph, source, processor, forwards),
+        )
+        for source in sources
+    }
 
 
 def _forwards(node: ProcessorNode, ahead: list[str], handler_fails: bool) -> Forwards | str:
@@ -256,13 +261,13 @@ def prefix_reach(steps: Iterable[StatelessStep]) -> Reach:
     return reach
 
 
-def reaches(graph: ProcessorTopology, processors: Iterable[str], *, handler_fails: bool) -> dict[str, Reach]:
-    """The reach of each of ``processors`` (each behind a prefix). Raises where a prefix cannot be run, which
-    ``task_split`` refused before the split."""
-    found: dict[str, Reach] = {}
+def reaches(graph: ProcessorTopology, processors: Iterable[str], *, handler_fails: bool) -> dict[str, dict[str, Reach]]:
+    """Per processor of ``processors`` (each behind a prefix), per source node on a path to it: the reach of that
+    source's records. Raises where a prefix cannot be run, which ``task_split`` refused before the split."""
+    found: dict[str, dict[str, Reach]] = {}
     for name in processors:
-        prefix = stream_time_prefix(graph, name, handler_fails=handler_fails)
-        if isinstance(prefix, str):
-            raise ValueError(f"processor {name} cannot be given its task-wide stream time: {prefix}")
-        found[name] = prefix.reach()
+        prefixes = stream_time_prefix(graph, name, handler_fails=handler_fails)
+        if isinstance(prefixes, str):
+            raise ValueError(f"processor {name} cannot be given its task-wide stream time: {prefixes}")
+        found[name] = {source: prefix.reach() for source, prefix in prefixes.items()}
     return found

@@ -209,6 +209,33 @@ def peeked_short_windows() -> Topology:
     return b.build()
 
 
+def merged_short_windows() -> Topology:
+    """``filtered_short_windows``'s count over two topics merged, each through its own prefix: ``in`` a filter
+    dropping ``b`` values, ``in-2`` a value mapper and a filter dropping values that start with ``c`` (both fail
+    on a null value). A record's reach is its own source's prefix."""
+    from streamproc.dsl import Consumed, Grouped, Produced, StreamsBuilder, TimeWindows
+    from streamproc.engine.serdes import serde_for
+
+    text = serde_for("String")
+    b = StreamsBuilder()
+    one = b.stream("in", Consumed.with_(text, text)).filter(lambda k, v: v[0] != "b")
+    two = (
+        b.stream("in-2", Consumed.with_(text, text))
+        .map_values(lambda v: v + "!")
+        .filter(lambda k, v: not v.startswith("c"))
+    )
+    (
+        one.merge(two)
+        .group_by_key(Grouped.with_(text, text))
+        .windowed_by(TimeWindows.of_size_and_grace(1_000, 500))
+        .count()
+        .to_stream()
+        .select_key(lambda windowed, count: windowed.key)
+        .to("out", Produced.with_(text, serde_for("Long")))
+    )
+    return b.build()
+
+
 class _StampedCount:
     """A declared key-local Processor-API processor: counts per key in its store and forwards the count with the
     task's stream time (``current_stream_time_ms``, which a shard must see as the task does); ``punctuate``: it also
@@ -268,6 +295,7 @@ _PROGRAMS = {
     "filtered-short-windows": filtered_short_windows,
     "branched-short-windows": branched_short_windows,
     "peeked-short-windows": peeked_short_windows,
+    "merged-short-windows": merged_short_windows,
     "declared-processor": lambda: stamped_count(False),
     "declared-processor-punctuating": lambda: stamped_count(True),
 }
@@ -625,6 +653,45 @@ def test_a_split_filtered_windowed_count_expires_by_what_other_shards_pass_throu
     split = _run_split(_work(root, "000000000000000b", 0, inputs, (), counts), count)
     counted = sum(n for partition, n in whole["outputs"].items() if partition.startswith("out+"))
     assert counted == 2  # d's and a's at 10.1 s: a's at 8 s was late
+    assert split["shards"] == count
+    assert _comparable(split, False) == _comparable(whole, False)
+    assert _published(root, "000000000000000b", "0_0", False) == _published(root, "000000000000000a", "0_0", False)
+
+
+@pytest.mark.parametrize("count", [2, 3])
+@pytest.mark.parametrize(
+    ("staged", "late"),
+    [
+        ({"in": [("a", "banana", 11_000), ("a", "apple", 8_000)], "in-2": [("d", "apple", 10_000)]}, True),
+        ({"in": [("a", "banana", 11_000), ("a", "apple", 8_000)], "in-2": [("d", "cherry", 10_000)]}, False),
+        ({"in": [("d", "banana", 11_000)], "in-2": [("a", "cherry", 11_500), ("a", "apple", 9_900)]}, False),
+    ],
+    ids=["in-2-passes", "in-2-stops", "in-stops"],
+)
+def test_a_split_count_of_two_merged_topics_reaches_by_each_records_own_prefix(
+    tmp_path: Path, count: int, staged: dict[str, list[tuple[str, str, int]]], late: bool
+) -> None:
+    """Two topics merged, each behind its own prefix (``in``: a filter dropping ``b`` values; ``in-2``: a value
+    mapper and a filter dropping ``c`` values). The task takes the partition with the lower head timestamp first.
+
+    - ``d``'s record at 10 s on ``in-2`` comes first; only if it passes (``apple``, not ``cherry``) is ``a``'s record
+      at 8 s on ``in`` late (after ``a``'s own ``banana`` at 11 s, which ``in``'s filter drops). ``in``'s prefix
+      would pass ``cherry``.
+    - ``d``'s ``banana`` at 11 s on ``in`` stops at ``in``'s filter, and ``a``'s ``cherry`` at 11.5 s at ``in-2``'s,
+      so ``a``'s record at 9.9 s is on time. ``in-2``'s prefix would pass ``banana``, making it late.
+
+    A shard that ran another source's prefix, or none, would count or drop ``a``'s record unlike the task."""
+    _CURRENT[:] = ["merged-short-windows", False]
+    root = tmp_path / "store"
+    store = LocalObjectStore(root)
+    inputs = []
+    for topic, rows in staged.items():
+        records = [ConsumerRecord.raw(topic, 0, i, ts, _encode(k), _encode(v)) for i, (k, v, ts) in enumerate(rows)]
+        inputs.append(InputRange(topic, 0, 0, _stage(store, topic, records, 0), -1))
+    counts = {"out": SINK_PARTITIONS}
+    whole = run_task(_work(root, "000000000000000a", 0, tuple(inputs), (), counts))
+    split = _run_split(_work(root, "000000000000000b", 0, tuple(inputs), (), counts), count)
+    assert whole["dropped"] == ({"expired_window": 1} if late else {})
     assert split["shards"] == count
     assert _comparable(split, False) == _comparable(whole, False)
     assert _published(root, "000000000000000b", "0_0", False) == _published(root, "000000000000000a", "0_0", False)
