@@ -115,26 +115,37 @@ def short_sessions(concat: bool, filtered: bool = False) -> Topology:
     return b.build()
 
 
-def filtered_short_windows() -> Topology:
-    """A windowed count of 1 s windows with 500 ms grace behind a filter, a value mapper and a filterNot (the first
-    and the mapper fail on a null value): records late by 1.2 s expire or not by the stream time of the records that
-    passed the prefix, which each shard computes by running the prefix over the records it does not own."""
-    from streamproc.dsl import Consumed, Produced, StreamsBuilder, TimeWindows
+def _count_in_short_windows(stream: Any) -> None:
+    """The windowed count this module's programs share: 1 s windows with 500 ms grace (records late by about a
+    second expire or not by the exact stream time), each count sent to ``out`` under its record's key."""
+    from streamproc.dsl import Grouped, Produced, TimeWindows
     from streamproc.engine.serdes import serde_for
 
     text = serde_for("String")
-    b = StreamsBuilder()
     (
-        b.stream("in", Consumed.with_(text, text))
-        .filter(lambda k, v: v[0] != "b")
-        .map_values(lambda v: v + "!")
-        .filter_not(lambda k, v: v.startswith("c"))
-        .group_by_key()
+        stream.group_by_key(Grouped.with_(text, text))
         .windowed_by(TimeWindows.of_size_and_grace(1_000, 500))
         .count()
         .to_stream()
         .select_key(lambda windowed, count: windowed.key)
         .to("out", Produced.with_(text, serde_for("Long")))
+    )
+
+
+def filtered_short_windows() -> Topology:
+    """A windowed count of 1 s windows with 500 ms grace behind a filter, a value mapper and a filterNot (the first
+    and the mapper fail on a null value): records late by 1.2 s expire or not by the stream time of the records that
+    passed the prefix, which each shard computes by running the prefix over the records it does not own."""
+    from streamproc.dsl import Consumed, StreamsBuilder
+    from streamproc.engine.serdes import serde_for
+
+    text = serde_for("String")
+    b = StreamsBuilder()
+    _count_in_short_windows(
+        b.stream("in", Consumed.with_(text, text))
+        .filter(lambda k, v: v[0] != "b")
+        .map_values(lambda v: v + "!")
+        .filter_not(lambda k, v: v.startswith("c"))
     )
     return b.build()
 
@@ -153,7 +164,7 @@ def branched_short_windows() -> Topology:
     and a merge of the a and c branches; the default branch goes to a sink. Which of a record's values reach the
     count, if any, decides its stream time, which each shard computes by running that prefix over the records it
     does not own."""
-    from streamproc.dsl import Branched, Consumed, Grouped, Named, Produced, StreamsBuilder, TimeWindows
+    from streamproc.dsl import Branched, Consumed, Named, Produced, StreamsBuilder
     from streamproc.engine.serdes import serde_for
 
     text = serde_for("String")
@@ -167,16 +178,7 @@ def branched_short_windows() -> Topology:
         .default_branch(Branched.as_("rest"))
     )
     branches["pick-rest"].to("rest", Produced.with_(text, text))
-    (
-        branches["pick-a"]
-        .merge(branches["pick-c"].filter(lambda k, v: len(v) > 2))
-        .group_by_key(Grouped.with_(text, text))
-        .windowed_by(TimeWindows.of_size_and_grace(1_000, 500))
-        .count()
-        .to_stream()
-        .select_key(lambda windowed, count: windowed.key)
-        .to("out", Produced.with_(text, serde_for("Long")))
-    )
+    _count_in_short_windows(branches["pick-a"].merge(branches["pick-c"].filter(lambda k, v: len(v) > 2)))
     return b.build()
 
 
@@ -190,21 +192,13 @@ def peeked_short_windows() -> Topology:
     """``filtered_short_windows``'s count behind a peek (whose action may raise) and a filter that keeps null values:
     under the default processing exception handler a shard that does not own a record skips the peek's action (the
     record either passes it or fails the task); under one that continues the sub-topology runs whole."""
-    from streamproc.dsl import Consumed, Produced, StreamsBuilder, TimeWindows
+    from streamproc.dsl import Consumed, StreamsBuilder
     from streamproc.engine.serdes import serde_for
 
     text = serde_for("String")
     b = StreamsBuilder()
-    (
-        b.stream("in", Consumed.with_(text, text))
-        .peek(_watch)
-        .filter(lambda k, v: v is None or v[0] != "b")
-        .group_by_key()
-        .windowed_by(TimeWindows.of_size_and_grace(1_000, 500))
-        .count()
-        .to_stream()
-        .select_key(lambda windowed, count: windowed.key)
-        .to("out", Produced.with_(text, serde_for("Long")))
+    _count_in_short_windows(
+        b.stream("in", Consumed.with_(text, text)).peek(_watch).filter(lambda k, v: v is None or v[0] != "b")
     )
     return b.build()
 
@@ -213,7 +207,7 @@ def merged_short_windows() -> Topology:
     """``filtered_short_windows``'s count over two topics merged, each through its own prefix: ``in`` a filter
     dropping ``b`` values, ``in-2`` a value mapper and a filter dropping values that start with ``c`` (both fail
     on a null value). A record's reach is its own source's prefix."""
-    from streamproc.dsl import Consumed, Grouped, Produced, StreamsBuilder, TimeWindows
+    from streamproc.dsl import Consumed, StreamsBuilder
     from streamproc.engine.serdes import serde_for
 
     text = serde_for("String")
@@ -224,15 +218,7 @@ def merged_short_windows() -> Topology:
         .map_values(lambda v: v + "!")
         .filter(lambda k, v: not v.startswith("c"))
     )
-    (
-        one.merge(two)
-        .group_by_key(Grouped.with_(text, text))
-        .windowed_by(TimeWindows.of_size_and_grace(1_000, 500))
-        .count()
-        .to_stream()
-        .select_key(lambda windowed, count: windowed.key)
-        .to("out", Produced.with_(text, serde_for("Long")))
-    )
+    _count_in_short_windows(one.merge(two))
     return b.build()
 
 
@@ -568,6 +554,24 @@ def test_a_split_session_aggregate_finds_the_sessions_the_unsplit_task_finds(
 _KEYS_OF_SHARDS = ("a", "b", "c", "d", "user-17")
 
 
+def _whole_as_split(tmp_path: Path, staged: dict[str, list[tuple[str, str | None, int]]], count: int) -> dict[str, Any]:
+    """Stage each topic's rows (key, value, timestamp; offsets from 0), run the task whole and as ``count`` key
+    shards merged, check that both publish the same bytes and report the same, and return the whole run's report."""
+    root = tmp_path / "store"
+    store = LocalObjectStore(root)
+    inputs = []
+    for topic, rows in staged.items():
+        records = [ConsumerRecord.raw(topic, 0, i, ts, _encode(k), _encode(v)) for i, (k, v, ts) in enumerate(rows)]
+        inputs.append(InputRange(topic, 0, 0, _stage(store, topic, records, 0), -1))
+    counts = {"out": SINK_PARTITIONS, "rest": SINK_PARTITIONS}
+    whole = run_task(_work(root, "000000000000000a", 0, tuple(inputs), (), counts))
+    split = _run_split(_work(root, "000000000000000b", 0, tuple(inputs), (), counts), count)
+    assert split["shards"] == count
+    assert _comparable(split, False) == _comparable(whole, False)
+    assert _published(root, "000000000000000b", "0_0", False) == _published(root, "000000000000000a", "0_0", False)
+    return whole
+
+
 @pytest.mark.parametrize("count", [2, 3])
 @pytest.mark.parametrize(
     ("name", "handlers", "dropped_value"),
@@ -609,18 +613,9 @@ def test_a_split_filtered_windowed_count_keeps_the_stream_time_of_what_passes_th
     rows += [(key, dropped_value, 10_000) for key in _KEYS_OF_SHARDS]
     rows += [(key, "apple", 7_400) for key in _KEYS_OF_SHARDS if key != "a"]
     rows += [("a", "apple", 8_000), ("a", "avocado", 6_500)]
-    root = tmp_path / "store"
-    store = LocalObjectStore(root)
-    records = [ConsumerRecord.raw("in", 0, i, ts, _encode(k), _encode(v)) for i, (k, v, ts) in enumerate(rows)]
-    inputs = (InputRange("in", 0, 0, _stage(store, "in", records, 0), -1),)
-    counts = {"out": SINK_PARTITIONS, "rest": SINK_PARTITIONS}
-    whole = run_task(_work(root, "000000000000000a", 0, inputs, (), counts))
-    split = _run_split(_work(root, "000000000000000b", 0, inputs, (), counts), count)
+    whole = _whole_as_split(tmp_path, {"in": rows}, count)
     counted = sum(n for partition, n in whole["outputs"].items() if partition.startswith("out+"))
     assert counted == len(_KEYS_OF_SHARDS)  # the window at 6.5 s expired
-    assert split["shards"] == count
-    assert _comparable(split, False) == _comparable(whole, False)
-    assert _published(root, "000000000000000b", "0_0", False) == _published(root, "000000000000000a", "0_0", False)
 
 
 @pytest.mark.parametrize("count", [2, 3])
@@ -644,18 +639,9 @@ def test_a_split_filtered_windowed_count_expires_by_what_other_shards_pass_throu
     _CURRENT[:] = [name, handlers]
     rows: list[tuple[str, str | None, int]] = [("z", "apple", -1)] if handlers else []
     rows += [("d", "apple", 10_000), ("a", "apple", 8_000), ("a", "apricot", 10_100)]
-    root = tmp_path / "store"
-    store = LocalObjectStore(root)
-    records = [ConsumerRecord.raw("in", 0, i, ts, _encode(k), _encode(v)) for i, (k, v, ts) in enumerate(rows)]
-    inputs = (InputRange("in", 0, 0, _stage(store, "in", records, 0), -1),)
-    counts = {"out": SINK_PARTITIONS, "rest": SINK_PARTITIONS}
-    whole = run_task(_work(root, "000000000000000a", 0, inputs, (), counts))
-    split = _run_split(_work(root, "000000000000000b", 0, inputs, (), counts), count)
+    whole = _whole_as_split(tmp_path, {"in": rows}, count)
     counted = sum(n for partition, n in whole["outputs"].items() if partition.startswith("out+"))
     assert counted == 2  # d's and a's at 10.1 s: a's at 8 s was late
-    assert split["shards"] == count
-    assert _comparable(split, False) == _comparable(whole, False)
-    assert _published(root, "000000000000000b", "0_0", False) == _published(root, "000000000000000a", "0_0", False)
 
 
 @pytest.mark.parametrize("count", [2, 3])
@@ -669,7 +655,7 @@ def test_a_split_filtered_windowed_count_expires_by_what_other_shards_pass_throu
     ids=["in-2-passes", "in-2-stops", "in-stops"],
 )
 def test_a_split_count_of_two_merged_topics_reaches_by_each_records_own_prefix(
-    tmp_path: Path, count: int, staged: dict[str, list[tuple[str, str, int]]], late: bool
+    tmp_path: Path, count: int, staged: dict[str, list[tuple[str, str | None, int]]], late: bool
 ) -> None:
     """Two topics merged, each behind its own prefix (``in``: a filter dropping ``b`` values; ``in-2``: a value
     mapper and a filter dropping ``c`` values). The task takes the partition with the lower head timestamp first.
@@ -682,19 +668,8 @@ def test_a_split_count_of_two_merged_topics_reaches_by_each_records_own_prefix(
 
     A shard that ran another source's prefix, or none, would count or drop ``a``'s record unlike the task."""
     _CURRENT[:] = ["merged-short-windows", False]
-    root = tmp_path / "store"
-    store = LocalObjectStore(root)
-    inputs = []
-    for topic, rows in staged.items():
-        records = [ConsumerRecord.raw(topic, 0, i, ts, _encode(k), _encode(v)) for i, (k, v, ts) in enumerate(rows)]
-        inputs.append(InputRange(topic, 0, 0, _stage(store, topic, records, 0), -1))
-    counts = {"out": SINK_PARTITIONS}
-    whole = run_task(_work(root, "000000000000000a", 0, tuple(inputs), (), counts))
-    split = _run_split(_work(root, "000000000000000b", 0, tuple(inputs), (), counts), count)
+    whole = _whole_as_split(tmp_path, dict(staged), count)
     assert whole["dropped"] == ({"expired_window": 1} if late else {})
-    assert split["shards"] == count
-    assert _comparable(split, False) == _comparable(whole, False)
-    assert _published(root, "000000000000000b", "0_0", False) == _published(root, "000000000000000a", "0_0", False)
 
 
 @pytest.mark.parametrize("threads", [1, 1 + shard_merge.MERGE_THREADS])
