@@ -124,9 +124,9 @@ def stream_time_prefix(graph: ProcessorTopology, processor: str, *, handler_fail
     sources = [node for node in nodes if isinstance(node, SourceNode)]
     forwards: dict[str, Forwards] = {}
     for node in nodes:
-        ahead = [child.name for child in node.children if child.name in on_path]
         if isinstance(node, SourceNode):
             continue
+        ahead = [child.name for child in node.children if child.name in on_path]
         found = _forwards(node, ahead, handler_fails)
         if isinstance(found, str):
             return found

@@ -120,8 +120,8 @@ def split_refusals(topology: Topology, config: TaskConfig | None = None) -> dict
 
 def _uncomputed(topology: Topology, subtopology: int, value: TaskWideValue, handler_fails: bool) -> str | None:
     """Why the executor does not give a shard ``value`` (its description), or ``None`` where it does: a windowed
-    processor's own stream time when the sources' keyed records are its records, or reach it through filters, value
-    mappers, branches and merges each shard can run over the records it does not own (``engine/task_wide_times.py``,
+    processor's own stream time when the sources' keyed records are its records, or reach it through a stateless
+    prefix each shard can run over the records it does not own (``engine/task_wide_times.py``,
     ``spark/stream_time_prefix.py``), and a window store's stream time at the merge (``SegmentedBytesStore.settle``;
     ``_store_refusal`` checks the store)."""
     if value.kind is TaskWideKind.STORE_STREAM_TIME and not value.per_record:
@@ -141,9 +141,9 @@ def _uncomputed(topology: Topology, subtopology: int, value: TaskWideValue, hand
         return value.describe()
     if value.prefix:
         graph = build_processor_topology(topology, subtopology, application_id=_LOOKING)
-        prefix = stream_time_prefix(graph, value.processor, handler_fails=handler_fails)
-        if isinstance(prefix, str):
-            return f"{value.describe()}, which a shard cannot: {prefix}"
+        prefixes = stream_time_prefix(graph, value.processor, handler_fails=handler_fails)
+        if isinstance(prefixes, str):
+            return f"{value.describe()}, which a shard cannot: {prefixes}"
     return None
 
 
