@@ -152,10 +152,20 @@ def test_a_backfill_triggered_from_the_form_and_approved_in_the_ui_shows_the_led
     assert all(lag.lag_after == 0 for lag in run.lag), run.lag  # the hand-off committed the planned ends
     page.screenshot(path=screenshots / "airflow-run-page.png", full_page=True)
 
-    # the run list (Browse → streamproc runs)
-    page.get_by_role("button", name="Browse").click()
-    page.get_by_role("menuitem", name="streamproc runs").click()
-    page.wait_for_url("**/plugin/streamproc-runs", wait_until="commit", timeout=180_000)  # a loaded machine
+    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
+    # the run list (Browse → streamproc runs). On a loaded machine a click on the menu item once led nowhere within
+    # 180 s (CI, 2026-12-01): the menu is closed and the item clicked again, three times at most, 90 s each
+    for attempt in range(3):
+        page.keyboard.press("Escape")
+        page.get_by_role("button", name="Browse").click()
+        page.get_by_role("menuitem", name="streamproc runs").click()
+        try:
+            page.wait_for_url("**/plugin/streamproc-runs", wait_until="commit", timeout=90_000)
+            break
+        except PlaywrightTimeoutError:
+            if attempt == 2:
+                raise
     listing = page.frame_locator("iframe[title='streamproc runs']")
     row = listing.locator(f"tr[data-run-id='{run.summary.run_id}']")
     assert int(row.locator("[data-field=records_processed]").inner_text()) == run.summary.records_processed
