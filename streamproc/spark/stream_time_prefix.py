@@ -181,11 +181,22 @@ def _forwards(node: ProcessorNode, ahead: list[str], handler_fails: bool) -> For
     return _step(step, ahead)
 
 
+#: What :func:`_through` gives for a record a filter drops.
+_DROPPED = object()
+
+
+def _through(step: StatelessStep, key: Any, value: Any) -> Any:
+    """The value a filter or value mapper forwards for a record, or ``_DROPPED``: the one rule both the walk and the
+    chain's loop apply, so a step cannot mean one thing to one and another to the other."""
+    if step.keep is None:
+        return step.function(key, value) if step.with_key else step.function(value)
+    return value if bool(step.function(key, value)) == step.keep else _DROPPED
+
+
 def _step(step: StatelessStep, ahead: list[str]) -> Forwards:
     def forwards(key: Any, value: Any) -> Iterator[tuple[str, Any]]:
-        if step.keep is None:
-            value = step.function(key, value) if step.with_key else step.function(value)
-        elif (not step.function(key, value)) == step.keep:
+        value = _through(step, key, value)
+        if value is _DROPPED:
             return
         for child in ahead:
             yield child, value
@@ -250,9 +261,8 @@ def prefix_reach(steps: Iterable[StatelessStep]) -> Reach:
     def reach(key: Any, value: Any) -> bool:
         try:
             for step in chain:
-                if step.keep is None:
-                    value = step.function(key, value) if step.with_key else step.function(value)
-                elif (not step.function(key, value)) == step.keep:
+                value = _through(step, key, value)
+                if value is _DROPPED:
                     return False
         except Exception:  # noqa: BLE001 - the owner's handler drops the record there, or fails the task
             return False
