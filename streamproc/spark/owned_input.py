@@ -80,6 +80,33 @@ _NULL_KEY = -2
 
 
 @dataclass(frozen=True)
+class KeyOwners:
+    """Which shard owns a store key, by its bytes: ``shard_of[partition_for_key(bytes, buckets)]``.
+
+    The gate's rule is ``murmur2 mod K`` (``buckets`` = K, each bucket its own shard); a shard reading only its own
+    records balances :data:`OWNER_BUCKETS` buckets over the shards (:func:`balanced_owners`). One value for both,
+    so what a shard restores (``shard_restore.py``) is owned by the rule that routes its records."""
+
+    buckets: int
+    #: The shard of each bucket.
+    shard_of: np.ndarray
+    #: The shard this is.
+    shard: ShardSpec
+
+    @classmethod
+    def murmur2(cls, shard: ShardSpec) -> KeyOwners:
+        """The gate's rule (``key_shards.ShardGate.owner``) and the columnar shards' (``columnar/shard_rows.py``)."""
+        return cls(shard.count, np.arange(shard.count), shard)
+
+    def owns(self, keys: pa.Array, buckets: TaskKeys | None = None) -> np.ndarray:
+        """Per key of ``keys`` (bytes), whether this shard owns it; a null key: ``True`` (it is no store's, and
+        whoever reads it skips it alike). ``buckets``: a :class:`TaskKeys` of :attr:`buckets` partitions kept over
+        the chunks, so each distinct key is hashed once."""
+        partitions = (buckets or TaskKeys(self.buckets)).partitions_of(keys)
+        return np.where(partitions < 0, True, self.shard_of[np.maximum(partitions, 0)] == self.shard.index)
+
+
+@dataclass(frozen=True)
 class OwnedInput:
     """Which of a task's input rows (staged, then appended) one shard owns, and what the whole input computes."""
 
@@ -99,6 +126,8 @@ class OwnedInput:
     #: Per processor behind a stateless prefix, per owned row: the largest timestamp up to it of a keyed row of
     #: another shard that passes the prefix (``engine/task_wide_times.py``; the shard's own rows it adds itself).
     others_times: dict[str, list[int]] = dataclasses.field(default_factory=dict)
+    #: Which shard owns a store key (``None``: the sub-topology has no stores, records go round-robin).
+    key_owners: KeyOwners | None = None
 
     def records(self, store: ObjectStore, staged: StagedRange, upstream: Iterator[Any], *, task: str) -> Iterator[Any]:
         """The owned records, in order: staged ones built only for owned rows, then the owned upstream ones
@@ -242,7 +271,10 @@ def owned_input(
             passed = _passing_others(source, store, staged, appended, task, all_keyed & ~mask, of_source)
             for name, flags in passed.items():
                 others[name] = keyed_running_max(all_times, flags)[0][chosen_rows].tolist()
-    return OwnedInput(mask, chosen_rows, staged_rows, last_offset, max_timestamp, keyed_times, keyed_before, others)
+    key_owners = KeyOwners(buckets, shard_of, shard) if reading.by_key else None
+    return OwnedInput(
+        mask, chosen_rows, staged_rows, last_offset, max_timestamp, keyed_times, keyed_before, others, key_owners
+    )
 
 
 def _passing_others(

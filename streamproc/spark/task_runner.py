@@ -54,7 +54,8 @@ from streamproc.engine.validation import ValidatingSourceNode, prevalidated
 from streamproc.errors import ProcessingError, StateError
 from streamproc.spark.columnar import columnar_plan
 from streamproc.spark.global_stores import GlobalRestoreRange, GlobalStoresKey, worker_global_stores
-from streamproc.spark.owned_input import OwnedInput, owned_input, translated_drops
+from streamproc.spark.owned_input import KeyOwners, OwnedInput, owned_input, translated_drops
+from streamproc.spark.shard_restore import owned_changelog, restored_by_key
 from streamproc.spark.stream_time_prefix import reaches as prefix_reaches
 from streamproc.spark.task_input import BATCH_ROWS, StagedRange, merged_upstream, read_records, staged_range
 from streamproc.spark.task_output import (
@@ -245,9 +246,12 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                 deserialization_exception_handler=config.deserialization_exception_handler,
             )
             state.initialize(changelogs)
+            # a shard but the first restores its own keys of these once it knows its owners (shard_restore.py)
+            by_key = restored_by_key(state.stores, definitions) if work.shard and work.shard.index else frozenset()
             restored = {
                 r.store: state.restore(r.store, read_records(store, staged_restores[r.store], task=work.task_id))
                 for r in work.restores
+                if r.store not in by_key
             }
             restored_segments = {} if gate is None else keep_restored_segments(state.stores)
             handled_at: list[str] = []  # where a shard's task-wide store times may no longer hold (task_wide_times)
@@ -279,6 +283,9 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
             columnar = columnar_plan(**facts, shard=work.shard)
             if not isinstance(columnar, str):
                 logger.info("task [%s] runs the columnar %s", task_id, columnar.describe())
+                if by_key:
+                    assert work.shard is not None
+                    restored.update(_restore_own_keys(work, store, state, staged_restores, by_key, work.shard, None))
                 try:
                     result = columnar.run(appended_counts)
                 except Exception as exc:
@@ -322,6 +329,10 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                         if isinstance(own, str)
                         else (own.positions.tolist(), (own.keyed_times, own.keyed_before), own.others_times)
                     )
+                    if by_key:
+                        owners = None if isinstance(own, str) else own.key_owners
+                        own_keys = _restore_own_keys(work, store, state, staged_restores, by_key, gate.shard, owners)
+                        restored.update(own_keys)
                     gate.install(task, shard_key(state.stores, definitions), positions, stream_times, keyed, others)
                     if stream_times is not None:
                         handled_at = stream_times.watch_handled(graph)
@@ -496,6 +507,25 @@ def _owned_input(
     else:
         logger.debug("task [%s] shard %s reads only its %d records", work.task_id, gate.shard, len(own.positions))
     return own
+
+
+def _restore_own_keys(
+    work: TaskWork,
+    store: ObjectStore,
+    state: ProcessorStateManager,
+    staged_restores: Mapping[str, StagedRange],
+    by_key: frozenset[str],
+    shard: ShardSpec,
+    owners: KeyOwners | None,
+) -> dict[str, int]:
+    """Restore the stores ``by_key`` names with only the keys the shard owns (``shard_restore.py``): by ``owners``
+    where the shard balanced its own (``owned_input.py``), else by the gate's ``murmur2 mod K``."""
+    rule = owners or KeyOwners.murmur2(shard)
+    return {
+        r.store: state.restore(r.store, owned_changelog(store, staged_restores[r.store], rule, task=work.task_id))
+        for r in work.restores
+        if r.store in by_key
+    }
 
 
 def shard_key(stores: Mapping[str, Any], definitions: Sequence[StoreDefinition]) -> ShardKey | None:

@@ -672,6 +672,65 @@ def test_a_split_count_of_two_merged_topics_reaches_by_each_records_own_prefix(
     assert whole["dropped"] == ({"expired_window": 1} if late else {})
 
 
+@pytest.mark.parametrize("count", [2, 3])
+@pytest.mark.parametrize(
+    ("name", "handlers", "negative"),
+    [
+        ("group-by-key-reduce-named", False, False),
+        ("group-by-key-reduce-named", True, True),
+        ("table-table-joins", False, False),
+    ],
+    ids=["owned-input", "gated", "two-inputs-gated"],
+)
+def test_a_shard_but_the_first_restores_only_the_keys_it_owns(
+    tmp_path: Path, count: int, name: str, handlers: bool, negative: bool
+) -> None:
+    """A second run restores every key-value store from the first run's changelog. Shard 0 restores all of it (its
+    stores are the bundle's base); every other shard only its own keys' records, by the rule that routes its
+    records: balanced buckets where it reads only its own rows, ``murmur2 mod K`` where it reads every row (a
+    negative timestamp, dropped at the poll; two input topics). The split still publishes what the whole task does,
+    so no shard lacked a key it processed."""
+    _CURRENT[:] = [name, handlers]
+    topology = _PROGRAMS[name]()
+    graph = build_processor_topology(topology, 0, application_id=APP)
+    counts = {n.topic: SINK_PARTITIONS for n in graph.nodes if isinstance(n, SinkNode)}
+    definitions = store_definitions(store_builders(topology, 0))
+    root = tmp_path / "store"
+    store = LocalObjectStore(root)
+    keys = [*_KEYS_OF_SHARDS, *(f"user-{n}" for n in range(40))]
+    windows = [
+        [(key, f"v{n}", 1_000 + n) for n, key in enumerate(keys * 2)],
+        [(key, f"w{n}", 5_000 + n) for n, key in enumerate(keys[::3])] + ([("a", "late", -1)] if negative else []),
+    ]
+    restores: tuple[RestoreRange, ...] = ()
+    for number, rows in enumerate(windows):
+        inputs = []
+        for topic in graph.source_topics:
+            records = [ConsumerRecord.raw(topic, 0, 100 * number + i, ts, _encode(k), _encode(v))
+                       for i, (k, v, ts) in enumerate(rows)]  # fmt: skip
+            inputs.append(InputRange(topic, 0, 100 * number, _stage(store, topic, records, 100 * number), -1))
+        work = _work(root, f"{number:015x}a", 0, tuple(inputs), restores, counts)
+        whole = run_task(work)
+        if number == 0:  # its changelog records are the next run's restores
+            restores = _restores(store, root, work, definitions)
+    split_work = _work(root, "000000000000001b", 0, tuple(inputs), restores, counts)
+    shards = [run_task(_shard(split_work, ShardSpec(index, count))) for index in range(count)]
+    split = merge_shards(split_work, count)
+    assert _comparable(split, False) == _comparable(whole, False)
+    assert _published(root, split_work.plan_id, "0_0", False) == _published(root, "000000000000001a", "0_0", False)
+    kinds = {d.name: d.store_type for d in definitions if d.persistent}
+    assert _store_entries(root, split_work.plan_id, "0_0", tmp_path, kinds) == _store_entries(
+        root, "000000000000001a", "0_0", tmp_path, kinds
+    )
+    logged = {d.name for d in definitions if d.logged}
+    assert logged and set(whole["restored"]) == logged
+    assert shards[0]["restored"] == whole["restored"] == split["restored"]
+    for store_name, records in whole["restored"].items():
+        others = [report["restored"][store_name] for report in shards[1:]]
+        assert all(0 < restored < records for restored in others), (store_name, records, others)
+        assert sum(others) < records  # disjoint keys, shard 0's among them
+
+
 @pytest.mark.parametrize("threads", [1, 1 + shard_merge.MERGE_THREADS])
 @pytest.mark.parametrize("lost", ["output", "changelog", "stores"])
 def test_a_merge_that_fails_publishes_no_report_and_the_next_attempt_merges(
