@@ -1,20 +1,26 @@
-"""A key shard restores only the keys it owns (issue #29, docs/split.md "Restoring only a shard's keys").
+"""A key shard restores only the keys it owns (issue #29, docs/split.md "Landed: a shard restores its own keys").
 
 Every store of a splittable sub-topology is read and written only at the key of the record being processed
 (``engine/key_locality.py``), and a shard processes only the records whose keys it owns: an entry of another shard's
-key is never read in this one. So a shard other than the first restores, of a key-value store's changelog, only the
-records of its own keys, picked over the key column before any record is built. The first shard still restores
-everything: its stores are the base of the task's store bundle (``shard_merge.py``), where a key no shard wrote keeps
-its restored value, and its report gives the task's restore counts.
+key is never read in this one. So a shard other than the first restores, of a store's changelog, only the records of
+its own keys, picked over the key column before any record is built. The first shard still restores everything: its
+stores are the base of the task's store bundle (``shard_merge.py``), where a key no shard wrote keeps its restored
+value, and its report gives the task's restore counts.
 
 Which stores may be restored by key (:func:`restored_by_key`):
 
-- key-value stores (plain and timestamped), whose changelog key is the store key. A window or session store's
-  changelog is restored a batch at a time with the batch's latest time first (``SegmentedBytesStore.write_all``):
-  which records survive a restore depends on the records of every key, so those stores are restored whole;
-- the shard key's own store (``task_runner.shard_key``, the first by name), and a store whose key serializer is the
-  same built-in serializer: the same key gives the same bytes there. A store with a serializer of its own (a
-  Schema Registry serializer writes a subject's schema id, which is the topic's) is restored whole.
+- key-value stores (plain and timestamped), whose changelog key is the store key;
+- RocksDB window stores without duplicates, whose changelog key is the store key, the window start and a sequence
+  number. Their restore writes a batch at a time after raising the store's stream time to the batch's latest window
+  (``SegmentedBytesStore.write_all``), so which records survive depends on every key's. A shard raises it, before
+  each batch of its own records, to the latest window of every record read so far (never past the whole
+  changelog's latest): it may drop more of its own records than the whole restore does, but only records that the
+  stream time at the restore's end expires, and every read of a window store is bounded by that (``fetch``,
+  ``fetch_at``, ``all``: ``observedStreamTime - retention + 1``). Session stores are restored whole:
+  ``fetchSession`` reads a session whose segment still exists, expired or not;
+- of those, the shard key's own store (``task_runner.shard_key``, the first by name), and a store whose key
+  serializer is the same built-in serializer: the same key gives the same bytes there. A store with a serializer of
+  its own (a Schema Registry serializer writes the topic's subject's schema id) is restored whole.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from streamproc.engine import serdes
 from streamproc.engine.records import RawRecord
@@ -32,11 +39,14 @@ from streamproc.spark.columnar.output import TaskKeys
 from streamproc.spark.owned_input import KeyOwners
 from streamproc.spark.task_input import StagedRange, checked_batches
 from streamproc.state.processor_state_manager import StoreDefinition
-from streamproc.state.stores import KeyValueStore, TimestampedKeyValueStore
+from streamproc.state.stores import KeyValueStore, StateStore, TimestampedKeyValueStore, WindowStore
 from streamproc.storage.object_store import ObjectStore
 from streamproc.storage.segments import records_from_batch
 
 logger = logging.getLogger(__name__)
+
+#: What a window store's changelog key holds after the store key: the window start (8 bytes) and a sequence number.
+_WINDOW_KEY_SUFFIX = 12
 
 
 def restored_by_key(stores: Mapping[str, Any], definitions: Sequence[StoreDefinition]) -> frozenset[str]:
@@ -48,9 +58,18 @@ def restored_by_key(stores: Mapping[str, Any], definitions: Sequence[StoreDefini
     return frozenset(
         name
         for name in names
-        if isinstance(stores[name], (KeyValueStore, TimestampedKeyValueStore))
+        if _key_suffix(stores[name]) is not None
         and (name == names[0] or _same_builtin(stores[name].key_serde.serializer, first))
     )
+
+
+def _key_suffix(store: object) -> int | None:
+    """The bytes a changelog key of ``store`` holds after the store key, ``None`` where it is restored whole."""
+    if isinstance(store, (KeyValueStore, TimestampedKeyValueStore)):
+        return 0
+    if isinstance(store, WindowStore) and store.persistent and not store.retain_duplicates:
+        return _WINDOW_KEY_SUFFIX
+    return None
 
 
 def _same_builtin(serializer: object, first: object) -> bool:
@@ -60,14 +79,27 @@ def _same_builtin(serializer: object, first: object) -> bool:
     return kind is type(first) and kind.__module__ == serdes.__name__
 
 
-def owned_changelog(store: ObjectStore, staged: StagedRange, owners: KeyOwners, *, task: str) -> Iterator[RawRecord]:
+def owned_changelog(
+    store: ObjectStore, staged: StagedRange, owners: KeyOwners, target: StateStore, *, task: str
+) -> Iterator[RawRecord]:
     """The changelog records of ``staged`` whose keys ``owners`` gives this shard (and null keys, which the restore
-    counts and skips as it would), in offset order."""
+    counts and skips as it would), in offset order, for ``target`` (one of :func:`restored_by_key`'s)."""
+    suffix = _key_suffix(target)
+    assert suffix is not None, f"{target.name} is restored whole"
     buckets = TaskKeys(owners.buckets)
     kept = skipped = 0
     for batch in checked_batches(store, staged, task=task):
-        owned = owners.owns(batch.column("key"), buckets)
-        rows = np.flatnonzero(owned)
+        keys = batch.column("key")
+        if suffix:
+            lengths = pc.fill_null(pc.binary_length(keys), _WINDOW_KEY_SUFFIX)
+            if pc.any(pc.less(lengths, _WINDOW_KEY_SUFFIX)).as_py():  # the store's restore fails there, as whole
+                rows = np.arange(batch.num_rows)
+            else:
+                rows = np.flatnonzero(owners.owns(pc.binary_slice(keys, 0, -_WINDOW_KEY_SUFFIX), buckets))
+                assert isinstance(target, WindowStore)
+                target.segments.advance_stream_time(_latest_window(keys))
+        else:
+            rows = np.flatnonzero(owners.owns(keys, buckets))
         kept += len(rows)
         skipped += batch.num_rows - len(rows)
         if len(rows) == batch.num_rows:
@@ -83,3 +115,11 @@ def owned_changelog(store: ObjectStore, staged: StagedRange, owners: KeyOwners, 
         staged.topic,
         staged.partition,
     )
+
+
+def _latest_window(keys: pa.Array) -> int:
+    """The latest window start of a batch's window store changelog keys (every non-null key holds one)."""
+    starts = pc.binary_slice(keys.drop_null(), -_WINDOW_KEY_SUFFIX, -4).cast(pa.binary(8))
+    if not len(starts):
+        return -(1 << 63)
+    return int(np.frombuffer(starts.buffers()[1], dtype=">i8", count=len(starts)).max())

@@ -522,7 +522,9 @@ def _restore_own_keys(
     where the shard balanced its own (``owned_input.py``), else by the gate's ``murmur2 mod K``."""
     rule = owners or KeyOwners.murmur2(shard)
     return {
-        r.store: state.restore(r.store, owned_changelog(store, staged_restores[r.store], rule, task=work.task_id))
+        r.store: state.restore(
+            r.store, owned_changelog(store, staged_restores[r.store], rule, state.store(r.store), task=work.task_id)
+        )
         for r in work.restores
         if r.store in by_key
     }

@@ -306,6 +306,12 @@ class SegmentedBytesStore:
             self.observed_stream_time = timestamp
         return not (self._window_expiry and timestamp <= self.observed_stream_time - self.retention_ms)
 
+    def advance_stream_time(self, timestamp: int) -> None:
+        """Raise ``observedStreamTime`` to ``timestamp``: a key shard restoring only its own keys of a changelog
+        whose other records reach that time (``spark/shard_restore.py``)."""
+        if timestamp > self.observed_stream_time:
+            self.observed_stream_time = timestamp
+
     def refuses_skipped_write(self, timestamp: int) -> bool:
         """A write that writes nothing (a null with duplicates kept): only the in-memory store still advances its
         stream time and refuses an expired one (``InMemoryWindowStore#put`` checks before it skips the null);

@@ -679,17 +679,19 @@ def test_a_split_count_of_two_merged_topics_reaches_by_each_records_own_prefix(
         ("group-by-key-reduce-named", False, False),
         ("group-by-key-reduce-named", True, True),
         ("table-table-joins", False, False),
+        ("filtered-short-windows", False, False),
+        ("filtered-short-windows", True, True),
     ],
-    ids=["owned-input", "gated", "two-inputs-gated"],
+    ids=["owned-input", "gated", "two-inputs-gated", "window-store", "window-store-gated"],
 )
 def test_a_shard_but_the_first_restores_only_the_keys_it_owns(
     tmp_path: Path, count: int, name: str, handlers: bool, negative: bool
 ) -> None:
-    """A second run restores every key-value store from the first run's changelog. Shard 0 restores all of it (its
-    stores are the bundle's base); every other shard only its own keys' records, by the rule that routes its
-    records: balanced buckets where it reads only its own rows, ``murmur2 mod K`` where it reads every row (a
+    """A second run restores every key-value or window store from the first run's changelog. Shard 0 restores all
+    of it (its stores are the bundle's base); every other shard only its own keys' records, by the rule that routes
+    its records: balanced buckets where it reads only its own rows, ``murmur2 mod K`` where it reads every row (a
     negative timestamp, dropped at the poll; two input topics). The split still publishes what the whole task does,
-    so no shard lacked a key it processed."""
+    so no shard lacked a key it processed, nor read a window its restore dropped."""
     _CURRENT[:] = [name, handlers]
     topology = _PROGRAMS[name]()
     graph = build_processor_topology(topology, 0, application_id=APP)
