@@ -68,7 +68,7 @@ from streamproc.spark.columnar.output import TaskKeys
 from streamproc.spark.columnar.shape import serde_is
 from streamproc.spark.task_input import StagedRange, checked_batches, task_batches
 from streamproc.storage.object_store import ObjectStore
-from streamproc.storage.segments import records_from_batch
+from streamproc.storage.segments import kept_records
 
 _PLAIN_DESERIALIZERS = (ByteArrayDeserializer, StringDeserializer)
 #: The key buckets a shard reading only its own records balances over the shards (:func:`balanced_owners`): enough
@@ -102,7 +102,11 @@ class KeyOwners:
         """Per key of ``keys`` (bytes), whether this shard owns it; a null key: ``True`` (it is no store's, and
         whoever reads it skips it alike). ``buckets``: a :class:`TaskKeys` of :attr:`buckets` partitions kept over
         the chunks, so each distinct key is hashed once."""
-        partitions = (buckets or TaskKeys(self.buckets)).partitions_of(keys)
+        return self.owns_buckets((buckets or TaskKeys(self.buckets)).partitions_of(keys))
+
+    def owns_buckets(self, partitions: np.ndarray) -> np.ndarray:
+        """Per bucket of ``partitions`` (``partition_for_key(bytes, buckets)``), whether this shard owns it; a negative
+        one (a null key, or none at all): ``True``."""
         return np.where(partitions < 0, True, self.shard_of[np.maximum(partitions, 0)] == self.shard.index)
 
 
@@ -135,12 +139,8 @@ class OwnedInput:
         start = 0
         for batch in checked_batches(store, staged, task=task):
             n = batch.num_rows
-            kept = np.flatnonzero(self.owned[start : start + n])
+            yield from kept_records(batch, np.flatnonzero(self.owned[start : start + n]))
             start += n
-            if len(kept) == n:
-                yield from records_from_batch(batch)
-            elif len(kept):
-                yield from records_from_batch(batch.take(pa.array(kept)))
         yield from itertools.compress(upstream, self.owned[self.staged_rows :].tolist())
 
     def whole_result(self, shard: ReplayResult, partition: TopicPartition, partition_time: int) -> ReplayResult:
@@ -256,8 +256,8 @@ def owned_input(
         max_timestamp = max(max_timestamp, int(pc.max(timestamps).as_py()))
     rows = np.concatenate(chosen_buckets) if chosen_buckets else np.zeros(0, dtype=np.int16)
     by_key = rows >= 0
-    shard_of = balanced_owners(np.bincount(rows[by_key], minlength=buckets), shard.count)
-    mask = np.where(by_key, shard_of[np.maximum(rows, 0)], np.arange(len(rows)) % shard.count) == shard.index
+    key_owners = KeyOwners(buckets, balanced_owners(np.bincount(rows[by_key], minlength=buckets), shard.count), shard)
+    mask = np.where(by_key, key_owners.owns_buckets(rows), np.arange(len(rows)) % shard.count == shard.index)
     chosen_rows = np.flatnonzero(mask)
     keyed_times: list[int] = []
     keyed_before: list[int] = []
@@ -271,9 +271,16 @@ def owned_input(
             passed = _passing_others(source, store, staged, appended, task, all_keyed & ~mask, of_source)
             for name, flags in passed.items():
                 others[name] = keyed_running_max(all_times, flags)[0][chosen_rows].tolist()
-    key_owners = KeyOwners(buckets, shard_of, shard) if reading.by_key else None
     return OwnedInput(
-        mask, chosen_rows, staged_rows, last_offset, max_timestamp, keyed_times, keyed_before, others, key_owners
+        mask,
+        chosen_rows,
+        staged_rows,
+        last_offset,
+        max_timestamp,
+        keyed_times,
+        keyed_before,
+        others,
+        key_owners if reading.by_key else None,
     )
 
 

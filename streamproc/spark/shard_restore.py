@@ -30,7 +30,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.compute as pc
 
 from streamproc.engine import serdes
@@ -39,14 +38,12 @@ from streamproc.spark.columnar.output import TaskKeys
 from streamproc.spark.owned_input import KeyOwners
 from streamproc.spark.task_input import StagedRange, checked_batches
 from streamproc.state.processor_state_manager import StoreDefinition
+from streamproc.state.store_encoding import WINDOW_KEY_SUFFIX, latest_window_start, window_store_record_keys
 from streamproc.state.stores import KeyValueStore, StateStore, TimestampedKeyValueStore, WindowStore
 from streamproc.storage.object_store import ObjectStore
-from streamproc.storage.segments import records_from_batch
+from streamproc.storage.segments import kept_records
 
 logger = logging.getLogger(__name__)
-
-#: What a window store's changelog key holds after the store key: the window start (8 bytes) and a sequence number.
-_WINDOW_KEY_SUFFIX = 12
 
 
 def restored_by_key(stores: Mapping[str, Any], definitions: Sequence[StoreDefinition]) -> frozenset[str]:
@@ -68,7 +65,7 @@ def _key_suffix(store: object) -> int | None:
     if isinstance(store, (KeyValueStore, TimestampedKeyValueStore)):
         return 0
     if isinstance(store, WindowStore) and store.persistent and not store.retain_duplicates:
-        return _WINDOW_KEY_SUFFIX
+        return WINDOW_KEY_SUFFIX
     return None
 
 
@@ -91,21 +88,20 @@ def owned_changelog(
     for batch in checked_batches(store, staged, task=task):
         keys = batch.column("key")
         if suffix:
-            lengths = pc.fill_null(pc.binary_length(keys), _WINDOW_KEY_SUFFIX)
-            if pc.any(pc.less(lengths, _WINDOW_KEY_SUFFIX)).as_py():  # the store's restore fails there, as whole
+            lengths = pc.fill_null(pc.binary_length(keys), WINDOW_KEY_SUFFIX)
+            if pc.any(pc.less(lengths, WINDOW_KEY_SUFFIX)).as_py():  # the store's restore fails there, as whole
                 rows = np.arange(batch.num_rows)
             else:
-                rows = np.flatnonzero(owners.owns(pc.binary_slice(keys, 0, -_WINDOW_KEY_SUFFIX), buckets))
+                rows = np.flatnonzero(owners.owns(window_store_record_keys(keys), buckets))
                 assert isinstance(target, WindowStore)
-                target.segments.advance_stream_time(_latest_window(keys))
+                latest = latest_window_start(keys)
+                if latest is not None:
+                    target.segments.advance_stream_time(latest)
         else:
             rows = np.flatnonzero(owners.owns(keys, buckets))
         kept += len(rows)
         skipped += batch.num_rows - len(rows)
-        if len(rows) == batch.num_rows:
-            yield from records_from_batch(batch)
-        elif len(rows):
-            yield from records_from_batch(batch.take(pa.array(rows)))
+        yield from kept_records(batch, rows)
     logger.info(
         "task [%s] shard %s restores %s of the %s records of %s-%s: its own keys'",
         task,
@@ -115,11 +111,3 @@ def owned_changelog(
         staged.topic,
         staged.partition,
     )
-
-
-def _latest_window(keys: pa.Array) -> int:
-    """The latest window start of a batch's window store changelog keys (every non-null key holds one)."""
-    starts = pc.binary_slice(keys.drop_null(), -_WINDOW_KEY_SUFFIX, -4).cast(pa.binary(8))
-    if not len(starts):
-        return -(1 << 63)
-    return int(np.frombuffer(starts.buffers()[1], dtype=">i8", count=len(starts)).max())

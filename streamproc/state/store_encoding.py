@@ -12,12 +12,18 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from streamproc.errors import StateError
 
 #: ``WindowKeySchema.TIMESTAMP_SIZE`` / ``SessionKeySchema.TIMESTAMP_SIZE``.
 TIMESTAMP_SIZE = 8
 #: ``WindowKeySchema.SEQNUM_SIZE``.
 SEQNUM_SIZE = 4
+#: What a window store key holds after the record key: the window start and the sequence number.
+WINDOW_KEY_SUFFIX = TIMESTAMP_SIZE + SEQNUM_SIZE
 _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 _INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
 
@@ -93,7 +99,7 @@ class SessionKey:
 
 def parse_window_store_key(store_key: bytes) -> WindowedKey:
     """Inverse of :func:`window_store_key`."""
-    suffix = TIMESTAMP_SIZE + SEQNUM_SIZE
+    suffix = WINDOW_KEY_SUFFIX
     if len(store_key) < suffix:
         raise StateError(f"window store key of {len(store_key)} bytes is shorter than {suffix}")
     start, seqnum = struct.unpack(">qi", store_key[-suffix:])
@@ -107,3 +113,20 @@ def parse_session_store_key(store_key: bytes) -> SessionKey:
         raise StateError(f"session store key of {len(store_key)} bytes is shorter than {suffix}")
     end, start = struct.unpack(">qq", store_key[-suffix:])
     return SessionKey(store_key[:-suffix], int(start), int(end))
+
+
+def window_store_record_keys(store_keys: pa.Array) -> pa.Array:
+    """:func:`parse_window_store_key`'s ``key`` over a column of window store keys (each at least
+    :data:`WINDOW_KEY_SUFFIX` bytes long), without building a key per row."""
+    return pc.binary_slice(store_keys, 0, -WINDOW_KEY_SUFFIX)
+
+
+def latest_window_start(store_keys: pa.Array) -> int | None:
+    """The largest :func:`parse_window_store_key` ``window_start`` over a column of window store keys (each non-null
+    one at least :data:`WINDOW_KEY_SUFFIX` bytes long), ``None`` when every key is null."""
+    starts = pc.binary_slice(store_keys.drop_null(), -WINDOW_KEY_SUFFIX, -SEQNUM_SIZE).cast(pa.binary(TIMESTAMP_SIZE))
+    if not len(starts):
+        return None
+    return int(
+        np.frombuffer(starts.buffers()[1], dtype=">i8", count=len(starts), offset=starts.offset * TIMESTAMP_SIZE).max()
+    )

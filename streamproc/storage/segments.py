@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -592,6 +593,16 @@ def serialized_sizes(array: pa.Array | pa.ChunkedArray) -> list[int]:
     """``serialized_key_size``/``serialized_value_size``: the length of the bytes, ``NULL_SIZE`` for a null."""
     sizes: list[int] = pc.fill_null(pc.binary_length(array), NULL_SIZE).to_pylist()
     return sizes
+
+
+def kept_records(batch: pa.RecordBatch, rows: np.ndarray) -> list[RawRecord]:
+    """The records of ``batch``'s ``rows`` (ascending indices), built only for those: a key shard's own rows
+    (``spark/owned_input.py``, ``spark/shard_restore.py``)."""
+    if len(rows) == batch.num_rows:
+        return records_from_batch(batch)
+    if not len(rows):
+        return []
+    return records_from_batch(batch.take(pa.array(rows)))
 
 
 def records_from_batch(batch: pa.RecordBatch) -> list[RawRecord]:

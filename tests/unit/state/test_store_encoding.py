@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from streamproc.errors import StateError
 from streamproc.state.store_encoding import (
+    latest_window_start,
     parse_session_store_key,
     parse_window_store_key,
     raw_value,
@@ -15,6 +17,7 @@ from streamproc.state.store_encoding import (
     timestamp_of,
     value_and_timestamp,
     window_store_key,
+    window_store_record_keys,
 )
 
 _longs = st.integers(min_value=-(2**63), max_value=2**63 - 1)
@@ -64,3 +67,19 @@ def test_window_key_round_trip(key: bytes, start: int, seqnum: int) -> None:
 def test_session_key_round_trip(key: bytes, start: int, end: int) -> None:
     parsed = parse_session_store_key(session_store_key(key, start, end))
     assert (parsed.key, parsed.session_start, parsed.session_end) == (key, start, end)
+
+
+@given(
+    st.lists(
+        st.one_of(st.none(), st.tuples(st.binary(max_size=6), _longs, st.integers(-(2**31), 2**31 - 1))), max_size=8
+    ),
+    st.integers(min_value=0, max_value=3),
+)
+def test_the_column_forms_read_a_window_key_as_parse_does(keys: list[tuple[bytes, int, int] | None], cut: int) -> None:
+    """Over a column (sliced, so that its offset is not 0), the record keys and the latest window start are what
+    :func:`parse_window_store_key` reads row by row."""
+    column = pa.array([None] * cut + [None if k is None else window_store_key(*k) for k in keys], pa.binary())[cut:]
+    parsed = [None if raw is None else parse_window_store_key(raw) for raw in column.to_pylist()]
+    assert window_store_record_keys(column).to_pylist() == [None if p is None else p.key for p in parsed]
+    starts = [p.window_start for p in parsed if p is not None]
+    assert latest_window_start(column) == (max(starts) if starts else None)
