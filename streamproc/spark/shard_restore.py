@@ -10,14 +10,16 @@ value, and its report gives the task's restore counts.
 Which stores may be restored by key (:func:`restored_by_key`):
 
 - key-value stores (plain and timestamped), whose changelog key is the store key;
-- RocksDB window stores without duplicates, whose changelog key is the store key, the window start and a sequence
-  number. Their restore writes a batch at a time after raising the store's stream time to the batch's latest window
-  (``SegmentedBytesStore.write_all``), so which records survive depends on every key's. A shard raises it, before
-  each batch of its own records, to the latest window of every record read so far (never past the whole
-  changelog's latest): it may drop more of its own records than the whole restore does, but only records that the
-  stream time at the restore's end expires, and every read of a window store is bounded by that (``fetch``,
-  ``fetch_at``, ``all``: ``observedStreamTime - retention + 1``). Session stores are restored whole:
-  ``fetchSession`` reads a session whose segment still exists, expired or not;
+- RocksDB window stores without duplicates and RocksDB session stores, whose changelog key is the store key and a
+  suffix that begins with the record's segment time (a window's start and a sequence number; a session's end and
+  start). Their restore writes a batch at a time after raising the store's stream time to the batch's latest
+  segment time (``SegmentedBytesStore.write_all``), so which records survive depends on every key's. A shard raises
+  it, before each batch of its own records, to the latest segment time of every record read so far (never past the
+  whole changelog's latest): it may drop more of its own records than the whole restore does, but only records
+  that the stream time at the restore's end expires, and every read of these stores is bounded by that
+  (``observedStreamTime - retention + 1``: a window store's ``fetch``, ``fetch_at`` and ``all``, a session store's
+  ``findSessions`` and ``fetchSession``, as Kafka Streams bounds them, ``SegmentedBytesStore.get``). In-memory
+  window and session stores are restored whole: they expire record by record;
 - of those, the shard key's own store (``task_runner.shard_key``, the first by name), and a store whose key
   serializer is the same built-in serializer: the same key gives the same bytes there. A store with a serializer of
   its own (a Schema Registry serializer writes the topic's subject's schema id) is restored whole.
@@ -38,8 +40,14 @@ from streamproc.spark.columnar.output import TaskKeys
 from streamproc.spark.owned_input import KeyOwners
 from streamproc.spark.task_input import StagedRange, checked_batches
 from streamproc.state.processor_state_manager import StoreDefinition
-from streamproc.state.store_encoding import WINDOW_KEY_SUFFIX, latest_window_start, window_store_record_keys
-from streamproc.state.stores import KeyValueStore, StateStore, TimestampedKeyValueStore, WindowStore
+from streamproc.state.store_encoding import SESSION_KEY_SUFFIX, WINDOW_KEY_SUFFIX, latest_segment_time, record_keys
+from streamproc.state.stores import (
+    KeyValueStore,
+    SessionStore,
+    StateStore,
+    TimestampedKeyValueStore,
+    WindowStore,
+)
 from streamproc.storage.object_store import ObjectStore
 from streamproc.storage.segments import kept_records
 
@@ -66,6 +74,8 @@ def _key_suffix(store: object) -> int | None:
         return 0
     if isinstance(store, WindowStore) and store.persistent and not store.retain_duplicates:
         return WINDOW_KEY_SUFFIX
+    if isinstance(store, SessionStore) and store.persistent:
+        return SESSION_KEY_SUFFIX
     return None
 
 
@@ -88,13 +98,13 @@ def owned_changelog(
     for batch in checked_batches(store, staged, task=task):
         keys = batch.column("key")
         if suffix:
-            lengths = pc.fill_null(pc.binary_length(keys), WINDOW_KEY_SUFFIX)
-            if pc.any(pc.less(lengths, WINDOW_KEY_SUFFIX)).as_py():  # the store's restore fails there, as whole
+            lengths = pc.fill_null(pc.binary_length(keys), suffix)
+            if pc.any(pc.less(lengths, suffix)).as_py():  # the store's restore fails there, as whole
                 rows = np.arange(batch.num_rows)
             else:
-                rows = np.flatnonzero(owners.owns(window_store_record_keys(keys), buckets))
-                assert isinstance(target, WindowStore)
-                latest = latest_window_start(keys)
+                rows = np.flatnonzero(owners.owns(record_keys(keys, suffix), buckets))
+                assert isinstance(target, (WindowStore, SessionStore))
+                latest = latest_segment_time(keys, suffix)
                 if latest is not None:
                     target.segments.advance_stream_time(latest)
         else:

@@ -24,6 +24,8 @@ TIMESTAMP_SIZE = 8
 SEQNUM_SIZE = 4
 #: What a window store key holds after the record key: the window start and the sequence number.
 WINDOW_KEY_SUFFIX = TIMESTAMP_SIZE + SEQNUM_SIZE
+#: What a session store key holds after the record key: the session end and start.
+SESSION_KEY_SUFFIX = 2 * TIMESTAMP_SIZE
 _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 _INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
 
@@ -108,25 +110,25 @@ def parse_window_store_key(store_key: bytes) -> WindowedKey:
 
 def parse_session_store_key(store_key: bytes) -> SessionKey:
     """Inverse of :func:`session_store_key`."""
-    suffix = 2 * TIMESTAMP_SIZE
+    suffix = SESSION_KEY_SUFFIX
     if len(store_key) < suffix:
         raise StateError(f"session store key of {len(store_key)} bytes is shorter than {suffix}")
     end, start = struct.unpack(">qq", store_key[-suffix:])
     return SessionKey(store_key[:-suffix], int(start), int(end))
 
 
-def window_store_record_keys(store_keys: pa.Array) -> pa.Array:
-    """:func:`parse_window_store_key`'s ``key`` over a column of window store keys (each at least
-    :data:`WINDOW_KEY_SUFFIX` bytes long), without building a key per row."""
-    return pc.binary_slice(store_keys, 0, -WINDOW_KEY_SUFFIX)
+def record_keys(store_keys: pa.Array, suffix: int) -> pa.Array:
+    """The record keys of a column of window or session store keys (``suffix``: :data:`WINDOW_KEY_SUFFIX` or
+    :data:`SESSION_KEY_SUFFIX`, each key at least that long), without parsing a key per row."""
+    return pc.binary_slice(store_keys, 0, -suffix)
 
 
-def latest_window_start(store_keys: pa.Array) -> int | None:
-    """The largest :func:`parse_window_store_key` ``window_start`` over a column of window store keys (each non-null
-    one at least :data:`WINDOW_KEY_SUFFIX` bytes long), ``None`` when every key is null."""
-    starts = pc.binary_slice(store_keys.drop_null(), -WINDOW_KEY_SUFFIX, -SEQNUM_SIZE).cast(pa.binary(TIMESTAMP_SIZE))
-    if not len(starts):
+def latest_segment_time(store_keys: pa.Array, suffix: int) -> int | None:
+    """The largest segment time (``KeySchema.segmentTimestamp``: a window's start, a session's end, the eight bytes
+    both suffixes begin with) over a column of window or session store keys as in :func:`record_keys`; ``None``
+    when every key is null."""
+    times = pc.binary_slice(store_keys.drop_null(), -suffix, -suffix + TIMESTAMP_SIZE).cast(pa.binary(TIMESTAMP_SIZE))
+    if not len(times):
         return None
-    return int(
-        np.frombuffer(starts.buffers()[1], dtype=">i8", count=len(starts), offset=starts.offset * TIMESTAMP_SIZE).max()
-    )
+    data = np.frombuffer(times.buffers()[1], dtype=">i8", count=len(times), offset=times.offset * TIMESTAMP_SIZE)
+    return int(data.max())

@@ -465,6 +465,11 @@ class SegmentedBytesStore:
             store.put(store_key, None)
 
     def get(self, store_key: bytes, timestamp: int) -> bytes | None:
+        """``AbstractRocksDBSegmentedBytesStore.get`` (and ``InMemorySessionStore.fetchSession``): nothing for a
+        ``timestamp`` (the key's segment time: window start, session end) before :meth:`min_live_time`, though its
+        segment may still exist (a session's ``fetchSession``, checked in ``test_reference_dsl_ops.py``)."""
+        if timestamp < self.min_live_time():
+            return None
         store = self._segments.get(segment_id(timestamp, self.segment_interval_ms))
         return None if store is None else store.get(store_key)
 
@@ -1014,6 +1019,8 @@ class SessionStore(_SerdeStore[K, V]):
         return session_put(self._key(session.key), start, end, self._value(aggregate), self.context.record_timestamp())
 
     def fetch_session(self, key: K, session_start: int, session_end: int) -> V | None:
+        """``fetchSession``: the session ``[session_start, session_end]`` of ``key``; ``None`` when there is none, or
+        it ended before ``observedStreamTime - retention + 1`` (:meth:`SegmentedBytesStore.get`)."""
         stored = self.segments.get(
             store_encoding.session_store_key(self._key(key), session_start, session_end), session_end
         )

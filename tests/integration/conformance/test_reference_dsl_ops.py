@@ -96,8 +96,17 @@ def test_session_window_aggregate_equals_kafka(kafka_dsl_ops: dict[int, Any], se
         keys = sorted({entry[1] for entry in params["inputs"] if entry[1] is not None})
         contents = [[windowed_text(k), v] for key in keys for k, v in store.fetch(key)]
         assert contents == expected["store"], context
+        fetched = [[text, store.fetch_session(*_session(text))] for text, _ in expected["fetch_session"]]
+        assert fetched == expected["fetch_session"], context
 
     check(kafka_dsl_ops[seed], "session", session_topology(params), params, stores)
+
+
+def _session(text: str) -> tuple[str, int, int]:
+    """A windowed key's text (``key@start/end``) as ``fetch_session``'s arguments."""
+    key, _, window = text.rpartition("@")
+    start, _, end = window.partition("/")
+    return key, int(start), int(end)
 
 
 @pytest.mark.parametrize("seed", SEEDS)

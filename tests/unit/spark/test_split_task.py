@@ -681,17 +681,29 @@ def test_a_split_count_of_two_merged_topics_reaches_by_each_records_own_prefix(
         ("table-table-joins", False, False),
         ("filtered-short-windows", False, False),
         ("filtered-short-windows", True, True),
+        ("short-sessions-count", False, False),
+        ("short-sessions-count", True, True),
     ],
-    ids=["owned-input", "gated", "two-inputs-gated", "window-store", "window-store-gated"],
+    ids=[
+        "owned-input",
+        "gated",
+        "two-inputs-gated",
+        "window-store",
+        "window-store-gated",
+        "session-store",
+        "session-store-gated",
+    ],
 )
 def test_a_shard_but_the_first_restores_only_the_keys_it_owns(
     tmp_path: Path, count: int, name: str, handlers: bool, negative: bool
 ) -> None:
-    """A second run restores every key-value or window store from the first run's changelog. Shard 0 restores all
-    of it (its stores are the bundle's base); every other shard only its own keys' records, by the rule that routes
-    its records: balanced buckets where it reads only its own rows, ``murmur2 mod K`` where it reads every row (a
-    negative timestamp, dropped at the poll; two input topics). The split still publishes what the whole task does,
-    so no shard lacked a key it processed, nor read a window its restore dropped."""
+    """A second run restores every key-value, window or session store from the first run's changelog. Shard 0
+    restores all of it (its stores are the bundle's base); every other shard only its own keys' records, by the rule
+    that routes its records: balanced buckets where it reads only its own rows, ``murmur2 mod K`` where it reads
+    every row (a negative timestamp, dropped at the poll; two input topics). The second run's records fall in the
+    first run's windows and sessions (1 s windows, a 1 s gap), so each adds to what its shard restored. The split
+    still publishes what the whole task does, so no shard lacked a key it processed, nor read a window or session
+    its restore dropped."""
     _CURRENT[:] = [name, handlers]
     topology = _PROGRAMS[name]()
     graph = build_processor_topology(topology, 0, application_id=APP)
@@ -702,7 +714,7 @@ def test_a_shard_but_the_first_restores_only_the_keys_it_owns(
     keys = [*_KEYS_OF_SHARDS, *(f"user-{n}" for n in range(40))]
     windows = [
         [(key, f"v{n}", 1_000 + n) for n, key in enumerate(keys * 2)],
-        [(key, f"w{n}", 5_000 + n) for n, key in enumerate(keys[::3])] + ([("a", "late", -1)] if negative else []),
+        [(key, f"w{n}", 1_050 + n) for n, key in enumerate(keys[::3])] + ([("a", "late", -1)] if negative else []),
     ]
     restores: tuple[RestoreRange, ...] = ()
     for number, rows in enumerate(windows):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pyarrow as pa
 import pytest
 from hypothesis import given
@@ -9,15 +11,19 @@ from hypothesis import strategies as st
 
 from streamproc.errors import StateError
 from streamproc.state.store_encoding import (
-    latest_window_start,
+    SESSION_KEY_SUFFIX,
+    WINDOW_KEY_SUFFIX,
+    SessionKey,
+    WindowedKey,
+    latest_segment_time,
     parse_session_store_key,
     parse_window_store_key,
     raw_value,
+    record_keys,
     session_store_key,
     timestamp_of,
     value_and_timestamp,
     window_store_key,
-    window_store_record_keys,
 )
 
 _longs = st.integers(min_value=-(2**63), max_value=2**63 - 1)
@@ -70,16 +76,21 @@ def test_session_key_round_trip(key: bytes, start: int, end: int) -> None:
 
 
 @given(
-    st.lists(
-        st.one_of(st.none(), st.tuples(st.binary(max_size=6), _longs, st.integers(-(2**31), 2**31 - 1))), max_size=8
-    ),
+    st.lists(st.one_of(st.none(), st.tuples(st.binary(max_size=6), _longs, _longs)), max_size=8),
+    st.booleans(),
     st.integers(min_value=0, max_value=3),
 )
-def test_the_column_forms_read_a_window_key_as_parse_does(keys: list[tuple[bytes, int, int] | None], cut: int) -> None:
-    """Over a column (sliced, so that its offset is not 0), the record keys and the latest window start are what
-    :func:`parse_window_store_key` reads row by row."""
-    column = pa.array([None] * cut + [None if k is None else window_store_key(*k) for k in keys], pa.binary())[cut:]
-    parsed = [None if raw is None else parse_window_store_key(raw) for raw in column.to_pylist()]
-    assert window_store_record_keys(column).to_pylist() == [None if p is None else p.key for p in parsed]
-    starts = [p.window_start for p in parsed if p is not None]
-    assert latest_window_start(column) == (max(starts) if starts else None)
+def test_the_column_forms_read_a_store_key_as_parse_does(
+    keys: list[tuple[bytes, int, int] | None], session: bool, cut: int
+) -> None:
+    """Over a column of window or session store keys (sliced, so that its offset is not 0), the record keys and the
+    latest segment time (a window's start, a session's end) are what the parse functions read row by row."""
+    encode: Callable[[bytes, int, int], bytes] = session_store_key if session else window_store_key
+    parse: Callable[[bytes], SessionKey | WindowedKey] = parse_session_store_key if session else parse_window_store_key
+    suffix = SESSION_KEY_SUFFIX if session else WINDOW_KEY_SUFFIX
+    raw = [None if k is None else encode(k[0], k[1], k[2] if session else k[2] % 2**31) for k in keys]
+    column = pa.array([None] * cut + raw, pa.binary())[cut:]
+    parsed = [None if data is None else parse(data) for data in column.to_pylist()]
+    assert record_keys(column, suffix).to_pylist() == [None if p is None else p.key for p in parsed]
+    times = [p.session_end if isinstance(p, SessionKey) else p.window_start for p in parsed if p is not None]
+    assert latest_segment_time(column, suffix) == (max(times) if times else None)

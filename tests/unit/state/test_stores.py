@@ -425,6 +425,31 @@ def test_session_store() -> None:
     assert sink.records[-1] == ChangelogRecord(b"a" + struct.pack(">qq", 70_000, 10), None, CTX_TS)
 
 
+@pytest.mark.parametrize("window_expiry", [False, True], ids=["rocksdb", "in-memory"])
+def test_fetch_session_returns_nothing_for_a_session_the_stream_time_expired(window_expiry: bool) -> None:
+    """``AbstractRocksDBSegmentedBytesStore.get`` and ``InMemorySessionStore.fetchSession``: a session that ended
+    before ``observedStreamTime - retention + 1`` is not returned, though its segment (a minute long) still holds it;
+    one ending at that time still is (Kafka Streams' answer: ``test_reference_dsl_ops.py``, the session program)."""
+    segments = SegmentedBytesStore(
+        "sess",
+        retention_ms=1_000,
+        segment_interval_ms=60_000,
+        segment_factory=lambda _s: InMemoryKeyValueBytesStore(),
+        persistent=not window_expiry,
+        window_expiry=window_expiry,
+    )
+    store: SessionStore[str, int] = SessionStore(
+        "sess", segments, serde_for("String"), serde_for("Long"), context(Sink())
+    )
+    store.put(Windowed("a", TimeWindow(100, 500)), 1)
+    store.put(Windowed("b", TimeWindow(600, 1_000)), 2)
+    store.put(Windowed("c", TimeWindow(1_999, 1_999)), 3)
+    assert segments.segment_ids() == [0]
+    assert store.fetch_session("a", 100, 500) is None
+    assert store.fetch_session("b", 600, 1_000) == 2  # 1 000 = 1 999 - 1 000 + 1
+    assert store.fetch_session("c", 1_999, 1_999) == 3
+
+
 def test_in_memory_bytes_store_range_is_a_snapshot() -> None:
     store = InMemoryKeyValueBytesStore()
     store.write_all([(b"b", b"2"), (b"a", b"1"), (b"c", b"3"), (b"c", None)])

@@ -6,7 +6,9 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import java.time.Duration;
 import java.time.Instant;
+import java.util.LinkedHashSet;
 import java.util.Properties;
+import java.util.Set;
 import java.util.TreeSet;
 
 import org.apache.kafka.common.serialization.Serdes;
@@ -203,6 +205,17 @@ public final class DslOpsRunner {
                 try (KeyValueIterator<Windowed<String>, String> it = ss.fetch(key)) {
                     it.forEachRemaining(kv -> store.addArray().add(windowed(kv.key)).add(kv.value));
                 }
+            }
+            // fetchSession of every session the output named, in the order first named: null for a session merged
+            // away, and for one that ended before observedStreamTime - retention + 1 though its segment remains.
+            final ArrayNode fetched = answer.putArray("fetch_session");
+            final Set<String> named = new LinkedHashSet<>();
+            answer.get("out").forEach(record -> named.add(record.get(0).asText()));
+            for (final String session : named) {
+                final int at = session.lastIndexOf('@');
+                final int slash = session.indexOf('/', at);
+                fetched.addArray().add(session).add(ss.fetchSession(session.substring(0, at),
+                    Long.parseLong(session.substring(at + 1, slash)), Long.parseLong(session.substring(slash + 1))));
             }
         }
         return answer;
