@@ -77,8 +77,9 @@ class _Deliveries:
 
     Output records are produced without a report: nothing is read back from them, and a record that fails makes the
     transaction abortable, so that ``commit_transaction`` fails naming the partition and the broker's error
-    (checked: a record over the topic's ``max.message.bytes``). A report per record cost a Python call each, a
-    fifth of the publish's CPU for a count's outputs.
+    (checked: a record over the topic's ``max.message.bytes``), or, when the refusal comes while records are still
+    being produced, the next ``produce`` fails and :func:`_transaction_error` reads the same error. A report per
+    record cost a Python call each, a fifth of the publish's CPU for a count's outputs.
     """
 
     def __init__(self) -> None:
@@ -119,6 +120,30 @@ def _produce(producer: Any, topic: str, partition: int, rows: Iterable[Row], on_
 
 def _kafka_error(exc: BaseException) -> Any:
     return exc.args[0] if exc.args and hasattr(exc.args[0], "name") else None
+
+
+def _transaction_error(producer: Any, exc: BaseException) -> BaseException:
+    """The error that failed the transaction when ``produce`` raised ``exc``: ``produce`` says only "Erroneous
+    state" (``_STATE``) once the transaction has failed (an output record the broker refused while later ones were
+    still being produced: outputs have no delivery report each), and the cause is the transaction's own error.
+
+    librdkafka gives that error to any transactional call made in a failed transaction's state
+    (``rd_kafka_txn_require_state``); ``begin_transaction`` is the one that cannot do anything else: valid only in
+    the READY state, which produce's error rules out here, it returns the error and changes nothing (no commit, no
+    abort, no request to the broker). ``exc`` itself when it is not that state error, or none is learnt."""
+    from confluent_kafka import KafkaException
+
+    error = _kafka_error(exc)
+    if error is None or error.name() != "_STATE":
+        return exc
+    try:
+        producer.begin_transaction()
+    except KafkaException as raised:
+        cause: BaseException = raised
+        found = _kafka_error(cause)
+        if found is not None and found.name() != "_STATE":
+            return cause
+    return exc
 
 
 def _fail(task_id: str, txn_id: str, what: str, exc: BaseException) -> HandoffError:
@@ -188,7 +213,7 @@ def publish_task(
                 producer.poll(0)
             remaining = producer.flush(TRANSACTION_TIMEOUT_S)
         except KafkaException as exc:
-            raise _fail(task_id, txn_id, "produced its records", exc) from exc
+            raise _fail(task_id, txn_id, "produced its records", _transaction_error(producer, exc)) from exc
         kill_point(f"in-transaction:{task_id}")  # records written, transaction open: the crash tests' mid-point
         if deliveries.errors or remaining:
             cause = "; ".join(deliveries.errors) or f"{remaining} records undelivered"

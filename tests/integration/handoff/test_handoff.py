@@ -24,6 +24,7 @@ from confluent_kafka.admin import AdminClient
 
 from streamproc.cli import main
 from streamproc.engine.records import TopicPartition
+from streamproc.errors import HandoffError
 from streamproc.handoff.guard import parse_partition
 from streamproc.handoff.procedure import handoff
 from streamproc.kafka.cluster import read_committed_offsets
@@ -310,38 +311,101 @@ def test_a_plan_that_only_moves_the_group_commits_its_ends(
     assert {str(tp): c.offset for tp, c in committed.items()} == {c.partition: c.after for c in plan.commits}
 
 
+def output_max_bytes(admin: AdminClient, value: str | None) -> None:
+    """Set the output topic's ``max.message.bytes`` (``None``: back to the broker's default)."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    op = AlterConfigOpType.SET if value is not None else AlterConfigOpType.DELETE
+    entry = ConfigEntry("max.message.bytes", value or "", incremental_operation=op)
+    resource = ConfigResource(ResourceType.TOPIC, topologies.OUTPUT, incremental_configs=[entry])
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(timeout=30)
+
+
 def test_an_output_record_the_broker_refuses_fails_the_commit_and_a_rerun_publishes_it(
     kafka_broker: str, admin: AdminClient, input_topic: str, unique: Callable[[str], str], tmp_path: Path
 ) -> None:
     """Output records are produced without a delivery report each: a record the broker refuses (a batch over the
     output topic's ``max.message.bytes``) must still fail the task's commit, in one line naming the partition and
     the broker's error, with nothing committed; once the topic takes it, the same command publishes everything."""
-    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
-
-    def output_max_bytes(value: str | None) -> None:
-        op = AlterConfigOpType.SET if value is not None else AlterConfigOpType.DELETE
-        entry = ConfigEntry("max.message.bytes", value or "", incremental_operation=op)
-        resource = ConfigResource(ResourceType.TOPIC, topologies.OUTPUT, incremental_configs=[entry])
-        for future in admin.incremental_alter_configs([resource]).values():
-            future.result(timeout=30)
-
     app_id = unique("handoff-refused-output")
     run_ = processed(kafka_broker, admin, app_id, tmp_path)
     before = log_ends(kafka_broker, topologies.OUTPUT, 2)
     args = ("handoff", "--bootstrap", kafka_broker, "--plan", str(run_["plan_file"]), "--store", str(run_["store"]),
             "--state-dir", str(tmp_path / "state"), "--yes")  # fmt: skip
-    output_max_bytes("100")
+    output_max_bytes(admin, "100")
     try:
         refused = run(*args, ok=False)
     finally:
-        output_max_bytes(None)
+        output_max_bytes(admin, None)
     assert refused.exit_code == 1, refused.output
     assert "Traceback" not in refused.output
     error = [line for line in refused.output.splitlines() if "Message size too large" in line]
-    assert len(error) == 1 and topologies.OUTPUT in error[0] and "committed its transaction" in error[0], refused.output
+    # where the refusal surfaced: at the commit, or (when it reached the client first) at the next record produced
+    where = ("committed its transaction", "produced its records")
+    assert len(error) == 1 and topologies.OUTPUT in error[0] and any(w in error[0] for w in where), refused.output
     assert read_committed_offsets(admin, app_id) == ({}, False)
     assert read_all(kafka_broker, topologies.OUTPUT, 2, start=before) == []
     run(*args)
     assert len(read_all(kafka_broker, topologies.OUTPUT, 2, start=before)) == RECORDS
     committed, _ = read_committed_offsets(admin, app_id)
     assert {str(tp): c.offset for tp, c in committed.items()} == {c.partition: c.after for c in run_["plan"].commits}
+
+
+def test_an_output_record_refused_while_the_task_still_produces_is_named_not_erroneous_state(
+    kafka_broker: str,
+    admin: AdminClient,
+    input_topic: str,
+    unique: Callable[[str], str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The broker's refusal of an output record can reach librdkafka while the task is still producing: the
+    transaction has failed, and the next ``produce`` raises only "Erroneous state". The error must name the cause
+    all the same, with nothing committed. Made certain here: the next rows are held back until
+    librdkafka has logged the transaction's failure (the changelog's records, produced after the outputs, wait for it;
+    the producer, the real one seen through a spy, is polled meanwhile)."""
+    from streamproc.handoff import publish
+    from streamproc.handoff.task_results import TaskResults, load_results
+    from streamproc.kafka import clients
+
+    app_id = unique("handoff-refused-midway")
+    run_ = processed(kafka_broker, admin, app_id, tmp_path)
+    plan: RunPlan = run_["plan"]
+    before = log_ends(kafka_broker, topologies.OUTPUT, 2)
+    results = load_results(plan, plan_id(plan), load_store(str(run_["store"])))
+    task = next(r for r in results if r.output_partitions() and r.changelog_partitions())
+    producers: list[Any] = []
+    real_producer = clients.producer
+
+    def spied_producer(*args: Any, **kwargs: Any) -> Any:
+        producers.append(real_producer(*args, **kwargs))
+        return producers[-1]
+
+    def failed_logged() -> bool:
+        return any("Current transaction failed" in r.getMessage() for r in caplog.records)
+
+    class HeldBack(TaskResults):
+        def changelog_table(self, topic: str, partition: int) -> Any:
+            deadline = time.monotonic() + 60
+            while not failed_logged():
+                assert time.monotonic() < deadline, "librdkafka never logged the transaction's failure"
+                producers[-1].poll(0.1)
+            return super().changelog_table(topic, partition)
+
+    monkeypatch.setattr(clients, "producer", spied_producer)  # the module publish calls it through
+    caplog.set_level(logging.DEBUG, logger=clients.LIBRDKAFKA_LOG.name)
+    held_back = HeldBack(task.task, task.objects, task.report, task.store)
+    output_max_bytes(admin, "100")
+    try:
+        with pytest.raises(HandoffError) as refused:
+            publish.publish_task({"bootstrap.servers": kafka_broker}, app_id, plan_id(plan), held_back)
+    finally:
+        output_max_bytes(admin, None)
+    assert failed_logged()
+    message = str(refused.value)
+    assert "produced its records failed" in message and "Message size too large" in message, message
+    assert topologies.OUTPUT in message and "Erroneous state" not in message, message
+    assert read_committed_offsets(admin, app_id) == ({}, False)
+    assert read_all(kafka_broker, topologies.OUTPUT, 2, start=before) == []
