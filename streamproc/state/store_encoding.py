@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
+from typing import TYPE_CHECKING
 
 from streamproc.errors import StateError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: ``WindowKeySchema.TIMESTAMP_SIZE`` / ``SessionKeySchema.TIMESTAMP_SIZE``.
 TIMESTAMP_SIZE = 8
@@ -119,7 +119,10 @@ def parse_session_store_key(store_key: bytes) -> SessionKey:
 
 def record_keys(store_keys: pa.Array, suffix: int) -> pa.Array:
     """The record keys of a column of window or session store keys (``suffix``: :data:`WINDOW_KEY_SUFFIX` or
-    :data:`SESSION_KEY_SUFFIX`, each key at least that long), without parsing a key per row."""
+    :data:`SESSION_KEY_SUFFIX`, each key at least that long), without parsing a key per row. (Arrow and numpy are
+    imported here, not with the module: the engine's stores import it, and a base install has no numpy.)"""
+    import pyarrow.compute as pc
+
     return pc.binary_slice(store_keys, 0, -suffix)
 
 
@@ -127,6 +130,10 @@ def latest_segment_time(store_keys: pa.Array, suffix: int) -> int | None:
     """The largest segment time (``KeySchema.segmentTimestamp``: a window's start, a session's end, the eight bytes
     both suffixes begin with) over a column of window or session store keys as in :func:`record_keys`; ``None``
     when every key is null."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     times = pc.binary_slice(store_keys.drop_null(), -suffix, -suffix + TIMESTAMP_SIZE).cast(pa.binary(TIMESTAMP_SIZE))
     if not len(times):
         return None

@@ -19,9 +19,8 @@ import struct
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -31,6 +30,9 @@ from streamproc.engine.slotted_init import build_slotted
 from streamproc.errors import ConfigError, ManifestError
 from streamproc.intervals import is_run
 from streamproc.storage.object_store import ObjectStore
+
+if TYPE_CHECKING:
+    import numpy as np
 
 logger = logging.getLogger(__name__)
 
@@ -595,7 +597,7 @@ def serialized_sizes(array: pa.Array | pa.ChunkedArray) -> list[int]:
     return sizes
 
 
-def kept_records(batch: pa.RecordBatch, rows: np.ndarray) -> list[RawRecord]:
+def kept_records(batch: pa.RecordBatch, rows: Sequence[int] | np.ndarray) -> list[RawRecord]:
     """The records of ``batch``'s ``rows`` (ascending indices), built only for those: a key shard's own rows
     (``spark/owned_input.py``, ``spark/shard_restore.py``)."""
     if len(rows) == batch.num_rows:
