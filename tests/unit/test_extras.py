@@ -55,3 +55,57 @@ def test_a_missing_module_is_one_line_naming_the_extra() -> None:
 def test_installed_extras_pass() -> None:
     for extra in EXTRAS:  # the repository's venv has every extra (the dev extra includes them)
         extras.require(extra, "the test")
+
+
+#: What a base install (no extra) runs: the CLI, the Python API and test driver, the fetch's staging and the
+#: hand-off (``tests/integration/packaging/test_wheel.py`` runs them from a real base install, at the end of CI).
+BASE_MODULES = ("streamproc", "streamproc.cli", "streamproc.testing", "streamproc.storage.staging",
+                "streamproc.handoff.procedure")  # fmt: skip
+
+
+def _requirements(distribution: str, seen: set[str]) -> set[str]:
+    """``distribution`` and everything it requires unconditionally, by normalized name."""
+    name = re.sub(r"[-_.]+", "-", distribution).lower()
+    if name in seen:
+        return seen
+    seen.add(name)
+    try:
+        requires = metadata.requires(name) or []
+    except metadata.PackageNotFoundError:
+        return seen
+    for requirement in requires:
+        if "extra ==" not in requirement:
+            _requirements(re.split(r"[\[=<>;!~ (]", requirement, maxsplit=1)[0], seen)
+    return seen
+
+
+def test_the_modules_a_base_install_runs_import_without_any_extras_modules() -> None:
+    """A module the engine imports may take Arrow at module level (a base dependency) but not numpy, which only the
+    spark extra installs: ``store_encoding`` once did, and every base command failed. Here, in seconds, with every
+    module that only an extra installs made unimportable in a fresh interpreter."""
+    import subprocess
+    import sys
+
+    base: set[str] = set()
+    for requirement in tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]:
+        _requirements(re.split(r"[\[=<>; ]", requirement, maxsplit=1)[0], base)
+    extra_only: set[str] = set()
+    for extra in OPTIONAL:
+        if extra != "dev":
+            for distribution in _distributions(extra):
+                extra_only |= _requirements(distribution, set()) - base
+    blocked = sorted(
+        module
+        for module, owners in metadata.packages_distributions().items()
+        if module.isidentifier() and {re.sub(r"[-_.]+", "-", o).lower() for o in owners} <= extra_only
+    )
+    assert {"numpy", "pyspark", "pandera", "boto3", "airflow"} <= set(blocked)
+    script = (
+        "import sys\n"
+        f"for name in {blocked!r}:\n"
+        "    sys.modules[name] = None  # import raises ModuleNotFoundError, as in a base install\n"
+        f"for name in {BASE_MODULES!r}:\n"
+        "    __import__(name)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
