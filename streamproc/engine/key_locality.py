@@ -87,6 +87,10 @@ class TaskWideKind(enum.Enum):
     STORE_STREAM_TIME = "store stream time"
     #: The task's stream time (``PartitionGroup``), what ``ProcessorContext#current_stream_time_ms`` returns.
     TASK_STREAM_TIME = "task stream time"
+    #: Every put into a window store that keeps duplicates (a stream-stream join's): its ``observedStreamTime`` and
+    #: its two seqnums (``RocksDBWindowStore``'s and ``ChangeLoggingWindowBytesStore``'s), each advanced by every
+    #: key's puts; the seqnums are written into the store and changelog keys.
+    STORE_PUTS = "store puts"
 
 
 @dataclass(frozen=True, slots=True)

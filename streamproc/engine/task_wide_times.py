@@ -25,6 +25,12 @@ records advance it as they arrive at the processor, which is the hook's call (``
 record's own prefix runs once, in its owner, as in the unsplit task. Only key-preserving steps make a prefix, so the
 owner of a record is the same before and after it.
 
+A stream-stream join's window stores need more than a time: each keeps its stream time and two seqnums, all
+advanced by every key's puts (``TaskWideKind.STORE_PUTS``). Their window processors read their sources directly
+(``task_split._uncomputed``), so each shard reads every record and its gate puts what it does not own through
+:meth:`~streamproc.state.stores.WindowStore.observe_put` (:attr:`TaskStreamTimes.puts`), which advances the store as
+that put would without writing it.
+
 A session store's stream time is the processor's only if the record that advanced it put its session: a processing
 exception handled at the aggregate (its initializer, merger or aggregator raised and the handler said continue) may
 stop that put, and only the shard that owns the record sees it. :meth:`TaskStreamTimes.watch_handled` notes any
@@ -64,15 +70,24 @@ class TaskStreamTimes:
     #: The processors behind a stateless prefix that may drop records: per source node on a path to each, whether
     #: a record of that source reaches it.
     reaches: dict[str, Mapping[str, Reach]] = field(default_factory=dict)
+    #: The processors that put every record of the sources feeding them into a window store keeping duplicates (a
+    #: stream-stream join's window), with that store (see the module doc).
+    puts: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def of(
-        cls, graph: ProcessorTopology, names: Iterable[str], reaches: Mapping[str, Mapping[str, Reach]] | None = None
+        cls,
+        graph: ProcessorTopology,
+        names: Iterable[str],
+        reaches: Mapping[str, Mapping[str, Reach]] | None = None,
+        puts: Mapping[str, Any] | None = None,
     ) -> TaskStreamTimes | None:
-        """The hooks of the processors ``names`` in ``graph`` (``None`` when there are none); ``reaches``: those
-        behind a prefix that may drop records (see the module doc)."""
+        """The hooks of the processors ``names`` in ``graph`` (``None`` when there are none, and no ``puts``);
+        ``reaches``: those behind a prefix that may drop records (see the module doc); ``puts``: the processors
+        whose store's puts a shard counts at its gate, with the store."""
         wanted = set(names)
-        if not wanted:
+        putting = dict(puts or {})
+        if not wanted and not putting:
             return None
         nodes = {node.name: node for node in graph.nodes}
         processors: dict[str, Any] = {}
@@ -81,8 +96,9 @@ class TaskStreamTimes:
             if not takes_task_stream_time(processor):
                 raise ValueError(f"processor {name} cannot be given its task-wide stream time")
             processors[name] = processor
-        sources = {name: tuple(s.name for s in graph.sources if _reaches(s, name)) for name in processors}
-        return cls(processors, sources, {name: reach for name, reach in (reaches or {}).items() if name in wanted})
+        sources = {name: tuple(s.name for s in graph.sources if _reaches(s, name)) for name in (*processors, *putting)}
+        kept = {name: reach for name, reach in (reaches or {}).items() if name in wanted}
+        return cls(processors, sources, kept, putting)
 
     def track(self) -> dict[str, SourceTimes]:
         """Install hooks that read one cell per processor, ``[with the record, before it]``; returns, per source node
@@ -95,7 +111,9 @@ class TaskStreamTimes:
         for name, sources in self.sources.items():
             for source in sources:
                 times = fed.setdefault(source, SourceTimes([], []))
-                if name in self.reaches:
+                if name in self.puts:
+                    times.observed.append(self.puts[name])
+                elif name in self.reaches:
                     times.prefixed.append((cells[name], self.reaches[name][source]))
                 else:
                     times.cells.append(cells[name])
@@ -113,6 +131,7 @@ class TaskStreamTimes:
         running maximum). A processor behind a prefix that may drop records reads ``others[name]`` instead, per
         record the running maximum of the other shards' records that pass its prefix, and its own records' as they
         reach it."""
+        assert not self.puts, "a shard counts the other shards' puts at its gate only"
         with_record, before_record = list(times), list(before)
 
         def value(timestamp: int) -> int:
@@ -132,10 +151,15 @@ class TaskStreamTimes:
         """Watch the nodes of the processors whose store's stream time is derived from theirs (a session
         aggregate's): a processing exception handled there (the handler said continue) may have stopped the put of
         the record that advanced the stream time, after which the store's stream time is no longer the processor's.
-        Returns the list the watched nodes append their name to; the shard then says its task must run unsplit."""
+        Likewise a join window's (:attr:`puts`): it forwards a record before it puts it, and an exception its
+        children let through (a ``ClassCastException``, wrapped) is handled at it, so the put never happens, where
+        the other shards counted it. Returns the list the watched nodes append their name to; the shard then says
+        its task must run unsplit."""
         handled: list[str] = []
         for node in graph.nodes:
-            if node.name in self.processors and hasattr(node.processor, "task_stream_time_before"):
+            if node.name in self.puts or (
+                node.name in self.processors and hasattr(node.processor, "task_stream_time_before")
+            ):
                 node._handle = _watched(node, handled)  # type: ignore[method-assign]
         return handled
 
@@ -147,15 +171,20 @@ class SourceTimes:
 
     cells: list[list[int]]
     prefixed: list[tuple[list[int], Reach]]
+    #: The window stores (keeping duplicates) every keyed record of the source is put into, by a processor the
+    #: source feeds directly.
+    observed: list[Any] = field(default_factory=list)
 
     def advance(self, key: Any, value: Any, timestamp: int, owned: bool) -> None:
         """A keyed record of the source reached the gate (``owned``: this shard processes it, and advances the
-        prefixed cells when it reaches their processor)."""
+        prefixed cells when it reaches their processor, and puts it into the observed stores)."""
         advance(self.cells, timestamp)
         if not owned:
             for cell, reach in self.prefixed:
                 if reach(key, value):
                     advance((cell,), timestamp)
+            for store in self.observed:
+                store.observe_put(key, value, timestamp)
 
 
 def advance(cells: Iterable[list[int]], timestamp: int) -> None:

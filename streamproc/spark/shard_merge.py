@@ -14,7 +14,10 @@ writer (``_ParquetFiles``, the same row groups and settings), exactly the files 
   ``state/changelog_reduction.py``: for a key-value store the last write of a key is its state). Shards own
   disjoint keys and every write to a persistent store is logged (the executor splits only then, ``job.py``), so
   that is the unsplit task's store entry for entry: a key no shard wrote keeps its restored value, a key shard s
-  wrote ends at shard s's last changelog record for it;
+  wrote ends at shard s's last changelog record for it. A window or session store takes only the records its store
+  wrote (one whose segment had expired at the store's stream time was logged, not written), and a window store
+  keeping duplicates each under its store key (``_store_puts``: both from the store's puts across shards in rank
+  order);
 - the report: what every shard computed the same (records processed, steps, stream time, offsets and partition
   times, inputs, restores) from shard 0, counts summed, objects and bytes the merge's own.
 
@@ -77,6 +80,7 @@ from streamproc.spark.task_output import (
 from streamproc.spark.task_schemas import DEAD_LETTER_QUEUE, DROPS, check_file, check_report
 from streamproc.spark.task_shards import ShardObjects, shards_prefix
 from streamproc.state import bundle_archive
+from streamproc.state.changelog import SEQNUM_MASK
 from streamproc.state.changelog_reduction import last_write_per_key
 from streamproc.state.processor_state_manager import open_store
 from streamproc.state.store_builders import store_definitions
@@ -416,8 +420,9 @@ def _merged_bundle(
 
     A row group at a time, each reduced to its last write per key: shards own disjoint keys, so a shard's own order
     is the task's for each of its keys, and a later group's write of a key overwrites an earlier one's; the merge so
-    never holds a shard's whole changelog. A window store's entries are written as they are, then the segments the
-    unsplit task would have expired are destroyed (:func:`_settle`)."""
+    never holds a shard's whole changelog. A window or session store takes only the writes the unsplit store made
+    (:func:`_store_puts`), then the segments the unsplit task would have expired are destroyed
+    (``SegmentedBytesStore.settle``)."""
     others = [(piece, ranks) for piece, ranks in ranked if piece.shard != 0]
     where.mkdir(parents=True)
     with tarfile.open(fileobj=pa.BufferReader(store.get(first.stores))) as tar:
@@ -432,58 +437,141 @@ def _merged_bundle(
     definitions = {d.name: d for d in store_definitions(store_builders(topology, work.subtopology)) if d.persistent}
     for name, definition in sorted(definitions.items()):
         opened = open_store(definition, StoreContext(), where, task=work.task_id)
-        window = opened if isinstance(opened, WindowStore | SessionStore) else None
         try:
-            for piece, ranks in others:
-                start = 0
-                for batch in piece.batches(_RESTORED):
-                    rows = pa.Table.from_batches([batch])
-                    rows = rows.add_column(0, _SEQUENCE, pa.array(ranks[start : start + batch.num_rows], pa.int64()))
-                    start += batch.num_rows
-                    rows = last_write_per_key(rows.filter(pc.equal(rows.column("store"), name)))
-                    if not rows.num_rows:
-                        continue
-                    if window is not None:
-                        window.segments.write_unchecked(_segment_entries(rows, window))
-                    else:
-                        opened.restore_batch(_as_records(rows))
-            if window is not None:
-                _settle(window, name, ranked, restored.get(name))
+            if isinstance(opened, WindowStore | SessionStore):
+                if name not in restored:
+                    raise ProcessingError(
+                        f"store {name}: shard 0's report does not say which segments its restore left"
+                    )
+                _merge_segmented(opened, name, ranked, restored[name])
+            else:
+                for piece, ranks in others:
+                    start = 0
+                    for batch in piece.batches(_RESTORED):
+                        rows = pa.Table.from_batches([batch])
+                        rows = rows.add_column(
+                            0, _SEQUENCE, pa.array(ranks[start : start + batch.num_rows], pa.int64())
+                        )
+                        start += batch.num_rows
+                        rows = last_write_per_key(rows.filter(pc.equal(rows.column("store"), name)))
+                        if rows.num_rows:
+                            opened.restore_batch(_as_records(rows))
             opened.flush()
         finally:
             opened.close()
     return bundle_bytes(where)
 
 
-def _settle(
+@dataclass(frozen=True)
+class _StorePuts:
+    """A window or session store's changelog records over every shard's pieces, read in the task's order."""
+
+    #: Per piece: whether each of its rows is the store's.
+    mine: list[np.ndarray]
+    #: Per piece, per row of the store (in the piece's order): whether the unsplit store wrote it.
+    written: list[np.ndarray]
+    #: Per piece, per row of the store: the store's seqnum for it (a window store keeping duplicates; else empty).
+    seqnums: list[np.ndarray]
+    #: The times of the puts that move the store's stream time, in the task's order (``SegmentedBytesStore.settle``).
+    put_times: np.ndarray
+
+
+def _store_puts(
     opened: WindowStore[Any, Any] | SessionStore[Any, Any],
     name: str,
     ranked: Sequence[tuple[_Piece, np.ndarray]],
-    restored: dict[str, Any] | None,
-) -> None:
-    """Destroy the segments of the merged window or session store ``opened`` that the unsplit task would have
-    destroyed: each of its puts logged one changelog record, whose key holds the time the put was segmented by (a
-    window's start, a session's end), so the task's puts are every shard's changelog records of the store in rank
-    order (``SegmentedBytesStore.settle``). A session store's removals log a tombstone but create no segment (they
-    end no later than the stream time, so they do not move it either): only its records with a value count."""
-    if restored is None:
-        raise ProcessingError(f"store {name}: shard 0's report does not say which segments its restore left")
+    stream_time: int,
+) -> _StorePuts:
+    """Which of the store's changelog records the unsplit store wrote, from its restored ``stream_time`` on.
+
+    Every put is logged, but the store writes one only where its segment is still live at the store's stream time
+    then, which every key's puts move (``SegmentedBytesStore.refused_puts``: a late record of a join window, or a
+    window after a restore whose stream time is later than the run's records): so the puts are read in rank order,
+    across shards. Which puts move the stream time and may be refused: a session store's with a value (a removal
+    deletes, creating nothing, and never moves it: a session is removed after it was put or restored), a window
+    store's every put, but with duplicates kept only one with a value (a null put is skipped whole,
+    ``state/changelog.py``), whose seqnum it is: the k-th such put of the run is the store's k-th seqnum, refused
+    or not."""
     session = isinstance(opened, SessionStore)
-    starts, ranks = [], []
+    numbered = isinstance(opened, WindowStore) and opened.retain_duplicates
+    mine_of: list[np.ndarray] = []
+    valued, times, ranks = [], [], []
     for piece, piece_ranks in ranked:
-        start = 0
+        mine_at = []
         for rows in piece.batches(["store", "key", "value"]):  # a row group at a time: only the times are kept
-            mine = pc.equal(rows.column("store"), name)
-            if session:
-                mine = pc.and_(mine, pc.is_valid(rows.column("value")))
-            chosen = mine.to_numpy(zero_copy_only=False)
-            if chosen.any():
-                starts.append(_segment_times(rows.column("key").filter(pa.array(chosen)), session))
-                ranks.append(piece_ranks[start : start + rows.num_rows][chosen])
-            start += rows.num_rows
-    order = np.argsort(np.concatenate(ranks), kind="stable") if ranks else np.zeros(0, np.int64)
-    put_times = np.concatenate(starts)[order] if starts else np.zeros(0, np.int64)
-    opened.segments.settle(restored["segments"], int(restored["stream_time"]), put_times)
+            mine = pc.equal(rows.column("store"), name).to_numpy(zero_copy_only=False)
+            mine_at.append(mine)
+            if mine.any():
+                chosen = pa.array(mine)
+                valued.append(pc.is_valid(rows.column("value").filter(chosen)).to_numpy(zero_copy_only=False))
+                times.append(_segment_times(rows.column("key").filter(chosen), session))
+        mine_of.append(np.concatenate(mine_at) if mine_at else np.zeros(0, dtype=bool))
+        ranks.append(piece_ranks[mine_of[-1]])
+    counts = [int(mine.sum()) for mine in mine_of]
+    if not times:
+        empty = [np.zeros(count, dtype=bool) for count in counts]
+        return _StorePuts(mine_of, empty, [np.zeros(c, dtype=np.int64) for c in counts], np.zeros(0, np.int64))
+    order = np.argsort(np.concatenate(ranks), kind="stable")
+    with_value = np.concatenate(valued)[order]
+    in_order = np.concatenate(times)[order]
+    moving = with_value if session or numbered else np.ones(len(order), dtype=bool)
+    _, refused = opened.segments.refused_puts(in_order[moving], stream_time)
+    accepted = np.zeros(len(order), dtype=bool)
+    accepted[np.flatnonzero(moving)] = ~refused
+    written = np.empty(len(order), dtype=bool)
+    written[order] = (accepted | ~with_value) if session else accepted
+    seqnums = np.zeros(len(order) if numbered else 0, dtype=np.int64)
+    if numbered:
+        seqnums[order] = np.cumsum(with_value) & SEQNUM_MASK
+    cuts = np.cumsum(counts[:-1], dtype=np.int64)
+    split_seqnums = np.split(seqnums, cuts) if numbered else [seqnums] * len(counts)
+    return _StorePuts(mine_of, np.split(written, cuts), split_seqnums, in_order[moving])
+
+
+def _merge_segmented(
+    opened: WindowStore[Any, Any] | SessionStore[Any, Any],
+    name: str,
+    ranked: Sequence[tuple[_Piece, np.ndarray]],
+    restored: dict[str, Any],
+) -> None:
+    """The other shards' writes into shard 0's window or session store ``opened``, then its segments settled.
+
+    Shard 0's own writes are in it already. The others' are their changelog records the unsplit store wrote
+    (:func:`_store_puts`), a row group at a time, each reduced to its last write per key; a window store keeping
+    duplicates (a stream-stream join's) takes each under its store key instead: its changelog key holds the
+    change-logging layer's seqnum, the store key the store's own, which a null put does not advance."""
+    puts = _store_puts(opened, name, ranked, int(restored["stream_time"]))
+    numbered = isinstance(opened, WindowStore) and opened.retain_duplicates
+    for (piece, ranks), mine, written, seqnums in zip(ranked, puts.mine, puts.written, puts.seqnums, strict=True):
+        if piece.shard == 0 or not written.any():
+            continue
+        at, start = 0, 0
+        for batch in piece.batches(_RESTORED):
+            rows = pa.Table.from_batches([batch])
+            rows = rows.add_column(0, _SEQUENCE, pa.array(ranks[start : start + batch.num_rows], pa.int64()))
+            rows = rows.filter(pa.array(mine[start : start + batch.num_rows]))
+            start += batch.num_rows
+            keep = written[at : at + rows.num_rows]
+            numbers = seqnums[at : at + rows.num_rows][keep] if numbered else seqnums
+            at += rows.num_rows
+            rows = rows.filter(pa.array(keep))
+            if not rows.num_rows:
+                continue
+            if numbered:
+                rows = rows.set_column(rows.schema.get_field_index("key"), "key", _renumbered(rows, numbers))
+            else:
+                rows = last_write_per_key(rows)
+            opened.segments.write_unchecked(_segment_entries(rows, opened))
+    opened.segments.settle(restored["segments"], int(restored["stream_time"]), puts.put_times)
+
+
+def _renumbered(rows: pa.Table, seqnums: np.ndarray) -> pa.Array:
+    """Window store keys (``key ‖ start ‖ seqnum``) with ``seqnums`` in place of their own."""
+    keys = rows.column("key").combine_chunks()
+    suffix = pa.FixedSizeBinaryArray.from_buffers(
+        pa.binary(4), len(seqnums), [None, pa.py_buffer(seqnums.astype(">i4").tobytes())]
+    )
+    return pc.binary_join_element_wise(pc.binary_slice(keys, 0, -4), suffix.cast(pa.binary()), b"")
 
 
 def _segment_entries(

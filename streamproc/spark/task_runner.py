@@ -308,6 +308,11 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                 if gate is not None:
                     values = task_wide_values(topology, work.subtopology)
                     windowed = [v for v in values if v.kind is TaskWideKind.PROCESSOR_STREAM_TIME]
+                    puts = {
+                        v.processor: stores[v.store]
+                        for v in values
+                        if v.kind is TaskWideKind.STORE_PUTS and v.store is not None
+                    }
                     stream_times = TaskStreamTimes.of(
                         graph,
                         (v.processor for v in windowed),
@@ -316,10 +321,14 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                             (v.processor for v in windowed if v.prefix),
                             handler_fails=fails_at_every_error(config.processing_exception_handler),
                         ),
+                        puts,
                     )
                     own = (
                         "a declared processor reads the task's stream time, which only a shard reading every record has"
                         if reads_task_stream_time(values)
+                        else "a join window store's stream time and seqnums count every key's puts, which a shard "
+                        "counts at its gate from every record"
+                        if puts
                         else _owned_input(
                             work, store, staged_inputs, graph, config, state.stores, definitions, gate, stream_times
                         )
@@ -452,8 +461,9 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
             report["restored_segments"] = restored_segments
             if handled_at:
                 runs_whole = (
-                    f"a processing exception was handled at {handled_at[0]}, whose store's stream time the shards "
-                    "derive from the processor's: the record that failed may have advanced one and not the other"
+                    f"a processing exception was handled at {handled_at[0]}: the record that failed may not have "
+                    "reached its store, whose task-wide stream time (and a join window's seqnums) the other shards "
+                    "count as if it had"
                 )
             if runs_whole is not None:
                 report["runs_whole"] = runs_whole

@@ -12,12 +12,13 @@ than its shards and their merge), and so does one whose shards would each read i
 
 What this executor splits: a sub-topology that ``split_decisions`` calls splittable (stateless chains, grouped
 count/reduce/aggregate, table sources, materialized table filter and mapValues, table-table and stream-table and
-global-table joins, time- and session-windowed aggregates, declared Processor-API processors) whose task-wide values
-it computes (:func:`_uncomputed`: a windowed or session aggregate's stream time when nothing but one-to-one processors
-or a chain of filters and value mappers lies before it, and a session store's, ``engine/task_wide_times.py``; a
-window store's at the merge; the task's stream time, which a shard reading every record polls as the task does), and
-whose persistent stores are key-value, window or session stores that log every write to a changelog of their own
-(the merge rebuilds the task's store from shard 0's and the other shards' changelog records,
+global-table joins, inner stream-stream joins, time- and session-windowed aggregates, declared Processor-API
+processors) whose task-wide values it computes (:func:`_uncomputed`: a windowed or session aggregate's stream time
+when nothing but one-to-one processors or a chain of filters and value mappers lies before it, and a session
+store's, ``engine/task_wide_times.py``; a window store's at the merge; every put into a join window reading its
+source directly, which a shard counts at its gate; the task's stream time, which a shard reading every record polls
+as the task does), and whose persistent stores are key-value, window or session stores that log every write to a
+changelog of their own (the merge rebuilds the task's store from shard 0's and the other shards' changelog records,
 ``spark/shard_merge.py``). Everything else runs unsplit, and the log says why, once per sub-topology. A shard that
 finds at run time that it cannot stand for its keys (a punctuation scheduled, an exception handled at a session
 aggregate) says so, and the merge runs the task whole instead.
@@ -40,7 +41,7 @@ from streamproc.engine.key_shards import ShardSpec
 from streamproc.engine.processing_handler import fails_at_every_error
 from streamproc.engine.stream_task import TaskConfig
 from streamproc.engine.task_wide_times import takes_task_stream_time
-from streamproc.engine.topology import Topology
+from streamproc.engine.topology import ProcessorNodeSpec, SourceNodeSpec, Topology
 from streamproc.engine.topology_builder import build_processor_topology, build_stores, store_builders
 from streamproc.errors import ConfigError
 from streamproc.spark.stream_time_prefix import stream_time_prefix
@@ -128,6 +129,15 @@ def _uncomputed(topology: Topology, subtopology: int, value: TaskWideValue, hand
         return None
     if value.kind is TaskWideKind.TASK_STREAM_TIME:  # a shard reading every record polls it as the task does
         return None
+    if value.kind is TaskWideKind.STORE_PUTS:  # a shard reading every record counts the others' puts at its gate
+        spec = topology.node(value.processor)
+        fed = spec.predecessors if isinstance(spec, ProcessorNodeSpec) else ()
+        if value.prefix or not fed or not all(isinstance(topology.node(p), SourceNodeSpec) for p in fed):
+            return (
+                f"{value.describe()}, which a shard counts from the source records it does not own only where "
+                f"{value.processor} reads a source directly"
+            )
+        return None
     spec = topology.node(value.processor)
     try:
         processor = spec.supplier()  # type: ignore[union-attr]
@@ -174,8 +184,6 @@ def _store_refusal(topology: Topology, subtopology: int, reused: Mapping[str, st
         if definition.store_type not in _MERGED_STORE_TYPES:
             kind = definition.store_type.value
             why = f"is a {kind} store; the merge rebuilds key-value, window and session stores only"
-        elif definition.store_type.windowed and definition.retain_duplicates:
-            why = "keeps duplicates, whose sequence numbers count every key's writes, so a shard's are not the task's"
         elif definition.persistent and definition.name in reused:
             why = (
                 f"reuses its source topic {reused[definition.name]} as changelog (topology.optimization=all), so its "

@@ -44,7 +44,7 @@ IQ_CONSISTENCY_OFFSET_VECTOR_ENABLED = "__iq.consistency.offset.vector.enabled__
 #: ``PositionSerde``'s only version.
 POSITION_SERDE_VERSION = 0
 #: Largest seqnum before ``(seqnum + 1) & 0x7FFFFFFF`` wraps to 0.
-_SEQNUM_MASK = 0x7FFFFFFF
+SEQNUM_MASK = 0x7FFFFFFF
 
 #: A store's ``Position``: topic → partition → offset, in the order ``Position.getTopics`` iterates.
 Position = Mapping[str, Mapping[int, int]]
@@ -192,6 +192,20 @@ class WindowStoreChangeLogger:
         self._store_seqnum = store_seqnum
         self._changelog_seqnum = changelog_seqnum
 
+    def number(self, null: bool) -> bool:
+        """Advance the seqnums as one put does (with duplicates kept: the change-logging layer's at every put, the
+        store's at a non-null one); whether the put writes the store (a null put with duplicates kept does not).
+
+        Also a key shard's account of a put another shard makes (issue #29): both counters run over every key's
+        puts, so each shard counts the others' to number its own as the unsplit task does."""
+        if not self.retain_duplicates:
+            return True
+        self._changelog_seqnum = (self._changelog_seqnum + 1) & SEQNUM_MASK
+        if null:
+            return False
+        self._store_seqnum = (self._store_seqnum + 1) & SEQNUM_MASK
+        return True
+
     def put(
         self,
         key: bytes,
@@ -208,13 +222,10 @@ class WindowStoreChangeLogger:
             if value_timestamp is None:
                 raise StateError("a timestamped window put needs the value's timestamp")
             stored = store_encoding.value_and_timestamp(value, value_timestamp)
+        writes = self.number(value is None)
         store_write: StoreWrite | None = None
-        if not (value is None and self.retain_duplicates):
-            if self.retain_duplicates:
-                self._store_seqnum = (self._store_seqnum + 1) & _SEQNUM_MASK
+        if writes:
             store_write = StoreWrite(store_encoding.window_store_key(key, window_start, self._store_seqnum), stored)
-        if self.retain_duplicates:
-            self._changelog_seqnum = (self._changelog_seqnum + 1) & _SEQNUM_MASK
         changelog_key = store_encoding.window_store_key(key, window_start, self._changelog_seqnum)
         timestamp = value_timestamp if self.timestamped and value is not None and value_timestamp is not None else None
         return LoggedChange(

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from streamproc.engine.store_names import CHECKPOINT_FILE_NAME as CHECKPOINT_FILE_NAME
 from streamproc.engine.store_names import KS_VERSION_4_3
@@ -107,6 +108,15 @@ def segment_id(timestamp: int, segment_interval_ms: int) -> int:
     if timestamp >= 0:
         return timestamp // segment_interval_ms  # Java's division of two non-negatives is the floor
     return _java_div(timestamp, segment_interval_ms)
+
+
+def segment_ids_of(timestamps: Any, segment_interval_ms: int) -> Any:
+    """:func:`segment_id` of each of ``timestamps`` (a numpy int64 array): Java's division, which truncates a
+    negative quotient towards zero where numpy's floors it."""
+    import numpy as np
+
+    quotient = np.floor_divide(timestamps, segment_interval_ms)
+    return quotient + ((timestamps < 0) & (timestamps % segment_interval_ms != 0))
 
 
 def segment_name(store_name: str, segment: int, segment_interval_ms: int) -> str:

@@ -39,7 +39,7 @@ from streamproc.state import store_encoding
 from streamproc.state.changelog import ChangelogRecord, LoggedChange, WindowStoreChangeLogger, session_put
 from streamproc.state.changelog import key_value_put as _kv_change
 from streamproc.state.changelog import timestamped_key_value_write as _tkv_write
-from streamproc.state.store_layout import segment_id
+from streamproc.state.store_layout import segment_id, segment_ids_of
 from streamproc.state.store_type import StoreType
 
 LOG = logging.getLogger(__name__)
@@ -390,18 +390,11 @@ class SegmentedBytesStore:
 
         stamps = np.asarray(put_timestamps, dtype=np.int64)
         if len(stamps):
-            times = np.maximum.accumulate(np.maximum(stamps, self.observed_stream_time))
-            interval = self.segment_interval_ms
-            segments = np.floor_divide(stamps, interval)
-            oldest = times - self.retention_ms
-            live = np.floor_divide(oldest, interval) + ((oldest < 0) & (oldest % interval != 0))  # Java division
-            refused = segments < live
-            if self._window_expiry:
-                refused |= stamps <= oldest
+            times, refused = self.refused_puts(stamps, self.observed_stream_time)
             if refused.any():
                 at = int(stamps[int(np.argmax(refused))])
                 raise StateError(f"store {self.name}: a put at {at} falls in an expired segment")
-            _, first = np.unique(segments, return_index=True)
+            _, first = np.unique(segment_ids_of(stamps, self.segment_interval_ms), return_index=True)
             for index in np.sort(first).tolist():
                 self.observed_stream_time = int(times[index])
                 self._live_segment(int(stamps[index]))
@@ -427,6 +420,23 @@ class SegmentedBytesStore:
                 store = self._segments[seg] = self._factory(seg)
             store.write_all(batch)
 
+    def refused_puts(self, put_timestamps: Any, stream_time: int) -> tuple[Any, Any]:
+        """Per put at ``put_timestamps`` (numpy, in order) into this store at ``stream_time``: the stream time with
+        it, and whether the store refuses it as expired (:meth:`_live_segment`'s rule: below the live segment, or
+        for the per-window rule at or below ``stream time - retention``). A refused put never moves the stream time
+        (it is below it)."""
+        import numpy as np
+
+        stamps = np.asarray(put_timestamps, dtype=np.int64)
+        if not len(stamps):
+            return stamps, np.zeros(0, dtype=bool)
+        times = np.maximum.accumulate(np.maximum(stamps, stream_time))
+        oldest = times - self.retention_ms
+        refused = segment_ids_of(stamps, self.segment_interval_ms) < segment_ids_of(oldest, self.segment_interval_ms)
+        if self._window_expiry:
+            refused |= stamps <= oldest
+        return times, refused
+
     def settle(self, restored_segments: Iterable[int], restored_stream_time: int, put_timestamps: Any) -> None:
         """Destroy the segments the unsplit task would have destroyed, in a store holding every segment its restore
         left (``restored_segments``, at ``restored_stream_time``) and every segment its puts (at ``put_timestamps``,
@@ -434,21 +444,20 @@ class SegmentedBytesStore:
 
         A segment is created at its first put when it does not exist, and that creation destroys every segment below
         the live one of the stream time then (:meth:`_live_segment`). The cut-off only rises, so what is left is
-        every segment at or above the last creation's cut-off; with no creation, nothing was destroyed. No put falls
-        in an expired segment here (the caller's windowed aggregates never put one: a window still open starts after
-        the task's stream time minus grace and size, within the retention)."""
+        every segment at or above the last creation's cut-off; with no creation, nothing was destroyed. A put the
+        store refused as expired (a stream-stream join's window store takes late records: a windowed aggregate never
+        puts one, its open windows start within the retention) creates nothing."""
         import numpy as np
 
         stamps = np.asarray(put_timestamps, dtype=np.int64)
         restored = set(restored_segments)
-        times = np.maximum.accumulate(np.maximum(stamps, restored_stream_time)) if len(stamps) else stamps
-        interval = self.segment_interval_ms
-        segments = np.floor_divide(stamps, interval) + ((stamps < 0) & (stamps % interval != 0))  # Java division
-        _, first = np.unique(segments, return_index=True)
-        created = [int(i) for i in first if int(segments[i]) not in restored]
+        times, refused = self.refused_puts(stamps, restored_stream_time)
+        segments = segment_ids_of(stamps, self.segment_interval_ms)
+        _, first = np.unique(np.where(refused, _LONG_MIN, segments), return_index=True)
+        created = [int(i) for i in first if not refused[i] and int(segments[i]) not in restored]
         if created:
             last = max(created)
-            cutoff = segment_id(int(times[last]) - self.retention_ms, interval)
+            cutoff = segment_id(int(times[last]) - self.retention_ms, self.segment_interval_ms)
             for expired in [s for s in self._segments if s < cutoff]:
                 self._segments.pop(expired).destroy()
         if len(times):
@@ -882,6 +891,23 @@ class WindowStore(_SerdeStore[K, V]):
         if not kept:
             self.context.record_dropped(REASON_EXPIRED_SEGMENT)
         self._log(change)
+
+    def observe_put(self, key: K, value: Any, window_start: int) -> None:
+        """A put another key shard of the task makes (issue #29): what of :meth:`put` every key's puts share, and
+        nothing of the key's own. The store's stream time (which bounds every fetch and expires puts) and, with
+        duplicates kept, its two seqnums (written into the store and changelog keys) advance as that put advances
+        them; nothing is written, logged or dropped. A put that would raise (a value or key its serializers refuse)
+        advances nothing, as in the task, where it raises before its store is reached."""
+        try:
+            raw, _ = self._encode_value(value)
+            if key is None or self.key_serde.serializer.serialize(self.serde_topic, key) is None:
+                return
+        except Exception:  # noqa: BLE001 - the owner's put raises it, and the owner's handler decides
+            return
+        if self.change_logger.number(raw is None):
+            self.segments.advance_stream_time(window_start)  # _live_segment's first step, refused or not
+        else:
+            self.segments.refuses_skipped_write(window_start)  # an in-memory store observes a skipped null
 
     def fetch_at(self, key: K, window_start: int) -> Any:
         """``fetch(key, time)``: the value of one window (seqnum 0), ``None`` if absent or expired.

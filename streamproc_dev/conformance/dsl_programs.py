@@ -545,6 +545,32 @@ def stream_stream_outer_join_named() -> Topology:
     return _build(b)
 
 
+def stream_stream_inner_join_named() -> Topology:
+    b = StreamsBuilder()
+    left = b.stream("left", strings())
+    right = b.stream("right", strings())
+    left.join(
+        right,
+        concat,
+        JoinWindows.of_time_difference_and_grace(10 * SECOND, 1 * SECOND),
+        StreamJoined.with_(STRING(), STRING(), STRING()).with_name("match").with_store_name("matches"),
+    ).to("out")
+    return _build(b)
+
+
+def stream_stream_self_join() -> Topology:
+    """One topic joined with itself: both window stores read the one source (a task of one input partition)."""
+    b = StreamsBuilder()
+    stream = b.stream("in", strings())
+    stream.join(
+        stream,
+        concat,
+        JoinWindows.of_time_difference_and_grace(5 * SECOND, 1 * SECOND),
+        StreamJoined.with_(STRING(), STRING(), STRING()),
+    ).to("out")
+    return _build(b)
+
+
 def stream_stream_left_join() -> Topology:
     b = StreamsBuilder()
     left = b.stream("left", strings())
@@ -601,6 +627,8 @@ PROGRAMS: dict[str, Callable[[], Topology]] = {
     "stream-global-table-join": stream_global_table_join,
     "stream-stream-outer-join-named": stream_stream_outer_join_named,
     "stream-stream-left-join": stream_stream_left_join,
+    "stream-stream-inner-join-named": stream_stream_inner_join_named,
+    "stream-stream-self-join": stream_stream_self_join,
     "table-source-optimized": lambda: table_source(True),
     "table-source": lambda: table_source(False),
     "rekey-join-optimized": lambda: rekey_join(True),

@@ -45,16 +45,18 @@ class KStreamJoinWindowProcessor(ContextualProcessor):
     def key_locality(self) -> KeyLocality:
         """Forwards every record, then puts it at its key. The store's stream time (the largest timestamp put, any
         key) bounds what the other side's join fetches (``its stream time - retention + 1``) and which puts are
-        dropped as expired, so shards need it at every record."""
+        dropped as expired, and its seqnums (counted over every key's puts) are in its store and changelog keys, so
+        a shard needs every put the task makes before each of its records (a shard counts the others' puts at its
+        gate, ``WindowStore.observe_put``)."""
         return KeyLocality(
             True,
             Forwarding.ONE_TO_ONE,
             needs=(
                 StreamTimeNeed(
-                    TaskWideKind.STORE_STREAM_TIME,
-                    "running maximum of the timestamps of the records with a non-null key that reach it (with a "
-                    "null value too only for an in-memory store: RocksDB's never receives a null put with duplicates "
-                    "kept)",
+                    TaskWideKind.STORE_PUTS,
+                    "every put of a record with a non-null key that reaches it: the stream time advanced by those "
+                    "with a value (by every one in an in-memory store), the changelog seqnum by every one, the "
+                    "store seqnum by those with a value",
                     self.window_name,
                 ),
             ),

@@ -12,6 +12,7 @@ NAMES = {
     "two_aggregates_one_repartition_optimized": "two-aggregates-one-repartition-optimized",
     "windowed_aggregate_materialized": "windowed-aggregate-materialized",
     "stream_stream_outer_join_named": "stream-stream-outer-join-named",
+    "stream_stream_inner_join_named": "stream-stream-inner-join-named",
     "stream_table_left_join_named": "stream-table-left-join-named",
     "table_group_by": "table-group-by",
     "rekey_join_optimized": "rekey-join-optimized",
@@ -36,6 +37,10 @@ def session_aggregate() -> Topology:
 
 def stream_stream_outer_join_named() -> Topology:
     return PROGRAMS[NAMES["stream_stream_outer_join_named"]]()
+
+
+def stream_stream_inner_join_named() -> Topology:
+    return PROGRAMS[NAMES["stream_stream_inner_join_named"]]()
 
 
 def stream_table_left_join_named() -> Topology:

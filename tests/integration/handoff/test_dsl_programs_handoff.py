@@ -55,6 +55,7 @@ DATA: dict[str, dict[str, tuple[list[str], list[str]]]] = {
     "two_aggregates_one_repartition_optimized": {"in": (KEYS, ["apple", "pear", "fig", "plum"])},
     "windowed_aggregate_materialized": {"in": (KEYS, list("abc"))},
     "stream_stream_outer_join_named": {"left": (KEYS, list("ab")), "right": (KEYS, list("xy"))},
+    "stream_stream_inner_join_named": {"left": (KEYS, list("ab")), "right": (KEYS, list("xy"))},
     "stream_table_left_join_named": {"customers": (KEYS, ["ann", "bob", "cy"]), "orders": (KEYS, list("pq"))},
     "table_group_by": {"in": (KEYS, ["red", "green", "blue"])},
     "rekey_join_optimized": {"users": (USERS, ["ann", "bob", "cy"]), "clicks": (KEYS, USERS)},
@@ -262,7 +263,12 @@ KNOWN_FAILURES: dict[str, str] = {}
 
 #: Programs also run with ``--split 2`` (issue #29): every task of every sub-topology the executor splits runs as two
 #: key shards and a merge; the real app must resume from the merged stores, checkpoints and offsets as from a whole run.
-SPLIT = ("two_aggregates_one_repartition_optimized", "windowed_aggregate_materialized", "session_aggregate")
+SPLIT = (
+    "two_aggregates_one_repartition_optimized",
+    "windowed_aggregate_materialized",
+    "session_aggregate",
+    "stream_stream_inner_join_named",
+)
 
 
 def _cases() -> list[Any]:

@@ -118,15 +118,16 @@ def test_a_global_table_join_reads_another_key_but_not_task_state() -> None:
     assert decision.splittable, decision.reason
 
 
-def test_an_inner_stream_stream_join_needs_each_window_stores_stream_time() -> None:
+def test_an_inner_stream_stream_join_needs_every_put_into_each_window_store() -> None:
+    """Each window store's stream time and seqnums count every key's puts."""
     builder = StreamsBuilder()
     left, right = builder.stream("left"), builder.stream("right")
     left.join(right, lambda a, b: a + b, JoinWindows.of_time_difference_and_grace(10, 5)).to("joined")
     decision = _only(builder.build())
     assert decision.splittable, decision.reason
     assert _values(decision) == {
-        (TaskWideKind.STORE_STREAM_TIME, "KSTREAM-WINDOWED-0000000002", "KSTREAM-JOINTHIS-0000000004-store", True, ()),
-        (TaskWideKind.STORE_STREAM_TIME, "KSTREAM-WINDOWED-0000000003", "KSTREAM-JOINOTHER-0000000005-store", True, ()),
+        (TaskWideKind.STORE_PUTS, "KSTREAM-WINDOWED-0000000002", "KSTREAM-JOINTHIS-0000000004-store", True, ()),
+        (TaskWideKind.STORE_PUTS, "KSTREAM-WINDOWED-0000000003", "KSTREAM-JOINOTHER-0000000005-store", True, ()),
     }
 
 

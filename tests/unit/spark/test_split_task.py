@@ -222,6 +222,36 @@ def merged_short_windows() -> Topology:
     return b.build()
 
 
+def _pair(left: str, right: str) -> str:
+    """The joiner of :func:`short_join`: ``c1`` on either side is not the type it was written for. Under the
+    continuing handlers its failure is handled at the join, and the window processor that forwarded the record
+    still puts it (its store's stream time and seqnums advance as in the unsplit task)."""
+    if "c1" in (left, right):
+        raise ClassCastError("c1 is not a joinable value")
+    return f"{left}/{right}"
+
+
+def short_join(self_join: bool = False) -> Topology:
+    """A stream-stream inner join of ``in`` and ``in-2`` within 1 s either way, 500 ms grace (each window store
+    keeps 2.5 s): which of a key's records the other side's fetch still finds, and which puts the store refuses as
+    expired, depend on each window store's stream time, which every key's records advance; a record with a null
+    value is put (the change-logging layer's seqnum advances, the store's does not) and joins nothing; the seqnums
+    in the store and changelog keys count every key's puts. ``self_join``: ``in`` joined with itself, one topic
+    feeding both window stores."""
+    from streamproc.dsl import Consumed, JoinWindows, Produced, StreamJoined, StreamsBuilder
+    from streamproc.engine.serdes import serde_for
+
+    text = serde_for("String")
+    b = StreamsBuilder()
+    left = b.stream("in", Consumed.with_(text, text))
+    right = left if self_join else b.stream("in-2", Consumed.with_(text, text))
+    joined = left.join(
+        right, _pair, JoinWindows.of_time_difference_and_grace(1_000, 500), StreamJoined.with_(text, text, text)
+    )
+    joined.to("out", Produced.with_(text, text))
+    return b.build()
+
+
 class _StampedCount:
     """A declared key-local Processor-API processor: counts per key in its store and forwards the count with the
     task's stream time (``current_stream_time_ms``, which a shard must see as the task does); ``punctuate``: it also
@@ -282,6 +312,8 @@ _PROGRAMS = {
     "branched-short-windows": branched_short_windows,
     "peeked-short-windows": peeked_short_windows,
     "merged-short-windows": merged_short_windows,
+    "short-join": short_join,
+    "short-self-join": lambda: short_join(self_join=True),
     "declared-processor": lambda: stamped_count(False),
     "declared-processor-punctuating": lambda: stamped_count(True),
 }
@@ -556,7 +588,8 @@ _KEYS_OF_SHARDS = ("a", "b", "c", "d", "user-17")
 
 def _whole_as_split(tmp_path: Path, staged: dict[str, list[tuple[str, str | None, int]]], count: int) -> dict[str, Any]:
     """Stage each topic's rows (key, value, timestamp; offsets from 0), run the task whole and as ``count`` key
-    shards merged, check that both publish the same bytes and report the same, and return the whole run's report."""
+    shards merged, check that both publish the same bytes, report the same and leave the same store entries, and
+    return the whole run's report."""
     root = tmp_path / "store"
     store = LocalObjectStore(root)
     inputs = []
@@ -569,7 +602,31 @@ def _whole_as_split(tmp_path: Path, staged: dict[str, list[tuple[str, str | None
     assert split["shards"] == count
     assert _comparable(split, False) == _comparable(whole, False)
     assert _published(root, "000000000000000b", "0_0", False) == _published(root, "000000000000000a", "0_0", False)
+    definitions = store_definitions(store_builders(_PROGRAMS[_CURRENT[0]](), 0))
+    kinds = {d.name: d.store_type for d in definitions if d.persistent}
+    entries = _store_entries(root, "000000000000000a", "0_0", tmp_path, kinds)
+    assert _store_entries(root, "000000000000000b", "0_0", tmp_path, kinds) == entries
     return whole
+
+
+@pytest.mark.parametrize("count", [2, 3])
+def test_a_split_join_fetches_and_numbers_by_the_puts_of_every_key(tmp_path: Path, count: int) -> None:
+    """A join's fetch of the other side's window store is bounded by that store's stream time, which every key's
+    puts advance: d's left record at 13 s makes a's at 10 s too old for a's right record at 11 s (13 s - 2.5 s
+    retention + 1 ms), though within 1 s of it; and d's null value before puts nothing into the left store but moves
+    its change-logging seqnum, so a's store and changelog keys are numbered apart. a and d are in different shards of 2
+    and 3: each counts the other's puts at its gate (``WindowStore.observe_put``)."""
+    _CURRENT[:] = ["short-join", False]
+    staged = {
+        "in": [("d", None, 9_000), ("a", "x", 10_000), ("d", "z", 13_000)],
+        "in-2": [("d", "w", 13_100), ("a", "y", 11_000)],
+    }
+    whole = _whole_as_split(tmp_path, staged, count)
+    assert sum(whole["outputs"].values()) == 1  # z/w; a's y finds no x
+    assert whole["changelogs"] == {
+        f"{APP}-KSTREAM-JOINTHIS-0000000004-store-changelog+0": 3,
+        f"{APP}-KSTREAM-JOINOTHER-0000000005-store-changelog+0": 2,
+    }
 
 
 @pytest.mark.parametrize("count", [2, 3])

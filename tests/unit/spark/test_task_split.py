@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from streamproc import Stores
-from streamproc.dsl import Consumed, Materialized, Produced, StreamsBuilder, TimeWindows
+from streamproc.dsl import Consumed, JoinWindows, Materialized, Produced, StreamsBuilder, TimeWindows
 from streamproc.engine.deserialization_handler import LogAndContinueExceptionHandler
 from streamproc.engine.processing_handler import LogAndContinueProcessingExceptionHandler
 from streamproc.engine.serdes import serde_for
@@ -35,6 +35,8 @@ from streamproc.spark.task_split import (
 from streamproc_dev.conformance.dsl_programs import PROGRAMS
 
 _STRING = serde_for("String")
+#: A stream-stream join's windows: 1 s either way, no grace.
+_JOIN = JoinWindows.of_time_difference_with_no_grace(1_000)
 
 
 def test_split_values_are_auto_off_or_a_count() -> None:
@@ -125,8 +127,8 @@ def test_auto_splits_where_each_shard_reads_only_its_own_records_per_record(monk
     assert auto_refusals(PROGRAMS["windowed-aggregate-materialized"](), config) == {0: None}
     assert "the columnar path may take its tasks" in why(PROGRAMS["bytes-window-count"]())
     # what split_refusals refuses stays refused, with its own reason
-    [joins] = auto_refusals(PROGRAMS["named-sources-and-joins"](), config).values()
-    assert joins is not None and "task-wide values" in joins
+    [joins] = auto_refusals(PROGRAMS["stream-stream-left-join"](), config).values()
+    assert joins is not None and "runs unsplit (one shard per task)" in joins and "left/outer stream-stream" in joins
 
 
 def _work(task: str, subtopology: int, records: int) -> TaskWork:
@@ -198,9 +200,15 @@ def test_what_the_first_slice_splits_and_why_not() -> None:
     assert split_refusals(stamped_count(False)) == {0: None}
     [declared] = auto_refusals(stamped_count(False), TaskConfig()).values()
     assert declared is not None and "reads the task's stream time, so each shard would read every record" in declared
-    # a stream-stream join: its window stores' stream times at every record are not computed yet
-    [joins] = split_refusals(PROGRAMS["named-sources-and-joins"]()).values()
-    assert joins is not None and "task-wide values" in joins and "store stream time" in joins
+    # a stream-stream inner join: a shard counts the puts the others make into its window stores at its gate
+    assert split_refusals(PROGRAMS["named-sources-and-joins"]()) == {0: None}
+    # ... where each window reads its source directly: a step between them would decide what is put
+    b = StreamsBuilder()
+    mapped = b.stream("in", Consumed.with_(_STRING, _STRING)).map_values(lambda v: v or None)
+    mapped.join(b.stream("in-2", Consumed.with_(_STRING, _STRING)), lambda a, c: a + c, _JOIN).to("out")
+    [behind] = split_refusals(b.build()).values()
+    assert behind is not None and "store puts of KSTREAM-JOINTHIS-0000000005-store" in behind
+    assert "only where KSTREAM-WINDOWED-0000000003 reads a source directly" in behind
     # filters and value mappers before it decide which records reach it: every shard runs them over the records
     # it does not own (stream_time_prefix), and auto splits it as any windowed aggregate
     assert split_refusals(PROGRAMS["filtered-windowed-aggregate"]()) == {0: None}

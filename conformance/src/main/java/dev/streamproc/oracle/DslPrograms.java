@@ -87,6 +87,8 @@ final class DslPrograms {
         p.put("stream-global-table-join", DslPrograms::streamGlobalTableJoin);
         p.put("stream-stream-outer-join-named", DslPrograms::streamStreamOuterJoin);
         p.put("stream-stream-left-join", DslPrograms::streamStreamLeftJoin);
+        p.put("stream-stream-inner-join-named", DslPrograms::streamStreamInnerJoin);
+        p.put("stream-stream-self-join", DslPrograms::streamStreamSelfJoin);
         p.put("table-source-optimized", () -> tableSource(true));
         p.put("table-source", () -> tableSource(false));
         p.put("rekey-join-optimized", () -> rekeyJoin(true));
@@ -545,6 +547,28 @@ final class DslPrograms {
                 JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(1)),
                 StreamJoined.<String, String, String>with(Serdes.String(), Serdes.String(), Serdes.String())
                     .withName("pair").withStoreName("pairs"))
+            .to("out");
+        return b.build();
+    }
+
+    static Topology streamStreamInnerJoin() {
+        final StreamsBuilder b = new StreamsBuilder();
+        final KStream<String, String> left = b.stream("left", STRINGS);
+        final KStream<String, String> right = b.stream("right", STRINGS);
+        left.join(right, (l, r) -> l + r,
+                JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(1)),
+                StreamJoined.<String, String, String>with(Serdes.String(), Serdes.String(), Serdes.String())
+                    .withName("match").withStoreName("matches"))
+            .to("out");
+        return b.build();
+    }
+
+    static Topology streamStreamSelfJoin() {
+        final StreamsBuilder b = new StreamsBuilder();
+        final KStream<String, String> in = b.stream("in", STRINGS);
+        in.join(in, (l, r) -> l + r,
+                JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(5), Duration.ofSeconds(1)),
+                StreamJoined.<String, String, String>with(Serdes.String(), Serdes.String(), Serdes.String()))
             .to("out");
         return b.build();
     }
