@@ -154,6 +154,25 @@ def string_session_count() -> Any:
     return b.build()
 
 
+def string_self_join() -> Any:
+    """The input joined with itself within 100 ms either way, 5 s grace (the data's jitter), String serdes, per
+    record: an inner stream-stream join, whose two window stores' stream times and seqnums count every key's puts
+    (each shard reads every record and counts the others' puts at its gate; ``--split auto`` leaves it whole)."""
+    from bench.workloads import _topics
+    from streamproc.dsl import Consumed, JoinWindows, Produced, StreamJoined, StreamsBuilder
+    from streamproc.engine.serdes import serde_for
+
+    source, sink = _topics()
+    text = serde_for("String")
+    b = StreamsBuilder()
+    stream = b.stream(source, Consumed.with_(text, text))
+    windows = JoinWindows.of_time_difference_and_grace(100, 5_000)
+    pair = StreamJoined.with_(text, text, text)
+    joined = stream.join(stream, lambda left, right: left[:8] + right[:8], windows, pair)
+    joined.to(sink, Produced.with_(text, text))
+    return b.build()
+
+
 #: The workloads over String serdes, per record, whose shards read only their own records (``--split auto`` splits the
 #: windowed ones), besides the bench's DSL ones (Bytes: the columnar path's).
 STRING_WORKLOADS = {
@@ -163,6 +182,7 @@ STRING_WORKLOADS = {
     "string_filtered_window_count": string_filtered_window_count,
     "string_branched_window_count": string_branched_window_count,
     "string_session_count": string_session_count,
+    "string_self_join": string_self_join,
 }
 
 
