@@ -147,18 +147,21 @@ class TaskStreamTimes:
             else:
                 _install(processor, value, previous)
 
-    def watch_handled(self, graph: ProcessorTopology) -> list[str]:
+    def watch_handled(self, graph: ProcessorTopology, also: Iterable[str] = ()) -> list[str]:
         """Watch the nodes of the processors whose store's stream time is derived from theirs (a session
         aggregate's): a processing exception handled there (the handler said continue) may have stopped the put of
         the record that advanced the stream time, after which the store's stream time is no longer the processor's.
         Likewise a join window's (:attr:`puts`): it forwards a record before it puts it, and an exception its
         children let through (a ``ClassCastException``, wrapped) is handled at it, so the put never happens, where
-        the other shards counted it. Returns the list the watched nodes append their name to; the shard then says
-        its task must run unsplit."""
+        the other shards counted it. ``also``: more nodes to watch (a prefix's, ``stream_time_prefix.watched_nodes``).
+        Returns the list the watched nodes append their name to; the shard then says its task must run unsplit."""
         handled: list[str] = []
+        extra = set(also)
         for node in graph.nodes:
-            if node.name in self.puts or (
-                node.name in self.processors and hasattr(node.processor, "task_stream_time_before")
+            if (
+                node.name in self.puts
+                or node.name in extra
+                or (node.name in self.processors and hasattr(node.processor, "task_stream_time_before"))
             ):
                 node._handle = _watched(node, handled)  # type: ignore[method-assign]
         return handled

@@ -654,7 +654,7 @@ def process(
     if record_cache != RECORD_CACHE_OFF and split != "off":
         logger.info("--record-cache %s: every task runs whole (the cache's flush order is the task's)", record_cache)
         split = "off"
-    refusals = split_refusals(user_topology, config)
+    refusals = split_refusals(user_topology)
     if split == "auto":  # only where shards would pay: per record, each shard reading only its own records
         refusals = auto_refusals(user_topology, config, refusals)
     log_refusals(refusals, split)

@@ -23,16 +23,17 @@ failed task fails split as unsplit, so a shard need only know that the record di
 
 Each source on a path to the aggregate has its own reach (its records start at its own children: two topics merged
 after a filter on one of them). What stays unsplit (``task_split``): any other processor on a path (a Processor-API
-processor), and a node that forwards to a child off every path before a child on one (an exception out
-of that child, a sink's serializer's say, would stop the node's later forwards in the owner, which no other shard
-could know). A source may do that: an exception that reaches it fails the task.
+processor).
 
-Under the default processing exception handler, which fails the task at any exception (``handler_fails``), a
-record either goes through the prefix without one or fails the task, split as unsplit. Two things follow: a
-``peek`` on a path is a pass-through whose action a shard that does not own the record need not (and must not:
-it is the user's side effect) call, and the order of a node's children no longer matters. Under a handler that
-may continue, a peek's action raising would drop the record at the peek in its owner alone, so a peek keeps the
-sub-topology whole.
+A ``peek`` on a path is a pass-through whose action a shard that does not own the record need not (and must not:
+it is the user's side effect) call, and a node's children off every path are not run either. Under the default
+processing exception handler, which fails the task at any exception, a record either goes through the prefix
+without one or fails the task, split as unsplit. Under one that may continue, an exception there stops the record
+in its owner alone: a peek's action raising drops it at the peek (a ``ClassCastException`` at the peek's parent),
+and a ``ClassCastException`` out of a child off every path stops its parent's later forwards. The other shards
+count the record as reaching the aggregate, so every shard watches those nodes (:func:`watched_nodes`,
+``TaskStreamTimes.watch_handled``), and a shard that handled an exception at one makes the merge run the task
+whole. A source may forward off every path first: an exception that reaches it fails the task.
 """
 
 from __future__ import annotations
@@ -105,21 +106,10 @@ class _ToParent(Exception):
     """A ``ClassCastError`` on its way to the parent of the node that raised it."""
 
 
-def stream_time_prefix(graph: ProcessorTopology, processor: str, *, handler_fails: bool) -> dict[str, Prefix] | str:
+def stream_time_prefix(graph: ProcessorTopology, processor: str) -> dict[str, Prefix] | str:
     """Per source node on a path to ``processor`` in ``graph``, the prefix its records go through before it, or why
-    a shard could not run them. ``handler_fails``: the task's processing exception handler fails it at any
-    exception (see the module doc)."""
-    parents: dict[str, list[ProcessorNode]] = {}
-    for node in graph.nodes:
-        for child in node.children:
-            parents.setdefault(child.name, []).append(node)
-    on_path = {processor}
-    stack = [processor]
-    while stack:
-        for parent in parents.get(stack.pop(), []):
-            if parent.name not in on_path:
-                on_path.add(parent.name)
-                stack.append(parent.name)
+    a shard could not run them."""
+    on_path = _on_path(graph, processor)
     nodes = [node for node in graph.nodes if node.name in on_path and node.name != processor]
     sources = [node for node in nodes if isinstance(node, SourceNode)]
     forwards: dict[str, Forwards] = {}
@@ -127,16 +117,9 @@ def stream_time_prefix(graph: ProcessorTopology, processor: str, *, handler_fail
         if isinstance(node, SourceNode):
             continue
         ahead = [child.name for child in node.children if child.name in on_path]
-        found = _forwards(node, ahead, handler_fails)
+        found = _forwards(node, ahead)
         if isinstance(found, str):
             return found
-        if not handler_fails and not isinstance(node.processor, KStreamBranch):
-            behind = _off_path_before(node, on_path)
-            if behind is not None:
-                return (
-                    f"{node.name} forwards to {behind}, which does not lead to {processor}, before a child that "
-                    f"does (an exception out of {behind} would stop its later forwards in the record's owner alone)"
-                )
         forwards[node.name] = found
     return {
         source.name: Prefix(
@@ -149,14 +132,37 @@ def stream_time_prefix(graph: ProcessorTopology, processor: str, *, handler_fail
     }
 
 
-def _forwards(node: ProcessorNode, ahead: list[str], handler_fails: bool) -> Forwards | str:
+def watched_nodes(graph: ProcessorTopology, processors: Iterable[str], *, handler_fails: bool) -> frozenset[str]:
+    """The prefix nodes before ``processors`` where an exception handled in a record's owner alone may stop the
+    record, which the other shards count as reaching the processor (see the module doc): under a handler that may
+    continue, a peek (its action runs in the owner only) and the node a ``ClassCastException`` from it goes to, and a
+    node that forwards to a child off every path before one on a path (a ``ClassCastException`` from that child
+    stops the node's later forwards). A shard that handled an exception at one says so, and the task runs whole."""
+    if handler_fails:
+        return frozenset()
+    by_name = {node.name: node for node in graph.nodes}
+    parents: dict[str, list[str]] = {}
+    for node in graph.nodes:
+        for child in node.children:
+            parents.setdefault(child.name, []).append(node.name)
+    watched: set[str] = set()
+    for processor in processors:
+        on_path = _on_path(graph, processor)
+        for name in on_path - {processor}:
+            node = by_name[name]
+            if isinstance(node, SourceNode):
+                continue
+            if type(node.processor) is KStreamPeek:
+                watched.add(name)
+                watched.update(p for p in parents.get(name, ()) if not isinstance(by_name[p], SourceNode))
+            elif not isinstance(node.processor, KStreamBranch) and _off_path_before(node, on_path) is not None:
+                watched.add(name)
+    return frozenset(watched)
+
+
+def _forwards(node: ProcessorNode, ahead: list[str]) -> Forwards | str:
     """What ``node`` forwards to its children on a path (``ahead``, in its children's order), or why not known."""
     processor = node.processor if type(node) is ProcessorNode else None
-    if type(processor) is KStreamPeek and processor.forward and not handler_fails:
-        return (
-            f"{node.name} is a peek, whose action may raise in the record's owner alone under a processing exception "
-            "handler that continues"
-        )
     if isinstance(processor, KStreamPassThroughProcessor) or type(processor) is KStreamPeek:
 
         def passes(key: Any, value: Any) -> Iterator[tuple[str, Any]]:
@@ -221,6 +227,22 @@ def _branches(branch: KStreamBranch, ahead: set[str]) -> Forwards:
     return forwards
 
 
+def _on_path(graph: ProcessorTopology, processor: str) -> set[str]:
+    """``processor`` and every node on a path from a source to it."""
+    parents: dict[str, list[str]] = {}
+    for node in graph.nodes:
+        for child in node.children:
+            parents.setdefault(child.name, []).append(node.name)
+    on_path = {processor}
+    stack = [processor]
+    while stack:
+        for parent in parents.get(stack.pop(), []):
+            if parent not in on_path:
+                on_path.add(parent)
+                stack.append(parent)
+    return on_path
+
+
 def _off_path_before(node: ProcessorNode, on_path: set[str]) -> str | None:
     """The first child of ``node`` off every path that comes before a child on one, if any."""
     off: str | None = None
@@ -271,12 +293,12 @@ def prefix_reach(steps: Iterable[StatelessStep]) -> Reach:
     return reach
 
 
-def reaches(graph: ProcessorTopology, processors: Iterable[str], *, handler_fails: bool) -> dict[str, dict[str, Reach]]:
+def reaches(graph: ProcessorTopology, processors: Iterable[str]) -> dict[str, dict[str, Reach]]:
     """Per processor of ``processors`` (each behind a prefix), per source node on a path to it: the reach of that
     source's records. Raises where a prefix cannot be run, which ``task_split`` refused before the split."""
     found: dict[str, dict[str, Reach]] = {}
     for name in processors:
-        prefixes = stream_time_prefix(graph, name, handler_fails=handler_fails)
+        prefixes = stream_time_prefix(graph, name)
         if isinstance(prefixes, str):
             raise ValueError(f"processor {name} cannot be given its task-wide stream time: {prefixes}")
         found[name] = {source: prefix.reach() for source, prefix in prefixes.items()}

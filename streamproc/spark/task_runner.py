@@ -57,6 +57,7 @@ from streamproc.spark.global_stores import GlobalRestoreRange, GlobalStoresKey, 
 from streamproc.spark.owned_input import KeyOwners, OwnedInput, owned_input, translated_drops
 from streamproc.spark.shard_restore import owned_changelog, restored_by_key
 from streamproc.spark.stream_time_prefix import reaches as prefix_reaches
+from streamproc.spark.stream_time_prefix import watched_nodes
 from streamproc.spark.task_input import BATCH_ROWS, StagedRange, merged_upstream, read_records, staged_range
 from streamproc.spark.task_output import (
     TaskChangelogCollector,
@@ -316,11 +317,7 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                     stream_times = TaskStreamTimes.of(
                         graph,
                         (v.processor for v in windowed),
-                        prefix_reaches(
-                            graph,
-                            (v.processor for v in windowed if v.prefix),
-                            handler_fails=fails_at_every_error(config.processing_exception_handler),
-                        ),
+                        prefix_reaches(graph, (v.processor for v in windowed if v.prefix)),
                         puts,
                     )
                     own = (
@@ -344,7 +341,14 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                         restored.update(own_keys)
                     gate.install(task, shard_key(state.stores, definitions), positions, stream_times, keyed, others)
                     if stream_times is not None:
-                        handled_at = stream_times.watch_handled(graph)
+                        handled_at = stream_times.watch_handled(
+                            graph,
+                            watched_nodes(
+                                graph,
+                                (v.processor for v in windowed if v.prefix),
+                                handler_fails=fails_at_every_error(config.processing_exception_handler),
+                            ),
+                        )
                 inputs = tuple(
                     PartitionInput(
                         TopicPartition(r.topic, r.partition),
@@ -461,9 +465,9 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
             report["restored_segments"] = restored_segments
             if handled_at:
                 runs_whole = (
-                    f"a processing exception was handled at {handled_at[0]}: the record that failed may not have "
-                    "reached its store, whose task-wide stream time (and a join window's seqnums) the other shards "
-                    "count as if it had"
+                    f"a processing exception was handled at {handled_at[0]}: the record that failed may have stopped "
+                    "there, where the other shards, which do not see the failure, count it as going on (into a "
+                    "windowed aggregate's or a store's task-wide stream time, a join window's seqnums)"
                 )
             if runs_whole is not None:
                 report["runs_whole"] = runs_whole

@@ -38,7 +38,6 @@ from typing import Any, Literal
 
 from streamproc.engine.key_locality import TaskWideKind, TaskWideValue, split_decisions, unsplit_message
 from streamproc.engine.key_shards import ShardSpec
-from streamproc.engine.processing_handler import fails_at_every_error
 from streamproc.engine.stream_task import TaskConfig
 from streamproc.engine.task_wide_times import takes_task_stream_time
 from streamproc.engine.topology import ProcessorNodeSpec, SourceNodeSpec, Topology
@@ -92,11 +91,10 @@ def parse_split(text: str) -> Split:
     return count
 
 
-def split_refusals(topology: Topology, config: TaskConfig | None = None) -> dict[int, str | None]:
-    """Per sub-topology that makes tasks: why its tasks run unsplit here, or ``None`` when they may be split.
-    ``config``: the application's (its processing exception handler decides what a shard may skip, see
-    ``spark/stream_time_prefix.py``); ``None``: Kafka Streams' defaults."""
-    handler_fails = fails_at_every_error((config or TaskConfig()).processing_exception_handler)
+def split_refusals(topology: Topology) -> dict[int, str | None]:
+    """Per sub-topology that makes tasks: why its tasks run unsplit here, or ``None`` when they may be split. The
+    application's processing exception handler does not decide it: where one that continues could stop a record in
+    its owner alone, the shard watches for it and the task then runs whole (``stream_time_prefix.watched_nodes``)."""
     refusals: dict[int, str | None] = {}
     reused = topology.source_topic_changelogs
     for decision in split_decisions(topology):
@@ -104,9 +102,7 @@ def split_refusals(topology: Topology, config: TaskConfig | None = None) -> dict
             refusals[decision.subtopology] = unsplit_message(decision)
             continue
         missing = [
-            why
-            for value in decision.task_wide_values
-            if (why := _uncomputed(topology, decision.subtopology, value, handler_fails))
+            why for value in decision.task_wide_values if (why := _uncomputed(topology, decision.subtopology, value))
         ]
         if missing:
             values = "; ".join(missing)
@@ -119,7 +115,7 @@ def split_refusals(topology: Topology, config: TaskConfig | None = None) -> dict
     return refusals
 
 
-def _uncomputed(topology: Topology, subtopology: int, value: TaskWideValue, handler_fails: bool) -> str | None:
+def _uncomputed(topology: Topology, subtopology: int, value: TaskWideValue) -> str | None:
     """Why the executor does not give a shard ``value`` (its description), or ``None`` where it does: a windowed
     processor's own stream time when the sources' keyed records are its records, or reach it through a stateless
     prefix each shard can run over the records it does not own (``engine/task_wide_times.py``,
@@ -151,7 +147,7 @@ def _uncomputed(topology: Topology, subtopology: int, value: TaskWideValue, hand
         return value.describe()
     if value.prefix:
         graph = build_processor_topology(topology, subtopology, application_id=_LOOKING)
-        prefixes = stream_time_prefix(graph, value.processor, handler_fails=handler_fails)
+        prefixes = stream_time_prefix(graph, value.processor)
         if isinstance(prefixes, str):
             return f"{value.describe()}, which a shard cannot: {prefixes}"
     return None
@@ -210,7 +206,7 @@ def auto_refusals(
     from streamproc.spark.owned_input import owned_reading
 
     verdicts: dict[int, str | None] = {}
-    for subtopology, refusal in (split_refusals(topology, config) if refusals is None else refusals).items():
+    for subtopology, refusal in (split_refusals(topology) if refusals is None else refusals).items():
         if refusal is not None:
             verdicts[subtopology] = refusal
             continue
@@ -254,7 +250,7 @@ def parallelism_lines(topology: Topology, plan: Any, split: Split, config: TaskC
     its topology factory gave it (``auto`` looks at its timestamp extractor)."""
     records = {r.name: r.end - r.start for r in plan.ranges}
     appended = {r.name for r in plan.ranges if r.internal}
-    refusals = auto_refusals(topology, config) if split == "auto" else split_refusals(topology, config)
+    refusals = auto_refusals(topology, config) if split == "auto" else split_refusals(topology)
     tasks: dict[int, list[Any]] = {}
     for task in plan.tasks:
         tasks.setdefault(task.subtopology, []).append(task)

@@ -16,10 +16,12 @@ from streamproc.engine.deserialization_handler import LogAndContinueExceptionHan
 from streamproc.engine.processing_handler import LogAndContinueProcessingExceptionHandler
 from streamproc.engine.serdes import serde_for
 from streamproc.engine.stream_task import TaskConfig
+from streamproc.engine.topology_builder import build_processor_topology
 from streamproc.errors import ConfigError
 from streamproc.plan.run_plan import PlannedRange, PlannedTask
 from streamproc.spark import task_split
 from streamproc.spark.job import Stage
+from streamproc.spark.stream_time_prefix import watched_nodes
 from streamproc.spark.task_runner import InputRange, TaskWork
 from streamproc.spark.task_split import (
     AUTO_RECORDS_PER_SHARD,
@@ -31,6 +33,7 @@ from streamproc.spark.task_split import (
     plan_shards,
     shard_count,
     split_refusals,
+    task_wide_values,
 )
 from streamproc_dev.conformance.dsl_programs import PROGRAMS
 
@@ -217,33 +220,28 @@ def test_what_the_first_slice_splits_and_why_not() -> None:
     # ... and a flatMapValues, a split's branches and a merge of them
     assert split_refusals(PROGRAMS["branched-windowed-count"]()) == {0: None}
     assert auto_refusals(PROGRAMS["branched-windowed-count"](), TaskConfig()) == {0: None}
-    # ... and, under the default processing exception handler (any exception fails the task), a peek, whose action
-    # a shard that does not own the record skips, and a sink ahead of the aggregate's path; under one that continues,
-    # neither: an exception there would drop the record in its owner alone
+    # ... and a peek, whose action a shard that does not own the record skips, and a sink ahead of the aggregate's
+    # path: under a processing exception handler that continues, an exception there may stop the record in its owner
+    # alone, so the shards watch those nodes and the task runs whole after one handled there (watched_nodes)
     continuing = TaskConfig(processing_exception_handler=LogAndContinueProcessingExceptionHandler())
-    peek = "KSTREAM-PEEK-0000000001 is a peek, whose action may raise in the record's owner alone"
-    for prefix, why in [
-        (lambda s: s.peek(lambda k, v: None), peek),
-        (lambda s: s.peek(lambda k, v: None).filter(lambda k, v: True), peek),
-        (lambda s: _to_then(s.filter(lambda k, v: True)), "KSTREAM-FILTER-0000000001 forwards to "
-         "KSTREAM-SINK-0000000002, which does not lead to KSTREAM-AGGREGATE-0000000004, before a child that does"),
+    for prefix, watched in [
+        (lambda s: s.peek(lambda k, v: None), {"KSTREAM-PEEK-0000000001"}),
+        (lambda s: s.filter(lambda k, v: True).peek(lambda k, v: None),
+         {"KSTREAM-FILTER-0000000001", "KSTREAM-PEEK-0000000002"}),  # a ClassCastException from the action: its parent
+        (lambda s: _to_then(s.filter(lambda k, v: True)), {"KSTREAM-FILTER-0000000001"}),
         # a source's may: an exception that reaches the source fails the task
-        (lambda s: _to_then(s).filter(lambda k, v: True), None),
+        (lambda s: _to_then(s).filter(lambda k, v: True), set()),
     ]:  # fmt: skip
         b = StreamsBuilder()
         stream = prefix(b.stream("in", Consumed.with_(_STRING, _STRING)))
         stream.group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(1000)).count()
         topology = b.build()
         assert split_refusals(topology) == {0: None}
-        assert split_refusals(topology, TaskConfig()) == {0: None}
-        [refused] = split_refusals(topology, continuing).values()
-        if why is None:
-            assert refused is None
-        else:
-            assert refused is not None and "does not compute yet" in refused
-            assert f"which a shard cannot: {why}" in refused
-            [auto] = auto_refusals(topology, continuing).values()
-            assert auto == refused
+        assert auto_refusals(topology, continuing) == {0: None}
+        graph = build_processor_topology(topology, 0, application_id="app")
+        behind = [v.processor for v in task_wide_values(topology, 0) if v.prefix]
+        assert watched_nodes(graph, behind, handler_fails=False) == watched
+        assert watched_nodes(graph, behind, handler_fails=True) == set()
     b = StreamsBuilder()
     one, two = (b.stream(topic, Consumed.with_(_STRING, _STRING)).filter(lambda k, v: True) for topic in ("a", "b"))
     one.merge(two).group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(1000)).count()
