@@ -10,13 +10,15 @@ value, and its report gives the task's restore counts.
 Which stores may be restored by key (:func:`restored_by_key`):
 
 - key-value stores (plain and timestamped), whose changelog key is the store key;
-- RocksDB window stores without duplicates and RocksDB session stores, whose changelog key is the store key and a
-  suffix that begins with the record's segment time (a window's start and a sequence number; a session's end and
-  start). Their restore writes a batch at a time after raising the store's stream time to the batch's latest
-  segment time (``SegmentedBytesStore.write_all``), so which records survive depends on every key's. A shard raises
-  it, before each batch of its own records, to the latest segment time of every record read so far (never past the
-  whole changelog's latest): it may drop more of its own records than the whole restore does, but only records
-  that the stream time at the restore's end expires, and every read of these stores is bounded by that
+- RocksDB window stores and RocksDB session stores, whose changelog key is the store key and a suffix that begins
+  with the record's segment time (a window's start and a sequence number; a session's end and start). A window
+  store keeping duplicates (a stream-stream join's) is restored the same way: its restore writes each changelog
+  key, the change-logging layer's seqnum in it, as the store key, whole or by key alike. Their restore writes a
+  batch at a time after raising the store's stream time to the batch's latest segment time
+  (``SegmentedBytesStore.write_all``), so which records survive depends on every key's. A shard raises it, before
+  each batch of its own records, to the latest segment time of every record read so far (never past the whole
+  changelog's latest): it may drop more of its own records than the whole restore does, but only records that the
+  stream time at the restore's end expires, and every read of these stores is bounded by that
   (``observedStreamTime - retention + 1``: a window store's ``fetch``, ``fetch_at`` and ``all``, a session store's
   ``findSessions`` and ``fetchSession``, as Kafka Streams bounds them, ``SegmentedBytesStore.get``). In-memory
   window and session stores are restored whole: they expire record by record;
@@ -72,7 +74,7 @@ def _key_suffix(store: object) -> int | None:
     """The bytes a changelog key of ``store`` holds after the store key, ``None`` where it is restored whole."""
     if isinstance(store, (KeyValueStore, TimestampedKeyValueStore)):
         return 0
-    if isinstance(store, WindowStore) and store.persistent and not store.retain_duplicates:
+    if isinstance(store, WindowStore) and store.persistent:
         return WINDOW_KEY_SUFFIX
     if isinstance(store, SessionStore) and store.persistent:
         return SESSION_KEY_SUFFIX

@@ -759,6 +759,8 @@ def test_a_split_count_of_two_merged_topics_reaches_by_each_records_own_prefix(
         ("filtered-short-windows", True, True),
         ("short-sessions-count", False, False),
         ("short-sessions-count", True, True),
+        ("short-join", False, False),
+        ("short-self-join", False, False),
     ],
     ids=[
         "owned-input",
@@ -768,6 +770,8 @@ def test_a_split_count_of_two_merged_topics_reaches_by_each_records_own_prefix(
         "window-store-gated",
         "session-store",
         "session-store-gated",
+        "join-window-stores",
+        "self-join-window-stores",
     ],
 )
 def test_a_shard_but_the_first_restores_only_the_keys_it_owns(
@@ -776,8 +780,9 @@ def test_a_shard_but_the_first_restores_only_the_keys_it_owns(
     """A second run restores every key-value, window or session store from the first run's changelog. Shard 0
     restores all of it (its stores are the bundle's base); every other shard only its own keys' records, by the rule
     that routes its records: balanced buckets where it reads only its own rows, ``murmur2 mod K`` where it reads
-    every row (a negative timestamp, dropped at the poll; two input topics). The second run's records fall in the
-    first run's windows and sessions (1 s windows, a 1 s gap), so each adds to what its shard restored. The split
+    every row (a negative timestamp, dropped at the poll; two input topics; a join's window stores). The second
+    run's records fall in the first run's windows and sessions (1 s windows, a 1 s gap, joins within 1 s), so each
+    adds to what its shard restored. The split
     still publishes what the whole task does, so no shard lacked a key it processed, nor read a window or session
     its restore dropped."""
     _CURRENT[:] = [name, handlers]
