@@ -26,10 +26,11 @@ record's own prefix runs once, in its owner, as in the unsplit task. Only key-pr
 owner of a record is the same before and after it.
 
 A stream-stream join's window stores need more than a time: each keeps its stream time and two seqnums, all
-advanced by every key's puts (``TaskWideKind.STORE_PUTS``). Their window processors read their sources directly
-(``task_split._uncomputed``), so each shard reads every record and its gate puts what it does not own through
-:meth:`~streamproc.state.stores.WindowStore.observe_put` (:attr:`TaskStreamTimes.puts`), which advances the store as
-that put would without writing it.
+advanced by every key's puts (``TaskWideKind.STORE_PUTS``). Each shard reads every record, and its gate puts what it
+does not own through :meth:`~streamproc.state.stores.WindowStore.observe_put` (:attr:`TaskStreamTimes.puts`), which
+advances the store as that put would without writing it: the record itself where the window processor reads its
+source directly, else each value the prefix before it brings it (:attr:`TaskStreamTimes.put_arrivals`,
+``spark/stream_time_prefix.py``).
 
 A session store's stream time is the processor's only if the record that advanced it put its session: a processing
 exception handled at the aggregate (its initializer, merger or aggregator raised and the handler said continue) may
@@ -53,6 +54,8 @@ NO_TIMESTAMP = -1
 
 #: Whether a source record (its deserialized key and value) passes a processor's stateless prefix and reaches it.
 Reach = Callable[[Any, Any], bool]
+#: The values a source record (its deserialized key and value) brings to a processor behind a prefix, in order.
+Arrivals = Callable[[Any, Any], list[Any]]
 
 
 def takes_task_stream_time(processor: object) -> bool:
@@ -70,9 +73,11 @@ class TaskStreamTimes:
     #: The processors behind a stateless prefix that may drop records: per source node on a path to each, whether
     #: a record of that source reaches it.
     reaches: dict[str, Mapping[str, Reach]] = field(default_factory=dict)
-    #: The processors that put every record of the sources feeding them into a window store keeping duplicates (a
+    #: The processors that put every record that reaches them into a window store keeping duplicates (a
     #: stream-stream join's window), with that store (see the module doc).
     puts: dict[str, Any] = field(default_factory=dict)
+    #: Of those behind a prefix: per source node on a path to each, the values a record of that source brings it.
+    put_arrivals: dict[str, Mapping[str, Arrivals]] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -81,10 +86,12 @@ class TaskStreamTimes:
         names: Iterable[str],
         reaches: Mapping[str, Mapping[str, Reach]] | None = None,
         puts: Mapping[str, Any] | None = None,
+        put_arrivals: Mapping[str, Mapping[str, Arrivals]] | None = None,
     ) -> TaskStreamTimes | None:
         """The hooks of the processors ``names`` in ``graph`` (``None`` when there are none, and no ``puts``);
         ``reaches``: those behind a prefix that may drop records (see the module doc); ``puts``: the processors
-        whose store's puts a shard counts at its gate, with the store."""
+        whose store's puts a shard counts at its gate, with the store; ``put_arrivals``: of those, the ones behind a
+        prefix, with what each source's records bring them."""
         wanted = set(names)
         putting = dict(puts or {})
         if not wanted and not putting:
@@ -98,7 +105,10 @@ class TaskStreamTimes:
             processors[name] = processor
         sources = {name: tuple(s.name for s in graph.sources if _reaches(s, name)) for name in (*processors, *putting)}
         kept = {name: reach for name, reach in (reaches or {}).items() if name in wanted}
-        return cls(processors, sources, kept, putting)
+        behind: dict[str, Mapping[str, Arrivals]] = {
+            name: by_source for name, by_source in (put_arrivals or {}).items() if name in putting
+        }
+        return cls(processors, sources, kept, putting, behind)
 
     def track(self) -> dict[str, SourceTimes]:
         """Install hooks that read one cell per processor, ``[with the record, before it]``; returns, per source node
@@ -112,7 +122,7 @@ class TaskStreamTimes:
             for source in sources:
                 times = fed.setdefault(source, SourceTimes([], []))
                 if name in self.puts:
-                    times.observed.append(self.puts[name])
+                    times.observed.append((self.puts[name], self.put_arrivals.get(name, {}).get(source)))
                 elif name in self.reaches:
                     times.prefixed.append((cells[name], self.reaches[name][source]))
                 else:
@@ -174,9 +184,9 @@ class SourceTimes:
 
     cells: list[list[int]]
     prefixed: list[tuple[list[int], Reach]]
-    #: The window stores (keeping duplicates) every keyed record of the source is put into, by a processor the
-    #: source feeds directly.
-    observed: list[Any] = field(default_factory=list)
+    #: The window stores (keeping duplicates) the source's keyed records are put into, each with what a record
+    #: brings the processor that puts (``None``: the source feeds it directly, the record itself).
+    observed: list[tuple[Any, Arrivals | None]] = field(default_factory=list)
 
     def advance(self, key: Any, value: Any, timestamp: int, owned: bool) -> None:
         """A keyed record of the source reached the gate (``owned``: this shard processes it, and advances the
@@ -186,8 +196,12 @@ class SourceTimes:
             for cell, reach in self.prefixed:
                 if reach(key, value):
                     advance((cell,), timestamp)
-            for store in self.observed:
-                store.observe_put(key, value, timestamp)
+            for store, arrivals in self.observed:
+                if arrivals is None:
+                    store.observe_put(key, value, timestamp)
+                else:
+                    for arrived in arrivals(key, value):
+                        store.observe_put(key, arrived, timestamp)
 
 
 def advance(cells: Iterable[list[int]], timestamp: int) -> None:

@@ -49,6 +49,9 @@ from streamproc.engine.processor_topology import ProcessorNode, ProcessorTopolog
 from streamproc.engine.task_wide_times import Reach
 from streamproc.spark.columnar.chain import StatelessStep, stateless_step
 
+#: The values a source record (its key and value) brings to a processor behind a prefix, in order.
+Arrivals = Callable[[Any, Any], list[Any]]
+
 #: What a prefix node forwards for one record's key and value, lazily and in its task's order: the children on a
 #: path to the aggregate, each with the value it gets. Iterating it runs the node's function and raises as it does.
 Forwards = Callable[[Any, Any], Iterator[tuple[str, Any]]]
@@ -101,6 +104,39 @@ class Prefix:
 
         return reach
 
+    def arrivals(self) -> Arrivals:
+        """The values of a source record (its key and value) that reach ``target``, in the order the task forwards
+        them (a ``flatMapValues`` may give several; an exception stops the walk where it stops the record): what a
+        join window processor behind the prefix puts (``TaskStreamTimes.puts``)."""
+        target, forwards, first = self.target, self.forwards, self.first
+
+        def walk(name: str, key: Any, value: Any, out: list[Any]) -> None:
+            """Append what reaches the target through ``name``; raises ``_ToParent`` for a ``ClassCastError``."""
+            if name == target:
+                out.append(value)
+                return
+            try:
+                for child, forwarded in forwards[name](key, value):
+                    try:
+                        walk(child, key, forwarded, out)
+                    except _ToParent:  # the child's ClassCastError, handled here: this node's forwards stop
+                        return
+            except ClassCastError as error:
+                raise _ToParent from error
+            except Exception:  # noqa: BLE001 - handled at this node: the record is dropped here, or the task fails
+                return
+
+        def arrivals(key: Any, value: Any) -> list[Any]:
+            out: list[Any] = []
+            for child in first:
+                try:
+                    walk(child, key, value, out)
+                except _ToParent:  # a ClassCastError under the source fails the task
+                    break
+            return out
+
+        return arrivals
+
 
 class _ToParent(Exception):
     """A ``ClassCastError`` on its way to the parent of the node that raised it."""
@@ -132,14 +168,21 @@ def stream_time_prefix(graph: ProcessorTopology, processor: str) -> dict[str, Pr
     }
 
 
-def watched_nodes(graph: ProcessorTopology, processors: Iterable[str], *, handler_fails: bool) -> frozenset[str]:
+def watched_nodes(
+    graph: ProcessorTopology, processors: Iterable[str], *, handler_fails: bool, puts: Iterable[str] = ()
+) -> frozenset[str]:
     """The prefix nodes before ``processors`` where an exception handled in a record's owner alone may stop the
     record, which the other shards count as reaching the processor (see the module doc): under a handler that may
     continue, a peek (its action runs in the owner only) and the node a ``ClassCastException`` from it goes to, and a
     node that forwards to a child off every path before one on a path (a ``ClassCastException`` from that child
-    stops the node's later forwards). A shard that handled an exception at one says so, and the task runs whole."""
+    stops the node's later forwards). ``puts``: join window processors, counted as putting every value that reaches
+    them; a ``ClassCastException`` out of one (its store's serializer, say) is handled at its parent, which is then
+    watched too (a source's fails the task). A shard that handled an exception at one says so, and the task runs
+    whole."""
     if handler_fails:
         return frozenset()
+    putting = list(puts)
+    processors = [*processors, *putting]
     by_name = {node.name: node for node in graph.nodes}
     parents: dict[str, list[str]] = {}
     for node in graph.nodes:
@@ -157,6 +200,8 @@ def watched_nodes(graph: ProcessorTopology, processors: Iterable[str], *, handle
                 watched.update(p for p in parents.get(name, ()) if not isinstance(by_name[p], SourceNode))
             elif not isinstance(node.processor, KStreamBranch) and _off_path_before(node, on_path) is not None:
                 watched.add(name)
+    for processor in putting:
+        watched.update(p for p in parents.get(processor, ()) if not isinstance(by_name[p], SourceNode))
     return frozenset(watched)
 
 
@@ -291,6 +336,27 @@ def prefix_reach(steps: Iterable[StatelessStep]) -> Reach:
         return True
 
     return reach
+
+
+def arrivals(graph: ProcessorTopology, processors: Iterable[str]) -> dict[str, dict[str, Arrivals]]:
+    """Per processor of ``processors`` that does not read its sources directly (a join window behind a prefix), per
+    source node on a path to it: the values of that source's records that reach it (:meth:`Prefix.arrivals`).
+    Raises where a prefix cannot be run, which ``task_split`` refused before the split."""
+    found: dict[str, dict[str, Arrivals]] = {}
+    for name in processors:
+        if reads_sources_directly(graph, name):
+            continue
+        prefixes = stream_time_prefix(graph, name)
+        if isinstance(prefixes, str):
+            raise ValueError(f"processor {name} cannot be given the puts of every key: {prefixes}")
+        found[name] = {source: prefix.arrivals() for source, prefix in prefixes.items()}
+    return found
+
+
+def reads_sources_directly(graph: ProcessorTopology, processor: str) -> bool:
+    """Whether every parent of ``processor`` is a source node (what reaches it is the source's record)."""
+    parents = [node for node in graph.nodes if any(child.name == processor for child in node.children)]
+    return bool(parents) and all(isinstance(node, SourceNode) for node in parents)
 
 
 def reaches(graph: ProcessorTopology, processors: Iterable[str]) -> dict[str, dict[str, Reach]]:

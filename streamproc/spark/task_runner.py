@@ -56,6 +56,7 @@ from streamproc.spark.columnar import columnar_plan
 from streamproc.spark.global_stores import GlobalRestoreRange, GlobalStoresKey, worker_global_stores
 from streamproc.spark.owned_input import KeyOwners, OwnedInput, owned_input, translated_drops
 from streamproc.spark.shard_restore import owned_changelog, restored_by_key
+from streamproc.spark.stream_time_prefix import arrivals as prefix_arrivals
 from streamproc.spark.stream_time_prefix import reaches as prefix_reaches
 from streamproc.spark.stream_time_prefix import watched_nodes
 from streamproc.spark.task_input import BATCH_ROWS, StagedRange, merged_upstream, read_records, staged_range
@@ -319,6 +320,7 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                         (v.processor for v in windowed),
                         prefix_reaches(graph, (v.processor for v in windowed if v.prefix)),
                         puts,
+                        prefix_arrivals(graph, puts),
                     )
                     own = (
                         "a declared processor reads the task's stream time, which only a shard reading every record has"
@@ -347,6 +349,7 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                                 graph,
                                 (v.processor for v in windowed if v.prefix),
                                 handler_fails=fails_at_every_error(config.processing_exception_handler),
+                                puts=puts,
                             ),
                         )
                 inputs = tuple(

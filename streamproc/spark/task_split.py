@@ -128,11 +128,12 @@ def _uncomputed(topology: Topology, subtopology: int, value: TaskWideValue) -> s
     if value.kind is TaskWideKind.STORE_PUTS:  # a shard reading every record counts the others' puts at its gate
         spec = topology.node(value.processor)
         fed = spec.predecessors if isinstance(spec, ProcessorNodeSpec) else ()
-        if value.prefix or not fed or not all(isinstance(topology.node(p), SourceNodeSpec) for p in fed):
-            return (
-                f"{value.describe()}, which a shard counts from the source records it does not own only where "
-                f"{value.processor} reads a source directly"
-            )
+        if fed and all(isinstance(topology.node(p), SourceNodeSpec) for p in fed):
+            return None
+        graph = build_processor_topology(topology, subtopology, application_id=_LOOKING)
+        prefixes = stream_time_prefix(graph, value.processor)  # run over the records a shard does not own
+        if isinstance(prefixes, str):
+            return f"{value.describe()}, which a shard counts only behind a stateless prefix: {prefixes}"
         return None
     spec = topology.node(value.processor)
     try:

@@ -33,7 +33,7 @@ from streamproc.engine.processing_handler import LogAndContinueProcessingExcepti
 from streamproc.engine.processor import ClassCastError
 from streamproc.engine.processor_topology import SinkNode
 from streamproc.engine.records import ConsumerRecord, RawRecord
-from streamproc.engine.serdes import StringDeserializer
+from streamproc.engine.serdes import StringDeserializer, StringSerializer
 from streamproc.engine.stream_task import TaskConfig
 from streamproc.engine.task_id import TaskId
 from streamproc.engine.timestamp_extractor import LogAndSkipOnInvalidTimestamp
@@ -232,13 +232,15 @@ def _pair(left: str, right: str) -> str:
     return f"{left}/{right}"
 
 
-def short_join(self_join: bool = False) -> Topology:
+def short_join(self_join: bool = False, prefixed: bool = False) -> Topology:
     """A stream-stream inner join of ``in`` and ``in-2`` within 1 s either way, 500 ms grace (each window store
     keeps 2.5 s): which of a key's records the other side's fetch still finds, and which puts the store refuses as
     expired, depend on each window store's stream time, which every key's records advance; a record with a null
     value is put (the change-logging layer's seqnum advances, the store's does not) and joins nothing; the seqnums
     in the store and changelog keys count every key's puts. ``self_join``: ``in`` joined with itself, one topic
-    feeding both window stores."""
+    feeding both window stores. ``prefixed``: each side behind a stateless prefix, whose output is what its window
+    stores take (``in``: each value split at ``r``, ``apple`` made null; ``in-2``: ``b`` values filtered out, a peek
+    that fails for one key's value)."""
     from streamproc.dsl import Consumed, JoinWindows, Produced, StreamJoined, StreamsBuilder
     from streamproc.engine.serdes import serde_for
 
@@ -246,10 +248,39 @@ def short_join(self_join: bool = False) -> Topology:
     b = StreamsBuilder()
     left = b.stream("in", Consumed.with_(text, text))
     right = left if self_join else b.stream("in-2", Consumed.with_(text, text))
+    if prefixed:
+        left = left.flat_map_values(lambda v: v.split("r")).map_values(lambda v: None if v == "apple" else v)
+        right = right.filter(lambda k, v: v is None or v[0] != "b").peek(_watch)
     joined = left.join(
         right, _pair, JoinWindows.of_time_difference_and_grace(1_000, 500), StreamJoined.with_(text, text, text)
     )
     joined.to("out", Produced.with_(text, text))
+    return b.build()
+
+
+class _PickySerializer(StringSerializer):
+    """A value serializer of the user's for a join's window store that takes ``x`` for the wrong type."""
+
+    def serialize(self, topic: str, data: str | None) -> bytes | None:
+        if data == "x":
+            raise ClassCastError("x is not a joinable value")
+        return super().serialize(topic, data)
+
+
+def picky_join() -> Topology:
+    """``in``'s values split at ``r`` and joined with ``in-2`` within 1 s, its window store's serializer refusing
+    ``x`` with a ``ClassCastError``: handled at the window's parent, the flatMapValues, which then forwards none of
+    the record's later values."""
+    from streamproc.dsl import Consumed, JoinWindows, Produced, StreamJoined, StreamsBuilder
+    from streamproc.engine.serdes import Serde, serde_for
+
+    text = serde_for("String")
+    picky = Serde(_PickySerializer(), text.deserializer)
+    b = StreamsBuilder()
+    left = b.stream("in", Consumed.with_(text, text)).flat_map_values(lambda v: v.split("r"))
+    right = b.stream("in-2", Consumed.with_(text, text))
+    windows = JoinWindows.of_time_difference_and_grace(1_000, 500)
+    left.join(right, _pair, windows, StreamJoined.with_(text, picky, text)).to("out", Produced.with_(text, text))
     return b.build()
 
 
@@ -315,6 +346,8 @@ _PROGRAMS = {
     "merged-short-windows": merged_short_windows,
     "short-join": short_join,
     "short-self-join": lambda: short_join(self_join=True),
+    "short-prefixed-join": lambda: short_join(prefixed=True),
+    "picky-join": picky_join,
     "declared-processor": lambda: stamped_count(False),
     "declared-processor-punctuating": lambda: stamped_count(True),
 }
@@ -626,6 +659,28 @@ def test_a_split_task_whose_peek_failed_in_the_owner_runs_whole(tmp_path: Path, 
     assert _comparable(split, False) == _comparable(whole, False)
     assert _published(root, "000000000000000b", "0_0", False) == _published(root, "000000000000000a", "0_0", False)
     assert sum(whole["outputs"].values()) == 5  # nothing at 7.4 s expired
+
+
+@pytest.mark.parametrize("count", [2, 3])
+def test_a_split_join_whose_window_refused_a_value_in_the_owner_runs_whole(tmp_path: Path, count: int) -> None:
+    """Under a continuing handler, a's ``xrapple`` gives the join window ``x``, whose serializer raises a
+    ``ClassCastError``: handled at the flatMapValues, so ``apple`` is never put in a's owner, while the other shards,
+    which count a's puts from the prefix's values, would count it (and number d's put after it one higher). The
+    window's parent is watched (``stream_time_prefix.watched_nodes``): the task runs whole after its shards."""
+    _CURRENT[:] = ["picky-join", True]
+    root = tmp_path / "store"
+    store = LocalObjectStore(root)
+    staged = {"in": [("a", "xrapple", 1_000), ("d", "v", 1_500)], "in-2": [("d", "w", 1_600), ("a", "y", 1_100)]}
+    inputs = []
+    for topic, rows in staged.items():
+        records = [ConsumerRecord.raw(topic, 0, i, ts, _encode(k), _encode(v)) for i, (k, v, ts) in enumerate(rows)]
+        inputs.append(InputRange(topic, 0, 0, _stage(store, topic, records, 0), -1))
+    whole = run_task(_work(root, "000000000000000a", 0, tuple(inputs), (), {"out": SINK_PARTITIONS}))
+    split = _run_split(_work(root, "000000000000000b", 0, tuple(inputs), (), {"out": SINK_PARTITIONS}), count)
+    assert "shards" not in split
+    assert _comparable(split, False) == _comparable(whole, False)
+    assert _published(root, "000000000000000b", "0_0", False) == _published(root, "000000000000000a", "0_0", False)
+    assert sum(whole["outputs"].values()) == 1  # d's v/w; a's y finds no apple
 
 
 @pytest.mark.parametrize("count", [2, 3])

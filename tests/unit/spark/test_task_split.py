@@ -40,6 +40,7 @@ from streamproc_dev.conformance.dsl_programs import PROGRAMS
 _STRING = serde_for("String")
 #: A stream-stream join's windows: 1 s either way, no grace.
 _JOIN = JoinWindows.of_time_difference_with_no_grace(1_000)
+_PAIRS = Produced.with_(_STRING, _STRING)
 
 
 def test_split_values_are_auto_off_or_a_count() -> None:
@@ -205,13 +206,17 @@ def test_what_the_first_slice_splits_and_why_not() -> None:
     assert declared is not None and "reads the task's stream time, so each shard would read every record" in declared
     # a stream-stream inner join: a shard counts the puts the others make into its window stores at its gate
     assert split_refusals(PROGRAMS["named-sources-and-joins"]()) == {0: None}
-    # ... where each window reads its source directly: a step between them would decide what is put
+    # ... behind a stateless prefix too, which a shard runs over those records for what they put; not behind a table
     b = StreamsBuilder()
     mapped = b.stream("in", Consumed.with_(_STRING, _STRING)).map_values(lambda v: v or None)
-    mapped.join(b.stream("in-2", Consumed.with_(_STRING, _STRING)), lambda a, c: a + c, _JOIN).to("out")
+    mapped.join(b.stream("in-2", Consumed.with_(_STRING, _STRING)), lambda a, c: a + c, _JOIN).to("out", _PAIRS)
+    assert split_refusals(b.build()) == {0: None}
+    b = StreamsBuilder()
+    table = b.table("t", Consumed.with_(_STRING, _STRING)).to_stream()
+    table.join(b.stream("in-2", Consumed.with_(_STRING, _STRING)), lambda a, c: a + c, _JOIN).to("out", _PAIRS)
     [behind] = split_refusals(b.build()).values()
-    assert behind is not None and "store puts of KSTREAM-JOINTHIS-0000000005-store" in behind
-    assert "only where KSTREAM-WINDOWED-0000000003 reads a source directly" in behind
+    assert behind is not None and "store puts of KSTREAM-JOINTHIS-0000000007-store" in behind
+    assert "only behind a stateless prefix: KTABLE-SOURCE-0000000002 is not a filter" in behind
     # filters and value mappers before it decide which records reach it: every shard runs them over the records
     # it does not own (stream_time_prefix), and auto splits it as any windowed aggregate
     assert split_refusals(PROGRAMS["filtered-windowed-aggregate"]()) == {0: None}
