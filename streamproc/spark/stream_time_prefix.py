@@ -71,38 +71,12 @@ class Prefix:
     chain: tuple[StatelessStep, ...] | None
 
     def reach(self) -> Reach:
-        """Whether a source record (its key and value) reaches ``target`` (see the module doc)."""
+        """Whether a source record (its key and value) reaches ``target`` (see the module doc): whether any of its
+        values arrives there (:meth:`arrivals`)."""
         if self.chain is not None:
             return prefix_reach(self.chain)
-        target, forwards, first = self.target, self.forwards, self.first
-
-        def arrives(name: str, key: Any, value: Any) -> bool:
-            """Whether the value ``name`` gets reaches the target; raises ``_ToParent`` for a ``ClassCastError``."""
-            if name == target:
-                return True
-            try:
-                for child, forwarded in forwards[name](key, value):
-                    try:
-                        if arrives(child, key, forwarded):
-                            return True
-                    except _ToParent:  # the child's ClassCastError, handled here: this node's forwards stop
-                        return False
-            except ClassCastError as error:
-                raise _ToParent from error
-            except Exception:  # noqa: BLE001 - handled at this node: the record is dropped here, or the task fails
-                return False
-            return False
-
-        def reach(key: Any, value: Any) -> bool:
-            for child in first:
-                try:
-                    if arrives(child, key, value):
-                        return True
-                except _ToParent:  # a ClassCastError under the source fails the task
-                    return False
-            return False
-
-        return reach
+        arrivals = self.arrivals()
+        return lambda key, value: bool(arrivals(key, value))
 
     def arrivals(self) -> Arrivals:
         """The values of a source record (its key and value) that reach ``target``, in the order the task forwards
