@@ -46,11 +46,8 @@ from streamproc.dsl.internals.kstream_pass_through import KStreamPassThroughProc
 from streamproc.dsl.internals.processors import KStreamBranch, KStreamFlatMapValues, KStreamPeek
 from streamproc.engine.processor import ClassCastError
 from streamproc.engine.processor_topology import ProcessorNode, ProcessorTopology, SourceNode
-from streamproc.engine.task_wide_times import Reach
+from streamproc.engine.task_wide_times import Arrivals, Reach
 from streamproc.spark.columnar.chain import StatelessStep, stateless_step
-
-#: The values a source record (its key and value) brings to a processor behind a prefix, in order.
-Arrivals = Callable[[Any, Any], list[Any]]
 
 #: What a prefix node forwards for one record's key and value, lazily and in its task's order: the children on a
 #: path to the aggregate, each with the value it gets. Iterating it runs the node's function and raises as it does.
