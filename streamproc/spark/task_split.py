@@ -15,8 +15,8 @@ count/reduce/aggregate, table sources, materialized table filter and mapValues, 
 global-table joins, inner stream-stream joins, time- and session-windowed aggregates, declared Processor-API
 processors) whose task-wide values it computes (:func:`_uncomputed`: a windowed or session aggregate's stream time
 when nothing but one-to-one processors or a chain of filters and value mappers lies before it, and a session
-store's, ``engine/task_wide_times.py``; a window store's at the merge; every put into a join window reading its
-source directly, which a shard counts at its gate; the task's stream time, which a shard reading every record polls
+store's, ``engine/task_wide_times.py``; a window store's at the merge; every put into a join window, which a shard
+counts at its gate, behind a stateless prefix too; the task's stream time, which a shard reading every record polls
 as the task does), and whose persistent stores are key-value, window or session stores that log every write to a
 changelog of their own (the merge rebuilds the task's store from shard 0's and the other shards' changelog records,
 ``spark/shard_merge.py``). Everything else runs unsplit, and the log says why, once per sub-topology. A shard that
@@ -40,7 +40,7 @@ from streamproc.engine.key_locality import TaskWideKind, TaskWideValue, split_de
 from streamproc.engine.key_shards import ShardSpec
 from streamproc.engine.stream_task import TaskConfig
 from streamproc.engine.task_wide_times import takes_task_stream_time
-from streamproc.engine.topology import ProcessorNodeSpec, SourceNodeSpec, Topology
+from streamproc.engine.topology import Topology
 from streamproc.engine.topology_builder import build_processor_topology, build_stores, store_builders
 from streamproc.errors import ConfigError
 from streamproc.spark.stream_time_prefix import stream_time_prefix
@@ -126,10 +126,6 @@ def _uncomputed(topology: Topology, subtopology: int, value: TaskWideValue) -> s
     if value.kind is TaskWideKind.TASK_STREAM_TIME:  # a shard reading every record polls it as the task does
         return None
     if value.kind is TaskWideKind.STORE_PUTS:  # a shard reading every record counts the others' puts at its gate
-        spec = topology.node(value.processor)
-        fed = spec.predecessors if isinstance(spec, ProcessorNodeSpec) else ()
-        if fed and all(isinstance(topology.node(p), SourceNodeSpec) for p in fed):
-            return None
         graph = build_processor_topology(topology, subtopology, application_id=_LOOKING)
         prefixes = stream_time_prefix(graph, value.processor)  # run over the records a shard does not own
         if isinstance(prefixes, str):
