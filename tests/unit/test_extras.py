@@ -7,11 +7,12 @@ tells users to install the wrong thing.
 
 from __future__ import annotations
 
-import re
 import tomllib
 from importlib import metadata
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from streamproc import extras
 from streamproc.errors import ConfigError, MissingExtra
@@ -24,11 +25,11 @@ EXTRAS = [extras.SPARK, extras.VALIDATION, extras.S3, extras.POSTGRES, extras.AI
 def _distributions(extra: str) -> set[str]:
     """The distributions an extra installs by name, following ``streamproc[other]`` to the other extras."""
     names: set[str] = set()
-    for requirement in OPTIONAL[extra]:
-        name = re.split(r"[\[=<>; ]", requirement, maxsplit=1)[0].lower()
+    for requirement in map(Requirement, OPTIONAL[extra]):
+        name = canonicalize_name(requirement.name)
         if name == "streamproc":
-            for nested in re.search(r"\[(.*)\]", requirement).group(1).split(","):  # type: ignore[union-attr]
-                names |= _distributions(nested.strip())
+            for nested in requirement.extras:
+                names |= _distributions(nested)
         else:
             names.add(name)
     return names
@@ -38,7 +39,7 @@ def _distributions(extra: str) -> set[str]:
 def test_each_checked_module_is_installed_by_the_extra_the_message_names(extra: extras.Extra) -> None:
     provided_by = metadata.packages_distributions()
     for module in extra.modules:
-        owners = {name.lower() for name in provided_by[module]}
+        owners = {canonicalize_name(name) for name in provided_by[module]}
         assert owners & _distributions(extra.name), f"{module} ({owners}) is not in streamproc[{extra.name}]"
 
 
@@ -65,7 +66,7 @@ BASE_MODULES = ("streamproc", "streamproc.cli", "streamproc.testing", "streampro
 
 def _requirements(distribution: str, seen: set[str]) -> set[str]:
     """``distribution`` and everything it requires unconditionally, by normalized name."""
-    name = re.sub(r"[-_.]+", "-", distribution).lower()
+    name = canonicalize_name(distribution)
     if name in seen:
         return seen
     seen.add(name)
@@ -75,7 +76,7 @@ def _requirements(distribution: str, seen: set[str]) -> set[str]:
         return seen
     for requirement in requires:
         if "extra ==" not in requirement:
-            _requirements(re.split(r"[\[=<>;!~ (]", requirement, maxsplit=1)[0], seen)
+            _requirements(Requirement(requirement).name, seen)
     return seen
 
 
@@ -88,7 +89,7 @@ def test_the_modules_a_base_install_runs_import_without_any_extras_modules() -> 
 
     base: set[str] = set()
     for requirement in tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]:
-        _requirements(re.split(r"[\[=<>; ]", requirement, maxsplit=1)[0], base)
+        _requirements(Requirement(requirement).name, base)
     extra_only: set[str] = set()
     for extra in OPTIONAL:
         if extra != "dev":
@@ -97,7 +98,7 @@ def test_the_modules_a_base_install_runs_import_without_any_extras_modules() -> 
     blocked = sorted(
         module
         for module, owners in metadata.packages_distributions().items()
-        if module.isidentifier() and {re.sub(r"[-_.]+", "-", o).lower() for o in owners} <= extra_only
+        if module.isidentifier() and {canonicalize_name(o) for o in owners} <= extra_only
     )
     assert {"numpy", "pyspark", "pandera", "boto3", "airflow"} <= set(blocked)
     script = (
