@@ -445,8 +445,9 @@ class SegmentedBytesStore:
         A segment is created at its first put when it does not exist, and that creation destroys every segment below
         the live one of the stream time then (:meth:`_live_segment`). The cut-off only rises, so what is left is
         every segment at or above the last creation's cut-off; with no creation, nothing was destroyed. A put the
-        store refused as expired (a stream-stream join's window store takes late records: a windowed aggregate never
-        puts one, its open windows start within the retention) creates nothing."""
+        store refused as expired creates nothing: a stream-stream join's late record, or a windowed or session
+        aggregate's record older than the stream time its store was restored to (within a run, an aggregate's open
+        windows start within the retention)."""
         import numpy as np
 
         stamps = np.asarray(put_timestamps, dtype=np.int64)

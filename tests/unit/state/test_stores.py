@@ -647,8 +647,9 @@ def test_settling_the_shards_segments_leaves_what_puts_in_order_leave(
     """A split task's merged window store (issue #29): each key shard keeps every segment it creates, the merge
     writes the others' last writes into shard 0's store and settles it with the task's puts in order; the segments
     and entries must be those of the unsplit store, which destroyed expired segments at each creation. Some puts
-    fall in a segment already expired, as a join window's late records do (a windowed aggregate's never do): the
-    store refuses them, creating nothing, and settling must not count them as creations."""
+    fall in a segment already expired, as a join window's late records do (and an aggregate's records older than
+    its store's restored stream time): the store refuses them, creating nothing, and settling must not count them as
+    creations."""
 
     def restore(segments: SegmentedBytesStore) -> None:
         segments.write_all([(_window_key(k, t), bytes([v]), t) for k, t, v in restored])
