@@ -102,7 +102,6 @@ class ShardGate:
         "positions",
         "processing",
         "shard",
-        "stamp_now",
     )
 
     def __init__(self, shard: ShardSpec) -> None:
@@ -122,10 +121,6 @@ class ShardGate:
         #: When the shard reads only its own records (``spark/owned_input.py``): the position in the whole task of
         #: each record it processes, by its own step count; ``None``: its steps are the task's.
         self.positions: Sequence[int] | None = None
-        #: What the collectors call once per output and changelog record: :meth:`tag` when the shard keeps the
-        #: event, else ``None`` (one call where :attr:`keeps` and :meth:`tag` are three; a shard that reads only its
-        #: own records keeps every event, and a plain look-up gives its position).
-        self.stamp_now: Callable[[], tuple[int, int] | None] = self._kept_tag
 
     def owner(self, key: object, position: int) -> int:
         """The shard that processes the record at ``position`` with deserialized key ``key``."""
@@ -193,7 +188,10 @@ class ShardGate:
             return self.position(), PROCESS
         return self.position(), POLL
 
-    def _kept_tag(self) -> tuple[int, int] | None:
+    def stamp_now(self) -> tuple[int, int] | None:
+        """What the collectors call once per output and changelog record: :meth:`tag` when the shard keeps the
+        event, else ``None`` (one call where :attr:`keeps` and :meth:`tag` are two; a shard that reads only its own
+        records stamps its rows by step instead, ``spark/task_shards.py``)."""
         return self.tag() if self.keeps else None
 
     def install(
@@ -220,7 +218,6 @@ class ShardGate:
         task.dropped.observer = self._observe_drop
         if positions is not None:
             self.positions = positions
-            self.stamp_now = _owned_tags(task, positions, self.position)
             if stream_times is not None:
                 assert keyed_times is not None, "a shard reading only its records is given their stream times"
                 stream_times.at_positions(task, *keyed_times, others_times)
@@ -280,23 +277,6 @@ class ShardGate:
                 self.processing = False
 
         return gated
-
-
-def _owned_tags(
-    task: StreamTask, positions: Sequence[int], position: Callable[[], int]
-) -> Callable[[], tuple[int, int] | None]:
-    """:meth:`ShardGate.stamp_now` of a shard that reads only its own records: every event is kept and happens while
-    a record is processed, at the position of the shard's current step (``position``, the gate's own rule, after the
-    last one: a flush at the commit)."""
-    at = list(positions)
-
-    def tag() -> tuple[int, int]:
-        try:
-            return at[task.records_processed + len(task.skip_steps)], PROCESS
-        except IndexError:
-            return position(), PROCESS
-
-    return tag
 
 
 def _forward_to_children(source: SourceNode, record: Record[Any, Any]) -> None:

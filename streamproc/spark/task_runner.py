@@ -342,6 +342,11 @@ def run_task(work: TaskWork, *, attempt: int = 0) -> dict[str, Any]:
                         own_keys = _restore_own_keys(work, store, state, staged_restores, by_key, gate.shard, owners)
                         restored.update(own_keys)
                     gate.install(task, shard_key(state.stores, definitions), positions, stream_times, keyed, others)
+                    if not isinstance(own, str):  # every event is the shard's own, at its record's step
+                        assert isinstance(collector, ShardOutputCollector)
+                        assert isinstance(changelog_collector, ShardChangelogCollector)
+                        collector.stamp_by_step(task, own.positions)
+                        changelog_collector.stamp_by_step(task, own.positions)
                     if stream_times is not None:
                         handled_at = stream_times.watch_handled(
                             graph,
