@@ -88,6 +88,22 @@ def string_aggregate() -> Any:
     return b.build()
 
 
+def string_filter_map_values() -> Any:
+    """``filter`` (four records in five) then ``mapValues`` (the value's first 20 characters) to the sink, String
+    serdes, per record: a stateless task, whose shards take the records round-robin by position (no store to keep
+    a key's records together)."""
+    from bench.workloads import _topics
+    from streamproc.dsl import Consumed, Produced, StreamsBuilder
+    from streamproc.engine.serdes import serde_for
+
+    source, sink = _topics()
+    text = serde_for("String")
+    b = StreamsBuilder()
+    kept = b.stream(source, Consumed.with_(text, text)).filter(lambda k, v: v[6] >= "2")
+    kept.map_values(lambda v: v[:20]).to(sink, Produced.with_(text, text))
+    return b.build()
+
+
 def string_window_count() -> Any:
     """``groupByKey().windowedBy(60 s tumbling).count()`` with String serdes (the bench's ``window_count`` per
     record): each shard is given the windowed processor's stream time over every key's records, and the merge
@@ -178,6 +194,7 @@ def string_self_join() -> Any:
 STRING_WORKLOADS = {
     "string_count": string_count,
     "string_aggregate": string_aggregate,
+    "string_filter_map_values": string_filter_map_values,
     "string_window_count": string_window_count,
     "string_filtered_window_count": string_filtered_window_count,
     "string_branched_window_count": string_branched_window_count,

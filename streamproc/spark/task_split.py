@@ -4,9 +4,9 @@ the two waves a stage then runs in.
 ``--split off`` runs every task whole, as before. ``--split N`` splits every task of a sub-topology this executor
 can split into N shards. ``--split auto`` (the default) is to split only where shards pay (:func:`auto_refusals`): a
 task processed per record whose shards each read only their own records (``spark/owned_input.py``: one input
-partition, a poll that cannot drop a record, record-metadata timestamps), whose processing is a time- or
-session-windowed aggregate's (measured to pay; a count's or aggregate's alone does not yet,
-:data:`AUTO_SPLITS_UNWINDOWED`), in a stage whose tasks leave cores idle (``cores // tasks`` ≥ 2), with at least
+partition, a poll that cannot drop a record, record-metadata timestamps), whose processing reads and writes a
+store (a count, reduce or aggregate, windowed or not, a table: measured to pay; a stateless chain's does not yet,
+:data:`AUTO_SPLITS_STATELESS`), in a stage whose tasks leave cores idle (``cores // tasks`` ≥ 2), with at least
 :data:`AUTO_RECORDS_PER_SHARD` records per shard. A task the columnar path takes runs whole (it is faster whole
 than its shards and their merge), and so does one whose shards would each read its whole input.
 
@@ -55,15 +55,15 @@ Split = Literal["auto", "off"] | int
 #: Planned input records per shard below which ``auto`` does not split a task: each shard pays a task's fixed costs
 #: (its restore, its stores' open and bundle) and the merge reads and writes every output again.
 AUTO_RECORDS_PER_SHARD = 250_000
-#: Whether ``auto`` also splits sub-topologies without a time- or session-windowed aggregate (a count, reduce or
-#: aggregate, a table, a stateless chain). Not yet: measured on this machine's 2 idle cores (bench/README.md, issue
-#: #29), 2 M records of one partition with String serdes, per record, ``streamproc run`` with ``--split auto`` (2
-#: shards) took 0.98-1.09× the wall of ``--split off`` at 1.31-1.41× the CPU (the process step alone,
-#: ``bench.split_curve``: 1.22-1.34× at 1.32-1.47×): their processing is the smaller part of a shard, whose reading
-#: every shard pays whole, and the merge rewrites every output and changelog record in a serial wave. A windowed
-#: aggregate's processing is the larger part: its split paid (the process step 1.49-1.63× at 1.08-1.15× the CPU;
-#: ``run`` 1.15-1.30× at 1.07-1.23×). ``--split N`` splits any on request.
-AUTO_SPLITS_UNWINDOWED = False
+#: Whether ``auto`` also splits sub-topologies without a store (stateless chains). Not yet: measured on this
+#: machine's 2 idle cores (``bench.split_curve``, docs/split.md), 1 M records of one partition with String serdes, a
+#: ``filter`` and ``mapValues`` to a sink per record, the process step as 2 shards took 1.31× less wall at 1.39× the
+#: CPU, a saving of a second in a ``streamproc run`` whose fetch and hand-off alone take 6 s: a stateless record's
+#: processing is small beside its reading, which every shard pays, and the merge rewrites every output. A store's
+#: reads and writes are the larger part: a count's or an aggregate's split pays (the process step 1.30-1.41× at
+#: 1.34-1.36× the CPU, ``run`` over 2 M records 1.18-1.25×), as a windowed aggregate's does. ``--split N`` splits a
+#: stateless one on request.
+AUTO_SPLITS_STATELESS = False
 #: The application id the driver builds a sub-topology's graph with to look at its source and stores (only changelog
 #: names depend on it, and nothing here reads them).
 _LOOKING = "streamproc-split-auto"
@@ -160,12 +160,6 @@ def task_wide_values(topology: Topology, subtopology: int) -> tuple[TaskWideValu
     return ()
 
 
-def windowed_aggregate(values: Sequence[TaskWideValue]) -> bool:
-    """Whether a sub-topology whose shards are given ``values`` holds a time- or session-windowed aggregate (the
-    processors whose own stream time is task-wide, :func:`_uncomputed`)."""
-    return any(v.kind is TaskWideKind.PROCESSOR_STREAM_TIME for v in values)
-
-
 def reads_task_stream_time(values: Sequence[TaskWideValue]) -> bool:
     """Whether a declared Processor-API processor reads the task's stream time (``current_stream_time_ms``)."""
     return any(v.kind is TaskWideKind.TASK_STREAM_TIME for v in values)
@@ -208,6 +202,7 @@ def auto_refusals(
             verdicts[subtopology] = refusal
             continue
         graph = build_processor_topology(topology, subtopology, application_id=_LOOKING)
+        stores = build_stores(topology, subtopology)
         why: str | None
         if reads_task_stream_time(task_wide_values(topology, subtopology)):
             why = "a declared processor reads the task's stream time, so each shard would read every record"
@@ -218,13 +213,9 @@ def auto_refusals(
             or window_shape_refusal(graph, graph.source_topics[0]) is None
         ):
             why = "the columnar path may take its tasks, which run faster whole than as shards and a merge"
-        elif not AUTO_SPLITS_UNWINDOWED and not windowed_aggregate(task_wide_values(topology, subtopology)):
-            why = (
-                "it holds no time- or session-windowed aggregate, and the shards of a count, aggregate or stateless "
-                "task do not pay yet on two cores (docs/split.md)"
-            )
+        elif not AUTO_SPLITS_STATELESS and not stores:
+            why = "it holds no store, and a stateless task's shards do not pay yet on two cores (docs/split.md)"
         else:
-            stores = build_stores(topology, subtopology)
             first = stores[min(stores)] if stores else None
             reading = owned_reading(graph.source(graph.source_topics[0]), config, first)
             why = None if not isinstance(reading, str) else f"each shard would read every record: {reading}"

@@ -167,10 +167,11 @@ def test_a_split_process_step_publishes_what_the_unsplit_one_publishes(
     output, changelog and drops object is byte for byte ``--split off``'s, the stores hold the same entries, the
     reports agree, the shards' objects are gone, and a re-run skips every task.
 
-    ``--split auto``, once a count's shards pay (``task_split.AUTO_SPLITS_UNWINDOWED``), splits where they would:
-    with String serdes both stages run per record and each shard reads only its own records; 4 tasks a stage on 8
-    worker processes leave 2 cores a task (the records-per-shard floor lowered to the test's few records)."""
-    monkeypatch.setattr(task_split, "AUTO_SPLITS_UNWINDOWED", True)  # not yet by default: bench/README.md, #29
+    ``--split auto`` splits where shards would pay (stage 1's stateless re-key too, which it does not yet by
+    default: ``task_split.AUTO_SPLITS_STATELESS``): with String serdes both stages run per record and each shard
+    reads only its own records; 4 tasks a stage on 8 worker processes leave 2 cores a task (the records-per-shard
+    floor lowered to the test's few records)."""
+    monkeypatch.setattr(task_split, "AUTO_SPLITS_STATELESS", True)  # not yet by default: docs/split.md, #29
     monkeypatch.setattr(task_split, "AUTO_RECORDS_PER_SHARD", 100)
     plan: RunPlan = staged_dsl["plan"]
     topology = f"tests.integration.spark.topologies:{program}"

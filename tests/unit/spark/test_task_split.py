@@ -50,17 +50,19 @@ def test_split_values_are_auto_off_or_a_count() -> None:
             parse_split(bad)
 
 
-def test_auto_splits_windowed_aggregates_and_not_yet_counts_or_aggregates() -> None:
-    """Measured on two cores (bench/README.md): a time- or session-windowed aggregate's shards pay, a count's or an
-    aggregate's do not yet."""
-    assert not task_split.AUTO_SPLITS_UNWINDOWED
+def test_auto_splits_tasks_with_stores_and_not_yet_stateless_ones() -> None:
+    """Measured on two cores (docs/split.md, ``bench.split_curve``): the shards of a task that reads and writes a
+    store pay (a count, an aggregate, a time- or session-windowed aggregate), a stateless chain's do not yet."""
+    assert not task_split.AUTO_SPLITS_STATELESS
     config = TaskConfig()
     assert auto_refusals(PROGRAMS["windowed-aggregate-materialized"](), config) == {0: None}
     assert auto_refusals(PROGRAMS["session-aggregate"](), config) == {0: None}
-    for program in (_string_count().build(), PROGRAMS["stateless-chain"]()):
-        [refusal] = auto_refusals(program, config).values()
-        assert refusal is not None and "it holds no time- or session-windowed aggregate" in refusal, refusal
-    assert split_refusals(_string_count().build()) == {0: None}  # --split N splits it
+    assert auto_refusals(_string_count().build(), config) == {0: None}
+    rekey, count = auto_refusals(PROGRAMS["group-by-count"](), config).values()  # the re-key, then the count
+    assert count is None
+    for refusal in (rekey, *auto_refusals(PROGRAMS["stateless-chain"](), config).values()):
+        assert refusal is not None and "it holds no store, and a stateless task's shards do not pay yet" in refusal
+    assert split_refusals(PROGRAMS["stateless-chain"]()) == {0: None}  # --split N splits it
     refused = {0: "sub-topology 0 runs unsplit under --split auto (one shard per task): no window"}
     assert StageSplit(refused, "auto", 8).widest([[_work("0_0", 0, 100 * AUTO_RECORDS_PER_SHARD)]]) == 1
 
@@ -98,8 +100,8 @@ def _string_count(
 def test_auto_splits_where_each_shard_reads_only_its_own_records_per_record(monkeypatch: pytest.MonkeyPatch) -> None:
     """Decided from the topology and config alone: per record (not what the columnar path may take), one input
     topic, a poll that cannot drop a record (serdes that cannot fail, or the default handler, which fails the task)
-    and record-metadata timestamps (here for counts too, as once their shards pay)."""
-    monkeypatch.setattr(task_split, "AUTO_SPLITS_UNWINDOWED", True)
+    and record-metadata timestamps (here for stateless chains too, as once their shards pay)."""
+    monkeypatch.setattr(task_split, "AUTO_SPLITS_STATELESS", True)
     config = TaskConfig()
     assert auto_refusals(_string_count().build(), config) == {0: None}
     assert auto_refusals(PROGRAMS["group-by-count"](), config) == {0: None, 1: None}
@@ -309,10 +311,10 @@ def test_the_plan_shows_each_subtopologys_parallelism_and_why(monkeypatch: pytes
         f"{second}one core per task (key shards possible; --split off)"
     )
     assert parallelism_lines(topology, plan, "auto", TaskConfig())[2] == (
-        f"{second}one core per task: it holds no time- or session-windowed aggregate, and the shards of a count, "
-        "aggregate or stateless task do not pay yet on two cores (docs/split.md); --split N splits anyway"
+        f"{second}one core per task: it holds no store, and a stateless task's shards do not pay yet on two cores "
+        "(docs/split.md); --split N splits anyway"
     )
-    monkeypatch.setattr(task_split, "AUTO_SPLITS_UNWINDOWED", True)
+    monkeypatch.setattr(task_split, "AUTO_SPLITS_STATELESS", True)
     assert parallelism_lines(topology, plan, "auto", TaskConfig())[2] == (
         f"{second}key shards where cores would idle and a task has {AUTO_RECORDS_PER_SHARD} planned records per shard "
         "(each shard reads only its own records), then a merge"
