@@ -75,6 +75,9 @@ _PLAIN_DESERIALIZERS = (ByteArrayDeserializer, StringDeserializer)
 #: that the buckets a hot key does not hold level out to a small part of a shard's records, few enough that the
 #: assignment is instant and a row's bucket fits in two bytes.
 OWNER_BUCKETS = 4096
+#: Rows whose key bytes are bucketed at once (``owned_input``): a few times a row group's, so the look-up of the keys
+#: seen so far is built a few times per million rows, not once per row group, and a task's keys are never held all.
+HASHED_ROWS = 128 * 1024
 #: :meth:`_DeserializedOwners.owners` of a key the source deserializes to null (round-robin, and no stream time).
 _NULL_KEY = -2
 
@@ -223,6 +226,21 @@ def owned_input(
     owners = TaskKeys(buckets) if reading.by_key else None
     deserialized = _DeserializedOwners(source, first_store, buckets, staged.topic) if reading.by_key else None
     chosen_buckets: list[np.ndarray] = []
+    as_buckets = np.int16 if buckets < 1 << 15 else np.int64
+    # the key bytes of consecutive batches hashed as they are, bucketed together: a look-up of a batch's keys
+    # builds a hash of every key seen so far, which per row group cost a shard a twentieth of a count's time
+    hashed: list[pa.Array] = []
+    hashed_rows = 0
+
+    def bucket_hashed() -> None:
+        nonlocal hashed_rows
+        if hashed:
+            assert owners is not None
+            chosen = owners.partitions_of(pa.concat_arrays(hashed))  # a null key: UNASSIGNED, round-robin
+            chosen_buckets.append(np.maximum(chosen, -1).astype(as_buckets))
+            hashed.clear()
+            hashed_rows = 0
+
     keyed: list[np.ndarray] = []
     times: list[np.ndarray] = []
     staged_rows = 0
@@ -237,16 +255,20 @@ def owned_input(
         keys = batch.column("key")
         present = keys.is_valid().to_numpy(zero_copy_only=False)
         if owners is None or deserialized is None:
-            chosen = np.full(n, -1, np.int64)  # no stores: every row round-robin
+            chosen_buckets.append(np.full(n, -1, as_buckets))  # no stores: every row round-robin
         elif reading.same_bytes and (not reading.utf8 or _utf8(keys)):
-            chosen = owners.partitions_of(keys).astype(np.int64)  # a null key: UNASSIGNED, round-robin
+            hashed.append(keys)
+            hashed_rows += n
+            if hashed_rows >= HASHED_ROWS:
+                bucket_hashed()
         else:
+            bucket_hashed()
             try:
                 chosen = deserialized.owners(keys)
             except Exception:  # noqa: BLE001 - the task fails at this record, where every record is read
                 return "a key does not deserialize"
             present = chosen != _NULL_KEY
-        chosen_buckets.append(np.maximum(chosen, -1).astype(np.int16 if buckets < 1 << 15 else np.int64))
+            chosen_buckets.append(np.maximum(chosen, -1).astype(as_buckets))
         if stream_times:
             keyed.append(present)
             times.append(timestamps.to_numpy(zero_copy_only=False).astype(np.int64, copy=False))
@@ -254,6 +276,7 @@ def owned_input(
         staged_rows += pc.sum(pc.less(offsets, staged.end)).as_py() or 0
         last_offset = int(offsets[-1].as_py())
         max_timestamp = max(max_timestamp, int(pc.max(timestamps).as_py()))
+    bucket_hashed()
     rows = np.concatenate(chosen_buckets) if chosen_buckets else np.zeros(0, dtype=np.int16)
     by_key = rows >= 0
     key_owners = KeyOwners(buckets, balanced_owners(np.bincount(rows[by_key], minlength=buckets), shard.count), shard)
