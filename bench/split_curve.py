@@ -3,7 +3,7 @@
 ``python -m bench.split_curve [--records N] [--shards 2,3,4] [--workloads count,filter_count] [--per-record]``
 stages the bench's records (``generator.values``: 100 000 users, Zipf keys, 200-byte values) as one partition of a
 local store (not measured), then, for each DSL workload (``workloads.DSL_WORKLOADS``, or :data:`STRING_WORKLOADS`,
-the same logic over String serdes, per record, where ``--split auto`` may split: the windowed ones it does):
+the same logic over String serdes, per record, where ``--split auto`` may split: every one with a store it does):
 
 - the task whole, as ``streamproc process`` runs it (over columns where the columnar path takes it, else per
   record; ``--per-record`` forces per record for both, ``STREAMPROC_PER_RECORD_COUNT``);
@@ -69,8 +69,7 @@ def _string_long() -> Any:
 
 def string_count() -> Any:
     """``groupByKey().count()`` with String serdes: per record (the columnar path reads Bytes), each shard reading
-    only its own records, the shape ``--split auto`` would split once a count's shards pay (the windowed ones it
-    splits)."""
+    only its own records, a shape ``--split auto`` splits."""
     b, grouped, sink = _string_grouped()
     grouped.count().to_stream().to(sink, _string_long())
     return b.build()
@@ -189,8 +188,8 @@ def string_self_join() -> Any:
     return b.build()
 
 
-#: The workloads over String serdes, per record, whose shards read only their own records (``--split auto`` splits the
-#: windowed ones), besides the bench's DSL ones (Bytes: the columnar path's).
+#: The workloads over String serdes, per record, whose shards read only their own records (``--split auto`` splits
+#: those with a store), besides the bench's DSL ones (Bytes: the columnar path's).
 STRING_WORKLOADS = {
     "string_count": string_count,
     "string_aggregate": string_aggregate,

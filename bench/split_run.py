@@ -3,13 +3,14 @@
 ``python -m bench.split_run [--records N] [--workloads string_session_count,string_window_count] [--cores 2]
 [--repeats 1] [--master M] [--attach] [--log FILE]`` puts the bench's data set of N records on one partition of the
 bench broker (``bench/generator.py``, produced once and reused), then runs, per workload of
-``bench/split_curve.py``'s String ones (``--split auto`` splits the windowed ones, ``string_window_count`` and
-``string_session_count``) and per repeat, ``streamproc run`` as a user runs it on ``--cores`` cores (no
-``--master``: worker processes by the window, one per million records, inline below two million) with ``--split
-off``, then with ``--split auto``, each a new application from the earliest offset (plan, fetch, process, hand-off to
-the broker). Measured as ``bench.compare`` measures a run (``bench/measure.py``: wall seconds, CPU seconds of every
-process but the broker's); prints each run's steps and the ratio of ``auto`` over ``off`` in wall and CPU, then one
-JSON line; ``--log`` keeps the runs' own log (each step's lines).
+``bench/split_curve.py``'s String ones (``--split auto`` splits those with a store: the default
+``string_session_count`` and ``string_window_count``, ``string_count``, ``string_aggregate``) and per repeat,
+``streamproc run`` as a user runs it on ``--cores`` cores (no ``--master``: worker processes by the window, one per
+million records, inline below two million) with ``--split off``, then with ``--split auto``, each a new application
+from the earliest offset (plan, fetch, process, hand-off to the broker). Measured as ``bench.compare`` measures a
+run (``bench/measure.py``: wall seconds, CPU seconds of every process but the broker's); prints each run's steps and
+the ratio of ``auto`` over ``off`` in wall and CPU, then one JSON line; ``--log`` keeps the runs' own log (each step's
+lines).
 """
 
 from __future__ import annotations
