@@ -34,12 +34,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from streamproc.engine import serdes
 from streamproc.engine.records import RawRecord
 from streamproc.spark.columnar.output import TaskKeys
-from streamproc.spark.owned_input import KeyOwners
+from streamproc.spark.owned_input import HASHED_ROWS, KeyOwners
 from streamproc.spark.task_input import StagedRange, checked_batches
 from streamproc.state.processor_state_manager import StoreDefinition
 from streamproc.state.store_encoding import SESSION_KEY_SUFFIX, WINDOW_KEY_SUFFIX, latest_segment_time, record_keys
@@ -92,28 +93,54 @@ def owned_changelog(
     store: ObjectStore, staged: StagedRange, owners: KeyOwners, target: StateStore, *, task: str
 ) -> Iterator[RawRecord]:
     """The changelog records of ``staged`` whose keys ``owners`` gives this shard (and null keys, which the restore
-    counts and skips as it would), in offset order, for ``target`` (one of :func:`restored_by_key`'s)."""
+    counts and skips as it would), in offset order, for ``target`` (one of :func:`restored_by_key`'s).
+
+    The keys of :data:`~streamproc.spark.owned_input.HASHED_ROWS` records are bucketed at once (a look-up of every key
+    seen so far per row group was the cost ``owned_input`` shed the same way); each batch then raises a window or
+    session store's stream time and gives its records in turn, as before."""
     suffix = _key_suffix(target)
     assert suffix is not None, f"{target.name} is restored whole"
     buckets = TaskKeys(owners.buckets)
     kept = skipped = 0
+    #: Batches read but not given yet, each with the keys its owners are bucketed by (``None``: every record, a
+    #: batch with a key too short for the suffix, where the store's restore fails as a whole one would).
+    pending: list[tuple[pa.RecordBatch, pa.Array | None]] = []
+    pending_rows = 0
+
+    def given() -> Iterator[RawRecord]:
+        nonlocal kept, skipped, pending_rows
+        bucketed = [keys for _, keys in pending if keys is not None]
+        owned = owners.owns(pa.concat_arrays(bucketed), buckets) if bucketed else np.zeros(0, dtype=bool)
+        start = 0
+        for batch, keys in pending:
+            if keys is None:
+                rows = np.arange(batch.num_rows)
+            else:
+                rows = np.flatnonzero(owned[start : start + len(keys)])
+                start += len(keys)
+                if suffix:
+                    assert isinstance(target, (WindowStore, SessionStore))
+                    latest = latest_segment_time(batch.column("key"), suffix)
+                    if latest is not None:
+                        target.segments.advance_stream_time(latest)
+            kept += len(rows)
+            skipped += batch.num_rows - len(rows)
+            yield from kept_records(batch, rows)
+        pending.clear()
+        pending_rows = 0
+
     for batch in checked_batches(store, staged, task=task):
         keys = batch.column("key")
         if suffix:
             lengths = pc.fill_null(pc.binary_length(keys), suffix)
-            if pc.any(pc.less(lengths, suffix)).as_py():  # the store's restore fails there, as whole
-                rows = np.arange(batch.num_rows)
-            else:
-                rows = np.flatnonzero(owners.owns(record_keys(keys, suffix), buckets))
-                assert isinstance(target, (WindowStore, SessionStore))
-                latest = latest_segment_time(keys, suffix)
-                if latest is not None:
-                    target.segments.advance_stream_time(latest)
+            short = pc.any(pc.less(lengths, suffix)).as_py()
+            pending.append((batch, None if short else record_keys(keys, suffix)))
         else:
-            rows = np.flatnonzero(owners.owns(keys, buckets))
-        kept += len(rows)
-        skipped += batch.num_rows - len(rows)
-        yield from kept_records(batch, rows)
+            pending.append((batch, keys))
+        pending_rows += batch.num_rows
+        if pending_rows >= HASHED_ROWS:
+            yield from given()
+    yield from given()
     logger.info(
         "task [%s] shard %s restores %s of the %s records of %s-%s: its own keys'",
         task,
