@@ -12,10 +12,12 @@ merge deletes them once the task's report is published.
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
+from operator import itemgetter
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -70,34 +72,58 @@ def shards_prefix(plan_id: str, task_id: TaskId) -> str:
     return f"process/{plan_id}/shards/{task_id}/"
 
 
-class _StepStampedFiles(_ParquetFiles):
-    """A shard's files when it reads only its own records (``spark/owned_input.py``): every event is kept and
-    happens while a record is processed, at that record's position, so a row carries only the shard's step (the
-    task's ``records_processed`` as it was sent) and a row group turns its steps into the stamp's columns at once.
-    A call and a tuple per row cost a shard about a twentieth of its time (issue #29's count, 1 M records)."""
+class _StampedFiles(_ParquetFiles):
+    """A shard's output or changelog files: a row's last cell is its stamp, ``(position, phase)``, which a row group
+    turns into the schema's two stamp columns at once."""
 
-    def __init__(self, schema: pa.Schema, work_dir: Path, task: StreamTask, positions: np.ndarray) -> None:
+    def __init__(self, schema: pa.Schema, work_dir: Path) -> None:
         super().__init__(schema, work_dir)
-        self._task = task
-        self._positions = np.asarray(positions, dtype=np.int64)
-        self._getters = self._getters[:-1]  # the row's last cell is the step, for the schema's position and phase
+        self._getters = self._getters[:-2]  # the cells before the stamp; the stamp is the row's last
 
     def _flush(self, key: tuple[str, int]) -> None:
         rows = self._rows[key]
         if not rows:
             return
+        columns = [list(map(getter, rows)) for getter in self._getters]
+        self._write(key, pa.table([*columns, *self._stamp_columns(rows)], schema=self.schema))
+        rows.clear()
+
+    def _stamp_columns(self, rows: list[tuple[Any, ...]]) -> list[Any]:
+        stamps = list(map(itemgetter(-1), rows))
+        return [list(map(itemgetter(0), stamps)), list(map(itemgetter(1), stamps))]
+
+
+class _StepStampedFiles(_StampedFiles):
+    """A shard's files when it reads only its own records (``spark/owned_input.py``): every event is kept and
+    happens while a record is processed, at that record's position, so a row's stamp is only the shard's step (the
+    task's ``records_processed`` as it was sent), which a row group turns into positions at once. The gate's call
+    per row cost a shard about a twentieth of its time (issue #29's count, 1 M records)."""
+
+    def __init__(self, schema: pa.Schema, work_dir: Path, task: StreamTask, positions: np.ndarray) -> None:
+        super().__init__(schema, work_dir)
+        self._task = task
+        self._positions = np.asarray(positions, dtype=np.int64)
+
+    def _stamp_columns(self, rows: list[tuple[Any, ...]]) -> list[Any]:
         if self._task.skip_steps:
             raise AssertionError("a shard reading only its own records skipped a step: its steps are not positions")
-        *columns, steps = [list(map(getter, rows)) for getter in self._getters]
         positions = self._positions
-        at = np.asarray(steps, dtype=np.int64)
+        steps = np.fromiter(map(itemgetter(-1), rows), dtype=np.int64, count=len(rows))
         # after the last step (a flush at the commit, a store that logs on flush): one past the last position,
         # as ShardGate.position says
         after = int(positions[-1]) + 1 if len(positions) else 0
-        stamped = np.where(at < len(positions), positions[np.minimum(at, max(len(positions) - 1, 0))], after)
-        phases = np.full(len(rows), PROCESS, dtype=np.int8)
-        self._write(key, pa.table([*columns, stamped, phases], schema=self.schema))
-        rows.clear()
+        stamped = np.where(steps < len(positions), positions[np.minimum(steps, max(len(positions) - 1, 0))], after)
+        return [stamped, np.full(len(rows), PROCESS, dtype=np.int8)]
+
+
+def _stamp_by_step(
+    collector: ShardOutputCollector | ShardChangelogCollector, task: StreamTask, positions: np.ndarray
+) -> None:
+    """Before the task runs, for a shard that reads only its own records (``positions``: theirs in the whole task,
+    by step): a row's stamp is the task's step, read without a call of Python's, and its files stamp it."""
+    assert not collector.files.counts, "rows already written"
+    collector.files = _StepStampedFiles(collector.files.schema, collector.files._work_dir, task, positions)
+    collector.stamp = partial(getattr, task, "records_processed")
 
 
 class ShardOutputCollector(TaskOutputCollector):
@@ -106,8 +132,10 @@ class ShardOutputCollector(TaskOutputCollector):
     def __init__(self, partition_counts: Mapping[str, int], work_dir: Path, task_id: TaskId, gate: ShardGate) -> None:
         super().__init__(partition_counts, work_dir, task_id)
         self.gate = gate
-        self.files = _ParquetFiles(SHARD_OUTPUT_SCHEMA, work_dir)
+        self.files = _StampedFiles(SHARD_OUTPUT_SCHEMA, work_dir)
         self.dead_letters = _ParquetFiles(SHARD_OUTPUT_SCHEMA, work_dir / "dlq")
+        #: Each row's stamp, called once per row (``None``: another shard's event, not written).
+        self.stamp: Callable[[], object | None] = gate.stamp_now
 
     def send(
         self,
@@ -119,12 +147,12 @@ class ShardOutputCollector(TaskOutputCollector):
         processor_node_id: str,
         partitioner: Partitioner | None,
     ) -> None:
-        stamp = self.gate.stamp_now()
+        stamp = self.stamp()
         if stamp is None:
             return
         partition = self.partition(topic, key, value, processor_node_id, partitioner)
         cell = _NO_HEADERS if not headers else _headers(headers)
-        row = (self.sent, topic, partition, timestamp, key, value, cell, processor_node_id, *stamp)
+        row = (self.sent, topic, partition, timestamp, key, value, cell, processor_node_id, stamp)
         # self.files.append inlined, as the task's collector does: once per output record
         where = (topic, partition)
         rows = self.files._rows.get(where)
@@ -135,35 +163,8 @@ class ShardOutputCollector(TaskOutputCollector):
         self.sent += 1
 
     def stamp_by_step(self, task: StreamTask, positions: np.ndarray) -> None:
-        """Before the task runs, for a shard that reads only its own records (``positions``: theirs in the whole
-        task, by step): rows carry the step and :class:`_StepStampedFiles` stamps them a row group at a time."""
-        assert not self.files.counts, "rows already sent"
-        self.files = _StepStampedFiles(SHARD_OUTPUT_SCHEMA, self.files._work_dir, task, positions)
-        self._stepped = task
-        self.send = self._send_at_step  # type: ignore[method-assign]
-
-    def _send_at_step(
-        self,
-        topic: str,
-        key: bytes | None,
-        value: bytes | None,
-        timestamp: int,
-        headers: Headers,
-        processor_node_id: str,
-        partitioner: Partitioner | None,
-    ) -> None:
-        """:meth:`send` stamped by :meth:`stamp_by_step`."""
-        partition = self.partition(topic, key, value, processor_node_id, partitioner)
-        cell = _NO_HEADERS if not headers else _headers(headers)
-        step = self._stepped.records_processed
-        row = (self.sent, topic, partition, timestamp, key, value, cell, processor_node_id, step)
-        where = (topic, partition)
-        rows = self.files._rows.get(where)
-        if rows is None or len(rows) >= ROW_GROUP_ROWS - 1:
-            self.files.append(where, row)
-        else:
-            rows.append(row)
-        self.sent += 1
+        """For a shard that reads only its own records: see :func:`_stamp_by_step`."""
+        _stamp_by_step(self, task, positions)
 
     def send_dead_letter_queue_record(self, record: DeadLetterQueueRecord, processor_node_id: str) -> None:
         if self.gate.keeps:
@@ -176,12 +177,14 @@ class ShardChangelogCollector(TaskChangelogCollector):
     def __init__(self, task_id: TaskId, work_dir: Path, gate: ShardGate) -> None:
         super().__init__(task_id, work_dir)
         self.gate = gate
-        self.files = _ParquetFiles(SHARD_CHANGELOG_SCHEMA, work_dir)
+        self.files = _StampedFiles(SHARD_CHANGELOG_SCHEMA, work_dir)
+        #: Each row's stamp, as :attr:`ShardOutputCollector.stamp`.
+        self.stamp: Callable[[], object | None] = gate.stamp_now
 
     def send(self, store_name: str, partition: TopicPartition, record: ChangelogRecord) -> None:
         if partition.partition != self.task_id.partition:
             super(TaskChangelogCollector, self).send(store_name, partition, record)  # raises the wiring error
-        stamp = self.gate.stamp_now()
+        stamp = self.stamp()
         if stamp is None:
             return
         row = (
@@ -193,7 +196,7 @@ class ShardChangelogCollector(TaskChangelogCollector):
             record.key,
             record.value,
             _NO_HEADERS if not record.headers else _headers(record.headers),
-            *stamp,
+            stamp,
         )
         where = (partition.topic, partition.partition)
         rows = self.files._rows.get(where)
@@ -204,33 +207,8 @@ class ShardChangelogCollector(TaskChangelogCollector):
         self.sent += 1
 
     def stamp_by_step(self, task: StreamTask, positions: np.ndarray) -> None:
-        """:meth:`ShardOutputCollector.stamp_by_step` for the changelog records."""
-        assert not self.files.counts, "records already logged"
-        self.files = _StepStampedFiles(SHARD_CHANGELOG_SCHEMA, self.files._work_dir, task, positions)
-        self._stepped = task
-        self.send = self._send_at_step  # type: ignore[method-assign]
-
-    def _send_at_step(self, store_name: str, partition: TopicPartition, record: ChangelogRecord) -> None:
-        if partition.partition != self.task_id.partition:
-            super(TaskChangelogCollector, self).send(store_name, partition, record)  # raises the wiring error
-        row = (
-            self.sent,
-            store_name,
-            partition.topic,
-            partition.partition,
-            record.timestamp,
-            record.key,
-            record.value,
-            _NO_HEADERS if not record.headers else _headers(record.headers),
-            self._stepped.records_processed,
-        )
-        where = (partition.topic, partition.partition)
-        rows = self.files._rows.get(where)
-        if rows is None or len(rows) >= ROW_GROUP_ROWS - 1:
-            self.files.append(where, row)
-        else:
-            rows.append(row)
-        self.sent += 1
+        """For a shard that reads only its own records: see :func:`_stamp_by_step`."""
+        _stamp_by_step(self, task, positions)
 
 
 def shard_drops_bytes(drops: Sequence[DroppedRecord], stamps: Sequence[Stamp]) -> bytes:
