@@ -22,17 +22,21 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streamproc.errors import HandoffError
 from streamproc.handoff.kill_points import kill_point
-from streamproc.handoff.task_results import Row, TaskResults, table_rows, task_commits
+from streamproc.handoff.task_results import Row, TaskResults, batch_rows, has_headers, table_rows, task_commits
 from streamproc.handoff.txn_offsets import send_offsets_to_transaction
 from streamproc.kafka import clients as kafka_clients
+from streamproc.kafka.native_produce import ColumnProducer, column_producer
 from streamproc.kafka.transactions import transactional_id
 from streamproc.plan.cluster_snapshot import TopicPartition
 from streamproc.state.changelog_reduction import last_write_per_key
 from streamproc.state.commit_metadata import TopicPartitionMetadata
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +122,20 @@ def _produce(producer: Any, topic: str, partition: int, rows: Iterable[Row], on_
     return count
 
 
+def _produce_outputs(
+    producer: Any, columns: ColumnProducer | None, topic: str, partition: int, batches: Iterable[pa.RecordBatch]
+) -> int:
+    """Produce an output object's batches in order: through the compiled loop (``kafka/native_produce.py``) where it
+    is built and a batch has no headers, else row by row (:func:`_produce`); returns how many."""
+    count = 0
+    for batch in batches:
+        if columns is not None and not has_headers(batch.column("headers")):
+            count += columns.produce(topic, partition, batch)
+        else:
+            count += _produce(producer, topic, partition, batch_rows(batch), None)
+    return count
+
+
 def _kafka_error(exc: BaseException) -> Any:
     return exc.args[0] if exc.args and hasattr(exc.args[0], "name") else None
 
@@ -200,9 +218,10 @@ def publish_task(
             raise _fail(task_id, txn_id, "began its transaction", exc) from exc
         rows: Iterable[Row]
         try:
+            columns = column_producer(producer)
             for topic, partition in results.output_partitions():
-                rows = results.output_rows(topic, partition)
-                outputs += _produce(producer, topic, partition, rows, None)
+                batches = results.output_batches(topic, partition)
+                outputs += _produce_outputs(producer, columns, topic, partition, batches)
                 producer.poll(0)
             for topic, partition in sorted(changelog_partitions):
                 if reduce_changelogs:

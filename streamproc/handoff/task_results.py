@@ -102,12 +102,18 @@ class TaskResults:
         yield from _records(self.changelog_rows(topic, partition), topic, partition)
 
     def output_rows(self, topic: str, partition: int) -> Iterator[Row]:
-        """:meth:`outputs` as plain rows: what the publish loop produces, without a record object per row."""
-        return _rows(self.store, self.objects.output(topic, partition))
+        """:meth:`outputs` as plain rows, without a record object per row."""
+        for batch in self.output_batches(topic, partition):
+            yield from batch_rows(batch)
+
+    def output_batches(self, topic: str, partition: int) -> Iterator[pa.RecordBatch]:
+        """:meth:`outputs` as batches of :data:`ROW_COLUMNS`: what the publish loop produces, in file order."""
+        return _batches(self.store, self.objects.output(topic, partition))
 
     def changelog_rows(self, topic: str, partition: int) -> Iterator[Row]:
         """:meth:`changelog` as plain rows."""
-        return _rows(self.store, self.objects.changelog(topic, partition))
+        for batch in _batches(self.store, self.objects.changelog(topic, partition)):
+            yield from batch_rows(batch)
 
     def changelog_older_than(self, topic: str, partition: int, cutoff_ms: int) -> int:
         """How many of :meth:`changelog`'s records have a timestamp before ``cutoff_ms``, counted on the timestamp
@@ -186,20 +192,20 @@ _BATCH_ROWS = 64 * 1024
 ROW_COLUMNS = ["timestamp", "key", "value", "headers"]
 
 
-def _rows(store: ObjectStore, name: str) -> Iterator[Row]:
-    """The rows of one output or changelog object, in file order, a batch of columns at a time."""
+def _batches(store: ObjectStore, name: str) -> Iterator[pa.RecordBatch]:
+    """One output or changelog object's :data:`ROW_COLUMNS`, in file order, a batch at a time."""
     parquet = pq.ParquetFile(pa.BufferReader(store.get(name)))
-    for batch in parquet.iter_batches(batch_size=_BATCH_ROWS, columns=ROW_COLUMNS, use_threads=ARROW_USE_THREADS):
-        yield from _batch_rows(batch)
+    yield from parquet.iter_batches(batch_size=_BATCH_ROWS, columns=ROW_COLUMNS, use_threads=ARROW_USE_THREADS)
 
 
 def table_rows(table: pa.Table) -> Iterator[Row]:
     """The rows of a table of :data:`ROW_COLUMNS` (e.g. a reduced changelog), in table order."""
     for batch in table.to_batches(max_chunksize=_BATCH_ROWS):
-        yield from _batch_rows(batch)
+        yield from batch_rows(batch)
 
 
-def _batch_rows(batch: pa.RecordBatch) -> Iterator[Row]:
+def batch_rows(batch: pa.RecordBatch) -> Iterator[Row]:
+    """The rows of a batch of :data:`ROW_COLUMNS`, in batch order."""
     timestamps, keys, values = (batch.column(i).to_pylist() for i in range(3))
     yield from zip(timestamps, keys, values, _headers(batch.column(3)), strict=True)
 
@@ -207,10 +213,15 @@ def _batch_rows(batch: pa.RecordBatch) -> Iterator[Row]:
 _NO_HEADERS: Headers = ()
 
 
+def has_headers(column: pa.Array) -> bool:
+    """Whether any row of a ``headers`` column has a header (nearly no batch does)."""
+    return bool(pc.any(pc.greater(pc.list_value_length(column), 0)).as_py())
+
+
 def _headers(column: pa.Array) -> Iterable[Headers]:
     """Each row's headers as (key, value) pairs. A batch without any header (the usual case) shares one empty
     tuple: converting the column to Python lists of dicts cost a third of the hand-off's decoding."""
-    if not pc.any(pc.greater(pc.list_value_length(column), 0)).as_py():
+    if not has_headers(column):
         return itertools.repeat(_NO_HEADERS, len(column))
     return [tuple((h["key"], h["value"]) for h in header) for header in column.to_pylist()]
 

@@ -22,6 +22,9 @@
  * wheel's), reached through the function addresses ``bind`` is given (``kafka/native_consume.py``), so nothing is
  * linked at build time. A ``Batch``'s messages are also readable one by one (``batch[i]``, a view with ``Message``'s
  * methods), which the fetch uses only for the rare message it does not copy (an error, a segment's first offset).
+ *
+ * The fourth is the other direction, the hand-off's (``produce``): an output object's rows handed to librdkafka
+ * straight from Arrow's buffers, through the same bound librdkafka (``kafka/native_produce.py``).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -59,6 +62,9 @@ static struct {
     int (*header_get_all)(const void *headers, size_t index, const char **name, const void **value, size_t *size);
     int32_t (*message_leader_epoch)(const rk_message *message);
     const char *(*message_errstr)(const rk_message *message);
+    int (*producev)(void *rk, ...); /* rd_kafka_producev: the hand-off's ``produce`` */
+    void *(*topic_new)(void *rk, const char *topic, void *conf);
+    void (*topic_destroy)(void *rkt);
 } rk;
 static int rk_bound = 0;
 static PyObject *s_KafkaError; /* confluent_kafka.KafkaError, imported at bind */
@@ -970,6 +976,170 @@ done:
     return result;
 }
 
+/* ---------------------------------------------------------------------------------------------------------------
+ * The hand-off's produce loop over an output object's columns.
+ *
+ * handoff/publish._produce calls confluent-kafka's ``Producer.produce`` once per row: a Python call, a ``bytes`` key
+ * and value made from the Arrow columns, and a per-message state confluent-kafka allocates for its delivery
+ * callback. An output record needs none of it (outputs have no delivery report: a refused one fails the
+ * transaction), so ``produce`` hands librdkafka each row straight from Arrow's buffers: rd_kafka_producev with a
+ * copy of the key and value, the row's timestamp and no opaque, which confluent-kafka's delivery callback skips.
+ * rd_kafka_producev's var-arg tags are rdkafka.h's rd_kafka_vtype_t (public ABI).
+ */
+enum { VTYPE_END = 0, VTYPE_RKT = 2, VTYPE_PARTITION = 3, VTYPE_VALUE = 4, VTYPE_KEY = 5, VTYPE_MSGFLAGS = 7,
+       VTYPE_TIMESTAMP = 8 };
+enum { MSG_F_COPY = 0x2, ERR_INVALID_ARG = -186 };
+
+/* A binary column's buffers (Arrow's validity bitmap or None, int32 offsets, data) and its array offset. */
+typedef struct {
+    Py_buffer validity, offsets, data;
+    int has_validity;
+    Py_ssize_t offset;
+} BinaryColumn;
+
+static void binary_column_release(BinaryColumn *column) {
+    if (column->has_validity) {
+        PyBuffer_Release(&column->validity);
+    }
+    PyBuffer_Release(&column->offsets);
+    PyBuffer_Release(&column->data);
+}
+
+/* Borrow ``(validity | None, offsets, data, offset)`` for ``rows`` rows; the buffers must hold them. */
+static int binary_column(PyObject *spec, Py_ssize_t rows, BinaryColumn *column) {
+    PyObject *validity, *offsets, *data;
+    if (!PyArg_ParseTuple(spec, "OOOn", &validity, &offsets, &data, &column->offset)) {
+        return -1;
+    }
+    column->has_validity = validity != Py_None;
+    if (column->has_validity && PyObject_GetBuffer(validity, &column->validity, PyBUF_SIMPLE) < 0) {
+        return -1;
+    }
+    if (PyObject_GetBuffer(offsets, &column->offsets, PyBUF_SIMPLE) < 0) {
+        if (column->has_validity) {
+            PyBuffer_Release(&column->validity);
+        }
+        return -1;
+    }
+    if (PyObject_GetBuffer(data, &column->data, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&column->offsets);
+        if (column->has_validity) {
+            PyBuffer_Release(&column->validity);
+        }
+        return -1;
+    }
+    Py_ssize_t end = column->offset + rows;
+    int fits = column->offset >= 0 && column->offsets.len >= (end + 1) * (Py_ssize_t)sizeof(int32_t) &&
+               (!column->has_validity || column->validity.len * 8 >= end);
+    if (fits) {
+        const int32_t *at = (const int32_t *)column->offsets.buf;
+        fits = at[column->offset] >= 0 && at[column->offset] <= at[end] && at[end] <= column->data.len;
+    }
+    if (!fits) {
+        binary_column_release(column);
+        PyErr_SetString(PyExc_ValueError, "produce: a binary column's buffers do not hold its rows");
+        return -1;
+    }
+    return 0;
+}
+
+/* Row ``row``'s cell: NULL for a null one (librdkafka's null key or value); an empty one keeps a non-NULL pointer. */
+static const char *binary_cell(const BinaryColumn *column, Py_ssize_t row, size_t *size) {
+    Py_ssize_t at = column->offset + row;
+    *size = 0;
+    if (column->has_validity && !((((const uint8_t *)column->validity.buf)[at >> 3] >> (at & 7)) & 1)) {
+        return NULL;
+    }
+    const int32_t *offsets = (const int32_t *)column->offsets.buf;
+    *size = (size_t)(offsets[at + 1] - offsets[at]);
+    return column->data.buf == NULL ? "" : (const char *)column->data.buf + offsets[at];
+}
+
+/*
+ * produce(producer: int, topic: bytes, partition: int, first: int, rows: int, timestamps: (data, offset),
+ *         keys: (validity, offsets, data, offset), values: (...)) -> (next_row, error)
+ *
+ * rd_kafka_producev for rows ``first`` .. ``rows - 1`` on the producer's ``rd_kafka_t`` and the topic's handle
+ * (rd_kafka_topic_new; a name it refuses is _INVALID_ARG, as confluent-kafka says of it), without the GIL (no
+ * confluent-kafka callback runs inside rd_kafka_producev). Stops at the first row librdkafka refuses: (that row,
+ * its error code), e.g. _QUEUE_FULL for the caller to poll and go on; (rows, 0) when every row went.
+ */
+static PyObject *produce(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!rk_bound) {
+        PyErr_SetString(PyExc_RuntimeError, "produce: librdkafka is not bound (native_consume.bind)");
+        return NULL;
+    }
+    if (nargs != 8 || !PyBytes_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "produce(producer: int, topic: bytes, partition: int, first: int, rows: int, "
+                                         "timestamps: tuple, keys: tuple, values: tuple)");
+        return NULL;
+    }
+    void *producer = PyLong_AsVoidPtr(args[0]);
+    const char *topic = PyBytes_AS_STRING(args[1]);
+    long partition = PyLong_AsLong(args[2]);
+    Py_ssize_t first = PyLong_AsSsize_t(args[3]);
+    Py_ssize_t rows = PyLong_AsSsize_t(args[4]);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    if (producer == NULL || first < 0 || first > rows || partition < -1 || partition > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "produce: no producer, a first row outside the rows, or a bad partition");
+        return NULL;
+    }
+    PyObject *timestamp_data;
+    Py_ssize_t timestamp_offset;
+    if (!PyArg_ParseTuple(args[5], "On", &timestamp_data, &timestamp_offset)) {
+        return NULL;
+    }
+    Py_buffer timestamps;
+    if (PyObject_GetBuffer(timestamp_data, &timestamps, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    if (timestamp_offset < 0 || timestamps.len < (timestamp_offset + rows) * (Py_ssize_t)sizeof(int64_t)) {
+        PyBuffer_Release(&timestamps);
+        PyErr_SetString(PyExc_ValueError, "produce: the timestamp buffer does not hold the rows");
+        return NULL;
+    }
+    BinaryColumn keys, values;
+    if (binary_column(args[6], rows, &keys) < 0) {
+        PyBuffer_Release(&timestamps);
+        return NULL;
+    }
+    if (binary_column(args[7], rows, &values) < 0) {
+        binary_column_release(&keys);
+        PyBuffer_Release(&timestamps);
+        return NULL;
+    }
+    const int64_t *stamps = (const int64_t *)timestamps.buf + timestamp_offset;
+    Py_ssize_t row = first;
+    int error = 0;
+    void *rkt = rk.topic_new(producer, topic, NULL); /* the topic's handle once, not a lookup by name per row */
+    if (rkt == NULL) {
+        binary_column_release(&values);
+        binary_column_release(&keys);
+        PyBuffer_Release(&timestamps);
+        return Py_BuildValue("(ni)", first, (int)ERR_INVALID_ARG);
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (; row < rows; row++) {
+        size_t key_size, value_size;
+        const char *key = binary_cell(&keys, row, &key_size);
+        const char *value = binary_cell(&values, row, &value_size);
+        error = rk.producev(producer, VTYPE_RKT, rkt, VTYPE_PARTITION, (int32_t)partition, VTYPE_VALUE,
+                            (void *)value, value_size, VTYPE_KEY, (void *)key, key_size, VTYPE_TIMESTAMP,
+                            (int64_t)stamps[row], VTYPE_MSGFLAGS, (int)MSG_F_COPY, VTYPE_END);
+        if (error != 0) {
+            break;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    rk.topic_destroy(rkt);
+    binary_column_release(&values);
+    binary_column_release(&keys);
+    PyBuffer_Release(&timestamps);
+    return Py_BuildValue("(ni)", row, error);
+}
+
 static PyMethodDef methods[] = {
     {"scan", (PyCFunction)(void (*)(void))scan, METH_FASTCALL,
      "RangeReader.batches' per-message check: (deliverable count, why the scan stopped)."},
@@ -979,6 +1149,8 @@ static PyMethodDef methods[] = {
      "Give the kernel librdkafka's functions (kafka/native_consume.py) and confluent_kafka.KafkaError."},
     {"consume", (PyCFunction)(void (*)(void))consume, METH_FASTCALL,
      "rd_kafka_consume_batch_queue on a partition's own queue, without the GIL: a Batch read in place."},
+    {"produce", (PyCFunction)(void (*)(void))produce, METH_FASTCALL,
+     "The hand-off's produce loop over an output batch's Arrow buffers: rd_kafka_producev per row, no report."},
     {NULL, NULL, 0, NULL},
 };
 

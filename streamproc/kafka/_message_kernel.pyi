@@ -1,5 +1,5 @@
 """Types of the compiled fetch loops (``_message_kernel.c``): a batch's scan against a range's end, segment fills,
-and librdkafka's messages consumed and read in place."""
+librdkafka's messages consumed and read in place; and the hand-off's produce loop over Arrow's buffers."""
 
 from typing import Any, overload
 
@@ -32,3 +32,13 @@ class Batch:
 
 def bind(addresses: tuple[int, ...], kafka_error: type) -> None: ...
 def consume(queue: int, timeout_ms: int, max_messages: int) -> Batch: ...
+def produce(
+    producer: int,
+    topic: bytes,
+    partition: int,
+    first: int,
+    rows: int,
+    timestamps: tuple[Any, int],  # (int64 data buffer, array offset)
+    keys: tuple[Any, Any, Any, int],  # (validity buffer or None, int32 offsets, data, array offset)
+    values: tuple[Any, Any, Any, int],
+) -> tuple[int, int]: ...

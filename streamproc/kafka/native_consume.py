@@ -33,7 +33,8 @@ from streamproc.kafka.message_kernel import message_kernel
 
 log = logging.getLogger(__name__)
 
-#: librdkafka's functions the kernel calls, in the order of its ``rk`` struct.
+#: librdkafka's functions the kernel calls, in the order of its ``rk`` struct (the last three for the hand-off's
+#: produce, ``kafka/native_produce.py``).
 LIBRDKAFKA_FUNCTIONS = (
     "rd_kafka_consume_batch_queue",
     "rd_kafka_message_destroy",
@@ -43,6 +44,9 @@ LIBRDKAFKA_FUNCTIONS = (
     "rd_kafka_header_get_all",
     "rd_kafka_message_leader_epoch",
     "rd_kafka_message_errstr",
+    "rd_kafka_producev",
+    "rd_kafka_topic_new",
+    "rd_kafka_topic_destroy",
 )
 
 
