@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from streamproc.errors import HandoffError
 from streamproc.handoff.kill_points import kill_point
-from streamproc.handoff.task_results import Row, TaskResults, batch_rows, has_headers, table_rows, task_commits
+from streamproc.handoff.task_results import Row, TaskResults, batch_rows, has_headers, table_batches, task_commits
 from streamproc.handoff.txn_offsets import send_offsets_to_transaction
 from streamproc.kafka import clients as kafka_clients
 from streamproc.kafka.native_produce import ColumnProducer, column_producer
@@ -77,13 +77,13 @@ _PURGED = frozenset({"_PURGE_QUEUE", "_PURGE_INFLIGHT"})
 
 
 class _Deliveries:
-    """Delivery reports of one transaction's changelog records: the last offset per partition and the first errors.
+    """Delivery reports of one transaction's last changelog record per partition: its offset and any error.
 
-    Output records are produced without a report: nothing is read back from them, and a record that fails makes the
-    transaction abortable, so that ``commit_transaction`` fails naming the partition and the broker's error
+    Every other record is produced without a report: nothing is read back from it, and a record that fails makes
+    the transaction abortable, so that ``commit_transaction`` fails naming the partition and the broker's error
     (checked: a record over the topic's ``max.message.bytes``), or, when the refusal comes while records are still
     being produced, the next ``produce`` fails and :func:`_transaction_error` reads the same error. A report per
-    record cost a Python call each, a fifth of the publish's CPU for a count's outputs.
+    record cost a Python call each, a fifth of the publish's CPU for a count's outputs (:func:`_produce_batches`).
     """
 
     def __init__(self) -> None:
@@ -122,18 +122,46 @@ def _produce(producer: Any, topic: str, partition: int, rows: Iterable[Row], on_
     return count
 
 
-def _produce_outputs(
-    producer: Any, columns: ColumnProducer | None, topic: str, partition: int, batches: Iterable[pa.RecordBatch]
+def _produce_batch(
+    producer: Any, columns: ColumnProducer | None, topic: str, partition: int, batch: pa.RecordBatch
 ) -> int:
-    """Produce an output object's batches in order: through the compiled loop (``kafka/native_produce.py``) where it
-    is built and a batch has no headers, else row by row (:func:`_produce`); returns how many."""
-    count = 0
+    """One batch without delivery reports: through the compiled loop (``kafka/native_produce.py``) where it is built
+    and the batch has no header, else row by row (:func:`_produce`); returns how many."""
+    if columns is not None and not has_headers(batch.column("headers")):
+        return columns.produce(topic, partition, batch)
+    return _produce(producer, topic, partition, batch_rows(batch), None)
+
+
+def _produce_batches(
+    producer: Any,
+    columns: ColumnProducer | None,
+    topic: str,
+    partition: int,
+    batches: Iterable[pa.RecordBatch],
+    last_report: DeliveryReport | None = None,
+) -> int:
+    """Produce an object's batches in order; returns how many rows.
+
+    With ``last_report``, the last row alone is produced with that delivery report (a changelog's: its checkpoint
+    is its last record's offset, which only a report gives; the idempotent producer keeps a partition's records in
+    order, so the last row's offset is the partition's last). Every other row goes without one, as outputs do: a
+    record the broker refuses fails the transaction, and its commit says so.
+    """
+    count, held = 0, None
     for batch in batches:
-        if columns is not None and not has_headers(batch.column("headers")):
-            count += columns.produce(topic, partition, batch)
-        else:
-            count += _produce(producer, topic, partition, batch_rows(batch), None)
-    return count
+        if batch.num_rows == 0:
+            continue
+        if held is not None:
+            count += _produce_batch(producer, columns, topic, partition, held)
+        held = batch
+    if held is None:
+        return count
+    if last_report is None:
+        return count + _produce_batch(producer, columns, topic, partition, held)
+    last = held.num_rows - 1
+    if last:
+        count += _produce_batch(producer, columns, topic, partition, held.slice(0, last))
+    return count + _produce(producer, topic, partition, batch_rows(held.slice(last)), last_report)
 
 
 def _kafka_error(exc: BaseException) -> Any:
@@ -216,19 +244,21 @@ def publish_task(
             producer.begin_transaction()
         except KafkaException as exc:
             raise _fail(task_id, txn_id, "began its transaction", exc) from exc
-        rows: Iterable[Row]
+        batches: Iterable[pa.RecordBatch]
         try:
             columns = column_producer(producer)
             for topic, partition in results.output_partitions():
                 batches = results.output_batches(topic, partition)
-                outputs += _produce_outputs(producer, columns, topic, partition, batches)
+                outputs += _produce_batches(producer, columns, topic, partition, batches)
                 producer.poll(0)
             for topic, partition in sorted(changelog_partitions):
                 if reduce_changelogs:
-                    rows = table_rows(last_write_per_key(results.changelog_table(topic, partition)))
+                    batches = table_batches(last_write_per_key(results.changelog_table(topic, partition)))
                 else:
-                    rows = results.changelog_rows(topic, partition)
-                changelog_records += _produce(producer, topic, partition, rows, deliveries.changelog)
+                    batches = results.changelog_batches(topic, partition)
+                changelog_records += _produce_batches(
+                    producer, columns, topic, partition, batches, deliveries.changelog
+                )
                 producer.poll(0)
             remaining = producer.flush(TRANSACTION_TIMEOUT_S)
         except KafkaException as exc:

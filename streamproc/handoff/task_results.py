@@ -112,8 +112,12 @@ class TaskResults:
 
     def changelog_rows(self, topic: str, partition: int) -> Iterator[Row]:
         """:meth:`changelog` as plain rows."""
-        for batch in _batches(self.store, self.objects.changelog(topic, partition)):
+        for batch in self.changelog_batches(topic, partition):
             yield from batch_rows(batch)
+
+    def changelog_batches(self, topic: str, partition: int) -> Iterator[pa.RecordBatch]:
+        """:meth:`changelog` as batches of :data:`ROW_COLUMNS`, in write order."""
+        return _batches(self.store, self.objects.changelog(topic, partition))
 
     def changelog_older_than(self, topic: str, partition: int, cutoff_ms: int) -> int:
         """How many of :meth:`changelog`'s records have a timestamp before ``cutoff_ms``, counted on the timestamp
@@ -198,9 +202,15 @@ def _batches(store: ObjectStore, name: str) -> Iterator[pa.RecordBatch]:
     yield from parquet.iter_batches(batch_size=_BATCH_ROWS, columns=ROW_COLUMNS, use_threads=ARROW_USE_THREADS)
 
 
+def table_batches(table: pa.Table) -> list[pa.RecordBatch]:
+    """A table of :data:`ROW_COLUMNS` (e.g. a reduced changelog) as the batches the publish produces, in order."""
+    batches: list[pa.RecordBatch] = table.to_batches(max_chunksize=_BATCH_ROWS)
+    return batches
+
+
 def table_rows(table: pa.Table) -> Iterator[Row]:
-    """The rows of a table of :data:`ROW_COLUMNS` (e.g. a reduced changelog), in table order."""
-    for batch in table.to_batches(max_chunksize=_BATCH_ROWS):
+    """The rows of a table of :data:`ROW_COLUMNS`, in table order."""
+    for batch in table_batches(table):
         yield from batch_rows(batch)
 
 
