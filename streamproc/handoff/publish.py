@@ -20,13 +20,22 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from streamproc.errors import HandoffError
 from streamproc.handoff.kill_points import kill_point
-from streamproc.handoff.task_results import Row, TaskResults, batch_rows, has_headers, table_batches, task_commits
+from streamproc.handoff.task_results import (
+    Row,
+    TaskResults,
+    batch_rows,
+    epoch_timestamps,
+    has_headers,
+    table_batches,
+    task_commits,
+)
 from streamproc.handoff.txn_offsets import send_offsets_to_transaction
 from streamproc.kafka import clients as kafka_clients
 from streamproc.kafka.native_produce import ColumnProducer, column_producer
@@ -102,6 +111,31 @@ class _Deliveries:
         offset = message.offset()
         if offset > self.last.get(key, -1):
             self.last[key] = offset
+
+
+class _EpochStamps:
+    """Records stamped 0, the epoch, per partition: librdkafka's producer (confluent-kafka's ``produce`` and
+    ``rd_kafka_producev`` alike) gives a record of timestamp 0 the current time, where Kafka Streams' producer keeps
+    0, so such records reach Kafka with the hand-off's time, and the hand-off says so."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+
+    def counted(self, partition: str, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            zero = epoch_timestamps(batch)
+            if zero:
+                self.counts[partition] += zero
+            yield batch
+
+    def warn(self, task_id: str) -> None:
+        if self.counts:
+            where = ", ".join(f"{count} to {partition}" for partition, count in sorted(self.counts.items()))
+            log.warning(
+                "task [%s] published %d record(s) of timestamp 0 (%s) with the time they were produced instead: "
+                "librdkafka's producer takes timestamp 0 for \"now\", where Kafka Streams' producer keeps 0",
+                task_id, sum(self.counts.values()), where,
+            )  # fmt: skip
 
 
 def _produce(producer: Any, topic: str, partition: int, rows: Iterable[Row], on_delivery: DeliveryReport | None) -> int:
@@ -231,6 +265,7 @@ def publish_task(
     mark = commit_mark(plan_id, task_id)
     changelog_partitions = frozenset(results.changelog_partitions())
     deliveries = _Deliveries()
+    epoch = _EpochStamps()
     producer = kafka_clients.producer(
         client_config,
         **{"transactional.id": txn_id, "enable.idempotence": True, "linger.ms": 20, "compression.type": "lz4"},
@@ -248,7 +283,7 @@ def publish_task(
         try:
             columns = column_producer(producer)
             for topic, partition in results.output_partitions():
-                batches = results.output_batches(topic, partition)
+                batches = epoch.counted(f"{topic}-{partition}", results.output_batches(topic, partition))
                 outputs += _produce_batches(producer, columns, topic, partition, batches)
                 producer.poll(0)
             for topic, partition in sorted(changelog_partitions):
@@ -256,6 +291,7 @@ def publish_task(
                     batches = table_batches(last_write_per_key(results.changelog_table(topic, partition)))
                 else:
                     batches = results.changelog_batches(topic, partition)
+                batches = epoch.counted(f"{topic}-{partition}", batches)
                 changelog_records += _produce_batches(
                     producer, columns, topic, partition, batches, deliveries.changelog
                 )
@@ -299,6 +335,7 @@ def publish_task(
         raise HandoffError(f"task [{task_id}] published no record to changelog partition(s) {', '.join(missing)}")
     log.info("task [%s] published %d output and %d changelog records; committed %s", task_id, outputs,
              changelog_records, offsets)  # fmt: skip
+    epoch.warn(task_id)
     return PublishedTask(
         task_id,
         offsets,

@@ -223,6 +223,13 @@ def batch_rows(batch: pa.RecordBatch) -> Iterator[Row]:
 _NO_HEADERS: Headers = ()
 
 
+def epoch_timestamps(batch: pa.RecordBatch) -> int:
+    """How many rows of a batch of :data:`ROW_COLUMNS` have timestamp 0, which the producer cannot send (a
+    ``rd_kafka_producev`` timestamp of 0 means "now")."""
+    count: int = pc.sum(pc.equal(batch.column("timestamp"), 0)).as_py() or 0
+    return count
+
+
 def has_headers(column: pa.Array) -> bool:
     """Whether any row of a ``headers`` column has a header (nearly no batch does)."""
     return bool(pc.any(pc.greater(pc.list_value_length(column), 0)).as_py())

@@ -4,6 +4,7 @@ and a refusal raises what ``produce`` raises."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -119,3 +120,19 @@ def test_a_topic_name_librdkafka_refuses_raises_what_produce_raises(kafka_broker
     with pytest.raises(KafkaException) as by_columns:
         _column_producer(producer).produce(name, 0, _batch([(1, b"k", b"v")]))
     assert by_columns.value.args[0].code() == by_produce.value.args[0].code()
+
+
+def test_a_record_of_timestamp_0_reaches_kafka_with_the_time_it_was_produced(
+    kafka_broker: str, admin: AdminClient, unique: Callable[[str], str]
+) -> None:
+    """librdkafka takes a timestamp of 0 for "now", through ``produce`` and the columns alike (Kafka Streams' producer
+    keeps 0): why the hand-off warns of such records (``publish._EpochStamps``). Should librdkafka ever keep 0,
+    this fails, and the warning goes."""
+    topic = create_topic(admin, unique("native-produce-epoch"))
+    producer = Producer({"bootstrap.servers": kafka_broker})
+    before = int(time.time() * 1000)
+    producer.produce(topic, b"v", b"k", 0, None, None, 0, None)
+    assert _column_producer(producer).produce(topic, 0, _batch([(0, b"k", b"v")])) == 1
+    assert producer.flush(30) == 0
+    stamps = [timestamp for timestamp, _, _ in _read(kafka_broker, topic, 0, 2)]
+    assert all(before <= stamp <= int(time.time() * 1000) for stamp in stamps), stamps
