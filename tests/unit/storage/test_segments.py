@@ -272,14 +272,18 @@ columns = {"timestamp": pa.array(range(50_000), pa.int64()), "key": pa.array([b"
            "value": pa.array([b"v"] * 50_000),
            "headers": pa.array([[]] * 50_000, pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])))}
 pq.write_table(pa.table(columns), os.path.join(sys.argv[1], "out.parquet"))
-assert sum(1 for _ in task_results._rows(store, "out.parquet")) == 50_000
+batches = list(task_results._batches(store, "out.parquet"))
+assert sum(1 for batch in batches for _ in task_results.batch_rows(batch)) == 50_000
+assert sum(task_results.epoch_timestamps(batch) for batch in batches) == 1
+assert not any(task_results.has_headers(batch.column("headers")) for batch in batches)
 print(before, threads())
 """
 
 
 def test_decoding_in_streamprocs_own_process_leaves_no_arrow_thread_to_abort_its_exit(tmp_path: Path) -> None:
     """A thread of Arrow's pool alive at exit aborts the process (``std::terminate``, exit -6; ``ARROW_USE_THREADS``):
-    decoding a segment (``streamproc verify``, fetch) and reading task outputs (the hand-off) start none."""
+    decoding a segment (``streamproc verify``, fetch) and reading task outputs as the hand-off does (batches, their
+    rows, the counts of epoch timestamps and headers) start none."""
     import subprocess
     import sys
 
