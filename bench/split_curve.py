@@ -3,7 +3,9 @@
 ``python -m bench.split_curve [--records N] [--shards 2,3,4] [--workloads count,filter_count] [--per-record]``
 stages the bench's records (``generator.values``: 100 000 users, Zipf keys, 200-byte values) as one partition of a
 local store (not measured), then, for each DSL workload (``workloads.DSL_WORKLOADS``, or :data:`STRING_WORKLOADS`,
-the same logic over String serdes, per record, where ``--split auto`` may split: every one with a store it does):
+the same logic over String serdes; since the columnar path reads String serdes too, those of its shapes (the count,
+the aggregate, the windowed counts) run whole over columns as ``--split auto`` leaves them, and ``--per-record``
+measures their per-record split, the one ``auto`` splits in any other shape with a store):
 
 - the task whole, as ``streamproc process`` runs it (over columns where the columnar path takes it, else per
   record; ``--per-record`` forces per record for both, ``STREAMPROC_PER_RECORD_COUNT``);
@@ -68,8 +70,8 @@ def _string_long() -> Any:
 
 
 def string_count() -> Any:
-    """``groupByKey().count()`` with String serdes: per record (the columnar path reads Bytes), each shard reading
-    only its own records, a shape ``--split auto`` splits."""
+    """``groupByKey().count()`` with String serdes: over columns (``--split auto`` leaves it whole), or per record
+    (``--per-record``), each shard reading only its own records."""
     b, grouped, sink = _string_grouped()
     grouped.count().to_stream().to(sink, _string_long())
     return b.build()
@@ -188,8 +190,8 @@ def string_self_join() -> Any:
     return b.build()
 
 
-#: The workloads over String serdes, per record, whose shards read only their own records (``--split auto`` splits
-#: those with a store), besides the bench's DSL ones (Bytes: the columnar path's).
+#: The workloads over String serdes, whose per-record shards read only their own records (``--split auto`` splits
+#: those with a store the columnar path does not take), besides the bench's DSL ones (Bytes).
 STRING_WORKLOADS = {
     "string_count": string_count,
     "string_aggregate": string_aggregate,

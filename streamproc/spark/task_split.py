@@ -190,10 +190,11 @@ def auto_refusals(
     doc). ``refusals``: :func:`split_refusals`'s, when already computed; a sub-topology refused there stays so.
 
     Decided from the topology and config alone, before any input is read: a task the columnar path may take runs
-    whole; so does one whose shards could not each read only their own records (``owned_input.owned_reading``, the
-    task runner's own rule). What only the data tells (a negative timestamp, a String key that is not UTF-8) makes
-    a shard read every record, as with ``--split N``."""
-    from streamproc.spark.columnar import count_shape_refusal, window_shape_refusal
+    whole (unless ``STREAMPROC_PER_RECORD_COUNT`` forces every task per record); so does one whose shards could not
+    each read only their own records (``owned_input.owned_reading``, the task runner's own rule). What only the data
+    tells (a negative timestamp, a String key that is not UTF-8) makes a shard read every record, as with
+    ``--split N``."""
+    from streamproc.spark.columnar import count_shape_refusal, per_record_forced, window_shape_refusal
     from streamproc.spark.owned_input import owned_reading
 
     verdicts: dict[int, str | None] = {}
@@ -208,7 +209,7 @@ def auto_refusals(
             why = "a declared processor reads the task's stream time, so each shard would read every record"
         elif len(graph.source_topics) != 1:
             why = f"its tasks read {len(graph.source_topics)} topics, so each shard would read every record"
-        elif (
+        elif not per_record_forced() and (
             count_shape_refusal(graph, graph.source_topics[0]) is None
             or window_shape_refusal(graph, graph.source_topics[0]) is None
         ):

@@ -21,7 +21,13 @@ from typing import Any
 
 from streamproc.engine.key_shards import ShardSpec
 from streamproc.engine.replay import ReplayResult
-from streamproc.spark.columnar.count import CountPlan, columnar_count_plan, count_shape_refusal, run_columnar_count
+from streamproc.spark.columnar.count import (
+    CountPlan,
+    columnar_count_plan,
+    count_shape_refusal,
+    per_record_forced,
+    run_columnar_count,
+)
 from streamproc.spark.columnar.window import WindowPlan, columnar_window_plan, run_columnar_window, window_shape_refusal
 from streamproc.spark.task_output import TaskChangelogCollector, TaskOutputCollector
 from streamproc.storage.object_store import ObjectStore
@@ -79,4 +85,4 @@ def columnar_plan(**facts: Any) -> ColumnarTask | str:
     )
 
 
-__all__ = ["ColumnarTask", "columnar_plan", "count_shape_refusal", "window_shape_refusal"]
+__all__ = ["ColumnarTask", "columnar_plan", "count_shape_refusal", "per_record_forced", "window_shape_refusal"]

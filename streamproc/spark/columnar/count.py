@@ -90,7 +90,7 @@ from streamproc.engine.processor_topology import ProcessorNode, ProcessorTopolog
 from streamproc.engine.record_queue import UNKNOWN
 from streamproc.engine.records import TopicPartition
 from streamproc.engine.replay import ReplayResult
-from streamproc.engine.serdes import ByteArraySerializer, LongDeserializer, LongSerializer
+from streamproc.engine.serdes import LongDeserializer, LongSerializer
 from streamproc.engine.stream_task import CommittableOffset, TaskConfig
 from streamproc.engine.timestamp_extractor import ExtractRecordMetadataTimestamp, FailOnInvalidTimestamp
 from streamproc.spark.columnar.cache import LastWrites
@@ -107,7 +107,16 @@ from streamproc.spark.columnar.output import (
     shard_positions,
     stored_long,
 )
-from streamproc.spark.columnar.shape import after_to_stream, bytes_source, plain_sink, stateless_chain
+from streamproc.spark.columnar.shape import (
+    BYTES,
+    PlainSerde,
+    after_to_stream,
+    plain_sink,
+    plain_source,
+    serialized,
+    sink_serde,
+    stateless_chain,
+)
 from streamproc.spark.columnar.shape import serde_is as _is
 from streamproc.spark.columnar.shard_rows import ShardRows
 from streamproc.spark.task_input import StagedRange, open_segment, open_upstream, task_batches
@@ -161,6 +170,12 @@ class CountPlan:
     folds: KStreamAggregateProcessor | KStreamReduceProcessor | None = None
     #: The count's store is cached and the run emulates the record cache at one flush (``columnar/cache.py``).
     flushes_cache: bool = False
+    #: How the source's keys and values are read (``shape.PlainSerde``: ByteArray or String).
+    key_serde: PlainSerde = BYTES
+    value_serde: PlainSerde = BYTES
+    #: What the sink's key and value serializers write, for keys and values the chain maps (``shape.serialized``).
+    sink_key_serde: PlainSerde = BYTES
+    sink_value_serde: PlainSerde = BYTES
 
     def describe(self) -> str:
         """What runs over columns, for the task's log line."""
@@ -195,15 +210,20 @@ class _Shape:
     #: The count's node name, ``None`` with no count.
     count_node: str | None
     sink: SinkNode
+    key: PlainSerde
+    value: PlainSerde
+    sink_key: PlainSerde
+    sink_value: PlainSerde
 
 
 def _shape(graph: ProcessorTopology, topic: str) -> _Shape | str:
     """The task's nodes, or why the sub-topology is not exactly source → [filter | filterNot | mapValues]* → either
     count/aggregate/reduce → toStream → sink or a sink."""
     nodes = graph.nodes
-    source = bytes_source(graph, topic)
-    if isinstance(source, str):
-        return source
+    plain = plain_source(graph, topic)
+    if isinstance(plain, str):
+        return plain
+    source = plain.node
     chain = stateless_chain(source.children[0])
     if isinstance(chain, str):
         return chain
@@ -237,10 +257,16 @@ def _shape(graph: ProcessorTopology, topic: str) -> _Shape | str:
     sink = plain_sink(node)
     if isinstance(sink, str):
         return sink
-    value_serializer = LongSerializer if count is not None else ByteArraySerializer
-    if not _is(sink.key_serializer, ByteArraySerializer) or not _is(sink.value_serializer, value_serializer):
-        return f"the sink's serdes are not Bytes/ByteArray and {'Long' if count is not None else 'Bytes/ByteArray'}"
-    return _Shape(source, tuple(steps), count, count_node, sink)
+    sink_key, sink_value = sink_serde(sink.key_serializer), sink_serde(sink.value_serializer)
+    if sink_key is None or (sink_key != plain.key and rekeyed is None):  # the input's key bytes go to the sink
+        return f"the sink's key serde is not the source's ({plain.key.name})"
+    if count is not None:
+        if not _is(sink.value_serializer, LongSerializer):
+            return "the sink's value serde is not Long"
+        sink_value = BYTES  # not used: the count's values are Longs
+    elif sink_value is None or (sink_value != plain.value and not any(s.changes_values for s in steps)):
+        return f"the sink's value serde is not the source's ({plain.value.name})"
+    return _Shape(source, tuple(steps), count, count_node, sink, plain.key, plain.value, sink_key, sink_value)
 
 
 def count_shape_refusal(graph: ProcessorTopology, topic: str) -> str | None:
@@ -324,11 +350,12 @@ class _UnreadableCount(Exception):
         self.error = error
 
 
-def _stored_counts(store: TimestampedKeyValueStore[bytes, int]) -> StoredCounts:
+def _stored_counts(store: TimestampedKeyValueStore[bytes, int], key_serde: PlainSerde = BYTES) -> StoredCounts:
     """The lookup :class:`TaskKeys` seeds a chunk's new keys with: one ``get_many`` of the store per call, each
     stored value as (timestamp, count). A value that is not 16 bytes (``ts ‖ Long``) raises :class:`_UnreadableCount`
     with the error the store's own read gives it (``get_for_update``, as ``KStreamAggregateProcessor`` reads the
-    key): the per-record path fails at the first record of that key (:func:`_unreadable_count_failure`)."""
+    key, given the key as the source's deserializer reads it): the per-record path fails at the first record of that
+    key (:func:`_unreadable_count_failure`)."""
     get_many = store.bytes_store.get_many
     unpack = _STORED.unpack
 
@@ -341,7 +368,7 @@ def _stored_counts(store: TimestampedKeyValueStore[bytes, int]) -> StoredCounts:
                 counts.append(unpack(stored))
             else:
                 try:
-                    store.get_for_update(key)
+                    store.get_for_update(key_serde.of_bytes(key))
                 except Exception as error:
                     raise _UnreadableCount(key, error) from error
                 raise AssertionError(f"store {store.name}: a value of {len(stored)} bytes read as a timestamped Long")
@@ -368,6 +395,12 @@ def _unreadable_count_failure(
 TaskInputs = tuple[tuple[StagedRange, int, tuple[str, ...]], ...]
 
 
+def per_record_forced() -> bool:
+    """:data:`PER_RECORD_ENV` is set to a true value: no task runs over columns (and ``--split auto`` then splits
+    what it splits per record)."""
+    return os.environ.get(PER_RECORD_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
+
 def common_eligibility(
     *,
     task: str,
@@ -378,7 +411,7 @@ def common_eligibility(
     """Why a task cannot run over columns whatever its nodes, or ``None``: the checks every columnar path shares
     before it looks at the sub-topology (cheap: nothing read). Then the path checks its shape and calls
     :func:`input_eligibility` with the shape's source."""
-    if os.environ.get(PER_RECORD_ENV, "").strip().lower() not in ("", "0", "false", "no"):
+    if per_record_forced():
         return f"{PER_RECORD_ENV} is set"
     if len(inputs) != 1:
         return f"{len(inputs)} input partitions, not one"
@@ -444,11 +477,11 @@ def columnar_count_plan(
         if type(found) is not TimestampedKeyValueStore or set(stores) != {store_name}:
             return f"the task's stores are not exactly the count's timestamped key-value store {store_name}"
         store = found
-        if not _is(store.key_serde.serializer.serialize, ByteArraySerializer) or not (
+        if not shape.key.writes(store.key_serde.serializer.serialize) or not (
             _is(store.value_serde.serializer.serialize, LongSerializer)
             and _is(store.value_serde.deserializer.deserialize, LongDeserializer)
         ):
-            return f"store {store.name}'s serdes are not Bytes/ByteArray and Long"
+            return f"store {store.name}'s serdes are not the source's key serde ({shape.key.name}) and Long"
         context = store.context
         changelog = None if context is None else context.changelog_partition
         if changelog is not None and (context is None or context.sink is not changelog_collector):
@@ -474,6 +507,10 @@ def columnar_count_plan(
         appended,
         None if shape.count is None or counts_keys(shape.count) else shape.count,
         flushes_cache,
+        shape.key,
+        shape.value,
+        shape.sink_key,
+        shape.sink_value,
     )
 
 
@@ -493,9 +530,22 @@ def _batches(plan: CountPlan, store: ObjectStore, task: str, counts: dict[str, i
     (``task_input.task_batches``)."""
     with_values = bool(plan.steps) or plan.store is None or plan.folds is not None
     columns = ("offset", "timestamp", "key", "headers", *(("value",) if with_values else ()))
-    return task_batches(
+    batches = task_batches(
         store, plan.input, plan.appended, task=task, columns=columns, batch_size=CHUNK_ROWS, counts=counts
     )
+    if plan.key_serde == BYTES and (plan.value_serde == BYTES or not with_values):
+        return batches
+    return (read_as(batch, plan.key_serde, plan.value_serde) for batch in batches)
+
+
+def read_as(batch: pa.RecordBatch, key: PlainSerde, value: PlainSerde) -> pa.RecordBatch:
+    """``batch`` with its key and value columns as the source's serdes read them (``PlainSerde.column``)."""
+    names = batch.schema.names
+    arrays = [
+        key.column(column) if name == "key" else value.column(column) if name == "value" else column
+        for name, column in zip(names, batch.columns, strict=True)
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=batch.schema)
 
 
 def run_columnar_count(
@@ -516,7 +566,7 @@ def run_columnar_count(
     if shard is not None and plan.flushes_cache:
         raise AssertionError("a task under the record cache runs whole (job.process sets --split off)")
     owned = None if shard is None else ShardRows(shard, by_key=plan.store is not None)
-    state = TaskKeys(plan.sink_partitions, None if plan.store is None else _stored_counts(plan.store))
+    state = TaskKeys(plan.sink_partitions, None if plan.store is None else _stored_counts(plan.store, plan.key_serde))
     fold = None if plan.folds is None else _LoopFold(plan, state, task)
     touched = np.zeros(0, dtype=bool)
     processed = 0
@@ -531,11 +581,14 @@ def run_columnar_count(
         n = batch.num_rows
         keys: list[Any] | None = None
         if plan.steps:
-            chain = run_chain(plan.steps, batch.column("key").to_pylist(), batch.column("value").to_pylist())
+            chain = run_chain(
+                plan.steps, plan.key_serde.objects(batch.column("key")), plan.value_serde.objects(batch.column("value"))
+            )
             positions, values, failure = chain.positions, chain.values, chain.failure
             keys = chain.keys if plan.rekeys else None
         else:
-            positions, values, failure = list(range(n)), batch.column("value").to_pylist() if with_values else [], None
+            values = plan.value_serde.objects(batch.column("value")) if with_values else []
+            positions, failure = list(range(n)), None
         if plan.store is not None:
             if plan.steps:
                 positions, values = _drop_null_values(plan, batch, positions, values, processed, drops)
@@ -613,40 +666,28 @@ def _drop_null_values(
     return kept, kept_values
 
 
-#: The types a ``ByteArraySerializer`` passes through as they are (``map(type, ...)`` checked in C, not per item).
-_PLAIN = frozenset({bytes, type(None)})
-
-
 def _serialized(
     plan: CountPlan, positions: list[int], keys: list[Any] | None, values: list[Any] | None, failure: Failure | None
-) -> tuple[list[bytes | None] | None, list[bytes | None] | None, Failure | None]:
-    """The sink's keys and values (``None``: the input's, unchanged bytes) serialized as its ``ByteArraySerializer``s
-    serialize them (bytes and null as they are), the key first as ``SinkNode.process`` does; a key or value it
-    rejects (only a mapped one can be rejected) is the first failure when it comes before the chain's."""
-    if (keys is None or _PLAIN.issuperset(map(type, keys))) and (
-        values is None or _PLAIN.issuperset(map(type, values))
-    ):
-        return keys, values, failure
-    if values is None:  # only keys to serialize
-        values = [None] * len(positions)
-        unchanged = True
-    else:
-        unchanged = False
-    serialize = ByteArraySerializer().serialize
-    out_keys: list[bytes | None] = []
-    out: list[bytes | None] = []
-    topic = plan.sink_topic
-    for i, (position, value) in enumerate(zip(positions, values, strict=True)):
-        try:
-            if keys is not None:
-                key = keys[i]
-                out_keys.append(key if type(key) is bytes or key is None else serialize(topic, key))
-            out.append(value if type(value) is bytes or value is None else serialize(topic, value))
-        except Exception as exc:
-            del out_keys[len(out) :]
-            failed = Failure(position, plan.steps[-1].name, exc)
-            return (None if keys is None else out_keys), (None if unchanged else out), failed
-    return (None if keys is None else out_keys), (None if unchanged else out), failure
+) -> tuple[pa.Array | None, pa.Array | None, Failure | None]:
+    """The sink's keys and values (``None``: the input's, unchanged bytes) as its ``ByteArray`` or ``String``
+    serializers write them (``shape.serialized``), the key first as ``SinkNode.process`` does; a key or value they
+    reject (only a mapped one can be rejected) is the first failure when it comes before the chain's (the caller then
+    raises it: what comes before it is not sent)."""
+    first = failure
+    columns: list[pa.Array | None] = []
+    for items, serde in ((keys, plan.sink_key_serde), (values, plan.sink_value_serde)):
+        if items is None:
+            columns.append(None)
+            continue
+        column, at, error = serialized(serde, plan.sink_topic, items)
+        columns.append(column)
+        if (
+            at is not None
+            and error is not None
+            and (first is None or first is failure or positions[at] < first.position)
+        ):
+            first = Failure(positions[at], plan.steps[-1].name, error)  # on one record, the key's comes first
+    return columns[0], columns[1], first
 
 
 def _failure(plan: CountPlan, batch: pa.RecordBatch, failure: Failure, task: str) -> Exception:
@@ -729,8 +770,8 @@ def _flush(
 def _sink(
     plan: CountPlan,
     batch: pa.RecordBatch,
-    mapped_keys: list[bytes | None] | None,
-    values: list[bytes | None] | None,
+    mapped_keys: pa.Array | None,
+    values: pa.Array | None,
     state: TaskKeys,
     collector: TaskOutputCollector,
 ) -> None:
@@ -738,11 +779,11 @@ def _sink(
     timestamp and headers; the partition from the serialized key (a null key: unassigned, as
     ``TaskOutputCollector.send`` leaves it when the default partitioner has none)."""
     n = batch.num_rows
-    keys = batch.column("key") if mapped_keys is None else pa.array(mapped_keys, pa.binary())
+    keys = batch.column("key") if mapped_keys is None else mapped_keys
     sequence = pa.array(np.arange(collector.sent, collector.sent + n, dtype=np.int64))
     stamps = batch.column("timestamp")
     partitions = state.partitions_of(keys)
-    value_column = batch.column("value") if values is None else pa.array(values, pa.binary())
+    value_column = batch.column("value") if values is None else values
     send(plan, collector, batch, partitions, sequence, stamps, keys, value_column)
 
 
@@ -820,13 +861,14 @@ class _LoopFold:
             self.touched.extend([False] * (len(held)))
         news: list[int | None] = []
         stamps: list[int] = []
-        failure = self._loop(ids.tolist(), keys.to_pylist(), values, rows.column("timestamp").to_pylist(), news, stamps)
+        key_objects = self.plan.key_serde.objects(keys)
+        failure = self._loop(ids.tolist(), key_objects, values, rows.column("timestamp").to_pylist(), news, stamps)
         if failure is not None:
             raise _failure(self.plan, rows, failure, self.task)
         self._rows, self._ids, self._news, self._stamps = rows, ids, news, stamps
 
     def _loop(
-        self, ids: list[int], keys: list[bytes], values: list[Any], record_stamps: list[int], news: list[int | None],
+        self, ids: list[int], keys: list[Any], values: list[Any], record_stamps: list[int], news: list[int | None],
         stamps: list[int],
     ) -> Failure | None:  # fmt: skip
         """The per-record updates, appended to ``news``/``stamps``; the first failure (position in the chunk), if

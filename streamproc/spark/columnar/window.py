@@ -59,7 +59,7 @@ from streamproc.engine.processor_topology import ProcessorNode, ProcessorTopolog
 from streamproc.engine.record_queue import UNKNOWN
 from streamproc.engine.records import TopicPartition
 from streamproc.engine.replay import ReplayResult
-from streamproc.engine.serdes import ByteArraySerializer, LongDeserializer, LongSerializer
+from streamproc.engine.serdes import ByteArraySerializer, LongDeserializer, LongSerializer, StringSerializer
 from streamproc.engine.stream_task import CommittableOffset, TaskConfig
 from streamproc.spark.columnar import count as columnar_count
 from streamproc.spark.columnar.cache import LastWrites
@@ -74,7 +74,15 @@ from streamproc.spark.columnar.groups import grouped_running_count, grouped_runn
 from streamproc.spark.columnar.output import LONG_MAX as _LONG_MAX
 from streamproc.spark.columnar.output import LONG_MIN as _LONG_MIN
 from streamproc.spark.columnar.output import TaskKeys, longs, send, send_changes, stored_long
-from streamproc.spark.columnar.shape import after_to_stream, bytes_source, plain_sink, stateless_chain
+from streamproc.spark.columnar.shape import (
+    BYTES,
+    PlainSerde,
+    after_to_stream,
+    plain_sink,
+    plain_source,
+    sink_serde,
+    stateless_chain,
+)
 from streamproc.spark.columnar.shape import serde_is as _is
 from streamproc.spark.task_input import StagedRange, task_batches
 from streamproc.spark.task_output import TaskChangelogCollector, TaskOutputCollector
@@ -113,6 +121,11 @@ class WindowPlan:
     restored: bool = False
     #: the store is cached and the run emulates the record cache at one flush (``columnar/cache.py``)
     flushes_cache: bool = False
+    #: how the source's keys and values are read (``shape.PlainSerde``: ByteArray or String)
+    key_serde: PlainSerde = BYTES
+    value_serde: PlainSerde = BYTES
+    #: what the sink's key serializer writes (the chain after ``toStream`` maps the keys)
+    sink_key_serde: PlainSerde = BYTES
 
     def describe(self) -> str:
         """What runs over columns, for the task's log line."""
@@ -127,15 +140,19 @@ class _Shape:
     aggregate: ProcessorNode
     after: tuple[StatelessStep, ...]
     sink: SinkNode
+    key: PlainSerde
+    value: PlainSerde
+    sink_key: PlainSerde
 
 
 def _shape(graph: ProcessorTopology, topic: str) -> _Shape | str:
     """The task's nodes, or why the sub-topology is not exactly source → chain → windowed aggregate → toStream →
     chain → sink."""
     nodes = graph.nodes
-    source = bytes_source(graph, topic)
-    if isinstance(source, str):
-        return source
+    plain = plain_source(graph, topic)
+    if isinstance(plain, str):
+        return plain
+    source = plain.node
     chain = stateless_chain(source.children[0])
     if isinstance(chain, str):
         return chain
@@ -159,11 +176,12 @@ def _shape(graph: ProcessorTopology, topic: str) -> _Shape | str:
     sink = plain_sink(last)
     if isinstance(sink, str):
         return sink
-    if not _is(sink.key_serializer, ByteArraySerializer) or not (
+    sink_key = sink_serde(sink.key_serializer)
+    if sink_key is None or not (
         _is(sink.value_serializer, LongSerializer) or _is(sink.value_serializer, ByteArraySerializer)
     ):
-        return "the sink's serdes are not Bytes/ByteArray and Long or Bytes/ByteArray"
-    return _Shape(source, tuple(before), aggregate, tuple(after), sink)
+        return "the sink's serdes are not Bytes/ByteArray or String and Long or Bytes/ByteArray"
+    return _Shape(source, tuple(before), aggregate, tuple(after), sink, plain.key, plain.value, sink_key)
 
 
 def window_shape_refusal(graph: ProcessorTopology, topic: str) -> str | None:
@@ -210,11 +228,11 @@ def columnar_window_plan(
     store: TimestampedWindowStore[bytes, Any] = found
     if store.retain_duplicates or store.window_size_ms != windows.size_ms:
         return f"store {store.name} keeps duplicates or its window size is not the windows' size"
-    if not _is(store.key_serde.serializer.serialize, ByteArraySerializer) or not (
+    if not shape.key.writes(store.key_serde.serializer.serialize) or not (
         _is(store.value_serde.serializer.serialize, LongSerializer)
         and _is(store.value_serde.deserializer.deserialize, LongDeserializer)
     ):
-        return f"store {store.name}'s serdes are not Bytes/ByteArray and Long"
+        return f"store {store.name}'s serdes are not the source's key serde ({shape.key.name}) and Long"
     segments = store.segments
     if segments.retention_ms < windows.size_ms + windows.grace_ms:
         return f"store {store.name}'s retention is shorter than window size + grace"
@@ -262,6 +280,9 @@ def columnar_window_plan(
         shape.after,
         restored,
         flushes_cache,
+        shape.key,
+        shape.value,
+        shape.sink_key,
     )
 
 
@@ -329,7 +350,7 @@ class _LoopFold(_Fold):
         self.windows: dict[tuple[bytes, int], tuple[Any, int] | None] = {}
 
     def fold(
-        self, keys: list[bytes], values: list[Any], stamps: list[int], offsets: list[int], steps: list[int]
+        self, keys: list[Any], values: list[Any], stamps: list[int], offsets: list[int], steps: list[int]
     ) -> _Updates:
         """``KStreamWindowAggregateProcessor.process`` for each record (``offsets``/``steps``: its offset and its
         task step, for a drop), its puts and forwards collected as updates."""
@@ -391,8 +412,9 @@ class _LoopFold(_Fold):
 
     def entries(self) -> list[_Entry]:
         pack = struct.Struct(">qq").pack
+        to_bytes = self.plan.key_serde.to_bytes  # the loop's keys are the deserializer's objects
         return [
-            (key + struct.pack(">qi", start, 0), None if state is None else pack(state[1], state[0]), start)
+            (to_bytes(key) + struct.pack(">qi", start, 0), None if state is None else pack(state[1], state[0]), start)
             for (key, start), state in self.windows.items()
         ]
 
@@ -484,12 +506,12 @@ class _CountFold(_Fold):
         """The restored store's count and timestamp of each window from ``first_new`` on, read once, in first-touch
         order as the loop reads them; a read that raises (a stored value not a ``Long``) ends the reads: returns
         that window's id and the error."""
-        fetch = self.plan.store.fetch_at
+        fetch, of_bytes = self.plan.store.fetch_at, self.plan.key_serde.of_bytes  # the store reads the key object
         store_keys = self.store_keys.slice(first_new).to_pylist()
         starts = self.starts[first_new:].tolist()
         for window, (store_key, start) in enumerate(zip(store_keys, starts, strict=True), start=first_new):
             try:
-                stored = fetch(store_key[: -_START_AND_SEQNUM.itemsize], start)
+                stored = fetch(of_bytes(store_key[: -_START_AND_SEQNUM.itemsize]), start)
             except Exception as exc:
                 return window, exc
             if stored is not None:
@@ -620,7 +642,7 @@ def _input_batches(
 ) -> Iterator[pa.RecordBatch]:
     """The input's records, staged then upstream, ``CHUNK_ROWS`` at a time, in the per-record path's order and
     offsets (``task_input.task_batches``)."""
-    return task_batches(
+    batches = task_batches(
         object_store,
         plan.input,
         plan.appended,
@@ -628,6 +650,9 @@ def _input_batches(
         batch_size=columnar_count.CHUNK_ROWS,
         counts=counts,
     )
+    if plan.key_serde == BYTES and plan.value_serde == BYTES:
+        return batches
+    return (columnar_count.read_as(batch, plan.key_serde, plan.value_serde) for batch in batches)
 
 
 def _fold_chunk(
@@ -640,7 +665,8 @@ def _fold_chunk(
     values: list[Any] | None = None
     chain_failure: Failure | None = None
     if plan.before:
-        chain = run_chain(plan.before, batch.column("key").to_pylist(), batch.column("value").to_pylist())
+        key_objects = plan.key_serde.objects(batch.column("key"))
+        chain = run_chain(plan.before, key_objects, plan.value_serde.objects(batch.column("value")))
         where = np.asarray(chain.positions, dtype=np.int64)
         keys, values, chain_failure = chain.keys, chain.values, chain.failure
     else:
@@ -652,7 +678,7 @@ def _fold_chunk(
         key_column = batch.column("key").take(pa.array(where)) if plan.before else batch.column("key")
         return fold.fold(key_column, stamps, offsets, steps), where, chain_failure
     if keys is None or values is None:
-        keys, values = batch.column("key").to_pylist(), batch.column("value").to_pylist()
+        keys, values = plan.key_serde.objects(batch.column("key")), plan.value_serde.objects(batch.column("value"))
     return fold.fold(keys, values, stamps.tolist(), offsets.tolist(), steps.tolist()), where, chain_failure
 
 
@@ -686,11 +712,13 @@ def _through_after(
     start_list = starts.tolist()
     windows = {start: TimeWindow(start, start + size) for start in set(start_list)}  # immutable: shared
     keys: list[Any] = [
-        Windowed(key, windows[start]) for key, start in zip(record_keys.to_pylist(), start_list, strict=True)
+        Windowed(key, windows[start])
+        for key, start in zip(plan.key_serde.objects(record_keys), start_list, strict=True)
     ]
     chain = run_chain(plan.after, keys, values)
     picked = chain.positions
-    serialized_keys, key_failure = _serialized(plan, ByteArraySerializer(), chain.keys, picked)
+    key_serializer = StringSerializer() if plan.sink_key_serde.string else ByteArraySerializer()
+    serialized_keys, key_failure = _serialized(plan, key_serializer, chain.keys, picked)
     value_serializer = LongSerializer() if plan.sink_long_values else ByteArraySerializer()
     serialized_values, value_failure = _serialized(plan, value_serializer, chain.values, picked)
     failures = [f for f in (chain.failure, key_failure, value_failure) if f is not None]
@@ -702,7 +730,10 @@ def _through_after(
 
 
 def _serialized(
-    plan: WindowPlan, serializer: LongSerializer | ByteArraySerializer, items: list[Any], picked: list[int]
+    plan: WindowPlan,
+    serializer: LongSerializer | ByteArraySerializer | StringSerializer,
+    items: list[Any],
+    picked: list[int],
 ) -> tuple[pa.Array, Failure | None]:
     """``items`` as the sink's serializer writes them, as a binary column; or the first item it rejects
     (``Failure.position``: that item's update index, from ``picked``)."""
@@ -713,6 +744,11 @@ def _serialized(
             pass
     elif type(serializer) is ByteArraySerializer and all(type(x) is bytes for x in items):
         return pa.array(items, pa.binary()), None
+    elif type(serializer) is StringSerializer and all(type(x) is str for x in items):
+        try:
+            return pa.array(items, pa.string()).cast(pa.binary()), None
+        except (pa.ArrowException, UnicodeEncodeError):
+            pass  # an unpaired surrogate: the serializer writes it as ``?``
     out: list[bytes | None] = []
     for item, update in zip(items, picked, strict=True):
         try:

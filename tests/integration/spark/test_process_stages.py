@@ -24,6 +24,7 @@ from confluent_kafka.admin import AdminClient
 from streamproc.engine.partitioner import partition_for_key
 from streamproc.plan.run_plan import RunPlan
 from streamproc.spark import task_split
+from streamproc.spark.columnar.count import PER_RECORD_ENV
 from streamproc.spark.job import process
 from tests.integration.conftest import create_topic
 from tests.integration.spark import topologies
@@ -168,10 +169,13 @@ def test_a_split_process_step_publishes_what_the_unsplit_one_publishes(
     reports agree, the shards' objects are gone, and a re-run skips every task.
 
     ``--split auto`` splits where shards would pay (stage 1's stateless re-key too, which it does not yet by
-    default: ``task_split.AUTO_SPLITS_STATELESS``): with String serdes both stages run per record and each shard
-    reads only its own records; 4 tasks a stage on 8 worker processes leave 2 cores a task (the records-per-shard
-    floor lowered to the test's few records)."""
+    default: ``task_split.AUTO_SPLITS_STATELESS``): with String serdes forced per record (the columnar path, which
+    reads them too, would run both stages whole under ``auto``) each shard reads only its own records; 4 tasks a
+    stage on 8 worker processes leave 2 cores a task (the records-per-shard floor lowered to the test's few
+    records)."""
     monkeypatch.setattr(task_split, "AUTO_SPLITS_STATELESS", True)  # not yet by default: docs/split.md, #29
+    if split == "auto":
+        monkeypatch.setenv(PER_RECORD_ENV, "1")  # the worker processes inherit it
     monkeypatch.setattr(task_split, "AUTO_RECORDS_PER_SHARD", 100)
     plan: RunPlan = staged_dsl["plan"]
     topology = f"tests.integration.spark.topologies:{program}"

@@ -21,6 +21,7 @@ from confluent_kafka.admin import AdminClient
 from streamproc.engine.task_id import TaskId
 from streamproc.plan.run_plan import RunPlan
 from streamproc.spark import task_split
+from streamproc.spark.columnar.count import PER_RECORD_ENV
 from streamproc.spark.job import plan_id, process
 from streamproc.spark.task_output import TaskObjects
 from streamproc.state.rocksdb_store import RocksDBKeyValueBytesStore
@@ -154,8 +155,12 @@ def test_a_one_partition_task_split_in_two_runs_a_shard_on_each_worker_and_publi
     the merge. What it publishes is byte for byte the unsplit task's, and its stores hold the same entries.
 
     A count splits on request (``--split 2``); a windowed count (late records dropped) under ``--split auto``,
-    which splits it on the cluster's two cores (the records-per-shard floor lowered to the test's records)."""
+    which splits it on the cluster's two cores (the records-per-shard floor lowered to the test's records). Both
+    run per record, in the driver and the executors (``spark.executorEnv``), as the columnar path, which reads their
+    String serdes too, would run them whole under ``auto``: the split's own path is what is tested here."""
     monkeypatch.setattr(task_split, "AUTO_RECORDS_PER_SHARD", 1_000)
+    monkeypatch.setenv(PER_RECORD_ENV, "1")
+    per_record = {**CLUSTER_CONF, f"spark.executorEnv.{PER_RECORD_ENV}": "1"}
     staged = staged_one_partition[program]
     plan: RunPlan = staged["plan"]
     assert [t.task_id for t in plan.tasks] == ["0_0"]
@@ -169,7 +174,7 @@ def test_a_one_partition_task_split_in_two_runs_a_shard_on_each_worker_and_publi
     [whole] = process(plan, store_uri=str(whole_dir), master="inline", split="off", **options)
     before = {p.name for p in Path(spark_cluster.workdir).glob("worker-*/app-*")}
     [shards] = process(
-        plan, store_uri=str(split_dir), master=spark_cluster.address, conf=CLUSTER_CONF, split=split, **options
+        plan, store_uri=str(split_dir), master=spark_cluster.address, conf=per_record, split=split, **options
     )
 
     assert shards["shards"] == 2 and shards["records_processed"] == whole["records_processed"] == SPLIT_RECORDS

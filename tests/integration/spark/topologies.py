@@ -119,8 +119,9 @@ def _rekey_count_dsl(serde: Any) -> Topology:
 
 
 def rekey_count_dsl_strings() -> Topology:
-    """:func:`rekey_count_dsl` with String serdes (the same description): per record, not over columns, and each
-    key shard of either stage can read only its own records (``spark/owned_input.py``)."""
+    """:func:`rekey_count_dsl` with String serdes (the same description): over columns, or per record where a test
+    forces it (``STREAMPROC_PER_RECORD_COUNT``), when each key shard of either stage can read only its own records
+    (``spark/owned_input.py``)."""
     return _rekey_count_dsl(STRING)
 
 
@@ -130,7 +131,8 @@ SPLIT_OUTPUT = "spark-split-totals"
 
 def split_count() -> Topology:
     """A DSL count over String serdes on a one-partition topic: a task ``--split N`` cuts into N key shards, each
-    reading only its own records (``spark/owned_input.py``), which the standalone cluster's workers run."""
+    reading only its own records (``spark/owned_input.py``) when forced per record (``STREAMPROC_PER_RECORD_COUNT``),
+    which the standalone cluster's workers run."""
     from streamproc.dsl import Consumed, Materialized, Produced, StreamsBuilder
 
     b = StreamsBuilder()
@@ -146,7 +148,8 @@ def split_count() -> Topology:
 
 def split_window_count() -> Topology:
     """The same input counted in 10 s tumbling windows with 1 s of grace (late records dropped), the window's key
-    to the sink: a time-windowed aggregate processed per record, which ``--split auto`` splits."""
+    to the sink: a time-windowed aggregate, which ``--split auto`` splits where it runs per record (else the columnar
+    path takes it whole)."""
     from streamproc.dsl import Consumed, Materialized, Produced, StreamsBuilder, TimeWindows
 
     b = StreamsBuilder()

@@ -28,6 +28,7 @@ from tests.unit.spark import test_columnar_count as base
 from tests.unit.spark.test_columnar_count import (
     _BYTES,
     _LONG,
+    _STRING,
     CHANGELOG,
     SINK,
     SOURCE,
@@ -38,22 +39,31 @@ from tests.unit.spark.test_columnar_count import (
 _MODULE = "tests.unit.spark.test_columnar_aggregate"
 
 
-def _materialized(logged: bool) -> Any:
+def _materialized(logged: bool, key_serde: Any = _BYTES) -> Any:
     materialized = Materialized.as_(Stores.persistent_timestamped_key_value_store("counts"))
     if not logged:
         materialized = materialized.with_logging_disabled()
-    return materialized.with_key_serde(_BYTES).with_value_serde(_LONG)
+    return materialized.with_key_serde(key_serde).with_value_serde(_LONG)
 
 
-def _build(fold: Any, *, chain: bool = False, logged: bool = True) -> Topology:
-    """source → [filter → mapValues (null for 1-byte values, dropped at the aggregate)] → ``fold`` → toStream → sink."""
+def _build(fold: Any, *, chain: bool = False, logged: bool = True, serde: Any = _BYTES) -> Topology:
+    """source → [filter → mapValues (null for 1-byte values, dropped at the aggregate)] → ``fold`` → toStream → sink;
+    ``serde``: the source's key and value serde, the store's and the sink's key serde."""
     b = StreamsBuilder()
-    stream = b.stream(SOURCE, Consumed.with_(_BYTES, _BYTES))
+    stream = b.stream(SOURCE, Consumed.with_(serde, serde))
     if chain:
-        stream = stream.filter(lambda k, v: v[:1] != b"\x02").map_values(lambda v: None if len(v) == 1 else v)
-    table = fold(stream.group_by_key(), _materialized(logged))
-    table.to_stream().to(SINK, Produced.with_(_BYTES, _LONG))
+        stream = stream.filter(lambda k, v: v[:1] not in (b"\x02", "\x02")).map_values(
+            lambda v: None if len(v) == 1 else v
+        )
+    table = fold(stream.group_by_key(), _materialized(logged, serde))
+    table.to_stream().to(SINK, Produced.with_(serde, _LONG))
     return b.build()
+
+
+def _sum_string_lengths(grouped: Any, m: Any) -> Any:
+    """The aggregator of ``str`` keys and values (a value that is not UTF-8 read with Java's replacement
+    characters): its length in characters, plus one per key character; a ``bytes`` value would fail."""
+    return grouped.aggregate(lambda: 0, lambda k, v, agg: agg + len(v.encode("utf-16-le")) + len(k), materialized=m)
 
 
 def _sum_lengths(grouped: Any, m: Any) -> Any:
@@ -114,6 +124,14 @@ def sum_lengths_after_a_chain() -> Topology:
     return _build(_sum_lengths, chain=True)
 
 
+def sum_string_lengths() -> Topology:
+    return _build(_sum_string_lengths, serde=_STRING)
+
+
+def sum_string_lengths_after_a_chain() -> Topology:
+    return _build(_sum_string_lengths, chain=True, serde=_STRING)
+
+
 def maximum() -> Topology:
     return _build(_max)
 
@@ -155,6 +173,8 @@ TOPOLOGIES = [
     "sum_lengths",
     "sum_lengths_unlogged",
     "sum_lengths_after_a_chain",
+    "sum_string_lengths",
+    "sum_string_lengths_after_a_chain",
     "maximum",
     "tombstones",
     "tombstones_after_a_chain",

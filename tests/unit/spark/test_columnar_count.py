@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from streamproc import Stores
 from streamproc.dsl import Consumed, Materialized, Produced, StreamsBuilder
 from streamproc.engine.records import ConsumerRecord, RawRecord
-from streamproc.engine.serdes import serde_for
+from streamproc.engine.serdes import Serde, StringDeserializer, serde_for
 from streamproc.engine.stream_task import TaskConfig
 from streamproc.engine.task_id import TaskId
 from streamproc.engine.topology import Topology
@@ -53,8 +53,8 @@ def _count(*, logged: bool = True, key_serde: Any = _BYTES, value_serde: Any = _
     if not logged:
         materialized = materialized.with_logging_disabled()
     stream = b.stream(SOURCE, Consumed.with_(key_serde, value_serde))
-    table = stream.group_by_key().count(materialized=materialized.with_key_serde(_BYTES).with_value_serde(_LONG))
-    table.to_stream().to(SINK, Produced.with_(_BYTES, sink_value))
+    table = stream.group_by_key().count(materialized=materialized.with_key_serde(key_serde).with_value_serde(_LONG))
+    table.to_stream().to(SINK, Produced.with_(key_serde, sink_value))
     return b
 
 
@@ -66,9 +66,27 @@ def count_unlogged() -> Topology:
     return _count(logged=False).build()
 
 
-def count_string_values() -> Topology:
-    """A ``String`` value serde: its deserializer runs per record (and may fail), so the task runs per record."""
-    return _count(value_serde=_STRING).build()
+def count_strings_logged() -> Topology:
+    """String keys and values, as most applications read them: the key column is read as ``String`` reads it
+    (bytes that are not UTF-8 become Java's replacement characters), the values are not read."""
+    return _count(key_serde=_STRING, value_serde=_STRING).build()
+
+
+def count_strings_unlogged() -> Topology:
+    return _count(logged=False, key_serde=_STRING, value_serde=_STRING).build()
+
+
+class _Shouting(StringDeserializer):
+    """A deserializer of the user's own (here a ``String`` one that upper-cases): only its ``deserialize`` knows
+    what it reads, so the task runs per record."""
+
+    def deserialize(self, topic: str, data: bytes | None) -> str | None:
+        text = super().deserialize(topic, data)
+        return None if text is None else text.upper()
+
+
+def count_own_deserializer() -> Topology:
+    return _count(key_serde=Serde(_STRING.serializer, _Shouting()), value_serde=_STRING).build()
 
 
 def count_then_filter() -> Topology:
@@ -198,7 +216,23 @@ def _assert_same(root: Path, scratch: Path, columnar: dict[str, Any], per_record
     assert _store_entries(root, COLUMNAR, scratch) == _store_entries(root, PER_RECORD, scratch)
 
 
-_KEYS = st.sampled_from([b"a", b"b", b"user-000017", b"", b"\x00\xff", b"k" * 40])
+#: Keys a ``String`` source reads as they are, and some it does not: ``\xff`` and ``\xfe`` both read as one U+FFFD
+#: (one key, as ``\xef\xbf\xbd`` is), ``\xed\xa0\x80`` (an encoded surrogate) as one too, as Java reads it.
+_KEYS = st.sampled_from(
+    [
+        b"a",
+        b"b",
+        b"user-000017",
+        b"",
+        b"\x00\xff",
+        b"k" * 40,
+        b"\xff",
+        b"\xfe",
+        b"\xef\xbf\xbd",
+        b"\xed\xa0\x80",
+        "é".encode(),
+    ]
+)
 _HEADERS = st.lists(st.tuples(st.sampled_from(["h", "trace", "\u00e9"]), st.none() | st.binary(max_size=4)), max_size=2)
 _ROWS = st.lists(
     st.tuples(_KEYS, st.binary(max_size=6), st.integers(0, 50), _HEADERS.map(tuple)),
@@ -215,6 +249,7 @@ _STORED = st.dictionaries(_KEYS, st.tuples(st.integers(0, 2**40), st.integers(-(
     chunk=st.sampled_from([1, 7, 256]),
     gap=st.sampled_from([1, 3]),
     logged=st.booleans(),
+    strings=st.booleans(),
 )
 def test_the_columnar_count_equals_the_per_record_path(
     tmp_path_factory: pytest.TempPathFactory,
@@ -225,6 +260,7 @@ def test_the_columnar_count_equals_the_per_record_path(
     chunk: int,
     gap: int,
     logged: bool,
+    strings: bool,
 ) -> None:
     scratch = tmp_path_factory.mktemp("columnar")
     root = scratch / "store"
@@ -239,9 +275,8 @@ def test_the_columnar_count_equals_the_per_record_path(
     before = columnar_count.CHUNK_ROWS
     columnar_count.CHUNK_ROWS = chunk
     try:
-        columnar, per_record = _both(
-            root, "count_logged" if logged else "count_unlogged", (start, end, partition_time), restore, caplog
-        )
+        topology = f"count_{'strings_' if strings else ''}{'logged' if logged else 'unlogged'}"
+        columnar, per_record = _both(root, topology, (start, end, partition_time), restore, caplog)
     finally:
         columnar_count.CHUNK_ROWS = before
     _assert_same(root, scratch, columnar, per_record)
@@ -265,7 +300,7 @@ def test_row_groups_and_many_keys_give_the_same_bytes(tmp_path: Path, caplog: py
         ("count_logged", [(b"a", None, 1, ())], "may hold a null value"),
         ("count_logged", [(None, b"v", 1, ())], "may hold a null key"),
         ("count_logged", [(b"a", b"v", -1, ())], "may hold a negative timestamp"),
-        ("count_string_values", [(b"a", b"v", 1, ())], "the source's serdes are not Bytes/ByteArray"),
+        ("count_own_deserializer", [(b"a", b"v", 1, ())], "the source's serdes are not Bytes/ByteArray or String"),
         ("count_then_filter", [(b"a", b"v", 1, ())], "processor nodes, not the 4"),
         ("count_with_a_handler", [(b"a", b"v", 1, ())], "a processing exception handler is configured"),
     ],
@@ -397,16 +432,17 @@ _STORED_OR_NOT_A_LONG = st.dictionaries(
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(rows=_ROWS, stored=_STORED_OR_NOT_A_LONG, chunk=st.sampled_from([1, 7, 256]))
+@given(rows=_ROWS, stored=_STORED_OR_NOT_A_LONG, chunk=st.sampled_from([1, 7, 256]), strings=st.booleans())
 def test_stored_values_that_may_not_be_counts_end_both_paths_the_same_way(
     tmp_path_factory: pytest.TempPathFactory,
     caplog: pytest.LogCaptureFixture,
     rows: list[Record],
     stored: dict[bytes, bytes],
     chunk: int,
+    strings: bool,
 ) -> None:
     """Whatever the store holds for the keys the input brings or not: the same error and nothing published, or the
-    same files, store and report."""
+    same files, store and report; with ``String`` keys too (the store then read at the key as ``String`` reads it)."""
     scratch = tmp_path_factory.mktemp("stored")
     root = scratch / "store"
     store = LocalObjectStore(root)
@@ -415,7 +451,8 @@ def test_stored_values_that_may_not_be_counts_end_both_paths_the_same_way(
     before = columnar_count.CHUNK_ROWS
     columnar_count.CHUNK_ROWS = chunk
     try:
-        _assert_same_outcome(root, scratch, (start, end, -1), restore, caplog)
+        topology = "count_strings_logged" if strings else "count_logged"
+        _assert_same_outcome(root, scratch, (start, end, -1), restore, caplog, topology=topology)
     finally:
         columnar_count.CHUNK_ROWS = before
 

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from streamproc.dsl import Consumed, Materialized, Produced, StreamsBuilder, TimeWindows
-from streamproc.engine.serdes import serde_for
+from streamproc.engine.serdes import Serde, StringDeserializer, serde_for
 from streamproc.engine.task_id import TaskId
 from streamproc.engine.topology import Topology
 from streamproc.errors import StreamprocError
@@ -54,12 +54,17 @@ def _windows() -> TimeWindows:
     return w if WINDOWS["advance"] == WINDOWS["size"] else w.advance_by(WINDOWS["advance"])
 
 
+#: The key serde of the example being built: ``String`` where a test sets it (its keys then read as ``String`` reads
+#: them, its values too, unless a topology says otherwise).
+KEYS = {"serde": _BYTES}
+
+
 def _aggregate(
-    *, logged: bool = True, aggregator: Any = None, after: str = "select_key", value_serde: Any = _BYTES
+    *, logged: bool = True, aggregator: Any = None, after: str = "select_key", value_serde: Any = None
 ) -> Topology:
     b = StreamsBuilder()
     sums = (
-        b.stream(SOURCE, Consumed.with_(_BYTES, value_serde))
+        b.stream(SOURCE, Consumed.with_(KEYS["serde"], value_serde or KEYS["serde"]))
         .group_by_key()
         .windowed_by(_windows())
         .aggregate(
@@ -71,7 +76,7 @@ def _aggregate(
 
 
 def _materialized(logged: bool) -> Materialized[Any, Any]:
-    materialized = Materialized.as_(STORE).with_key_serde(_BYTES).with_value_serde(_LONG)
+    materialized = Materialized.as_(STORE).with_key_serde(KEYS["serde"]).with_value_serde(_LONG)
     return materialized if logged else materialized.with_logging_disabled()
 
 
@@ -79,7 +84,7 @@ def _to_sink(stream: Any, after: str) -> None:
     """The chain after ``toStream``: ``select_key`` to the record key; or ``map`` to a Bytes key and value, then a
     filter; or nothing (a ``Windowed`` key to the sink)."""
     if after == "select_key":
-        stream.select_key(lambda w, total: w.key).to(SINK, Produced.with_(_BYTES, _LONG))
+        stream.select_key(lambda w, total: w.key).to(SINK, Produced.with_(KEYS["serde"], _LONG))
     elif after == "map":
         stream.map(lambda w, total: (w.key + b"@%d" % w.window.start, b"%d" % total)).filter(
             lambda k, v: not v.endswith(b"3")
@@ -91,7 +96,7 @@ def _to_sink(stream: Any, after: str) -> None:
 def _count(*, logged: bool = True, before: bool = False, after: str = "select_key") -> Topology:
     """The DSL's windowed ``count()``, optionally after a ``filter``/``mapValues`` chain."""
     b = StreamsBuilder()
-    stream = b.stream(SOURCE, Consumed.with_(_BYTES, _BYTES))
+    stream = b.stream(SOURCE, Consumed.with_(KEYS["serde"], KEYS["serde"]))
     if before:
         stream = stream.filter(lambda k, v: v != b"n").map_values(lambda v: v + b"!")
     counts = stream.group_by_key().windowed_by(_windows()).count(materialized=_materialized(logged))
@@ -129,8 +134,16 @@ def window_sum_windowed_key() -> Topology:
     return _aggregate(after="none")
 
 
-def window_sum_string_values() -> Topology:
-    return _aggregate(value_serde=_STRING)
+class _Trimmed(StringDeserializer):
+    """A deserializer of the user's own: only its ``deserialize`` knows what it reads, so the task runs per record."""
+
+    def deserialize(self, topic: str, data: bytes | None) -> str | None:
+        text = super().deserialize(topic, data)
+        return None if text is None else text.strip()
+
+
+def window_sum_own_values() -> Topology:
+    return _aggregate(value_serde=Serde(_STRING.serializer, _Trimmed()))
 
 
 def window_sum_failing() -> Topology:
@@ -246,7 +259,7 @@ def _assert_same(root: Path, scratch: Path, columnar: dict[str, Any], per_record
 
 
 _KEYS = st.sampled_from([b"a", b"b", b"user-000017", b"", b"\x00\xff"])
-_VALUES = st.sampled_from([b"", b"v", b"vvvv", b"abc3", b"n", b"nope"])
+_VALUES = st.sampled_from([b"", b"v", b"vvvv", b"abc3", b"n", b"nope", b"\xe2\x82"])  # the last: one U+FFFD
 _ROWS = st.lists(
     st.tuples(_KEYS, _VALUES, st.integers(0, 120), st.sampled_from([(), (("h", b"1"),)])),
     max_size=80,
@@ -362,7 +375,7 @@ def test_a_failing_aggregate_fails_as_per_record(
     ("topology", "reason"),
     [
         ("window_sum_windowed_key", "toStream feeds the sink directly"),
-        ("window_sum_string_values", "the source's serdes are not Bytes/ByteArray"),
+        ("window_sum_own_values", "the source's serdes are not Bytes/ByteArray or String"),
     ],
 )
 def test_an_ineligible_window_task_runs_per_record_and_says_why(
@@ -475,6 +488,36 @@ def test_the_columnar_window_count_equals_the_per_record_path(
         tmp_path_factory, caplog, rows, shape, stored, topology, partition_time, chunk
     )
     assert columnar_lines == per_record_lines  # the expired-window warnings, word for word and in order
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    rows=_ROWS,
+    shape=_SHAPES,
+    stored=st.lists(st.tuples(_KEYS, st.integers(0, 3), st.integers(0, 50), st.integers(-5, 5)), max_size=4),
+    topology=st.sampled_from(["window_count", "window_count_unlogged", "window_sum", "window_sum_unlogged"]),
+    chunk=st.sampled_from([1, 7, 256]),
+)
+def test_string_keys_and_values_over_columns_equal_the_per_record_path(
+    tmp_path_factory: pytest.TempPathFactory,
+    caplog: pytest.LogCaptureFixture,
+    rows: list[Any],
+    shape: tuple[int, int, int],
+    stored: list[tuple[bytes, int, int, int]],
+    topology: str,
+    chunk: int,
+) -> None:
+    """``String`` serdes, as most applications' windowed counts and sums have them: the keys as ``String`` reads
+    them (``\\x00\\xff`` is not UTF-8, a restored window under it is not the input's key's), the sum's aggregator
+    given ``str`` keys and values, the windows' keys to a ``String`` sink."""
+    KEYS["serde"] = _STRING
+    try:
+        columnar_lines, per_record_lines = _run_both_and_compare(
+            tmp_path_factory, caplog, rows, shape, stored, topology, -1, chunk
+        )
+    finally:
+        KEYS["serde"] = _BYTES
+    assert columnar_lines == per_record_lines
 
 
 def test_many_records_counted_in_hopping_windows_give_the_same_bytes(

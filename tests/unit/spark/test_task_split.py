@@ -20,6 +20,7 @@ from streamproc.engine.topology_builder import build_processor_topology
 from streamproc.errors import ConfigError
 from streamproc.plan.run_plan import PlannedRange, PlannedTask
 from streamproc.spark import task_split
+from streamproc.spark.columnar.count import PER_RECORD_ENV
 from streamproc.spark.job import Stage
 from streamproc.spark.stream_time_prefix import watched_nodes
 from streamproc.spark.task_runner import InputRange, TaskWork
@@ -50,11 +51,16 @@ def test_split_values_are_auto_off_or_a_count() -> None:
             parse_split(bad)
 
 
-def test_auto_splits_tasks_with_stores_and_not_yet_stateless_ones() -> None:
+def test_auto_splits_tasks_with_stores_and_not_yet_stateless_ones(monkeypatch: pytest.MonkeyPatch) -> None:
     """Measured on two cores (docs/split.md, ``bench.split_curve``): the shards of a task that reads and writes a
-    store pay (a count, an aggregate, a time- or session-windowed aggregate), a stateless chain's do not yet."""
+    store pay (a count, an aggregate, a time- or session-windowed aggregate) per record, a stateless chain's do not
+    yet. A String count runs whole: the columnar path reads String serdes too, and runs it faster whole than its
+    shards per record would; forced per record, it splits."""
     assert not task_split.AUTO_SPLITS_STATELESS
     config = TaskConfig()
+    [whole] = auto_refusals(_string_count().build(), config).values()
+    assert whole is not None and "the columnar path may take its tasks" in whole
+    monkeypatch.setenv(PER_RECORD_ENV, "1")
     assert auto_refusals(PROGRAMS["windowed-aggregate-materialized"](), config) == {0: None}
     assert auto_refusals(PROGRAMS["session-aggregate"](), config) == {0: None}
     assert auto_refusals(_string_count().build(), config) == {0: None}
@@ -100,12 +106,10 @@ def _string_count(
 def test_auto_splits_where_each_shard_reads_only_its_own_records_per_record(monkeypatch: pytest.MonkeyPatch) -> None:
     """Decided from the topology and config alone: per record (not what the columnar path may take), one input
     topic, a poll that cannot drop a record (serdes that cannot fail, or the default handler, which fails the task)
-    and record-metadata timestamps (here for stateless chains too, as once their shards pay)."""
+    and record-metadata timestamps (here for stateless chains too, as once their shards pay). The String programs
+    are forced per record past the columnar paths' shapes (``STREAMPROC_PER_RECORD_COUNT``)."""
     monkeypatch.setattr(task_split, "AUTO_SPLITS_STATELESS", True)
     config = TaskConfig()
-    assert auto_refusals(_string_count().build(), config) == {0: None}
-    assert auto_refusals(PROGRAMS["group-by-count"](), config) == {0: None, 1: None}
-    assert auto_refusals(PROGRAMS["stateless-chain"](), config) == {0: None}  # no store: round-robin shards
 
     def why(topology: Any, config: TaskConfig = config, subtopology: int = 0) -> str:
         refusal = auto_refusals(topology, config)[subtopology]
@@ -114,8 +118,14 @@ def test_auto_splits_where_each_shard_reads_only_its_own_records_per_record(monk
         assert refusal.endswith("; --split N splits anyway")
         return refusal
 
-    raw, json = serde_for("ByteArray"), serde_for("Json")
     assert "the columnar path may take its tasks" in why(PROGRAMS["bytes-count"]())
+    assert "the columnar path may take its tasks" in why(PROGRAMS["bytes-window-count"]())
+    assert "the columnar path may take its tasks" in why(_string_count().build())
+    monkeypatch.setenv(PER_RECORD_ENV, "1")
+    assert auto_refusals(_string_count().build(), config) == {0: None}
+    assert auto_refusals(PROGRAMS["group-by-count"](), config) == {0: None, 1: None}
+    assert auto_refusals(PROGRAMS["stateless-chain"](), config) == {0: None}  # no store: round-robin shards
+    raw, json = serde_for("ByteArray"), serde_for("Json")
     assert "its tasks read 2 topics" in why(PROGRAMS["table-table-joins"]())
     # serdes that may fail: a record that does not deserialize fails the task under the default handler, split or
     # not; a handler that drops it at the poll needs every record in every shard
@@ -129,9 +139,8 @@ def test_auto_splits_where_each_shard_reads_only_its_own_records_per_record(monk
     custom = TaskConfig(default_timestamp_extractor=_PartitionTime())
     assert "not a record-metadata one" in why(_string_count().build(), custom)
     assert "not a record-metadata one" in why(_string_count(extractor=_PartitionTime()).build())
-    # a windowed aggregate per record splits; one the columnar windowed aggregate may take runs whole
+    # a windowed aggregate per record splits
     assert auto_refusals(PROGRAMS["windowed-aggregate-materialized"](), config) == {0: None}
-    assert "the columnar path may take its tasks" in why(PROGRAMS["bytes-window-count"]())
     # what split_refusals refuses stays refused, with its own reason
     [joins] = auto_refusals(PROGRAMS["stream-stream-left-join"](), config).values()
     assert joins is not None and "runs unsplit (one shard per task)" in joins and "left/outer stream-stream" in joins
@@ -311,6 +320,11 @@ def test_the_plan_shows_each_subtopologys_parallelism_and_why(monkeypatch: pytes
         f"{second}one core per task (key shards possible; --split off)"
     )
     assert parallelism_lines(topology, plan, "auto", TaskConfig())[2] == (
+        f"{second}one core per task: the columnar path may take its tasks, which run faster whole than as shards and "
+        "a merge; --split N splits anyway"
+    )
+    monkeypatch.setenv(PER_RECORD_ENV, "1")  # the re-key per record: no store, so round-robin shards
+    assert parallelism_lines(topology, plan, "auto", TaskConfig())[2] == (
         f"{second}one core per task: it holds no store, and a stateless task's shards do not pay yet on two cores "
         "(docs/split.md); --split N splits anyway"
     )
@@ -319,5 +333,6 @@ def test_the_plan_shows_each_subtopologys_parallelism_and_why(monkeypatch: pytes
         f"{second}key shards where cores would idle and a task has {AUTO_RECORDS_PER_SHARD} planned records per shard "
         "(each shard reads only its own records), then a merge"
     )
+    monkeypatch.delenv(PER_RECORD_ENV)
     auto_first = parallelism_lines(PROGRAMS["bytes-count"](), plan, "auto", TaskConfig())[1]
     assert "one core per task: the columnar path may take its tasks" in auto_first
