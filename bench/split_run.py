@@ -3,8 +3,10 @@
 ``python -m bench.split_run [--records N] [--workloads string_session_count,string_window_count] [--cores 2]
 [--repeats 1] [--master M] [--attach] [--log FILE]`` puts the bench's data set of N records on one partition of the
 bench broker (``bench/generator.py``, produced once and reused), then runs, per workload of
-``bench/split_curve.py``'s String ones (``--split auto`` splits those with a store: the default
-``string_session_count`` and ``string_window_count``, ``string_count``, ``string_aggregate``) and per repeat,
+``bench/split_curve.py``'s String ones (``--split auto`` splits those with a store that run per record: the
+default ``string_session_count``; ``string_window_count``, ``string_count`` and ``string_aggregate`` run whole over
+columns, and split only with ``STREAMPROC_PER_RECORD_COUNT=1`` in the environment, which the runs inherit) and per
+repeat,
 ``streamproc run`` as a user runs it on ``--cores`` cores (no ``--master``: worker processes by the window, one per
 million records, inline below two million) with ``--split off``, then with ``--split auto``, each a new application
 from the earliest offset (plan, fetch, process, hand-off to the broker). Measured as ``bench.compare`` measures a

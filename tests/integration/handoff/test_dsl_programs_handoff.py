@@ -77,13 +77,15 @@ PLAIN_VALUES = frozenset({"two_aggregates_one_repartition_optimized", "table_gro
 NOT_BEFORE_PREVIOUS_PART = frozenset({"bytes_window_sum", "bytes_window_count"})
 
 #: How streamproc runs each sub-topology's tasks (their reports' ``execution``) where not one record at a time: over
-#: columns (``spark/columnar/count.py``, a re-key to a repartition sink too; ``spark/columnar/window.py`` for the
-#: windowed aggregate, here over the re-keyed records sub-topology 0 appended to the repartition topic in the run,
-#: and for the windowed count over the input topic, by its count fold).
+#: columns (``spark/columnar/count.py``, a re-key to a repartition sink too, with String serdes as with ByteArray
+#: ones; ``spark/columnar/window.py`` for the windowed aggregate, here over the re-keyed records sub-topology 0
+#: appended to the repartition topic in the run, and for the windowed count over the input topic, by its count fold).
 EXECUTION: dict[str, dict[int, str]] = {
     "bytes_count": {0: "columnar"},
     "bytes_window_sum": {0: "columnar", 1: "columnar"},
     "bytes_window_count": {0: "columnar"},
+    "two_aggregates_one_repartition_optimized": {0: "columnar"},  # the String re-key to the repartition topic
+    "rekey_join_optimized": {1: "columnar"},  # the String re-key of the clicks
 }
 
 
