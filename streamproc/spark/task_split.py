@@ -41,7 +41,12 @@ from streamproc.engine.key_shards import ShardSpec
 from streamproc.engine.stream_task import TaskConfig
 from streamproc.engine.task_wide_times import takes_task_stream_time
 from streamproc.engine.topology import Topology
-from streamproc.engine.topology_builder import build_processor_topology, build_stores, store_builders
+from streamproc.engine.topology_builder import (
+    build_processor_topology,
+    build_stores,
+    global_store_builders,
+    store_builders,
+)
 from streamproc.errors import ConfigError
 from streamproc.spark.stream_time_prefix import stream_time_prefix
 from streamproc.state.store_builders import store_definitions
@@ -190,13 +195,16 @@ def auto_refusals(
     doc). ``refusals``: :func:`split_refusals`'s, when already computed; a sub-topology refused there stays so.
 
     Decided from the topology and config alone, before any input is read: a task the columnar path may take runs
-    whole (unless ``STREAMPROC_PER_RECORD_COUNT`` forces every task per record); so does one whose shards could not
+    whole (unless every task runs per record: ``STREAMPROC_PER_RECORD_COUNT``, a handler or dead letter queue
+    configured, global stores, ``columnar.handlers_refusal``); so does one whose shards could not
     each read only their own records (``owned_input.owned_reading``, the task runner's own rule). What only the data
     tells (a negative timestamp, a String key that is not UTF-8) makes a shard read every record, as with
     ``--split N``."""
-    from streamproc.spark.columnar import count_shape_refusal, per_record_forced, window_shape_refusal
+    from streamproc.spark.columnar import count_shape_refusal, handlers_refusal, per_record_forced, window_shape_refusal
     from streamproc.spark.owned_input import owned_reading
 
+    # what keeps every task of the run off the columnar paths, whatever its shape
+    per_record = per_record_forced() or handlers_refusal(config) is not None or bool(global_store_builders(topology))
     verdicts: dict[int, str | None] = {}
     for subtopology, refusal in (split_refusals(topology) if refusals is None else refusals).items():
         if refusal is not None:
@@ -209,7 +217,7 @@ def auto_refusals(
             why = "a declared processor reads the task's stream time, so each shard would read every record"
         elif len(graph.source_topics) != 1:
             why = f"its tasks read {len(graph.source_topics)} topics, so each shard would read every record"
-        elif not per_record_forced() and (
+        elif not per_record and (
             count_shape_refusal(graph, graph.source_topics[0]) is None
             or window_shape_refusal(graph, graph.source_topics[0]) is None
         ):

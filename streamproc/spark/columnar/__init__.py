@@ -25,6 +25,7 @@ from streamproc.spark.columnar.count import (
     CountPlan,
     columnar_count_plan,
     count_shape_refusal,
+    handlers_refusal,
     per_record_forced,
     run_columnar_count,
 )
@@ -85,4 +86,11 @@ def columnar_plan(**facts: Any) -> ColumnarTask | str:
     )
 
 
-__all__ = ["ColumnarTask", "columnar_plan", "count_shape_refusal", "per_record_forced", "window_shape_refusal"]
+__all__ = [
+    "ColumnarTask",
+    "columnar_plan",
+    "count_shape_refusal",
+    "handlers_refusal",
+    "per_record_forced",
+    "window_shape_refusal",
+]

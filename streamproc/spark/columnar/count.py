@@ -417,6 +417,13 @@ def common_eligibility(
         return f"{len(inputs)} input partitions, not one"
     if has_global_stores:
         return "the task has global stores"
+    return handlers_refusal(config)
+
+
+def handlers_refusal(config: TaskConfig) -> str | None:
+    """Why no task under ``config`` runs over columns, whatever its nodes and input: a dead letter queue or an
+    exception handler other than the default ``LogAndFail`` ones (they route a record the columnar loops would not
+    route record by record); ``None`` when none is configured. ``--split auto`` asks it too."""
     if config.dead_letter_queue_topic is not None:
         return "a dead letter queue is configured"
     if type(config.deserialization_exception_handler) is not LogAndFailExceptionHandler:

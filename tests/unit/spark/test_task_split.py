@@ -336,3 +336,22 @@ def test_the_plan_shows_each_subtopologys_parallelism_and_why(monkeypatch: pytes
     monkeypatch.delenv(PER_RECORD_ENV)
     auto_first = parallelism_lines(PROGRAMS["bytes-count"](), plan, "auto", TaskConfig())[1]
     assert "one core per task: the columnar path may take its tasks" in auto_first
+
+
+def test_auto_splits_a_string_count_the_columnar_path_cannot_take_for_its_config() -> None:
+    """No task runs over columns under a configured exception handler or dead letter queue, or beside global stores
+    (``columnar.handlers_refusal``, ``common_eligibility``): a String count then runs per record, so ``auto`` splits
+    it, each shard reading only its own records, rather than leave it whole for a columnar path that will not take
+    it."""
+    count = _string_count().build()
+    [whole] = auto_refusals(count, TaskConfig()).values()
+    assert whole is not None and "the columnar path may take its tasks" in whole
+    for config in (
+        TaskConfig(processing_exception_handler=LogAndContinueProcessingExceptionHandler()),
+        TaskConfig(deserialization_exception_handler=LogAndContinueExceptionHandler()),
+        TaskConfig(dead_letter_queue_topic="dead-letters"),
+    ):
+        assert auto_refusals(count, config) == {0: None}, config
+    with_global = _string_count()
+    with_global.global_table("g", Consumed.with_(_STRING, _STRING))
+    assert auto_refusals(with_global.build(), TaskConfig()) == {0: None}
